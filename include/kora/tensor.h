@@ -1,0 +1,60 @@
+// Tensor: a host-resident constant (weight, initializer, folded value) with a dtype, a
+// static shape and its bytes, densely packed in row-major order. The bytes are shared
+// between copies and never changed after construction, so graphs copy cheaply.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kora/dtype.h"
+
+namespace kora {
+
+using Shape = std::vector<int64_t>;
+
+// Number of elements of a shape (1 for a scalar).
+int64_t numel(const Shape& shape);
+// "[1, 3, 224, 224]"
+std::string shape_str(const Shape& shape);
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Zero-filled tensor.
+  Tensor(DType dtype, Shape shape);
+  // Tensor holding a copy of `bytes` (its size must match dtype and shape).
+  Tensor(DType dtype, Shape shape, const void* bytes, size_t size);
+
+  static Tensor from_int64(DType dtype, Shape shape, const std::vector<int64_t>& values);
+  static Tensor from_double(DType dtype, Shape shape, const std::vector<double>& values);
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t numel() const { return kora::numel(shape_); }
+  size_t nbytes() const { return bytes_ ? bytes_->size() : 0; }
+  const std::byte* bytes() const { return bytes_ ? bytes_->data() : nullptr; }
+  // Writable access, for filling a tensor right after construction only.
+  std::byte* mutable_bytes() { return bytes_ ? bytes_->data() : nullptr; }
+
+  // Element i converted to int64 / double (any dtype).
+  int64_t int64_at(int64_t i) const;
+  double double_at(int64_t i) const;
+  std::vector<int64_t> to_int64() const;
+  std::vector<double> to_double() const;
+
+  // Same bytes, another shape with the same element count.
+  Tensor reshaped(Shape shape) const;
+
+ private:
+  DType dtype_ = DType::kFloat32;
+  Shape shape_;
+  std::shared_ptr<std::vector<std::byte>> bytes_;
+};
+
+// Writes `value` into element i of a tensor being filled, converting to its dtype.
+void set_element(Tensor& t, int64_t i, double value);
+void set_element_int(Tensor& t, int64_t i, int64_t value);
+
+}  // namespace kora

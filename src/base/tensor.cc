@@ -1,0 +1,188 @@
+// Tensor storage and element conversion (including float16 and bfloat16 to and from
+// float), used by the importer and the constant folder.
+#include "kora/tensor.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "kora/error.h"
+
+namespace kora {
+namespace {
+
+float half_to_float(uint16_t h) {
+  uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  float v;
+  if (exp == 0)
+    v = std::ldexp(static_cast<float>(mant), -24);
+  else if (exp == 31)
+    v = mant ? NAN : INFINITY;
+  else
+    v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
+  return sign ? -v : v;
+}
+
+uint16_t float_to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  float a = std::fabs(f);
+  if (std::isnan(f)) return static_cast<uint16_t>(sign | 0x7e00);
+  if (a >= 65520.0f) return static_cast<uint16_t>(sign | 0x7c00);
+  if (a < 6.103515625e-05f) {  // subnormal: round to a multiple of 2^-24
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(a * 16777216.0f)));
+  }
+  int e;
+  float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  uint32_t mant = static_cast<uint32_t>(std::nearbyint((m * 2 - 1) * 1024));
+  uint32_t exp = static_cast<uint32_t>(e - 1 + 15);
+  if (mant == 1024) mant = 0, ++exp;
+  return static_cast<uint16_t>(sign | (exp << 10) | mant);
+}
+
+float bf16_to_float(uint16_t b) {
+  uint32_t x = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+uint16_t float_to_bf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if (std::isnan(f)) return 0x7fc0;
+  x += 0x7fff + ((x >> 16) & 1);  // round to nearest even
+  return static_cast<uint16_t>(x >> 16);
+}
+
+template <typename T>
+T load(const std::byte* p, int64_t i) {
+  T v;
+  std::memcpy(&v, p + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+  return v;
+}
+
+template <typename T>
+void store(std::byte* p, int64_t i, T v) {
+  std::memcpy(p + i * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
+}
+
+}  // namespace
+
+int64_t numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Tensor::Tensor(DType dtype, Shape shape)
+    : dtype_(dtype),
+      shape_(std::move(shape)),
+      bytes_(std::make_shared<std::vector<std::byte>>(
+          static_cast<size_t>(kora::numel(shape_)) * dtype_size(dtype))) {}
+
+Tensor::Tensor(DType dtype, Shape shape, const void* bytes, size_t size)
+    : Tensor(dtype, std::move(shape)) {
+  if (size != nbytes())
+    throw Error("tensor of " + std::string(dtype_name(dtype)) + " " + shape_str(shape_) +
+                " needs " + std::to_string(nbytes()) + " bytes, got " + std::to_string(size));
+  if (size) std::memcpy(bytes_->data(), bytes, size);
+}
+
+Tensor Tensor::from_int64(DType dtype, Shape shape, const std::vector<int64_t>& values) {
+  Tensor t(dtype, std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i) set_element_int(t, static_cast<int64_t>(i), values[i]);
+  return t;
+}
+
+Tensor Tensor::from_double(DType dtype, Shape shape, const std::vector<double>& values) {
+  Tensor t(dtype, std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i) set_element(t, static_cast<int64_t>(i), values[i]);
+  return t;
+}
+
+int64_t Tensor::int64_at(int64_t i) const {
+  const std::byte* p = bytes();
+  switch (dtype_) {
+    case DType::kInt8: return load<int8_t>(p, i);
+    case DType::kInt16: return load<int16_t>(p, i);
+    case DType::kInt32: return load<int32_t>(p, i);
+    case DType::kInt64: return load<int64_t>(p, i);
+    case DType::kUInt8: return load<uint8_t>(p, i);
+    case DType::kUInt16: return load<uint16_t>(p, i);
+    case DType::kUInt32: return load<uint32_t>(p, i);
+    case DType::kUInt64: return static_cast<int64_t>(load<uint64_t>(p, i));
+    case DType::kBool: return load<uint8_t>(p, i) != 0;
+    default: return static_cast<int64_t>(double_at(i));
+  }
+}
+
+double Tensor::double_at(int64_t i) const {
+  const std::byte* p = bytes();
+  switch (dtype_) {
+    case DType::kFloat32: return load<float>(p, i);
+    case DType::kFloat64: return load<double>(p, i);
+    case DType::kFloat16: return half_to_float(load<uint16_t>(p, i));
+    case DType::kBFloat16: return bf16_to_float(load<uint16_t>(p, i));
+    case DType::kUInt64: return static_cast<double>(load<uint64_t>(p, i));
+    default: return static_cast<double>(int64_at(i));
+  }
+}
+
+std::vector<int64_t> Tensor::to_int64() const {
+  std::vector<int64_t> v(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i) v[i] = int64_at(i);
+  return v;
+}
+
+std::vector<double> Tensor::to_double() const {
+  std::vector<double> v(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i) v[i] = double_at(i);
+  return v;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  if (kora::numel(shape) != numel())
+    throw Error("cannot reshape " + shape_str(shape_) + " to " + shape_str(shape));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+void set_element(Tensor& t, int64_t i, double v) {
+  std::byte* p = t.mutable_bytes();
+  switch (t.dtype()) {
+    case DType::kFloat32: return store<float>(p, i, static_cast<float>(v));
+    case DType::kFloat64: return store<double>(p, i, v);
+    case DType::kFloat16: return store<uint16_t>(p, i, float_to_half(static_cast<float>(v)));
+    case DType::kBFloat16: return store<uint16_t>(p, i, float_to_bf16(static_cast<float>(v)));
+    case DType::kBool: return store<uint8_t>(p, i, v != 0.0);
+    default:
+      // Float to integer conversion truncates toward zero, as ONNX Cast does.
+      return set_element_int(t, i, static_cast<int64_t>(std::trunc(v)));
+  }
+}
+
+void set_element_int(Tensor& t, int64_t i, int64_t v) {
+  std::byte* p = t.mutable_bytes();
+  switch (t.dtype()) {
+    case DType::kInt8: return store<int8_t>(p, i, static_cast<int8_t>(v));
+    case DType::kInt16: return store<int16_t>(p, i, static_cast<int16_t>(v));
+    case DType::kInt32: return store<int32_t>(p, i, static_cast<int32_t>(v));
+    case DType::kInt64: return store<int64_t>(p, i, v);
+    case DType::kUInt8: return store<uint8_t>(p, i, static_cast<uint8_t>(v));
+    case DType::kUInt16: return store<uint16_t>(p, i, static_cast<uint16_t>(v));
+    case DType::kUInt32: return store<uint32_t>(p, i, static_cast<uint32_t>(v));
+    case DType::kUInt64: return store<uint64_t>(p, i, static_cast<uint64_t>(v));
+    case DType::kBool: return store<uint8_t>(p, i, v != 0);
+    default: return set_element(t, i, static_cast<double>(v));
+  }
+}
+
+}  // namespace kora

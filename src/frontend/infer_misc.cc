@@ -1,0 +1,74 @@
+// Shape rules of the shape-producing and opaque operators: Shape, Size, ConstantOfShape,
+// Range, TopK and NonMaxSuppression.
+#include <algorithm>
+#include <cmath>
+
+#include "frontend/op_rules.h"
+
+namespace kora {
+namespace {
+
+std::vector<ValueInfo> shape_op(const InferContext& c) {
+  const int64_t r = c.rank(0);
+  int64_t start = c.node().attr_int("start", 0), end = c.node().attr_int("end", r);
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::clamp<int64_t>(end, 0, r);
+  return {ValueInfo{DType::kInt64, {std::max<int64_t>(0, end - start)}}};
+}
+
+std::vector<ValueInfo> size_op(const InferContext&) { return {ValueInfo{DType::kInt64, {}}}; }
+
+std::vector<ValueInfo> constant_of_shape(const InferContext& c) {
+  const std::vector<int64_t> shape = c.ints(0, "shape");
+  for (int64_t d : shape)
+    if (d < 0) c.fail("shape " + shape_str(shape) + " has a negative dimension");
+  const Tensor* value = c.node().attr_tensor("value");
+  return {ValueInfo{value ? value->dtype() : DType::kFloat32, shape}};
+}
+
+std::vector<ValueInfo> range(const InferContext& c) {
+  const double start = c.doubles(0, "start").at(0), limit = c.doubles(1, "limit").at(0),
+               delta = c.doubles(2, "delta").at(0);
+  if (delta == 0) c.fail("delta must not be 0");
+  const double n = std::ceil((limit - start) / delta);
+  return {ValueInfo{c.dtype(0), {std::max<int64_t>(0, static_cast<int64_t>(n))}}};
+}
+
+std::vector<ValueInfo> topk(const InferContext& c) {
+  Shape out = c.shape(0);
+  if (out.empty()) c.fail("input must have rank >= 1");
+  const int64_t axis = c.axis(c.node().attr_int("axis", -1), c.rank(0));
+  const int64_t k = c.has(1) ? c.ints(1, "K").at(0) : c.node().attr_int("k", -1);
+  if (k < 0 || k > out[axis])
+    c.fail("K = " + std::to_string(k) + " is not in [0, " + std::to_string(out[axis]) + "]");
+  out[axis] = k;
+  return {ValueInfo{c.dtype(0), out}, ValueInfo{DType::kInt64, out}};
+}
+
+// The number of selected boxes depends on the data; kora sizes the output for the
+// largest possible selection (every class keeps max_output_boxes_per_class boxes).
+std::vector<ValueInfo> non_max_suppression(const InferContext& c) {
+  const Shape& boxes = c.shape(0);
+  const Shape& scores = c.shape(1);
+  if (boxes.size() != 3 || boxes[2] != 4 || scores.size() != 3 || scores[0] != boxes[0] ||
+      scores[2] != boxes[1])
+    c.fail("boxes " + shape_str(boxes) + " and scores " + shape_str(scores) + " do not match");
+  const int64_t per_class = c.has(2) ? c.ints(2, "max_output_boxes_per_class").at(0) : 0;
+  const int64_t rows = boxes[0] * scores[1] * std::min(std::max<int64_t>(per_class, 0), boxes[1]);
+  return {ValueInfo{DType::kInt64, {rows, 3}}};
+}
+
+}  // namespace
+
+void add_misc_rules(RuleTable& t) {
+  t["Shape"] = {shape_op, 1, 1};
+  t["Size"] = {size_op, 1, 1};
+  t["ConstantOfShape"] = {constant_of_shape, 1, 1};
+  t["Range"] = {range, 3, 3};
+  t["TopK"] = {topk, 1, 2};
+  t["NonMaxSuppression"] = {non_max_suppression, 2, 5};
+}
+
+}  // namespace kora

@@ -1,0 +1,121 @@
+// Static shape and dtype inference with constant folding. In: an operator graph in
+// topological order whose inputs and constants have types. Out: graph.values holds the
+// dtype and shape of every tensor; shape arithmetic is folded into graph.constants; nodes
+// that no longer contribute to an output are removed.
+#include <ostream>
+#include <set>
+
+#include "frontend/constant_fold.h"
+#include "frontend/op_rules.h"
+#include "kora/frontend.h"
+
+namespace kora {
+namespace {
+
+constexpr int64_t kMaxDim = int64_t{1} << 31;
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+// Larger constant results are left to later stages rather than materialized here.
+constexpr int64_t kMaxFoldElements = int64_t{1} << 22;
+
+void check_arity(const Node& n, const OpRule& rule) {
+  const int given = static_cast<int>(n.inputs.size());
+  int present = 0;
+  for (const std::string& in : n.inputs) present += !in.empty();
+  if (given < rule.min_inputs || (rule.max_inputs >= 0 && given > rule.max_inputs) ||
+      present == 0)
+    throw Error(n.describe() + ": has " + std::to_string(given) + " inputs, the operator takes " +
+                std::to_string(rule.min_inputs) +
+                (rule.max_inputs < 0 ? " or more"
+                                     : (rule.max_inputs == rule.min_inputs
+                                            ? std::string()
+                                            : " to " + std::to_string(rule.max_inputs))));
+}
+
+void check_output_shape(const Node& n, const std::string& tensor, const Shape& shape) {
+  int64_t total = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || d > kMaxDim || (d > 0 && total > kMaxElements / d))
+      throw Error(n.describe() + ": output '" + tensor + "' gets the absurd shape " +
+                  shape_str(shape));
+    total *= d;
+  }
+}
+
+bool all_inputs_constant(const Graph& g, const Node& n) {
+  for (const std::string& in : n.inputs)
+    if (!in.empty() && !g.is_constant(in)) return false;
+  return true;
+}
+
+// Removes nodes whose outputs all became constants, then nodes and constants that no
+// graph output depends on. Graph inputs stay, used or not.
+void prune(Graph& g) {
+  std::set<std::string> live(g.outputs.begin(), g.outputs.end());
+  std::vector<Node> kept;
+  for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) {
+    bool needed = false, computed = false;
+    for (const std::string& out : it->outputs) {
+      if (out.empty() || g.is_constant(out)) continue;
+      computed = true;
+      needed = needed || live.count(out);
+    }
+    if (!computed || !needed) continue;
+    for (const std::string& in : it->inputs) live.insert(in);
+    kept.push_back(std::move(*it));
+  }
+  g.nodes.assign(std::make_move_iterator(kept.rbegin()), std::make_move_iterator(kept.rend()));
+  for (auto it = g.constants.begin(); it != g.constants.end();)
+    it = live.count(it->first) ? std::next(it) : g.constants.erase(it);
+  for (const Node& n : g.nodes)
+    for (const std::string& out : n.outputs) live.insert(out);
+  for (const std::string& in : g.inputs) live.insert(in);
+  for (auto it = g.values.begin(); it != g.values.end();)
+    it = live.count(it->first) ? std::next(it) : g.values.erase(it);
+}
+
+}  // namespace
+
+void infer_shapes(Graph& g, const ImportOptions& options) {
+  int folded = 0;
+  const size_t before = g.nodes.size();
+  for (const Node& n : g.nodes) {
+    auto rule = op_rules().find(n.op_type);
+    if (rule == op_rules().end())
+      throw Error(n.describe() + ": operator '" + n.op_type + "' (opset " +
+                  std::to_string(g.opset) + ") is not supported");
+    check_arity(n, rule->second);
+    InferContext ctx(g, n);
+    std::vector<ValueInfo> outs = rule->second.infer(ctx);
+    if (n.outputs.size() > outs.size())
+      throw Error(n.describe() + ": has " + std::to_string(n.outputs.size()) +
+                  " outputs, the operator defines " + std::to_string(outs.size()));
+    outs.resize(n.outputs.size());
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      if (n.outputs[i].empty()) continue;
+      check_output_shape(n, n.outputs[i], outs[i].shape);
+      g.values[n.outputs[i]] = outs[i];
+    }
+    if (!options.fold_constants) continue;
+    if (!(folds_from_shapes(n.op_type) || all_inputs_constant(g, n))) continue;
+    int64_t elements = 0;
+    for (const ValueInfo& v : outs) elements += numel(v.shape);
+    if (elements > kMaxFoldElements) continue;
+    std::optional<std::vector<Tensor>> values = fold_node(ctx, outs);
+    if (!values) continue;
+    for (size_t i = 0; i < values->size(); ++i) {
+      const Tensor& t = (*values)[i];
+      if (t.dtype() != outs[i].dtype || t.shape() != outs[i].shape)
+        throw Error(n.describe() + ": internal error: folded value " + dtype_name(t.dtype()) +
+                    " " + shape_str(t.shape()) + " disagrees with inferred " +
+                    dtype_name(outs[i].dtype) + " " + shape_str(outs[i].shape));
+      g.constants[n.outputs[i]] = t;
+    }
+    ++folded;
+  }
+  if (options.fold_constants) prune(g);
+  if (options.trace)
+    *options.trace << "[frontend] shapes inferred for " << before << " nodes; " << folded
+                   << " folded into constants; " << g.nodes.size() << " nodes remain\n";
+}
+
+}  // namespace kora

@@ -1,0 +1,22 @@
+// ONNX TensorProto / SparseTensorProto -> kora::Tensor: raw_data and every typed field,
+// external-data files resolved against the model's directory, sparse tensors densified.
+#pragma once
+
+#include <string>
+
+#include "kora/tensor.h"
+
+namespace onnx {
+class TensorProto;
+class SparseTensorProto;
+}  // namespace onnx
+
+namespace kora {
+
+// `what` names the tensor in error messages ("initializer 'fc.weight'").
+Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& model_dir,
+                         const std::string& what);
+Tensor tensor_from_sparse_proto(const onnx::SparseTensorProto& proto,
+                                const std::string& model_dir, const std::string& what);
+
+}  // namespace kora
