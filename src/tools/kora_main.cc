@@ -63,12 +63,17 @@ int main(int argc, char** argv) {
   add_model_options(inspect, inspect_model);
   inspect->add_flag("--json", inspect_json, "print the report as JSON");
 
+  CLI::App* operators =
+      app.add_subcommand("operators", "list the ONNX operators kora supports, one per line");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (inspect->parsed()) {
       const kora::Graph g = load_model(inspect_model, verbose);
       const kora::InspectReport report = kora::inspect_graph(g);
       std::cout << (inspect_json ? kora::report_json(report) + "\n" : kora::format_report(report));
+    } else if (operators->parsed()) {
+      for (const std::string& op : kora::supported_operators()) std::cout << op << "\n";
     }
   } catch (const kora::Error& e) {
     std::cerr << "kora: error: " << e.what() << "\n";
