@@ -1,0 +1,168 @@
+"""End-to-end tests of the `kora` program: `kora inspect` on the built-in models and on
+graphs built here, checked against onnxruntime (output shapes), numpy (parameter
+counts) and hand-computed FLOPs; every bad input gives one error line and exit 1.
+
+usage: test_cli.py PATH_TO_KORA
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+KORA = None
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "models"))
+import builtin  # noqa: E402
+
+# The operators the foundation issue requires the front end to accept.
+REQUIRED_OPERATORS = """Conv ConvTranspose MatMul Gemm Einsum BatchNormalization
+InstanceNormalization LayerNormalization GroupNormalization Softmax LogSoftmax Relu LeakyRelu
+PRelu Elu Selu Sigmoid HardSigmoid HardSwish Tanh Erf Gelu Mish Softplus Clip Exp Log Sqrt
+Reciprocal Neg Abs Floor Ceil Round Sign Sin Cos Pow Add Sub Mul Div Mod Max Min Sum Mean
+Where Equal Less LessOrEqual Greater GreaterOrEqual Not And Or Cast CastLike ReduceMean
+ReduceSum ReduceMax ReduceMin ReduceProd ReduceL2 ReduceSumSquare ArgMax GlobalAveragePool
+GlobalMaxPool AveragePool MaxPool Reshape Flatten Transpose Squeeze Unsqueeze Concat Split
+Slice Gather GatherElements Expand Tile Pad Resize Upsample DepthToSpace SpaceToDepth
+Identity Dropout Shape Size ConstantOfShape Range TopK NonMaxSuppression""".split()
+
+
+def kora(*args):
+    return subprocess.run([KORA, *args], capture_output=True, text=True, timeout=120)
+
+
+def inspect_json(path, *extra):
+    proc = kora("inspect", "--json", path, *extra)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def save(graph, path, opset=17):
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def ort_output_shapes(path, feeds):
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return [list(o.shape) for o in sess.run(None, feeds)]
+
+
+class InspectTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = cls.tmp.name
+        for name, graph in [("candy_mini", builtin.candy_mini()),
+                            ("encoder_mini", builtin.encoder_mini())]:
+            save(graph, os.path.join(cls.dir, name + ".onnx"), builtin.OPSET)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def test_builtin_models_match_onnxruntime_shapes(self):
+        rng = np.random.default_rng(0)
+        for name in ["candy_mini.onnx", "encoder_mini.onnx"]:
+            report = inspect_json(self.path(name))
+            feeds = {i["name"]: rng.standard_normal(i["shape"]).astype(np.float32)
+                     for i in report["inputs"]}
+            expected = ort_output_shapes(self.path(name), feeds)
+            self.assertEqual([o["shape"] for o in report["outputs"]], expected, name)
+            self.assertEqual(report["opset"], builtin.OPSET)
+
+    def test_parameter_count_matches_initializers(self):
+        for name in ["candy_mini.onnx", "encoder_mini.onnx"]:
+            model = onnx.load(self.path(name))
+            expected = sum(int(np.prod(i.dims)) for i in model.graph.initializer
+                           if i.data_type == TensorProto.FLOAT)
+            self.assertEqual(inspect_json(self.path(name))["parameters"], expected)
+
+    def test_shape_arithmetic_is_folded(self):
+        report = inspect_json(self.path("encoder_mini.onnx"))
+        for op in ["Shape", "Gather", "Concat", "Unsqueeze"]:
+            self.assertNotIn(op, report["operators"])
+        self.assertEqual(report["operators"]["Reshape"], 4)
+
+    def test_dim_binding(self):
+        report = inspect_json(self.path("encoder_mini.onnx"), "--dim", "batch=3")
+        self.assertEqual(report["inputs"][0]["shape"], [3, 32, 64])
+        feeds = {"tokens": np.zeros([3, 32, 64], np.float32)}
+        self.assertEqual([o["shape"] for o in report["outputs"]],
+                         ort_output_shapes(self.path("encoder_mini.onnx"), feeds))
+
+    def test_conv_flops(self):
+        # 1x8x16x16 input, 16 filters of 8x3x3, stride 1, pad 1, with bias: each output
+        # element takes 8*3*3 multiply-adds plus one bias add.
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+        w = numpy_helper.from_array(np.ones([16, 8, 3, 3], np.float32), "w")
+        b = numpy_helper.from_array(np.ones([16], np.float32), "b")
+        node = helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])
+        path = save(helper.make_graph([node], "g", [x], [y], [w, b]), self.path("conv.onnx"))
+        report = inspect_json(path)
+        outputs = 16 * 16 * 16
+        self.assertEqual(report["flops"], outputs * (2 * 8 * 9 + 1))
+        self.assertEqual(report["parameters"], 16 * 8 * 9 + 16)
+
+    def test_text_report(self):
+        proc = kora("inspect", self.path("candy_mini.onnx"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        for word in ["opset", "inputs", "outputs", "Conv", "parameters", "FLOPs", "[1, 3, 64, 64]"]:
+            self.assertIn(word, proc.stdout)
+
+    def test_verbose_traces_to_stderr(self):
+        proc = kora("--verbose", "inspect", self.path("candy_mini.onnx"))
+        self.assertEqual(proc.returncode, 0)
+        self.assertIn("[frontend]", proc.stderr)
+        self.assertNotIn("[frontend]", proc.stdout)
+
+    def test_help_everywhere(self):
+        for args in [["--help"], ["inspect", "--help"], ["operators", "--help"]]:
+            proc = kora(*args)
+            self.assertEqual(proc.returncode, 0, args)
+            self.assertIn("Usage", proc.stdout)
+
+    def test_required_operators_supported(self):
+        listed = set(kora("operators").stdout.split())
+        self.assertEqual(sorted(set(REQUIRED_OPERATORS) - listed), [])
+
+    def assert_error(self, args, *fragments):
+        proc = kora(*args)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertTrue(lines[0].startswith("kora: error: "), lines[0])
+        for f in fragments:
+            self.assertIn(f, lines[0])
+
+    def test_bad_inputs(self):
+        self.assert_error(["inspect", self.path("missing.onnx")], "missing.onnx")
+        corrupt = self.path("corrupt.onnx")
+        with open(self.path("candy_mini.onnx"), "rb") as f:
+            data = f.read()
+        with open(corrupt, "wb") as f:
+            f.write(data[: len(data) // 3])
+        self.assert_error(["inspect", corrupt], "corrupt.onnx")
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+        node = helper.make_node("Hardmax", ["x"], ["y"], name="hm")
+        path = save(helper.make_graph([node], "g", [x], [y]), self.path("hardmax.onnx"))
+        self.assert_error(["inspect", path], "'hm'", "Hardmax", "opset 17")
+        self.assert_error(["inspect", self.path("encoder_mini.onnx"), "--dim", "batch"], "--dim")
+
+
+if __name__ == "__main__":
+    KORA = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=1)
