@@ -18,8 +18,20 @@ namespace kora {
 // (sparse tensors are densified into `tensors`); no supported operator reads a subgraph.
 struct Attribute {
   enum class Kind {
-    kFloat, kInt, kString, kTensor, kGraph, kSparseTensor, kTypeProto,
-    kFloats, kInts, kStrings, kTensors, kGraphs, kSparseTensors, kTypeProtos,
+    kFloat,
+    kInt,
+    kString,
+    kTensor,
+    kGraph,
+    kSparseTensor,
+    kTypeProto,
+    kFloats,
+    kInts,
+    kStrings,
+    kTensors,
+    kGraphs,
+    kSparseTensors,
+    kTypeProtos,
   };
   Kind kind = Kind::kInt;
   double f = 0;
@@ -69,10 +81,10 @@ struct Graph {
   std::string producer;
   std::vector<std::string> inputs;  // runtime inputs (initializers excluded)
   std::vector<std::string> outputs;
-  std::vector<Node> nodes;  // topological order
+  std::vector<Node> nodes;                  // topological order
   std::map<std::string, ValueInfo> values;  // dtype and static shape of every tensor
   std::map<std::string, Tensor> constants;  // initializers and folded values
-  int64_t parameter_count = 0;  // floating-point weight elements in the model file
+  int64_t parameter_count = 0;              // floating-point weight elements in the model file
 
   const ValueInfo& value(const std::string& tensor) const;
   const Tensor* constant(const std::string& tensor) const;

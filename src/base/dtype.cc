@@ -48,10 +48,10 @@ std::optional<DType> dtype_from_onnx(int onnx_type) {
 
 std::string onnx_dtype_name(int onnx_type) {
   static const char* const kNames[] = {
-      "UNDEFINED", "FLOAT",     "UINT8",        "INT8",       "UINT16",     "INT16",
-      "INT32",     "INT64",     "STRING",       "BOOL",       "FLOAT16",    "DOUBLE",
-      "UINT32",    "UINT64",    "COMPLEX64",    "COMPLEX128", "BFLOAT16",   "FLOAT8E4M3FN",
-      "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1"};
+      "UNDEFINED",      "FLOAT",      "UINT8",          "INT8",       "UINT16",   "INT16",
+      "INT32",          "INT64",      "STRING",         "BOOL",       "FLOAT16",  "DOUBLE",
+      "UINT32",         "UINT64",     "COMPLEX64",      "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN",
+      "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",      "INT4",     "FLOAT4E2M1"};
   if (onnx_type >= 0 && onnx_type < static_cast<int>(std::size(kNames))) return kNames[onnx_type];
   return "type " + std::to_string(onnx_type);
 }

@@ -7,8 +7,8 @@ namespace kora {
 
 const char* attribute_kind_name(Attribute::Kind kind) {
   static const char* const kNames[] = {
-      "float",  "int",    "string",  "tensor",  "graph",  "sparse_tensor",  "type_proto",
-      "floats", "ints",   "strings", "tensors", "graphs", "sparse_tensors", "type_protos"};
+      "float",  "int",  "string",  "tensor",  "graph",  "sparse_tensor",  "type_proto",
+      "floats", "ints", "strings", "tensors", "graphs", "sparse_tensors", "type_protos"};
   return kNames[static_cast<int>(kind)];
 }
 

@@ -61,7 +61,8 @@ Tensor read_npy(const std::string& path) {
   for (std::string item; std::getline(dims, item, ',');)
     if (item.find_first_not_of(' ') != std::string::npos) shape.push_back(std::stoll(item));
   Tensor t(found->dtype, shape);
-  if (!in.read(reinterpret_cast<char*>(t.mutable_bytes()), static_cast<std::streamsize>(t.nbytes())))
+  if (!in.read(reinterpret_cast<char*>(t.mutable_bytes()),
+               static_cast<std::streamsize>(t.nbytes())))
     throw Error("'" + path + "': truncated data (" + shape_str(shape) + " " +
                 dtype_name(found->dtype) + ")");
   return t;
@@ -76,8 +77,8 @@ void write_npy(const std::string& path, const Tensor& t) {
   for (size_t i = 0; i < t.shape().size(); ++i)
     shape += (i ? ", " : "") + std::to_string(t.shape()[i]);
   if (t.shape().size() == 1) shape += ",";
-  std::string header = "{'descr': '" + std::string(code) +
-                       "', 'fortran_order': False, 'shape': (" + shape + "), }";
+  std::string header =
+      "{'descr': '" + std::string(code) + "', 'fortran_order': False, 'shape': (" + shape + "), }";
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';

@@ -84,8 +84,8 @@ std::string shape_str(const Shape& shape) {
 Tensor::Tensor(DType dtype, Shape shape)
     : dtype_(dtype),
       shape_(std::move(shape)),
-      bytes_(std::make_shared<std::vector<std::byte>>(
-          static_cast<size_t>(kora::numel(shape_)) * dtype_size(dtype))) {}
+      bytes_(std::make_shared<std::vector<std::byte>>(static_cast<size_t>(kora::numel(shape_)) *
+                                                      dtype_size(dtype))) {}
 
 Tensor::Tensor(DType dtype, Shape shape, const void* bytes, size_t size)
     : Tensor(dtype, std::move(shape)) {
@@ -110,28 +110,44 @@ Tensor Tensor::from_double(DType dtype, Shape shape, const std::vector<double>& 
 int64_t Tensor::int64_at(int64_t i) const {
   const std::byte* p = bytes();
   switch (dtype_) {
-    case DType::kInt8: return load<int8_t>(p, i);
-    case DType::kInt16: return load<int16_t>(p, i);
-    case DType::kInt32: return load<int32_t>(p, i);
-    case DType::kInt64: return load<int64_t>(p, i);
-    case DType::kUInt8: return load<uint8_t>(p, i);
-    case DType::kUInt16: return load<uint16_t>(p, i);
-    case DType::kUInt32: return load<uint32_t>(p, i);
-    case DType::kUInt64: return static_cast<int64_t>(load<uint64_t>(p, i));
-    case DType::kBool: return load<uint8_t>(p, i) != 0;
-    default: return static_cast<int64_t>(double_at(i));
+    case DType::kInt8:
+      return load<int8_t>(p, i);
+    case DType::kInt16:
+      return load<int16_t>(p, i);
+    case DType::kInt32:
+      return load<int32_t>(p, i);
+    case DType::kInt64:
+      return load<int64_t>(p, i);
+    case DType::kUInt8:
+      return load<uint8_t>(p, i);
+    case DType::kUInt16:
+      return load<uint16_t>(p, i);
+    case DType::kUInt32:
+      return load<uint32_t>(p, i);
+    case DType::kUInt64:
+      return static_cast<int64_t>(load<uint64_t>(p, i));
+    case DType::kBool:
+      return load<uint8_t>(p, i) != 0;
+    default:
+      return static_cast<int64_t>(double_at(i));
   }
 }
 
 double Tensor::double_at(int64_t i) const {
   const std::byte* p = bytes();
   switch (dtype_) {
-    case DType::kFloat32: return load<float>(p, i);
-    case DType::kFloat64: return load<double>(p, i);
-    case DType::kFloat16: return half_to_float(load<uint16_t>(p, i));
-    case DType::kBFloat16: return bf16_to_float(load<uint16_t>(p, i));
-    case DType::kUInt64: return static_cast<double>(load<uint64_t>(p, i));
-    default: return static_cast<double>(int64_at(i));
+    case DType::kFloat32:
+      return load<float>(p, i);
+    case DType::kFloat64:
+      return load<double>(p, i);
+    case DType::kFloat16:
+      return half_to_float(load<uint16_t>(p, i));
+    case DType::kBFloat16:
+      return bf16_to_float(load<uint16_t>(p, i));
+    case DType::kUInt64:
+      return static_cast<double>(load<uint64_t>(p, i));
+    default:
+      return static_cast<double>(int64_at(i));
   }
 }
 
@@ -158,11 +174,16 @@ Tensor Tensor::reshaped(Shape shape) const {
 void set_element(Tensor& t, int64_t i, double v) {
   std::byte* p = t.mutable_bytes();
   switch (t.dtype()) {
-    case DType::kFloat32: return store<float>(p, i, static_cast<float>(v));
-    case DType::kFloat64: return store<double>(p, i, v);
-    case DType::kFloat16: return store<uint16_t>(p, i, float_to_half(static_cast<float>(v)));
-    case DType::kBFloat16: return store<uint16_t>(p, i, float_to_bf16(static_cast<float>(v)));
-    case DType::kBool: return store<uint8_t>(p, i, v != 0.0);
+    case DType::kFloat32:
+      return store<float>(p, i, static_cast<float>(v));
+    case DType::kFloat64:
+      return store<double>(p, i, v);
+    case DType::kFloat16:
+      return store<uint16_t>(p, i, float_to_half(static_cast<float>(v)));
+    case DType::kBFloat16:
+      return store<uint16_t>(p, i, float_to_bf16(static_cast<float>(v)));
+    case DType::kBool:
+      return store<uint8_t>(p, i, v != 0.0);
     default:
       // Float to integer conversion truncates toward zero, as ONNX Cast does.
       return set_element_int(t, i, static_cast<int64_t>(std::trunc(v)));
@@ -172,16 +193,26 @@ void set_element(Tensor& t, int64_t i, double v) {
 void set_element_int(Tensor& t, int64_t i, int64_t v) {
   std::byte* p = t.mutable_bytes();
   switch (t.dtype()) {
-    case DType::kInt8: return store<int8_t>(p, i, static_cast<int8_t>(v));
-    case DType::kInt16: return store<int16_t>(p, i, static_cast<int16_t>(v));
-    case DType::kInt32: return store<int32_t>(p, i, static_cast<int32_t>(v));
-    case DType::kInt64: return store<int64_t>(p, i, v);
-    case DType::kUInt8: return store<uint8_t>(p, i, static_cast<uint8_t>(v));
-    case DType::kUInt16: return store<uint16_t>(p, i, static_cast<uint16_t>(v));
-    case DType::kUInt32: return store<uint32_t>(p, i, static_cast<uint32_t>(v));
-    case DType::kUInt64: return store<uint64_t>(p, i, static_cast<uint64_t>(v));
-    case DType::kBool: return store<uint8_t>(p, i, v != 0);
-    default: return set_element(t, i, static_cast<double>(v));
+    case DType::kInt8:
+      return store<int8_t>(p, i, static_cast<int8_t>(v));
+    case DType::kInt16:
+      return store<int16_t>(p, i, static_cast<int16_t>(v));
+    case DType::kInt32:
+      return store<int32_t>(p, i, static_cast<int32_t>(v));
+    case DType::kInt64:
+      return store<int64_t>(p, i, v);
+    case DType::kUInt8:
+      return store<uint8_t>(p, i, static_cast<uint8_t>(v));
+    case DType::kUInt16:
+      return store<uint16_t>(p, i, static_cast<uint16_t>(v));
+    case DType::kUInt32:
+      return store<uint32_t>(p, i, static_cast<uint32_t>(v));
+    case DType::kUInt64:
+      return store<uint64_t>(p, i, static_cast<uint64_t>(v));
+    case DType::kBool:
+      return store<uint8_t>(p, i, v != 0);
+    default:
+      return set_element(t, i, static_cast<double>(v));
   }
 }
 

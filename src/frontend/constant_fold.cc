@@ -77,11 +77,15 @@ Tensor elementwise(const InferContext& c, const ValueInfo& out,
   for_each_coord(out.shape, [&](int64_t i, const std::vector<int64_t>& idx) {
     for (size_t k = 0; k < ins.size(); ++k) {
       const int64_t off = broadcast_offset(ins[k]->shape(), strides[k], idx);
-      if (floating || !f_int) fv[k] = ins[k]->double_at(off);
-      else iv[k] = ins[k]->int64_at(off);
+      if (floating || !f_int)
+        fv[k] = ins[k]->double_at(off);
+      else
+        iv[k] = ins[k]->int64_at(off);
     }
-    if (floating || !f_int) set_element(result, i, f_float(fv));
-    else set_element_int(result, i, f_int(iv));
+    if (floating || !f_int)
+      set_element(result, i, f_float(fv));
+    else
+      set_element_int(result, i, f_int(iv));
   });
   return result;
 }
@@ -94,7 +98,8 @@ Tensor binary(const InferContext& c, const ValueInfo& out, Op op) {
 }
 
 Tensor unary_float(const InferContext& c, const ValueInfo& out, double (*f)(double)) {
-  return elementwise(c, out, [f](const Values& v) { return f(v[0]); }, nullptr);
+  return elementwise(
+      c, out, [f](const Values& v) { return f(v[0]); }, nullptr);
 }
 
 int64_t int_div(int64_t a, int64_t b) {
@@ -106,7 +111,8 @@ using Folder = std::function<Tensor(const InferContext&, const ValueInfo&)>;
 
 const std::map<std::string, Folder>& folders() {
   static const std::map<std::string, Folder> table = {
-      {"Shape", [](const InferContext& c, const ValueInfo& out) {
+      {"Shape",
+       [](const InferContext& c, const ValueInfo& out) {
          const Shape& s = c.shape(0);
          const int64_t r = static_cast<int64_t>(s.size());
          int64_t start = c.node().attr_int("start", 0);
@@ -115,23 +121,27 @@ const std::map<std::string, Folder>& folders() {
          return Tensor::from_int64(DType::kInt64, out.shape,
                                    Shape(s.begin() + start, s.begin() + start + out.shape[0]));
        }},
-      {"Size", [](const InferContext& c, const ValueInfo& out) {
+      {"Size",
+       [](const InferContext& c, const ValueInfo& out) {
          return Tensor::from_int64(DType::kInt64, out.shape, {numel(c.shape(0))});
        }},
       {"Identity", [](const InferContext& c, const ValueInfo&) { return *c.constant(0); }},
-      {"Reshape", [](const InferContext& c, const ValueInfo& out) {
-         return c.constant(0)->reshaped(out.shape);
-       }},
-      {"Cast", [](const InferContext& c, const ValueInfo& out) {
+      {"Reshape", [](const InferContext& c,
+                     const ValueInfo& out) { return c.constant(0)->reshaped(out.shape); }},
+      {"Cast",
+       [](const InferContext& c, const ValueInfo& out) {
          const Tensor& in = *c.constant(0);
          Tensor t(out.dtype, out.shape);
          for (int64_t i = 0; i < in.numel(); ++i) {
-           if (is_floating(in.dtype())) set_element(t, i, in.double_at(i));
-           else set_element_int(t, i, in.int64_at(i));
+           if (is_floating(in.dtype()))
+             set_element(t, i, in.double_at(i));
+           else
+             set_element_int(t, i, in.int64_at(i));
          }
          return t;
        }},
-      {"Gather", [](const InferContext& c, const ValueInfo& out) {
+      {"Gather",
+       [](const InferContext& c, const ValueInfo& out) {
          const Tensor& x = *c.constant(0);
          const Tensor& ind = *c.constant(1);
          const int64_t axis = c.axis(c.node().attr_int("axis", 0), c.rank(0));
@@ -145,14 +155,16 @@ const std::map<std::string, Folder>& folders() {
            for (int64_t j = 0; j < k; ++j) {
              int64_t at = ind.int64_at(j);
              if (at < 0) at += dim;
-             if (at < 0 || at >= dim) c.fail("index " + std::to_string(ind.int64_at(j)) +
-                                             " out of range for dim " + std::to_string(dim));
+             if (at < 0 || at >= dim)
+               c.fail("index " + std::to_string(ind.int64_at(j)) + " out of range for dim " +
+                      std::to_string(dim));
              std::memcpy(t.mutable_bytes() + (o * k + j) * block,
                          x.bytes() + (o * dim + at) * block, block);
            }
          return t;
        }},
-      {"Concat", [](const InferContext& c, const ValueInfo& out) {
+      {"Concat",
+       [](const InferContext& c, const ValueInfo& out) {
          const int64_t axis = c.axis(c.node().attr_int("axis", 0), c.rank(0));
          int64_t outer = 1;
          for (int64_t d = 0; d < axis; ++d) outer *= out.shape[d];
@@ -165,13 +177,14 @@ const std::map<std::string, Folder>& folders() {
            const Tensor& in = *c.constant(i);
            const int64_t row = outer ? in.numel() / outer : 0;
            for (int64_t o = 0; o < outer; ++o)
-             std::memcpy(t.mutable_bytes() + (o * out_row + col) * es,
-                         in.bytes() + o * row * es, static_cast<size_t>(row) * es);
+             std::memcpy(t.mutable_bytes() + (o * out_row + col) * es, in.bytes() + o * row * es,
+                         static_cast<size_t>(row) * es);
            col += row;
          }
          return t;
        }},
-      {"Slice", [](const InferContext& c, const ValueInfo& out) {
+      {"Slice",
+       [](const InferContext& c, const ValueInfo& out) {
          const Tensor& x = *c.constant(0);
          const std::vector<SliceAxis> axes = resolve_slice(c);
          const std::vector<int64_t> st = strides_of(x.shape());
@@ -182,7 +195,8 @@ const std::map<std::string, Folder>& folders() {
            return off;
          });
        }},
-      {"Transpose", [](const InferContext& c, const ValueInfo& out) {
+      {"Transpose",
+       [](const InferContext& c, const ValueInfo& out) {
          const Tensor& x = *c.constant(0);
          std::vector<int64_t> perm = c.node().attr_ints("perm");
          if (perm.empty())
@@ -194,14 +208,16 @@ const std::map<std::string, Folder>& folders() {
            return off;
          });
        }},
-      {"Expand", [](const InferContext& c, const ValueInfo& out) {
+      {"Expand",
+       [](const InferContext& c, const ValueInfo& out) {
          const Tensor& x = *c.constant(0);
          const std::vector<int64_t> st = strides_of(x.shape());
          return gather_elements_by(x, out, [&](const std::vector<int64_t>& idx) {
            return broadcast_offset(x.shape(), st, idx);
          });
        }},
-      {"Tile", [](const InferContext& c, const ValueInfo& out) {
+      {"Tile",
+       [](const InferContext& c, const ValueInfo& out) {
          const Tensor& x = *c.constant(0);
          const std::vector<int64_t> st = strides_of(x.shape());
          return gather_elements_by(x, out, [&](const std::vector<int64_t>& idx) {
@@ -210,7 +226,8 @@ const std::map<std::string, Folder>& folders() {
            return off;
          });
        }},
-      {"ConstantOfShape", [](const InferContext& c, const ValueInfo& out) {
+      {"ConstantOfShape",
+       [](const InferContext& c, const ValueInfo& out) {
          Tensor t(out.dtype, out.shape);
          if (const Tensor* v = c.node().attr_tensor("value")) {
            const size_t es = dtype_size(out.dtype);
@@ -219,7 +236,8 @@ const std::map<std::string, Folder>& folders() {
          }
          return t;
        }},
-      {"Range", [](const InferContext& c, const ValueInfo& out) {
+      {"Range",
+       [](const InferContext& c, const ValueInfo& out) {
          Tensor t(out.dtype, out.shape);
          const Tensor& start = *c.constant(0);
          const Tensor& delta = *c.constant(2);
@@ -231,15 +249,20 @@ const std::map<std::string, Folder>& folders() {
          }
          return t;
        }},
-      {"Add", [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::plus<>()); }},
-      {"Sub", [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::minus<>()); }},
-      {"Mul", [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::multiplies<>()); }},
-      {"Div", [](const InferContext& c, const ValueInfo& o) {
+      {"Add",
+       [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::plus<>()); }},
+      {"Sub",
+       [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::minus<>()); }},
+      {"Mul",
+       [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::multiplies<>()); }},
+      {"Div",
+       [](const InferContext& c, const ValueInfo& o) {
          return elementwise(
              c, o, [](const Values& v) { return v[0] / v[1]; },
              [](const std::vector<int64_t>& v) { return int_div(v[0], v[1]); });
        }},
-      {"Mod", [](const InferContext& c, const ValueInfo& o) {
+      {"Mod",
+       [](const InferContext& c, const ValueInfo& o) {
          const bool fmod = c.node().attr_int("fmod", 0) != 0;
          return elementwise(
              c, o,
@@ -255,45 +278,68 @@ const std::map<std::string, Folder>& folders() {
                return r;
              });
        }},
-      {"Max", [](const InferContext& c, const ValueInfo& o) {
+      {"Max",
+       [](const InferContext& c, const ValueInfo& o) {
          return elementwise(
              c, o, [](const Values& v) { return *std::max_element(v.begin(), v.end()); },
              [](const std::vector<int64_t>& v) { return *std::max_element(v.begin(), v.end()); });
        }},
-      {"Min", [](const InferContext& c, const ValueInfo& o) {
+      {"Min",
+       [](const InferContext& c, const ValueInfo& o) {
          return elementwise(
              c, o, [](const Values& v) { return *std::min_element(v.begin(), v.end()); },
              [](const std::vector<int64_t>& v) { return *std::min_element(v.begin(), v.end()); });
        }},
-      {"Equal", [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::equal_to<>()); }},
-      {"Less", [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::less<>()); }},
-      {"LessOrEqual", [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::less_equal<>()); }},
-      {"Greater", [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::greater<>()); }},
-      {"GreaterOrEqual", [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::greater_equal<>()); }},
-      {"And", [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::logical_and<>()); }},
-      {"Or", [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::logical_or<>()); }},
-      {"Not", [](const InferContext& c, const ValueInfo& o) {
-         return elementwise(c, o, [](const Values& v) { return v[0] == 0 ? 1.0 : 0.0; },
-                            [](const std::vector<int64_t>& v) -> int64_t { return v[0] == 0; });
+      {"Equal",
+       [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::equal_to<>()); }},
+      {"Less",
+       [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::less<>()); }},
+      {"LessOrEqual",
+       [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::less_equal<>()); }},
+      {"Greater",
+       [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::greater<>()); }},
+      {"GreaterOrEqual", [](const InferContext& c,
+                            const ValueInfo& o) { return binary(c, o, std::greater_equal<>()); }},
+      {"And", [](const InferContext& c,
+                 const ValueInfo& o) { return binary(c, o, std::logical_and<>()); }},
+      {"Or",
+       [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::logical_or<>()); }},
+      {"Not",
+       [](const InferContext& c, const ValueInfo& o) {
+         return elementwise(
+             c, o, [](const Values& v) { return v[0] == 0 ? 1.0 : 0.0; },
+             [](const std::vector<int64_t>& v) -> int64_t { return v[0] == 0; });
        }},
-      {"Where", [](const InferContext& c, const ValueInfo& o) {
-         return elementwise(c, o, [](const Values& v) { return v[0] != 0 ? v[1] : v[2]; },
-                            [](const std::vector<int64_t>& v) { return v[0] != 0 ? v[1] : v[2]; });
+      {"Where",
+       [](const InferContext& c, const ValueInfo& o) {
+         return elementwise(
+             c, o, [](const Values& v) { return v[0] != 0 ? v[1] : v[2]; },
+             [](const std::vector<int64_t>& v) { return v[0] != 0 ? v[1] : v[2]; });
        }},
-      {"Neg", [](const InferContext& c, const ValueInfo& o) {
-         return elementwise(c, o, [](const Values& v) { return -v[0]; },
-                            [](const std::vector<int64_t>& v) { return -v[0]; });
+      {"Neg",
+       [](const InferContext& c, const ValueInfo& o) {
+         return elementwise(
+             c, o, [](const Values& v) { return -v[0]; },
+             [](const std::vector<int64_t>& v) { return -v[0]; });
        }},
-      {"Abs", [](const InferContext& c, const ValueInfo& o) {
-         return elementwise(c, o, [](const Values& v) { return std::fabs(v[0]); },
-                            [](const std::vector<int64_t>& v) { return v[0] < 0 ? -v[0] : v[0]; });
+      {"Abs",
+       [](const InferContext& c, const ValueInfo& o) {
+         return elementwise(
+             c, o, [](const Values& v) { return std::fabs(v[0]); },
+             [](const std::vector<int64_t>& v) { return v[0] < 0 ? -v[0] : v[0]; });
        }},
-      {"Sqrt", [](const InferContext& c, const ValueInfo& o) { return unary_float(c, o, std::sqrt); }},
-      {"Exp", [](const InferContext& c, const ValueInfo& o) { return unary_float(c, o, std::exp); }},
-      {"Log", [](const InferContext& c, const ValueInfo& o) { return unary_float(c, o, std::log); }},
-      {"Floor", [](const InferContext& c, const ValueInfo& o) { return unary_float(c, o, std::floor); }},
-      {"Ceil", [](const InferContext& c, const ValueInfo& o) { return unary_float(c, o, std::ceil); }},
-      {"Reciprocal", [](const InferContext& c, const ValueInfo& o) {
+      {"Sqrt",
+       [](const InferContext& c, const ValueInfo& o) { return unary_float(c, o, std::sqrt); }},
+      {"Exp",
+       [](const InferContext& c, const ValueInfo& o) { return unary_float(c, o, std::exp); }},
+      {"Log",
+       [](const InferContext& c, const ValueInfo& o) { return unary_float(c, o, std::log); }},
+      {"Floor",
+       [](const InferContext& c, const ValueInfo& o) { return unary_float(c, o, std::floor); }},
+      {"Ceil",
+       [](const InferContext& c, const ValueInfo& o) { return unary_float(c, o, std::ceil); }},
+      {"Reciprocal",
+       [](const InferContext& c, const ValueInfo& o) {
          return unary_float(c, o, [](double x) { return 1.0 / x; });
        }},
   };
@@ -316,8 +362,7 @@ std::optional<std::vector<Tensor>> fold_node(const InferContext& c,
   const std::string& op = c.node().op_type;
   if (is_reshape_like(op)) return std::vector<Tensor>{c.constant(0)->reshaped(outputs[0].shape)};
   auto it = folders().find(op);
-  if (it == folders().end() || c.node().outputs.size() != 1)
-    return std::nullopt;
+  if (it == folders().end() || c.node().outputs.size() != 1) return std::nullopt;
   return std::vector<Tensor>{it->second(c, outputs[0])};
 }
 

@@ -65,16 +65,17 @@ std::vector<ValueInfo> logical_not(const InferContext& c) {
 
 void add_elementwise_rules(RuleTable& t) {
   for (const char* op :
-       {"Relu", "LeakyRelu", "Elu", "Selu", "Celu", "Sigmoid", "HardSigmoid", "HardSwish",
-        "Tanh", "Erf", "Gelu", "Mish", "Softplus", "Softsign", "Exp", "Log", "Sqrt",
-        "Reciprocal", "Neg", "Abs", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Identity"})
+       {"Relu",      "LeakyRelu", "Elu",  "Selu",       "Celu", "Sigmoid",  "HardSigmoid",
+        "HardSwish", "Tanh",      "Erf",  "Gelu",       "Mish", "Softplus", "Softsign",
+        "Exp",       "Log",       "Sqrt", "Reciprocal", "Neg",  "Abs",      "Floor",
+        "Ceil",      "Round",     "Sign", "Sin",        "Cos",  "Identity"})
     t[op] = {same_as_input, 1, 1};
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Mod"}) t[op] = {arithmetic, 2, 2};
   for (const char* op : {"Max", "Min", "Sum", "Mean"}) t[op] = {arithmetic, 1, -1};
   t["Pow"] = {first_dtype_broadcast, 2, 2};
   t["PRelu"] = {first_dtype_broadcast, 2, 2};
-  for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And",
-                         "Or", "Xor"})
+  for (const char* op :
+       {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"})
     t[op] = {compare, 2, 2};
   t["Not"] = {logical_not, 1, 1};
   t["Where"] = {where, 3, 3};

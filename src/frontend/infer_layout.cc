@@ -297,9 +297,12 @@ std::vector<SliceAxis> resolve_slice(const InferContext& c) {
   const int64_t r = c.rank(0);
   const std::vector<int64_t> starts = c.ints(1, "starts"), ends = c.ints(2, "ends");
   std::vector<int64_t> axes;
-  if (c.has(3)) axes = c.ints(3, "axes");
-  else for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  std::vector<int64_t> steps = c.has(4) ? c.ints(4, "steps") : std::vector<int64_t>(starts.size(), 1);
+  if (c.has(3))
+    axes = c.ints(3, "axes");
+  else
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  std::vector<int64_t> steps =
+      c.has(4) ? c.ints(4, "steps") : std::vector<int64_t>(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     c.fail("starts, ends, axes and steps must have the same length");
   std::vector<SliceAxis> out(static_cast<size_t>(r));

@@ -26,8 +26,8 @@ std::vector<ValueInfo> conv(const InferContext& c) {
   if (c.has(2) && (c.shape(2).size() != 1 || c.shape(2)[0] != w[0]))
     c.fail("bias " + shape_str(c.shape(2)) + " does not match " + std::to_string(w[0]) +
            " output channels");
-  Window win = resolve_window(c, Shape(x.begin() + 2, x.end()), Shape(w.begin() + 2, w.end()),
-                              false);
+  Window win =
+      resolve_window(c, Shape(x.begin() + 2, x.end()), Shape(w.begin() + 2, w.end()), false);
   Shape out{x[0], w[0]};
   out.insert(out.end(), win.output.begin(), win.output.end());
   return {ValueInfo{c.dtype(0), out}};
@@ -37,8 +37,7 @@ std::vector<ValueInfo> conv_transpose(const InferContext& c) {
   const Node& n = c.node();
   const Shape& x = c.shape(0);
   const Shape& w = c.shape(1);
-  if (x.size() < 3 || w.size() != x.size())
-    c.fail("needs X of rank >= 3 and W of the same rank");
+  if (x.size() < 3 || w.size() != x.size()) c.fail("needs X of rank >= 3 and W of the same rank");
   const size_t r = x.size() - 2;
   const int64_t group = n.attr_int("group", 1);
   if (group <= 0 || w[0] != x[1] || x[1] % group != 0)
@@ -51,8 +50,8 @@ std::vector<ValueInfo> conv_transpose(const InferContext& c) {
   Shape pads = n.attr_ints("pads", Shape(2 * r, 0));
   const Shape output_shape = n.attr_ints("output_shape");
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
-  if (kernel.size() != r || strides.size() != r || dilations.size() != r ||
-      out_pad.size() != r || pads.size() != 2 * r)
+  if (kernel.size() != r || strides.size() != r || dilations.size() != r || out_pad.size() != r ||
+      pads.size() != 2 * r)
     c.fail("kernel_shape, strides, dilations, output_padding or pads do not match the input rank");
   Shape out{x[0], w[1] * group};
   for (size_t i = 0; i < r; ++i) {
@@ -63,8 +62,8 @@ std::vector<ValueInfo> conv_transpose(const InferContext& c) {
     } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       o = x[i + 2] * strides[i];
     } else {
-      o = strides[i] * (x[i + 2] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1 -
-          pads[i] - pads[i + r];
+      o = strides[i] * (x[i + 2] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1 - pads[i] -
+          pads[i + r];
     }
     if (o <= 0) c.fail("output size " + std::to_string(o) + " is not positive");
     out.push_back(o);
@@ -94,7 +93,8 @@ std::vector<ValueInfo> gemm(const InferContext& c) {
   const bool ta = c.node().attr_int("transA", 0) != 0, tb = c.node().attr_int("transB", 0) != 0;
   const int64_t m = ta ? a[1] : a[0], k = ta ? a[0] : a[1];
   const int64_t k2 = tb ? b[1] : b[0], nn = tb ? b[0] : b[1];
-  if (k != k2) c.fail("inner dimensions differ: " + std::to_string(k) + " vs " + std::to_string(k2));
+  if (k != k2)
+    c.fail("inner dimensions differ: " + std::to_string(k) + " vs " + std::to_string(k2));
   Shape out{m, nn};
   if (c.has(2) && broadcast_shapes(c, out, c.shape(2)) != out)
     c.fail("C " + shape_str(c.shape(2)) + " does not broadcast to " + shape_str(out));
@@ -105,7 +105,8 @@ std::vector<ValueInfo> gemm(const InferContext& c) {
 // (letters used once, in alphabetical order) when "->" is missing.
 std::vector<ValueInfo> einsum(const InferContext& c) {
   std::string eq;
-  for (char ch : c.node().attr_string("equation", "")) if (ch != ' ') eq += ch;
+  for (char ch : c.node().attr_string("equation", ""))
+    if (ch != ' ') eq += ch;
   const size_t arrow = eq.find("->");
   const std::string lhs = eq.substr(0, arrow);
   std::vector<std::string> terms;
@@ -127,12 +128,14 @@ std::vector<ValueInfo> einsum(const InferContext& c) {
     const size_t dots = term.find("...");
     const size_t letters = term.size() - (dots == std::string::npos ? 0 : 3);
     if (letters > s.size() || (dots == std::string::npos && letters != s.size()))
-      c.fail("operand " + std::to_string(t) + " " + shape_str(s) + " does not match '" + term + "'");
+      c.fail("operand " + std::to_string(t) + " " + shape_str(s) + " does not match '" + term +
+             "'");
     const size_t ell_rank = s.size() - letters;
     size_t dim = 0;
     for (size_t i = 0; i < term.size(); ++i) {
       if (term.compare(i, 3, "...") == 0) {
-        Shape e(s.begin() + static_cast<int64_t>(dim), s.begin() + static_cast<int64_t>(dim + ell_rank));
+        Shape e(s.begin() + static_cast<int64_t>(dim),
+                s.begin() + static_cast<int64_t>(dim + ell_rank));
         ellipsis = broadcast_shapes(c, ellipsis, e);
         dim += ell_rank;
         i += 2;
@@ -143,9 +146,11 @@ std::vector<ValueInfo> einsum(const InferContext& c) {
       const int64_t d = s[dim++];
       auto [it, fresh] = size.emplace(ch, d);
       if (!fresh && it->second != d) {
-        if (it->second == 1) it->second = d;
-        else if (d != 1) c.fail(std::string("label '") + ch + "' has sizes " +
-                                std::to_string(it->second) + " and " + std::to_string(d));
+        if (it->second == 1)
+          it->second = d;
+        else if (d != 1)
+          c.fail(std::string("label '") + ch + "' has sizes " + std::to_string(it->second) +
+                 " and " + std::to_string(d));
       }
       ++count[ch];
     }
@@ -155,7 +160,8 @@ std::vector<ValueInfo> einsum(const InferContext& c) {
     rhs = eq.substr(arrow + 2);
   } else {
     rhs = "...";
-    for (const auto& [ch, k] : count) if (k == 1) rhs += ch;
+    for (const auto& [ch, k] : count)
+      if (k == 1) rhs += ch;
   }
   Shape out;
   for (size_t i = 0; i < rhs.size(); ++i) {
@@ -165,7 +171,8 @@ std::vector<ValueInfo> einsum(const InferContext& c) {
       continue;
     }
     auto it = size.find(rhs[i]);
-    if (it == size.end()) c.fail(std::string("output label '") + rhs[i] + "' is not an input label");
+    if (it == size.end())
+      c.fail(std::string("output label '") + rhs[i] + "' is not an input label");
     out.push_back(it->second);
   }
   return {ValueInfo{c.dtype(0), out}};

@@ -29,8 +29,8 @@ std::vector<ValueInfo> constant_of_shape(const InferContext& c) {
 }
 
 std::vector<ValueInfo> range(const InferContext& c) {
-  const double start = c.doubles(0, "start").at(0), limit = c.doubles(1, "limit").at(0),
-               delta = c.doubles(2, "delta").at(0);
+  const double start = c.scalar(0, "start"), limit = c.scalar(1, "limit"),
+               delta = c.scalar(2, "delta");
   if (delta == 0) c.fail("delta must not be 0");
   const double n = std::ceil((limit - start) / delta);
   return {ValueInfo{c.dtype(0), {std::max<int64_t>(0, static_cast<int64_t>(n))}}};
@@ -40,7 +40,7 @@ std::vector<ValueInfo> topk(const InferContext& c) {
   Shape out = c.shape(0);
   if (out.empty()) c.fail("input must have rank >= 1");
   const int64_t axis = c.axis(c.node().attr_int("axis", -1), c.rank(0));
-  const int64_t k = c.has(1) ? c.ints(1, "K").at(0) : c.node().attr_int("k", -1);
+  const int64_t k = c.has(1) ? static_cast<int64_t>(c.scalar(1, "K")) : c.node().attr_int("k", -1);
   if (k < 0 || k > out[axis])
     c.fail("K = " + std::to_string(k) + " is not in [0, " + std::to_string(out[axis]) + "]");
   out[axis] = k;
@@ -55,7 +55,8 @@ std::vector<ValueInfo> non_max_suppression(const InferContext& c) {
   if (boxes.size() != 3 || boxes[2] != 4 || scores.size() != 3 || scores[0] != boxes[0] ||
       scores[2] != boxes[1])
     c.fail("boxes " + shape_str(boxes) + " and scores " + shape_str(scores) + " do not match");
-  const int64_t per_class = c.has(2) ? c.ints(2, "max_output_boxes_per_class").at(0) : 0;
+  const int64_t per_class =
+      c.has(2) ? static_cast<int64_t>(c.scalar(2, "max_output_boxes_per_class")) : 0;
   const int64_t rows = boxes[0] * scores[1] * std::min(std::max<int64_t>(per_class, 0), boxes[1]);
   return {ValueInfo{DType::kInt64, {rows, 3}}};
 }

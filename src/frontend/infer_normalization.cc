@@ -64,7 +64,7 @@ std::vector<ValueInfo> softmax(const InferContext& c) {
 std::vector<ValueInfo> dropout(const InferContext& c) {
   if (c.has(2)) {
     const Tensor* training = c.constant(2);
-    if (!training || training->int64_at(0) != 0)
+    if (!training || training->numel() != 1 || training->int64_at(0) != 0)
       c.fail("training_mode other than a constant false is not supported (inference only)");
   }
   return {c.in(0), ValueInfo{DType::kBool, c.shape(0)}};

@@ -15,8 +15,10 @@ Shape reduced_shape(const InferContext& c, const Shape& x, std::vector<int64_t> 
   for (int64_t a : axes) reduce.insert(c.axis(a, r));
   Shape out;
   for (int64_t i = 0; i < r; ++i) {
-    if (!reduce.count(i)) out.push_back(x[i]);
-    else if (keepdims) out.push_back(1);
+    if (!reduce.count(i))
+      out.push_back(x[i]);
+    else if (keepdims)
+      out.push_back(1);
   }
   return out;
 }
@@ -29,8 +31,8 @@ std::vector<ValueInfo> reduce(const InferContext& c) {
     if (n.attr_int("noop_with_empty_axes", 0) != 0) return {c.in(0)};
     for (int64_t i = 0; i < c.rank(0); ++i) axes.push_back(i);
   }
-  return {ValueInfo{c.dtype(0),
-                    reduced_shape(c, c.shape(0), axes, n.attr_int("keepdims", 1) != 0)}};
+  return {
+      ValueInfo{c.dtype(0), reduced_shape(c, c.shape(0), axes, n.attr_int("keepdims", 1) != 0)}};
 }
 
 std::vector<ValueInfo> arg_reduce(const InferContext& c) {
@@ -61,9 +63,9 @@ std::vector<ValueInfo> pool(const InferContext& c) {
 }  // namespace
 
 void add_reduce_rules(RuleTable& t) {
-  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
-                         "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum",
-                         "ReduceLogSumExp"})
+  for (const char* op :
+       {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+        "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"})
     t[op] = {reduce, 1, 2};
   t["ArgMax"] = {arg_reduce, 1, 1};
   t["ArgMin"] = {arg_reduce, 1, 1};

@@ -27,30 +27,53 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& mo
   Attribute out;
   int type = a.type();
   if (type == onnx::AttributeProto::UNDEFINED) {  // very old models: infer from the field set
-    if (a.has_f()) type = onnx::AttributeProto::FLOAT;
-    else if (a.has_i()) type = onnx::AttributeProto::INT;
-    else if (a.has_s()) type = onnx::AttributeProto::STRING;
-    else if (a.has_t()) type = onnx::AttributeProto::TENSOR;
-    else if (a.floats_size()) type = onnx::AttributeProto::FLOATS;
-    else if (a.ints_size()) type = onnx::AttributeProto::INTS;
-    else if (a.strings_size()) type = onnx::AttributeProto::STRINGS;
-    else throw Error(what + ": attribute '" + a.name() + "' has no type and no value");
+    if (a.has_f())
+      type = onnx::AttributeProto::FLOAT;
+    else if (a.has_i())
+      type = onnx::AttributeProto::INT;
+    else if (a.has_s())
+      type = onnx::AttributeProto::STRING;
+    else if (a.has_t())
+      type = onnx::AttributeProto::TENSOR;
+    else if (a.floats_size())
+      type = onnx::AttributeProto::FLOATS;
+    else if (a.ints_size())
+      type = onnx::AttributeProto::INTS;
+    else if (a.strings_size())
+      type = onnx::AttributeProto::STRINGS;
+    else
+      throw Error(what + ": attribute '" + a.name() + "' has no type and no value");
   }
   switch (type) {
-    case onnx::AttributeProto::FLOAT: out.kind = K::kFloat; out.f = a.f(); break;
-    case onnx::AttributeProto::INT: out.kind = K::kInt; out.i = a.i(); break;
-    case onnx::AttributeProto::STRING: out.kind = K::kString; out.s = a.s(); break;
+    case onnx::AttributeProto::FLOAT:
+      out.kind = K::kFloat;
+      out.f = a.f();
+      break;
+    case onnx::AttributeProto::INT:
+      out.kind = K::kInt;
+      out.i = a.i();
+      break;
+    case onnx::AttributeProto::STRING:
+      out.kind = K::kString;
+      out.s = a.s();
+      break;
     case onnx::AttributeProto::TENSOR:
       out.kind = K::kTensor;
-      out.tensors.push_back(tensor_from_proto(a.t(), model_dir, what + " attribute '" + a.name() + "'"));
+      out.tensors.push_back(
+          tensor_from_proto(a.t(), model_dir, what + " attribute '" + a.name() + "'"));
       break;
     case onnx::AttributeProto::SPARSE_TENSOR:
       out.kind = K::kSparseTensor;
-      out.tensors.push_back(
-          tensor_from_sparse_proto(a.sparse_tensor(), model_dir, what + " attribute '" + a.name() + "'"));
+      out.tensors.push_back(tensor_from_sparse_proto(a.sparse_tensor(), model_dir,
+                                                     what + " attribute '" + a.name() + "'"));
       break;
-    case onnx::AttributeProto::GRAPH: out.kind = K::kGraph; out.num_graphs = 1; break;
-    case onnx::AttributeProto::TYPE_PROTO: out.kind = K::kTypeProto; break;
+    case onnx::AttributeProto::GRAPH:
+      out.kind = K::kGraph;
+      out.num_graphs = 1;
+      break;
+    case onnx::AttributeProto::TYPE_PROTO:
+      out.kind = K::kTypeProto;
+      break;
     case onnx::AttributeProto::FLOATS:
       out.kind = K::kFloats;
       out.floats.assign(a.floats().begin(), a.floats().end());
@@ -66,11 +89,19 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& mo
     case onnx::AttributeProto::TENSORS:
       out.kind = K::kTensors;
       for (const auto& t : a.tensors())
-        out.tensors.push_back(tensor_from_proto(t, model_dir, what + " attribute '" + a.name() + "'"));
+        out.tensors.push_back(
+            tensor_from_proto(t, model_dir, what + " attribute '" + a.name() + "'"));
       break;
-    case onnx::AttributeProto::GRAPHS: out.kind = K::kGraphs; out.num_graphs = a.graphs_size(); break;
-    case onnx::AttributeProto::SPARSE_TENSORS: out.kind = K::kSparseTensors; break;
-    case onnx::AttributeProto::TYPE_PROTOS: out.kind = K::kTypeProtos; break;
+    case onnx::AttributeProto::GRAPHS:
+      out.kind = K::kGraphs;
+      out.num_graphs = a.graphs_size();
+      break;
+    case onnx::AttributeProto::SPARSE_TENSORS:
+      out.kind = K::kSparseTensors;
+      break;
+    case onnx::AttributeProto::TYPE_PROTOS:
+      out.kind = K::kTypeProtos;
+      break;
     default:
       throw Error(what + ": attribute '" + a.name() + "' has unknown type " + std::to_string(type));
   }
@@ -120,8 +151,8 @@ ValueInfo input_value_info(const onnx::ValueInfoProto& vi, const ImportOptions& 
       if (it != options.dims.end()) v = it->second;
     }
     if (v < 0)
-      throw Error(what + ": dimension " + std::to_string(d) + " is negative (" +
-                  std::to_string(v) + ")");
+      throw Error(what + ": dimension " + std::to_string(d) + " is negative (" + std::to_string(v) +
+                  ")");
     if (v > kMaxDim || (v > 0 && total > kMaxElements / v))
       throw Error(what + ": dimension " + std::to_string(d) + " (" + std::to_string(v) +
                   ") is absurdly large");
@@ -194,7 +225,8 @@ Graph import_onnx(const std::string& path, const ImportOptions& options) {
     g.inputs.push_back(vi.name());
   }
   for (const auto& [name, t] : options.constant_inputs)
-    if (!g.values.count(name)) throw Error("--constant names '" + name + "', which is not a graph input");
+    if (!g.values.count(name))
+      throw Error("--constant names '" + name + "', which is not a graph input");
   for (const auto& vo : gp.output()) g.outputs.push_back(vo.name());
 
   for (int idx = 0; idx < gp.node_size(); ++idx) {

@@ -32,6 +32,13 @@ std::vector<double> InferContext::doubles(size_t i, const char* role) const {
   return require_constant(i, role).to_double();
 }
 
+double InferContext::scalar(size_t i, const char* role) const {
+  const Tensor& t = require_constant(i, role);
+  if (t.numel() != 1)
+    fail(std::string(role) + " must hold one value, it has shape " + shape_str(t.shape()));
+  return t.double_at(0);
+}
+
 int64_t InferContext::axis(int64_t a, int64_t rank) const {
   if (a < -rank || a >= rank)
     fail("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));

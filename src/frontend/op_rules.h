@@ -32,6 +32,8 @@ class InferContext {
   // `role` names the input in the error ("shape", "pads").
   std::vector<int64_t> ints(size_t i, const char* role) const;
   std::vector<double> doubles(size_t i, const char* role) const;
+  // A constant input that must hold exactly one element.
+  double scalar(size_t i, const char* role) const;
 
   // Axis in [-rank, rank) -> [0, rank); anything else is an error naming the node.
   int64_t axis(int64_t a, int64_t rank) const;

@@ -21,8 +21,7 @@ void check_arity(const Node& n, const OpRule& rule) {
   const int given = static_cast<int>(n.inputs.size());
   int present = 0;
   for (const std::string& in : n.inputs) present += !in.empty();
-  if (given < rule.min_inputs || (rule.max_inputs >= 0 && given > rule.max_inputs) ||
-      present == 0)
+  if (given < rule.min_inputs || (rule.max_inputs >= 0 && given > rule.max_inputs) || present == 0)
     throw Error(n.describe() + ": has " + std::to_string(given) + " inputs, the operator takes " +
                 std::to_string(rule.min_inputs) +
                 (rule.max_inputs < 0 ? " or more"
@@ -105,9 +104,9 @@ void infer_shapes(Graph& g, const ImportOptions& options) {
     for (size_t i = 0; i < values->size(); ++i) {
       const Tensor& t = (*values)[i];
       if (t.dtype() != outs[i].dtype || t.shape() != outs[i].shape)
-        throw Error(n.describe() + ": internal error: folded value " + dtype_name(t.dtype()) +
-                    " " + shape_str(t.shape()) + " disagrees with inferred " +
-                    dtype_name(outs[i].dtype) + " " + shape_str(outs[i].shape));
+        throw Error(n.describe() + ": internal error: folded value " + dtype_name(t.dtype()) + " " +
+                    shape_str(t.shape()) + " disagrees with inferred " + dtype_name(outs[i].dtype) +
+                    " " + shape_str(outs[i].shape));
       g.constants[n.outputs[i]] = t;
     }
     ++folded;

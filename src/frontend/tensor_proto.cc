@@ -32,9 +32,16 @@ std::string read_external(const onnx::TensorProto& p, const std::string& model_d
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : p.external_data()) {
-    if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = std::stoll(kv.value());
-    else if (kv.key() == "length") length = std::stoll(kv.value());
+    try {
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset")
+        offset = std::stoll(kv.value());
+      else if (kv.key() == "length")
+        length = std::stoll(kv.value());
+    } catch (const std::exception&) {
+      throw Error(what + ": external data " + kv.key() + " '" + kv.value() + "' is not a number");
+    }
   }
   if (location.empty()) throw Error(what + ": external data without a 'location'");
   std::filesystem::path rel(location);
@@ -48,9 +55,9 @@ std::string read_external(const onnx::TensorProto& p, const std::string& model_d
   const int64_t size = in.tellg();
   if (length < 0) length = size - offset;
   if (offset < 0 || offset + length > size)
-    throw Error(what + ": external data file '" + file.string() + "' has " +
-                std::to_string(size) + " bytes, the tensor needs bytes " + std::to_string(offset) +
-                ".." + std::to_string(offset + length));
+    throw Error(what + ": external data file '" + file.string() + "' has " + std::to_string(size) +
+                " bytes, the tensor needs bytes " + std::to_string(offset) + ".." +
+                std::to_string(offset + length));
   std::string bytes(static_cast<size_t>(length), '\0');
   in.seekg(offset);
   in.read(bytes.data(), length);
@@ -76,8 +83,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& model_di
                          const std::string& what) {
   auto dtype = dtype_from_onnx(p.data_type());
   if (!dtype)
-    throw Error(what + ": element type " + onnx_dtype_name(p.data_type()) +
-                " is not supported");
+    throw Error(what + ": element type " + onnx_dtype_name(p.data_type()) + " is not supported");
   Shape shape = dims_of(p.dims(), what);
   Tensor t(*dtype, shape);
   const bool external = p.data_location() == onnx::TensorProto::EXTERNAL;
@@ -91,24 +97,34 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& model_di
     return t;
   }
   switch (*dtype) {
-    case DType::kFloat32: fill_from_field(t, p.float_data(), what); break;
-    case DType::kFloat64: fill_from_field(t, p.double_data(), what); break;
-    case DType::kInt64: fill_from_field(t, p.int64_data(), what); break;
+    case DType::kFloat32:
+      fill_from_field(t, p.float_data(), what);
+      break;
+    case DType::kFloat64:
+      fill_from_field(t, p.double_data(), what);
+      break;
+    case DType::kInt64:
+      fill_from_field(t, p.int64_data(), what);
+      break;
     case DType::kUInt32:
-    case DType::kUInt64: fill_from_field(t, p.uint64_data(), what); break;
+    case DType::kUInt64:
+      fill_from_field(t, p.uint64_data(), what);
+      break;
     case DType::kFloat16:
     case DType::kBFloat16: {
       // 16-bit floats are stored as their bit patterns in int32_data.
       if (p.int32_data_size() != t.numel())
-        throw Error(what + ": has " + std::to_string(p.int32_data_size()) +
-                    " values for shape " + shape_str(shape));
+        throw Error(what + ": has " + std::to_string(p.int32_data_size()) + " values for shape " +
+                    shape_str(shape));
       for (int64_t i = 0; i < t.numel(); ++i) {
         uint16_t bits = static_cast<uint16_t>(p.int32_data(static_cast<int>(i)));
         std::memcpy(t.mutable_bytes() + 2 * i, &bits, 2);
       }
       break;
     }
-    default: fill_from_field(t, p.int32_data(), what); break;
+    default:
+      fill_from_field(t, p.int32_data(), what);
+      break;
   }
   return t;
 }

@@ -16,7 +16,7 @@ namespace kora {
 // `what` names the tensor in error messages ("initializer 'fc.weight'").
 Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& model_dir,
                          const std::string& what);
-Tensor tensor_from_sparse_proto(const onnx::SparseTensorProto& proto,
-                                const std::string& model_dir, const std::string& what);
+Tensor tensor_from_sparse_proto(const onnx::SparseTensorProto& proto, const std::string& model_dir,
+                                const std::string& what);
 
 }  // namespace kora

@@ -12,8 +12,9 @@ Window resolve_window(const InferContext& c, const std::vector<int64_t>& spatial
   w.strides = n.attr_ints("strides", std::vector<int64_t>(r, 1));
   w.dilations = n.attr_ints("dilations", std::vector<int64_t>(r, 1));
   w.pads = n.attr_ints("pads", std::vector<int64_t>(2 * r, 0));
-  if (w.kernel.size() != r) c.fail("kernel_shape has " + std::to_string(w.kernel.size()) +
-                                   " dims for " + std::to_string(r) + " spatial dims");
+  if (w.kernel.size() != r)
+    c.fail("kernel_shape has " + std::to_string(w.kernel.size()) + " dims for " +
+           std::to_string(r) + " spatial dims");
   if (w.strides.size() != r || w.dilations.size() != r || w.pads.size() != 2 * r)
     c.fail("strides, dilations or pads do not match the " + std::to_string(r) + " spatial dims");
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");

@@ -12,7 +12,7 @@ namespace kora {
 
 struct Window {
   std::vector<int64_t> kernel, strides, dilations;
-  std::vector<int64_t> pads;  // [begin_0..begin_n, end_0..end_n], resolved from auto_pad
+  std::vector<int64_t> pads;    // [begin_0..begin_n, end_0..end_n], resolved from auto_pad
   std::vector<int64_t> output;  // output spatial sizes
 };
 

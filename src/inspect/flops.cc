@@ -15,10 +15,10 @@ int64_t product(const Shape& s, size_t from) {
 
 const std::set<std::string>& data_movement() {
   static const std::set<std::string> ops = {
-      "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Concat", "Split",
-      "Slice", "Gather", "GatherElements", "Expand", "Tile", "Pad", "Identity", "Dropout",
-      "Shape", "Size", "ConstantOfShape", "Range", "DepthToSpace", "SpaceToDepth", "Cast",
-      "CastLike"};
+      "Reshape", "Flatten",      "Transpose",    "Squeeze",        "Unsqueeze", "Concat",
+      "Split",   "Slice",        "Gather",       "GatherElements", "Expand",    "Tile",
+      "Pad",     "Identity",     "Dropout",      "Shape",          "Size",      "ConstantOfShape",
+      "Range",   "DepthToSpace", "SpaceToDepth", "Cast",           "CastLike"};
   return ops;
 }
 
@@ -50,7 +50,8 @@ int64_t estimate_flops(const Graph& g, const Node& n) {
     for (const std::string& i : n.inputs) total = std::max(total, numel(g.value(i).shape));
     return 2 * std::max(total, out_n);
   }
-  if (op == "AveragePool" || op == "MaxPool") return out_n * product(n.attr_ints("kernel_shape"), 0);
+  if (op == "AveragePool" || op == "MaxPool")
+    return out_n * product(n.attr_ints("kernel_shape"), 0);
   if (op == "GlobalAveragePool" || op == "GlobalMaxPool" || op.rfind("Reduce", 0) == 0 ||
       op == "ArgMax" || op == "ArgMin" || op == "TopK")
     return numel(in(0));
@@ -58,7 +59,8 @@ int64_t estimate_flops(const Graph& g, const Node& n) {
   if (op == "LayerNormalization" || op == "InstanceNormalization" || op == "GroupNormalization")
     return 8 * out_n;
   if (op == "BatchNormalization") return 2 * out_n;
-  if (op == "Resize" || op == "Upsample") return n.attr_string("mode", "nearest") == "nearest" ? 0 : 4 * out_n;
+  if (op == "Resize" || op == "Upsample")
+    return n.attr_string("mode", "nearest") == "nearest" ? 0 : 4 * out_n;
   if (op == "NonMaxSuppression") return numel(in(0)) * in(0)[1];
   return out_n;  // elementwise
 }

@@ -22,8 +22,10 @@ InspectReport inspect_graph(const Graph& g) {
   r.graph_name = g.name;
   r.producer = g.producer;
   r.opset = g.opset;
-  for (const std::string& name : g.inputs) r.inputs.push_back({name, g.value(name).dtype, g.value(name).shape});
-  for (const std::string& name : g.outputs) r.outputs.push_back({name, g.value(name).dtype, g.value(name).shape});
+  for (const std::string& name : g.inputs)
+    r.inputs.push_back({name, g.value(name).dtype, g.value(name).shape});
+  for (const std::string& name : g.outputs)
+    r.outputs.push_back({name, g.value(name).dtype, g.value(name).shape});
   for (const Node& n : g.nodes) {
     ++r.op_histogram[n.op_type];
     r.flops += estimate_flops(g, n);
