@@ -56,6 +56,11 @@ std::vector<ValueInfo> clip(const InferContext& c) {
   return {c.in(0)};
 }
 
+std::vector<ValueInfo> is_special(const InferContext& c) {
+  if (!is_floating(c.dtype(0))) c.fail("input must be floating point");
+  return {ValueInfo{DType::kBool, c.shape(0)}};
+}
+
 std::vector<ValueInfo> logical_not(const InferContext& c) {
   if (c.dtype(0) != DType::kBool) c.fail("input must be bool");
   return {c.in(0)};
@@ -78,6 +83,8 @@ void add_elementwise_rules(RuleTable& t) {
        {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"})
     t[op] = {compare, 2, 2};
   t["Not"] = {logical_not, 1, 1};
+  t["IsNaN"] = {is_special, 1, 1};
+  t["IsInf"] = {is_special, 1, 1};
   t["Where"] = {where, 3, 3};
   t["Cast"] = {cast, 1, 1};
   t["CastLike"] = {cast_like, 2, 2};

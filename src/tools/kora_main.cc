@@ -1,11 +1,15 @@
 // The `kora` command-line program. In: a subcommand and its options. Out: the stage's
 // result on stdout; any kora::Error as one line on stderr with exit status 1.
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
+#include <random>
 
 #include "kora/error.h"
+#include "kora/fission.h"
 #include "kora/frontend.h"
 #include "kora/inspect.h"
+#include "kora/interpreter.h"
 #include "kora/npy.h"
 
 namespace {
@@ -48,6 +52,32 @@ kora::Graph load_model(const ModelOptions& m, bool verbose) {
   return kora::import_onnx(m.model, options);
 }
 
+// A random tensor for an input the user did not give: standard normal floats, integers
+// in [0, 100), random bools; fixed seed so runs repeat.
+kora::Tensor random_input(const kora::ValueInfo& info, std::mt19937_64& rng) {
+  kora::Tensor t(info.dtype, info.shape);
+  std::normal_distribution<double> normal;
+  std::uniform_int_distribution<int64_t> small(0, 99);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (kora::is_floating(info.dtype))
+      kora::set_element(t, i, normal(rng));
+    else if (info.dtype == kora::DType::kBool)
+      kora::set_element_int(t, i, small(rng) % 2);
+    else
+      kora::set_element_int(t, i, small(rng));
+  }
+  return t;
+}
+
+// Output file name: characters outside [A-Za-z0-9_.-] become '_'.
+std::string npy_file_name(const std::string& tensor) {
+  std::string s;
+  for (char c : tensor)
+    s +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-') ? c : '_';
+  return s + ".npy";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,6 +93,27 @@ int main(int argc, char** argv) {
   add_model_options(inspect, inspect_model);
   inspect->add_flag("--json", inspect_json, "print the report as JSON");
 
+  ModelOptions fission_model;
+  bool fission_json = false, fission_dot = false;
+  CLI::App* fission =
+      app.add_subcommand("fission", "print the primitive graph the model's operators split into");
+  add_model_options(fission, fission_model);
+  fission->add_flag("--json", fission_json, "print the primitive graph as JSON");
+  fission->add_flag("--dot", fission_dot, "print the primitive graph as Graphviz dot");
+
+  ModelOptions interpret_model;
+  std::vector<std::string> interpret_inputs;
+  std::string interpret_out = ".";
+  uint64_t interpret_seed = 0;
+  CLI::App* interpret = app.add_subcommand(
+      "interpret", "run the model's primitive graph with the reference interpreter");
+  add_model_options(interpret, interpret_model);
+  interpret->add_option("--input", interpret_inputs,
+                        "an input's value, NAME=FILE.npy (inputs not given are random)");
+  interpret->add_option("--output-dir", interpret_out,
+                        "where to write one NAME.npy per output (default: .)");
+  interpret->add_option("--seed", interpret_seed, "seed of the random inputs (default 0)");
+
   CLI::App* operators =
       app.add_subcommand("operators", "list the ONNX operators kora supports, one per line");
 
@@ -72,6 +123,34 @@ int main(int argc, char** argv) {
       const kora::Graph g = load_model(inspect_model, verbose);
       const kora::InspectReport report = kora::inspect_graph(g);
       std::cout << (inspect_json ? kora::report_json(report) + "\n" : kora::format_report(report));
+    } else if (fission->parsed()) {
+      kora::FissionOptions options;
+      if (verbose) options.trace = &std::cerr;
+      const kora::PrimGraph g = kora::fission(load_model(fission_model, verbose), options);
+      std::cout << (fission_json  ? kora::prim_graph_json(g) + "\n"
+                    : fission_dot ? kora::prim_graph_dot(g)
+                                  : kora::format_prim_graph(g));
+    } else if (interpret->parsed()) {
+      kora::FissionOptions options;
+      if (verbose) options.trace = &std::cerr;
+      const kora::PrimGraph g = kora::fission(load_model(interpret_model, verbose), options);
+      std::map<std::string, kora::Tensor> feeds;
+      for (const std::string& in : interpret_inputs) {
+        auto [name, file] = split_binding(in, "--input");
+        feeds[name] = kora::read_npy(file);
+      }
+      std::mt19937_64 rng(interpret_seed);
+      for (const std::string& name : g.inputs)
+        if (!feeds.count(name)) feeds[name] = random_input(g.value(name), rng);
+      const std::map<std::string, kora::Tensor> outputs = kora::interpret(g, feeds);
+      std::filesystem::create_directories(interpret_out);
+      for (const std::string& name : g.outputs) {
+        const std::string path =
+            (std::filesystem::path(interpret_out) / npy_file_name(name)).string();
+        kora::write_npy(path, outputs.at(name));
+        std::cout << name << " " << kora::dtype_name(outputs.at(name).dtype()) << " "
+                  << kora::shape_str(outputs.at(name).shape()) << " -> " << path << "\n";
+      }
     } else if (operators->parsed()) {
       for (const std::string& op : kora::supported_operators()) std::cout << op << "\n";
     }

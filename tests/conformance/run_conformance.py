@@ -5,8 +5,12 @@ whether kora supports it (default-domain operators kora lists, opset in kora's r
 element types kora computes with). For each supported test, bind the test's inputs as
 constants (some operators take their output shape from an input's value), run
 `kora inspect --json`, and compare every output's shape and dtype with the expected
-output tensors. Writes docs/conformance.md with --write-doc; with --check, exits 1 if a
-supported test fails.
+output tensors. Then execute it: `kora interpret` (import -> fission -> reference
+interpreter) on the test's inputs, each passed as --input unless kora reports that an
+operator needs it as a constant, and compare the outputs with the expected ones within
+the ONNX backend test tolerance (rtol 1e-3, atol 1e-7; integers and bools exactly).
+Writes docs/conformance.md with --write-doc; with --check, exits 1 if a supported test
+fails either check.
 
 usage: run_conformance.py --kora build/kora [--check] [--write-doc docs/conformance.md]
 """
@@ -16,6 +20,7 @@ import concurrent.futures
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -82,7 +87,7 @@ def run_test(kora, test_dir, supported_ops):
     ops = sorted({n.op_type for n in model.graph.node})
     status, reason = classify(model, supported_ops)
     if status != "supported":
-        return name, ops, status, reason
+        return name, ops, status, reason, "-", ""
     data = os.path.join(test_dir, "test_data_set_0")
     graph_inputs = [vi for vi in model.graph.input
                     if vi.name not in {i.name for i in model.graph.initializer}]
@@ -101,8 +106,8 @@ def run_test(kora, test_dir, supported_ops):
     if proc.returncode != 0:
         message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no message"
         if proc.returncode == 1 and "not supported" in message:
-            return name, ops, "unsupported", message.replace("kora: error: ", "")
-        return name, ops, "fail", message
+            return name, ops, "unsupported", message.replace("kora: error: ", ""), "-", ""
+        return name, ops, "fail", message, "-", ""
     got = {o["name"]: o for o in json.loads(proc.stdout)["outputs"]}
     problems = []
     for k, vo in enumerate(model.graph.output):
@@ -122,23 +127,97 @@ def run_test(kora, test_dir, supported_ops):
                 problems.append(f"{vo.name}: bound {o['shape']} does not cover {shape}")
         elif shape != o["shape"]:
             problems.append(f"{vo.name}: shape {o['shape']}, expected {shape}")
+    exec_status, exec_reason = execute(kora, test_dir, model, graph_inputs)
     if problems:
-        return name, ops, "fail", "; ".join(problems)
+        return name, ops, "fail", "; ".join(problems), exec_status, exec_reason
     if set(ops) & DATA_DEPENDENT:
-        return name, ops, "pass", "data-dependent rows: kora's upper bound covers the result"
-    return name, ops, "pass", ""
+        return (name, ops, "pass", "data-dependent rows: kora's upper bound covers the result",
+                exec_status, exec_reason)
+    return name, ops, "pass", "", exec_status, exec_reason
+
+
+NEEDS_CONSTANT = re.compile(r"input '([^']*)' \([^)]*\) must be a constant")
+
+
+def npy_name(tensor):
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", tensor) + ".npy"
+
+
+def compare(expected, got, data_dependent):
+    """None when `got` matches `expected`, else what differs."""
+    if data_dependent:  # kora's static bound: selected rows first, the rest -1
+        rows = expected.shape[0]
+        if got.shape[0] < rows or not (got[rows:] == -1).all():
+            return "rows beyond the selection are not -1"
+        got = got[:rows]
+    if got.shape != expected.shape:
+        return f"shape {list(got.shape)} vs {list(expected.shape)}"
+    if expected.dtype.kind in "fc":
+        exp64, got64 = expected.astype(np.float64), got.astype(np.float64)
+        bad = ~np.isclose(got64, exp64, rtol=1e-3, atol=1e-7, equal_nan=True)
+        if bad.any():
+            i = np.unravel_index(np.argmax(bad), bad.shape)
+            return f"{bad.sum()} of {bad.size} differ, e.g. at {list(i)}: {got64[i]} vs {exp64[i]}"
+        return None
+    if not np.array_equal(got.astype(np.int64), expected.astype(np.int64)):
+        return "values differ"
+    return None
+
+
+def execute(kora, test_dir, model, graph_inputs):
+    """Runs the test through kora's interpreter: ('pass'|'fail'|'skip', reason)."""
+    data = os.path.join(test_dir, "test_data_set_0")
+    if any(vi.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16
+           for vi in list(model.graph.input) + list(model.graph.output)):
+        return "skip", "bfloat16 data (numpy has no bfloat16)"
+    constants = set()
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {}
+        for k, vi in enumerate(graph_inputs):
+            pb = os.path.join(data, f"input_{k}.pb")
+            if os.path.exists(pb):
+                files[vi.name] = os.path.join(tmp, f"in{k}.npy")
+                np.save(files[vi.name], numpy_helper.to_array(load_pb(pb)))
+        for _ in range(len(files) + 1):
+            args = [kora, "interpret", os.path.join(test_dir, "model.onnx"),
+                    "--output-dir", os.path.join(tmp, "out")]
+            for name, f in files.items():
+                args += ["--constant" if name in constants else "--input", f"{name}={f}"]
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+            if proc.returncode == 0:
+                break
+            message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "crash"
+            message = message.replace("kora: error: ", "")
+            if proc.returncode == 1 and "not supported" in message:
+                return "unsupported", message
+            m = NEEDS_CONSTANT.search(message)
+            if not m or set(files) <= constants:
+                return "fail", message
+            # Bind the input kora names; if it names a computed tensor, bind them all.
+            constants |= {m.group(1)} if m.group(1) in files else set(files)
+        ops = {n.op_type for n in model.graph.node}
+        for k, vo in enumerate(model.graph.output):
+            expected = numpy_helper.to_array(load_pb(os.path.join(data, f"output_{k}.pb")))
+            got = np.load(os.path.join(tmp, "out", npy_name(vo.name)))
+            why = compare(expected, got, bool(ops & DATA_DEPENDENT))
+            if why:
+                return "fail", f"{vo.name}: {why}"
+    return "pass", ""
 
 
 def write_doc(path, results, supported_ops):
     per_op = collections.defaultdict(lambda: collections.Counter())
-    for name, ops, status, _ in results:
+    for name, ops, status, _, exec_status, _ in results:
         for op in ops:
             per_op[op]["total"] += 1
             if status in ("pass", "fail"):
                 per_op[op]["supported"] += 1
             if status == "pass":
                 per_op[op]["passing"] += 1
+            if exec_status == "pass":
+                per_op[op]["executed"] += 1
     counts = collections.Counter(r[2] for r in results)
+    exec_counts = collections.Counter(r[4] for r in results)
     lines = [
         "# ONNX conformance",
         "",
@@ -149,24 +228,35 @@ def write_doc(path, results, supported_ops):
         f"in {MIN_OPSET}..{MAX_OPSET} and its tensors use element types kora computes with.",
         "*Shape inference* passes when kora's inferred shape and dtype of every output equal",
         "the test's expected output (for NonMaxSuppression, whose row count depends on the",
-        "data, kora's static upper bound must cover it). `make test` runs this check.",
+        "data, kora's static upper bound must cover it). *Execution* passes when import ->",
+        "fission -> reference interpreter (`kora interpret`) reproduces the expected outputs",
+        "within the backend tests' tolerance (rtol 1e-3, atol 1e-7; integers exactly).",
+        "`make test` runs both checks.",
         "",
         f"**Shape inference: {counts['pass']} passing / {counts['pass'] + counts['fail']} "
         f"supported / {len(results)} total.**",
         "",
-        "| operator | shape inference passing | supported | tests |",
-        "|---|---|---|---|",
+        f"**Execution: {exec_counts['pass']} passing / {counts['pass'] + counts['fail']} "
+        f"supported ({exec_counts['skip']} skipped: bfloat16 data numpy cannot hold; "
+        f"{exec_counts['unsupported']} use a feature kora's fission does not support, listed "
+        "below).**",
+        "",
+        "| operator | shape inference passing | execution passing | supported | tests |",
+        "|---|---|---|---|---|",
     ]
     for op in sorted(per_op):
         c = per_op[op]
         mark = "" if op in supported_ops else " (not supported)"
-        lines.append(f"| {op}{mark} | {c['passing']} | {c['supported']} | {c['total']} |")
+        lines.append(f"| {op}{mark} | {c['passing']} | {c['executed']} | {c['supported']} "
+                     f"| {c['total']} |")
     lines += ["", "## Failing supported tests", ""]
-    fails = [r for r in results if r[2] == "fail"]
-    lines += [f"- `{n}`: {why}" for n, _, _, why in fails] or ["None."]
+    fails = [r for r in results if r[2] == "fail" or r[4] == "fail"]
+    lines += [f"- `{r[0]}`: {r[3] or r[5]}" for r in fails] or ["None."]
+    lines += ["", "## Supported operators, unsupported features (execution)", ""]
+    lines += [f"- `{r[0]}`: {r[5]}" for r in results if r[4] == "unsupported"] or ["None."]
     lines += ["", "## Unsupported tests and why", ""]
     reasons = collections.defaultdict(list)
-    for n, _, status, why in results:
+    for n, _, status, why, _, _ in results:
         if status == "unsupported":
             reasons[why].append(n)
     for why in sorted(reasons, key=lambda w: (-len(reasons[w]), w)):
@@ -194,15 +284,23 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         results = list(pool.map(lambda d: run_test(args.kora, d, supported_ops), tests))
     counts = collections.Counter(r[2] for r in results)
-    for name, _, status, why in results:
+    exec_counts = collections.Counter(r[4] for r in results)
+    for name, _, status, why, exec_status, exec_why in results:
         if status == "fail":
-            print(f"FAIL {name}: {why}")
+            print(f"FAIL shape {name}: {why}")
+        if exec_status == "fail":
+            print(f"FAIL exec {name}: {exec_why}")
     if args.write_doc:
         write_doc(args.write_doc, results, supported_ops)
-    print(f"conformance (shape inference): {counts['pass']} passing / "
-          f"{counts['pass'] + counts['fail']} supported / {len(results)} total")
-    print(f"{counts['pass']} passed, {counts['fail']} failed")
-    return 1 if args.check and counts["fail"] else 0
+    supported = counts["pass"] + counts["fail"]
+    print(f"conformance (shape inference): {counts['pass']} passing / {supported} supported / "
+          f"{len(results)} total")
+    print(f"conformance (execution): {exec_counts['pass']} passing / {supported} supported, "
+          f"{exec_counts['skip']} skipped, {exec_counts['unsupported']} unsupported features")
+    failed = sum(1 for r in results if r[2] == "fail" or r[4] == "fail")
+    passed = sum(1 for r in results if r[2] == "pass" and r[4] != "fail")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if args.check and failed else 0
 
 
 if __name__ == "__main__":

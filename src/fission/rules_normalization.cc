@@ -1,0 +1,143 @@
+// Fission of normalizations into reduce + elementwise: BatchNormalization (inference:
+// x * a + b with per-channel a = scale / sqrt(var + eps), b = bias - mean * a, folded when
+// constant), Instance-, Layer- and GroupNormalization (mean, centred variance, rsqrt),
+// numerically stable Softmax and LogSoftmax (max subtracted first), Dropout (identity).
+#include "fission/builder.h"
+
+namespace kora {
+namespace {
+
+using S = ScalarOp;
+
+// [C] -> [1, C, 1, ...] for a tensor of `rank`.
+std::string per_channel(FissionBuilder& b, const std::string& v, size_t rank) {
+  Shape s(rank, 1);
+  s[1] = numel(b.shape(v));
+  return b.reshape(v, s);
+}
+
+void batch_norm(FissionBuilder& b) {
+  const std::string x = b.in(0);
+  const size_t r = b.shape(x).size();
+  const double eps = b.node().attr_float("epsilon", 1e-5);
+  const std::string a = b.ew(S::kMul, {b.in(1), b.ew(S::kRsqrt, {b.ew(S::kAdd, {b.in(4), eps})})});
+  const std::string shift = b.ew(S::kSub, {b.in(2), b.ew(S::kMul, {b.in(3), a})});
+  const std::string y = b.ew(S::kMul, {x, per_channel(b, a, r)});
+  b.bind(0, b.ew(S::kAdd, {y, per_channel(b, shift, r)}));
+}
+
+struct Normalized {
+  std::string y, mean, inv_std;
+};
+
+// (x - mean) * rsqrt(var + eps) over `axes`, var the mean of squared deviations.
+Normalized normalize(FissionBuilder& b, const std::string& x, const std::vector<int64_t>& axes,
+                     double eps) {
+  const std::string mean = b.reduce(ReduceOp::kMean, x, axes);
+  const std::string centred = b.ew(S::kSub, {x, mean});
+  const std::string var = b.reduce(ReduceOp::kMean, b.ew(S::kMul, {centred, centred}), axes);
+  const std::string inv_std = b.ew(S::kRsqrt, {b.ew(S::kAdd, {var, eps})});
+  return {b.ew(S::kMul, {centred, inv_std}), mean, inv_std};
+}
+
+std::vector<int64_t> axes_from(int64_t first, size_t rank) {
+  std::vector<int64_t> axes;
+  for (int64_t a = first; a < static_cast<int64_t>(rank); ++a) axes.push_back(a);
+  return axes;
+}
+
+void instance_norm(FissionBuilder& b) {
+  const std::string x = b.in(0);
+  const size_t r = b.shape(x).size();
+  const Normalized n = normalize(b, x, axes_from(2, r), b.node().attr_float("epsilon", 1e-5));
+  const std::string y = b.ew(S::kMul, {n.y, per_channel(b, b.in(1), r)});
+  b.bind(0, b.ew(S::kAdd, {y, per_channel(b, b.in(2), r)}));
+}
+
+void layer_norm(FissionBuilder& b) {
+  const std::string x = b.in(0);
+  const size_t r = b.shape(x).size();
+  int64_t axis = b.node().attr_int("axis", -1);
+  if (axis < 0) axis += static_cast<int64_t>(r);
+  const Normalized n = normalize(b, x, axes_from(axis, r), b.node().attr_float("epsilon", 1e-5));
+  std::string y = b.ew(S::kMul, {n.y, b.in(1)});
+  if (b.has_in(2)) y = b.ew(S::kAdd, {y, b.in(2)});
+  b.bind(0, y);
+  b.bind(1, n.mean);
+  b.bind(2, n.inv_std);
+}
+
+// Scale and bias are per group (opset 18) or per channel (opset 21); either way they are
+// applied per channel here, a per-group vector gathered out to the channels.
+std::string channel_vector(FissionBuilder& b, const std::string& v, int64_t channels,
+                           int64_t groups, size_t rank) {
+  std::string per_c = v;
+  const int64_t n = numel(b.shape(v));
+  if (n != channels) {
+    if (n != groups) b.fail("scale/bias must have num_groups or channels entries");
+    std::vector<int64_t> idx;
+    for (int64_t c = 0; c < channels; ++c) idx.push_back(c / (channels / groups));
+    per_c = b.layout(layout::Gather{0, idx}, {b.reshape(v, {n})}, {channels});
+  }
+  return per_channel(b, per_c, rank);
+}
+
+void group_norm(FissionBuilder& b) {
+  const std::string x = b.in(0);
+  const Shape& s = b.shape(x);
+  const int64_t groups = b.node().attr_int("num_groups", 1), c = s[1];
+  const std::string grouped = b.reshape(x, {s[0], groups, numel(s) / (s[0] * groups)});
+  const Normalized n = normalize(b, grouped, {2}, b.node().attr_float("epsilon", 1e-5));
+  const std::string y = b.reshape(n.y, s);
+  const std::string scaled = b.ew(S::kMul, {y, channel_vector(b, b.in(1), c, groups, s.size())});
+  b.bind(0, b.ew(S::kAdd, {scaled, channel_vector(b, b.in(2), c, groups, s.size())}));
+}
+
+// Softmax over `axis` (opset >= 13) or, before opset 13, over all dims from `axis` on
+// (the input viewed as 2-D).
+void softmax_family(FissionBuilder& b, bool log) {
+  const std::string x = b.in(0);
+  const Shape& s = b.shape(x);
+  const int64_t r = static_cast<int64_t>(s.size());
+  int64_t axis = b.node().attr_int("axis", b.opset() < 13 ? 1 : -1);
+  if (axis < 0) axis += r;
+  std::string v = x;
+  std::vector<int64_t> axes{axis};
+  if (b.opset() < 13) {
+    int64_t outer = 1;
+    for (int64_t i = 0; i < axis; ++i) outer *= s[i];
+    v = b.reshape(x, {outer, numel(s) / std::max<int64_t>(outer, 1)});
+    axes = {1};
+  }
+  const std::string shifted = b.ew(S::kSub, {v, b.reduce(ReduceOp::kMax, v, axes)});
+  const std::string e = b.ew(S::kExp, {shifted});
+  const std::string sum = b.reduce(ReduceOp::kSum, e, axes);
+  const std::string y =
+      log ? b.ew(S::kSub, {shifted, b.ew(S::kLog, {sum})}) : b.ew(S::kDiv, {e, sum});
+  b.bind(0, b.reshape(y, s));
+}
+
+void softmax(FissionBuilder& b) { softmax_family(b, false); }
+void log_softmax(FissionBuilder& b) { softmax_family(b, true); }
+
+void dropout(FissionBuilder& b) {
+  b.bind(0, b.in(0));
+  if (b.wants_out(1)) {
+    const std::string one = b.add_constant(Tensor::from_int64(DType::kBool, {}, {1}));
+    b.bind(1, b.broadcast(one, b.out_info(1).shape));
+  }
+}
+
+}  // namespace
+
+void add_normalization_fission(FissionTable& t) {
+  t["BatchNormalization"] = batch_norm;
+  t["InstanceNormalization"] = instance_norm;
+  t["LayerNormalization"] = layer_norm;
+  t["GroupNormalization"] = group_norm;
+  t["Softmax"] = softmax;
+  t["LogSoftmax"] = log_softmax;
+  t["Dropout"] = dropout;
+}
+
+}  // namespace kora

@@ -1,0 +1,271 @@
+"""Synthetic graphs that exercise every fission rule in combination, run through
+`kora interpret` (import -> fission -> reference interpreter) and compared with
+onnxruntime on the same random inputs: relative L2 error below 1e-4 per float output,
+integer outputs exactly.
+
+usage: test_synthetic.py PATH_TO_KORA
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+KORA = None
+RNG = np.random.default_rng(7)
+
+
+class G:
+    """A tiny graph builder: tensors are names; weights are seeded random initializers."""
+
+    def __init__(self):
+        self.nodes, self.inits, self.n = [], [], 0
+
+    def w(self, *shape, scale=0.5, dtype=np.float32, positive=False):
+        a = RNG.standard_normal(shape) * scale
+        if positive:
+            a = np.abs(a) + 0.5
+        return self.c(a.astype(dtype))
+
+    def c(self, arr):
+        self.n += 1
+        name = f"c{self.n}"
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def op(self, op_type, inputs, outputs=1, **attrs):
+        self.n += 1
+        outs = [f"t{self.n}_{k}" for k in range(outputs)]
+        self.nodes.append(helper.make_node(op_type, inputs, outs, name=f"{op_type}_{self.n}", **attrs))
+        return outs[0] if outputs == 1 else outs
+
+    def model(self, inputs, outputs, opset=17):
+        graph = helper.make_graph(
+            self.nodes, "synthetic",
+            [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+            [onnx.ValueInfoProto(name=o) for o in outputs],
+            self.inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        m.ir_version = 8
+        return m
+
+
+def random_feed(dtype, shape):
+    if dtype == TensorProto.FLOAT:
+        return RNG.standard_normal(shape).astype(np.float32)
+    if dtype == TensorProto.INT64:
+        return RNG.integers(0, 4, shape).astype(np.int64)
+    if dtype == TensorProto.BOOL:
+        return RNG.integers(0, 2, shape).astype(bool)
+    raise ValueError(dtype)
+
+
+class SyntheticTest(unittest.TestCase):
+    def check(self, model, inputs):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.onnx")
+            onnx.save(model, path)
+            feeds = {n: random_feed(t, s) for n, t, s in inputs}
+            opts = ort.SessionOptions()
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+            expected = sess.run(None, feeds)
+            args = [KORA, "interpret", path, "--output-dir", os.path.join(tmp, "out")]
+            for n, a in feeds.items():
+                np.save(os.path.join(tmp, n + ".npy"), a)
+                args += ["--input", f"{n}={os.path.join(tmp, n + '.npy')}"]
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            for out, exp in zip(model.graph.output, expected):
+                name = re.sub(r"[^A-Za-z0-9_.-]", "_", out.name) + ".npy"
+                got = np.load(os.path.join(tmp, "out", name))
+                self.assertEqual(got.shape, exp.shape, out.name)
+                if exp.dtype.kind == "f":
+                    err = np.linalg.norm(got.astype(np.float64) - exp) / max(np.linalg.norm(exp), 1e-30)
+                    self.assertLess(err, 1e-4, f"{out.name}: relative L2 error {err}")
+                else:
+                    np.testing.assert_array_equal(got, exp, out.name)
+
+    def test_attention_block(self):
+        g = G()
+        b, s, d, h = 2, 16, 32, 4
+        x = "x"
+        q, k, v = (g.op("Add", [g.op("MatMul", [x, g.w(d, d)]), g.w(d)]) for _ in range(3))
+        split = g.c(np.array([b, s, h, d // h], np.int64))
+        heads = lambda t: g.op("Transpose", [g.op("Reshape", [t, split])], perm=[0, 2, 1, 3])
+        scores = g.op("MatMul", [heads(q), g.op("Transpose", [heads(k)], perm=[0, 1, 3, 2])])
+        scores = g.op("Div", [scores, g.c(np.array(np.sqrt(d // h), np.float32))])
+        # Padding mask: positions where mask == 0 get a large negative score.
+        mask = g.op("Cast", [g.op("Equal", ["mask", g.c(np.array(0, np.int64))])], to=TensorProto.FLOAT)
+        mask = g.op("Unsqueeze", [g.op("Mul", [mask, g.c(np.array(-1e4, np.float32))]),
+                                  g.c(np.array([1, 2], np.int64))])
+        attn = g.op("Softmax", [g.op("Add", [scores, mask])], axis=-1)
+        ctx = g.op("Transpose", [g.op("MatMul", [attn, heads(v)])], perm=[0, 2, 1, 3])
+        out = g.op("Add", [g.op("MatMul", [g.op("Reshape", [ctx, g.c(np.array([b, s, d], np.int64))]),
+                                           g.w(d, d)]), x])
+        inputs = [("x", TensorProto.FLOAT, [b, s, d]), ("mask", TensorProto.INT64, [b, s])]
+        self.check(g.model(inputs, [out]), inputs)
+
+    def test_conv_bn_relu(self):
+        g = G()
+        y = g.op("Conv", ["x", g.w(16, 3, 3, 3), g.w(16)], pads=[1, 1, 1, 1], strides=[2, 2])
+        y = g.op("BatchNormalization", [y, g.w(16), g.w(16), g.w(16), g.w(16, positive=True)],
+                 epsilon=1e-3)
+        y = g.op("Relu", [y])
+        y = g.op("MaxPool", [y], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+        y = g.op("Conv", [y, g.w(8, 16, 1, 1)])
+        y = g.op("AveragePool", [y], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=0)
+        y = g.op("Flatten", [g.op("GlobalAveragePool", [y])])
+        y = g.op("Gemm", [y, g.w(10, 8), g.w(10)], transB=1, alpha=0.5, beta=2.0)
+        out = g.op("LogSoftmax", [y], axis=1)
+        inputs = [("x", TensorProto.FLOAT, [2, 3, 32, 32])]
+        self.check(g.model(inputs, [out]), inputs)
+
+    def test_layer_norm_mlp(self):
+        g = G()
+        x = g.op("LayerNormalization", ["x", g.w(32, positive=True), g.w(32)], axis=-1, epsilon=1e-5)
+        hdn = g.op("Add", [g.op("MatMul", [x, g.w(32, 64)]), g.w(64)])
+        act = g.op("Gelu", [hdn], approximate="tanh")
+        act2 = g.op("Gelu", [hdn])
+        y = g.op("MatMul", [g.op("Add", [act, act2]), g.w(64, 32)])
+        out = g.op("Add", ["x", y])
+        inputs = [("x", TensorProto.FLOAT, [1, 8, 32])]
+        self.check(g.model(inputs, [out], opset=20), inputs)
+
+    def test_depthwise_separable_block(self):
+        g = G()
+        c = 8
+        y = g.op("Conv", ["x", g.w(c, 1, 3, 3), g.w(c)], group=c, pads=[1, 1, 1, 1])
+        y = g.op("HardSwish", [y])
+        se = g.op("ReduceMean", [y, g.c(np.array([2, 3], np.int64))], keepdims=1)
+        se = g.op("HardSigmoid", [g.op("Conv", [se, g.w(c, c, 1, 1)])])
+        y = g.op("Mul", [y, se])
+        y = g.op("Conv", [y, g.w(16, c, 1, 1)], dilations=[1, 1])
+        y = g.op("Clip", [y, g.c(np.array(0, np.float32)), g.c(np.array(6, np.float32))])
+        y = g.op("Conv", [y, g.w(16, 4, 3, 3)], group=4, dilations=[2, 2], pads=[2, 2, 2, 2])
+        out = g.op("Add", [y, g.op("Mish", [y])])
+        inputs = [("x", TensorProto.FLOAT, [1, c, 12, 12])]
+        self.check(g.model(inputs, [out], opset=18), inputs)
+
+    def test_upsample_block(self):
+        g = G()
+        y = g.op("Pad", ["x", g.c(np.array([0, 0, 1, 2, 0, 0, 1, 2], np.int64))], mode="reflect")
+        y = g.op("Conv", [y, g.w(8, 4, 3, 3)])
+        y = g.op("InstanceNormalization", [y, g.w(8, positive=True), g.w(8)])
+        near = g.op("Resize", [y, "", g.c(np.array([1, 1, 2, 2], np.float32))], mode="nearest")
+        lin = g.op("Resize", [y, "", g.c(np.array([1, 1, 2, 2], np.float32))], mode="linear")
+        cub = g.op("Resize", [y, "", "", g.c(np.array([1, 8, 16, 18], np.int64))], mode="cubic",
+                   coordinate_transformation_mode="align_corners")
+        tr = g.op("ConvTranspose", [y, g.w(8, 4, 3, 3), g.w(8)], strides=[2, 2], pads=[1, 1, 1, 1],
+                  output_padding=[1, 1], group=2)
+        both = g.op("Concat", [near, lin, tr], axis=1)
+        d2s = g.op("DepthToSpace", [both], blocksize=2, mode="CRD")
+        s2d = g.op("SpaceToDepth", [d2s], blocksize=2)
+        out = g.op("Tanh", [g.op("Add", [s2d, g.op("Tile", [g.op("ReduceMean", [cub], axes=[1]),
+                                                                  g.c(np.array([1, 24, 1, 1], np.int64))])])])
+        inputs = [("x", TensorProto.FLOAT, [1, 4, 8, 7])]
+        self.check(g.model(inputs, [out]), inputs)
+
+    def test_group_norm_and_reductions(self):
+        g = G()
+        gn = g.op("GroupNormalization", ["x", g.w(8, positive=True), g.w(8)], num_groups=4)
+        l2 = g.op("ReduceL2", [gn, g.c(np.array([1], np.int64))], keepdims=0)
+        lse = g.op("ReduceLogSumExp", [gn, g.c(np.array([2, 3], np.int64))], keepdims=1)
+        prod = g.op("ReduceProd", [g.op("Sigmoid", [gn]), g.c(np.array([3], np.int64))])
+        inputs = [("x", TensorProto.FLOAT, [2, 8, 3, 5])]
+        self.check(g.model(inputs, [l2, lse, prod], opset=21), inputs)
+
+    def test_activations_and_variadics(self):
+        g = G()
+        x = "x"
+        acts = [g.op("Elu", [x], alpha=0.7), g.op("Selu", [x]), g.op("Celu", [x], alpha=1.3),
+                g.op("LeakyRelu", [x], alpha=0.1), g.op("PRelu", [x, g.w(1, 6)]),
+                g.op("Softplus", [x]), g.op("Softsign", [x]), g.op("Erf", [x]),
+                g.op("Sigmoid", [x]), g.op("Abs", [x])]
+        s = g.op("Sum", acts[:4])
+        m = g.op("Mean", acts[4:7])
+        mx = g.op("Max", acts[7:])
+        mn = g.op("Min", [s, m, mx])
+        pw = g.op("Pow", [g.op("Abs", [mn]), g.c(np.array(1.5, np.float32))])
+        out = g.op("Where", [g.op("Greater", [x, g.c(np.array(0.2, np.float32))]), pw, s])
+        inputs = [("x", TensorProto.FLOAT, [3, 6])]
+        self.check(g.model(inputs, [out]), inputs)
+
+    def test_layout_and_opaque(self):
+        g = G()
+        x = "x"
+        a, b2 = g.op("Split", [x, g.c(np.array([2, 4], np.int64))], outputs=2, axis=1)
+        sl = g.op("Slice", [b2, g.c(np.array([3, 0], np.int64)), g.c(np.array([-100, 5], np.int64)),
+                            g.c(np.array([1, 2], np.int64)), g.c(np.array([-1, 2], np.int64))])
+        ga = g.op("Gather", [x, g.c(np.array([[0, -1], [2, 1]], np.int64))], axis=2)
+        gd = g.op("Gather", [x, "idx"], axis=1)
+        ge = g.op("GatherElements", [x, g.op("Abs", ["idx3"])], axis=2)
+        ex = g.op("Expand", [a, g.c(np.array([2, 1, 1, 1], np.int64))])
+        es = g.op("Einsum", [x, g.w(6, 4)], equation="bchw,wk->bhck")
+        vals, idx = g.op("TopK", [x, g.c(np.array([2], np.int64))], outputs=2, axis=-1)
+        am = g.op("ArgMax", [x], axis=1, keepdims=0, select_last_index=1)
+        inputs = [("x", TensorProto.FLOAT, [1, 6, 5, 6]), ("idx", TensorProto.INT64, [3]),
+                  ("idx3", TensorProto.INT64, [1, 6, 5, 2])]
+        self.check(g.model(inputs, [a, sl, ga, gd, ge, ex, es, vals, idx, am]), inputs)
+
+
+class FissionStructureTest(unittest.TestCase):
+    """What `kora fission --json` emits for a few operators, primitive by primitive."""
+
+    def fission(self, model):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.onnx")
+            onnx.save(model, path)
+            proc = subprocess.run([KORA, "fission", "--json", path], capture_output=True,
+                                  text=True, timeout=60)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            import json
+            return json.loads(proc.stdout)
+
+    def test_softmax_is_numerically_stable(self):
+        g = G()
+        out = g.op("Softmax", ["x"], axis=-1)
+        j = self.fission(g.model([("x", TensorProto.FLOAT, [4, 10])], [out]))
+        ops = [(p["kind"], p["op"].split("(")[0].split(" ")[0]) for p in j["primitives"]
+               if p["kind"] != "broadcast"]
+        self.assertEqual(ops, [("reduce", "max"), ("elementwise", "sub"), ("elementwise", "exp"),
+                               ("reduce", "sum"), ("elementwise", "div")])
+
+    def test_batchnorm_coefficients_fold(self):
+        g = G()
+        y = g.op("BatchNormalization", ["x", g.w(3), g.w(3), g.w(3), g.w(3, positive=True)])
+        j = self.fission(g.model([("x", TensorProto.FLOAT, [1, 3, 4, 4])], [y]))
+        kinds = sorted(p["kind"] for p in j["primitives"])
+        # x * a + b: the per-channel a and b are computed at compile time.
+        self.assertEqual(kinds, ["broadcast", "broadcast", "elementwise", "elementwise"])
+
+    def test_gemm_is_matmul_plus_add(self):
+        g = G()
+        y = g.op("Gemm", ["x", g.w(5, 3), g.w(5)], transB=1)
+        j = self.fission(g.model([("x", TensorProto.FLOAT, [2, 3])], [y]))
+        self.assertEqual(j["counts"], {"broadcast": 1, "elementwise": 1, "linear": 1})
+        self.assertNotIn("transpose", " ".join(p["op"] for p in j["primitives"]))  # folded
+
+    def test_text_and_dot_views(self):
+        g = G()
+        out = g.op("Relu", [g.op("MaxPool", ["x"], kernel_shape=[2, 2])])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.onnx")
+            onnx.save(g.model([("x", TensorProto.FLOAT, [1, 1, 4, 4])], [out]), path)
+            text = subprocess.run([KORA, "fission", path], capture_output=True, text=True).stdout
+            self.assertIn("layout window", text)
+            self.assertIn("counts: elementwise 1, layout 2, reduce 1", text)
+            dot = subprocess.run([KORA, "fission", "--dot", path], capture_output=True, text=True).stdout
+            self.assertTrue(dot.startswith("digraph"))
+            self.assertIn("->", dot)
+
+
+if __name__ == "__main__":
+    KORA = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=1)
