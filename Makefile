@@ -10,7 +10,7 @@ setup:
 	@bash scripts/setup.sh
 
 build: setup
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DKORA_TESTS=ON >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 demo: build

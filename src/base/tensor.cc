@@ -22,37 +22,38 @@ float half_to_float(uint16_t h) {
   return sign ? -v : v;
 }
 
-uint16_t float_to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000;
-  float a = std::fabs(f);
-  if (std::isnan(f)) return static_cast<uint16_t>(sign | 0x7e00);
-  if (a >= 65520.0f) return static_cast<uint16_t>(sign | 0x7c00);
-  if (a < 6.103515625e-05f) {  // subnormal: round to a multiple of 2^-24
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(a * 16777216.0f)));
+// Rounds v (once, to nearest even) into a binary format of 16 bits with `mant_bits`
+// mantissa bits and exponent bias `bias`: float16 is (10, 15), bfloat16 is (7, 127).
+// Rounding straight from double avoids the double rounding of going through float.
+uint16_t double_to_binary16(double v, int mant_bits, int bias) {
+  const uint32_t sign = std::signbit(v) ? 0x8000u : 0u;
+  const uint32_t max_exp = (0x7fffu >> mant_bits);  // all-ones exponent: inf and NaN
+  if (std::isnan(v))
+    return static_cast<uint16_t>(sign | (max_exp << mant_bits) | (1u << (mant_bits - 1)));
+  const double a = std::fabs(v);
+  if (a < std::ldexp(1.0, 1 - bias)) {  // subnormal: a multiple of 2^(1 - bias - mant_bits)
+    // Rounding up to 2^mant_bits lands exactly on the smallest normal's encoding.
+    return static_cast<uint16_t>(
+        sign | static_cast<uint32_t>(std::nearbyint(std::ldexp(a, bias - 1 + mant_bits))));
   }
   int e;
-  float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
-  uint32_t mant = static_cast<uint32_t>(std::nearbyint((m * 2 - 1) * 1024));
-  uint32_t exp = static_cast<uint32_t>(e - 1 + 15);
-  if (mant == 1024) mant = 0, ++exp;
-  return static_cast<uint16_t>(sign | (exp << 10) | mant);
+  const double m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  uint32_t mant = static_cast<uint32_t>(std::nearbyint(std::ldexp(m * 2 - 1, mant_bits)));
+  int64_t exp = e - 1 + bias;
+  if (mant == (1u << mant_bits)) mant = 0, ++exp;
+  if (std::isinf(a) || exp >= static_cast<int64_t>(max_exp))
+    return static_cast<uint16_t>(sign | (max_exp << mant_bits));
+  return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exp) << mant_bits) | mant);
 }
+
+uint16_t double_to_half(double v) { return double_to_binary16(v, 10, 15); }
+uint16_t double_to_bf16(double v) { return double_to_binary16(v, 7, 127); }
 
 float bf16_to_float(uint16_t b) {
   uint32_t x = static_cast<uint32_t>(b) << 16;
   float f;
   std::memcpy(&f, &x, 4);
   return f;
-}
-
-uint16_t float_to_bf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if (std::isnan(f)) return 0x7fc0;
-  x += 0x7fff + ((x >> 16) & 1);  // round to nearest even
-  return static_cast<uint16_t>(x >> 16);
 }
 
 template <typename T>
@@ -179,11 +180,16 @@ void set_element(Tensor& t, int64_t i, double v) {
     case DType::kFloat64:
       return store<double>(p, i, v);
     case DType::kFloat16:
-      return store<uint16_t>(p, i, float_to_half(static_cast<float>(v)));
+      return store<uint16_t>(p, i, double_to_half(v));
     case DType::kBFloat16:
-      return store<uint16_t>(p, i, float_to_bf16(static_cast<float>(v)));
+      return store<uint16_t>(p, i, double_to_bf16(v));
     case DType::kBool:
       return store<uint8_t>(p, i, v != 0.0);
+    case DType::kUInt64:
+      // Values in [2^63, 2^64) do not fit int64; negative ones wrap as in C.
+      if (v >= 9223372036854775808.0 && v < 18446744073709551616.0)
+        return store<uint64_t>(p, i, static_cast<uint64_t>(v));
+      return set_element_int(t, i, static_cast<int64_t>(std::trunc(v)));
     default:
       // Float to integer conversion truncates toward zero, as ONNX Cast does.
       return set_element_int(t, i, static_cast<int64_t>(std::trunc(v)));

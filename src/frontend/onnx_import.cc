@@ -253,6 +253,9 @@ Graph import_onnx(const std::string& path, const ImportOptions& options) {
         throw Error(n.describe() + ": attribute '" + key + "' holds a subgraph; not supported");
     if (n.op_type == "Constant") {
       if (n.outputs.size() != 1) throw Error(n.describe() + ": Constant needs one output");
+      if (g.values.count(n.outputs[0]))
+        throw Error(n.describe() + ": tensor '" + n.outputs[0] +
+                    "' is already defined (ONNX names each tensor once)");
       Tensor t = constant_value(n);
       if (is_floating(t.dtype())) g.parameter_count += t.numel();
       g.values[n.outputs[0]] = ValueInfo{t.dtype(), t.shape()};

@@ -137,12 +137,25 @@ Tensor tensor_from_sparse_proto(const onnx::SparseTensorProto& p, const std::str
   Tensor dense(values.dtype(), shape);
   const int64_t nnz = values.numel(), total = dense.numel();
   const size_t esize = dtype_size(values.dtype());
+  const int64_t rank = static_cast<int64_t>(shape.size());
   const bool coords = indices.shape().size() == 2;
+  // ONNX allows indices of shape [NNZ] (linear positions) or [NNZ, rank] (coordinates).
+  if (values.shape().size() != 1 ||
+      !(indices.shape() == Shape{nnz} || (coords && indices.shape() == Shape{nnz, rank})))
+    throw Error(what + ": sparse tensor of shape " + shape_str(shape) + " has values " +
+                shape_str(values.shape()) + " and indices " + shape_str(indices.shape()) +
+                " (expected [NNZ] values with [NNZ] or [NNZ, " + std::to_string(rank) +
+                "] indices)");
   for (int64_t k = 0; k < nnz; ++k) {
     int64_t linear = 0;
     if (coords) {
-      for (size_t d = 0; d < shape.size(); ++d)
-        linear = linear * shape[d] + indices.int64_at(k * static_cast<int64_t>(shape.size()) + d);
+      for (int64_t d = 0; d < rank; ++d) {
+        const int64_t c = indices.int64_at(k * rank + d);
+        if (c < 0 || c >= shape[d])
+          throw Error(what + ": sparse coordinate " + std::to_string(c) + " of dimension " +
+                      std::to_string(d) + " is outside " + shape_str(shape));
+        linear = linear * shape[d] + c;
+      }
     } else {
       linear = indices.int64_at(k);
     }

@@ -1,1 +1,421 @@
-// placeholder
+// Tests that kora::import_onnx rejects bad or unsupported models with a kora::Error whose
+// message names what is at fault (file, tensor, node, operator, opset): unreadable files,
+// broken external data, dangling names, cycles, bad dims and dtypes, unsupported opsets,
+// operators, domains and control flow, and shape errors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "frontend/model_builder.h"
+#include "kora/error.h"
+#include "kora/frontend.h"
+
+namespace {
+
+using kora_test::attr_i;
+using kora_test::attr_is;
+using kora_test::ModelBuilder;
+using kora_test::TempDir;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// The message of the kora::Error that importing `path` throws; a test failure when it
+// throws nothing (any other exception type propagates and fails the test too).
+std::string import_error(const std::string& path, const kora::ImportOptions& options = {}) {
+  try {
+    kora::import_onnx(path, options);
+  } catch (const kora::Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "importing '" << path << "' did not throw kora::Error";
+  return "";
+}
+
+std::string model_error(const ModelBuilder& m, const kora::ImportOptions& options = {}) {
+  TempDir dir;
+  return import_error(m.save(dir), options);
+}
+
+// A valid model with a weight big enough that cutting the file lands inside it.
+ModelBuilder weighty_model() {
+  ModelBuilder m;
+  m.input("X", {256}).output("Y");
+  m.init_f32("W", {256}, std::vector<float>(256, 1.5f));
+  m.node("Add", {"X", "W"}, {"Y"});
+  return m;
+}
+
+TEST(BadInputTest, NonexistentFile) {
+  TempDir dir;
+  const std::string path = dir.file("does_not_exist.onnx");
+  EXPECT_THAT(import_error(path), HasSubstr(path));
+}
+
+TEST(BadInputTest, TruncatedFile) {
+  TempDir dir;
+  const std::string bytes = weighty_model().serialize();
+  ASSERT_GT(bytes.size(), 1000u);
+  const std::string path = dir.file("truncated.onnx");
+  kora_test::write_file(path, bytes.substr(0, bytes.size() / 2));
+  EXPECT_THAT(import_error(path), HasSubstr(path));
+}
+
+TEST(BadInputTest, EmptyFile) {
+  TempDir dir;
+  const std::string path = dir.file("empty.onnx");
+  kora_test::write_file(path, "");
+  EXPECT_THAT(import_error(path), HasSubstr(path));
+}
+
+TEST(BadInputTest, GarbageBytes) {
+  TempDir dir;
+  const std::string path = dir.file("garbage.onnx");
+  kora_test::write_file(path, std::string("this is not an onnx model \xff\xff\xff\xff\xff", 31));
+  EXPECT_THAT(import_error(path), HasSubstr(path));
+}
+
+TEST(BadInputTest, MissingExternalDataFile) {
+  ModelBuilder m;
+  m.input("X", {4}).output("Y");
+  m.initializer(
+      kora_test::external_tensor("W_ext", onnx::TensorProto::FLOAT, {4}, "missing.bin", 0, 16));
+  m.node("Add", {"X", "W_ext"}, {"Y"});
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("W_ext"), HasSubstr("missing.bin")));
+}
+
+TEST(BadInputTest, ExternalDataOutsideModelDirectory) {
+  ModelBuilder m;
+  m.input("X", {4}).output("Y");
+  m.initializer(
+      kora_test::external_tensor("W_ext", onnx::TensorProto::FLOAT, {4}, "../secret.bin", 0, 16));
+  m.node("Add", {"X", "W_ext"}, {"Y"});
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("W_ext"), HasSubstr("../secret.bin")));
+}
+
+TEST(BadInputTest, ExternalDataFileTooShort) {
+  TempDir dir;
+  kora_test::write_file(dir.file("short.bin"), std::string(8, '\0'));
+  ModelBuilder m;
+  m.input("X", {4}).output("Y");
+  m.initializer(
+      kora_test::external_tensor("W_ext", onnx::TensorProto::FLOAT, {4}, "short.bin", 4, 16));
+  m.node("Add", {"X", "W_ext"}, {"Y"});
+  EXPECT_THAT(import_error(m.save(dir)), AllOf(HasSubstr("W_ext"), HasSubstr("short.bin")));
+}
+
+TEST(BadInputTest, InitializerWithWrongValueCount) {
+  ModelBuilder typed;
+  typed.output("W");
+  typed.initializer(kora_test::float_tensor("W_typed", {2, 3}, {1, 2, 3, 4, 5}, false));
+  typed.node("Identity", {"W_typed"}, {"W"});
+  EXPECT_THAT(model_error(typed), HasSubstr("W_typed"));
+
+  ModelBuilder raw;
+  raw.output("W");
+  raw.initializer(kora_test::float_tensor("W_raw", {2, 3}, {1, 2, 3, 4, 5}, true));
+  raw.node("Identity", {"W_raw"}, {"W"});
+  EXPECT_THAT(model_error(raw), HasSubstr("W_raw"));
+}
+
+TEST(BadInputTest, ExternalDataOffsetNotANumber) {
+  TempDir dir;
+  kora_test::write_file(dir.file("w.bin"), std::string(16, '\0'));
+  ModelBuilder m;
+  m.input("X", {4}).output("Y");
+  auto t = kora_test::external_tensor("W_ext", onnx::TensorProto::FLOAT, {4}, "w.bin", 0, 16);
+  t.mutable_external_data(1)->set_value("twelve");  // the "offset" entry
+  m.initializer(t);
+  m.node("Add", {"X", "W_ext"}, {"Y"});
+  EXPECT_THAT(import_error(m.save(dir)), AllOf(HasSubstr("W_ext"), HasSubstr("twelve")));
+}
+
+TEST(BadInputTest, InitializerWithNegativeDim) {
+  ModelBuilder m;
+  m.output("W");
+  m.initializer(kora_test::float_tensor("W_negdim", {2, -3}, {}, false));
+  m.node("Identity", {"W_negdim"}, {"W"});
+  EXPECT_THAT(model_error(m), HasSubstr("W_negdim"));
+}
+
+// A sparse Constant: values [NNZ], indices [NNZ] (linear) or [NNZ, rank] (coordinates).
+onnx::AttributeProto sparse_value(const kora_test::Dims& dims, const onnx::TensorProto& values,
+                                  const onnx::TensorProto& indices) {
+  onnx::AttributeProto a;
+  a.set_name("sparse_value");
+  a.set_type(onnx::AttributeProto::SPARSE_TENSOR);
+  auto* sp = a.mutable_sparse_tensor();
+  for (int64_t d : dims) sp->add_dims(d);
+  *sp->mutable_values() = values;
+  *sp->mutable_indices() = indices;
+  return a;
+}
+
+TEST(BadInputTest, SparseIndicesCountDiffersFromValues) {
+  ModelBuilder m;
+  m.output("C");
+  m.node("Constant", {}, {"C"},
+         {sparse_value({10}, kora_test::float_tensor("", {3}, {1, 2, 3}),
+                       kora_test::int64_tensor("", {2}, {0, 4}))},
+         "sparse_short");
+  EXPECT_THAT(model_error(m), HasSubstr("sparse_short"));
+}
+
+TEST(BadInputTest, SparseCoordinateOutOfRange) {
+  ModelBuilder m;
+  m.output("C");
+  m.node("Constant", {}, {"C"},
+         {sparse_value({3, 4}, kora_test::float_tensor("", {1}, {7}),
+                       kora_test::int64_tensor("", {1, 2}, {0, 5}))},
+         "sparse_oob");
+  EXPECT_THAT(model_error(m), HasSubstr("sparse_oob"));
+}
+
+TEST(BadInputTest, ConstantNodeRedefinesInitializer) {
+  ModelBuilder m;
+  m.input("X", {2}).output("Y");
+  m.init_f32("C_twice", {2}, {1, 2});
+  m.node("Constant", {}, {"C_twice"}, {kora_test::attr_fs("value_floats", {3, 4})}, "const_dup");
+  m.node("Add", {"X", "C_twice"}, {"Y"});
+  EXPECT_THAT(model_error(m), HasSubstr("C_twice"));
+}
+
+TEST(BadInputTest, TwoConstantNodesSameOutput) {
+  ModelBuilder m;
+  m.input("X", {2}).output("Y");
+  m.node("Constant", {}, {"K_twice"}, {kora_test::attr_fs("value_floats", {1, 2})}, "k1");
+  m.node("Constant", {}, {"K_twice"}, {kora_test::attr_fs("value_floats", {3, 4})}, "k2");
+  m.node("Add", {"X", "K_twice"}, {"Y"});
+  EXPECT_THAT(model_error(m), HasSubstr("K_twice"));
+}
+
+TEST(BadInputTest, DanglingTensorName) {
+  ModelBuilder m;
+  m.input("X", {4}).output("Y");
+  m.node("Add", {"X", "ghost"}, {"Y"}, {}, "add_ghost");
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("add_ghost"), HasSubstr("'ghost'")));
+}
+
+TEST(BadInputTest, GraphOutputNothingProduces) {
+  ModelBuilder m;
+  m.input("X", {4}).output("Y").output("nowhere");
+  m.node("Relu", {"X"}, {"Y"});
+  EXPECT_THAT(model_error(m), HasSubstr("'nowhere'"));
+}
+
+TEST(BadInputTest, TensorProducedTwice) {
+  ModelBuilder m;
+  m.input("X", {4}).output("Y");
+  m.node("Relu", {"X"}, {"Y"}, {}, "first");
+  m.node("Neg", {"X"}, {"Y"}, {}, "second");
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("'Y'"), HasSubstr("first"), HasSubstr("second")));
+}
+
+TEST(BadInputTest, Cycle) {
+  ModelBuilder m;
+  m.input("X", {4}).output("B");
+  m.node("Add", {"X", "B"}, {"A"}, {}, "loop_add");
+  m.node("Relu", {"A"}, {"B"}, {}, "loop_relu");
+  EXPECT_THAT(model_error(m),
+              AllOf(HasSubstr("cycle"), HasSubstr("loop_add"), HasSubstr("loop_relu")));
+}
+
+TEST(BadInputTest, NegativeInputDim) {
+  ModelBuilder m;
+  m.input("X_neg", {2, -3}).output("Y");
+  m.node("Relu", {"X_neg"}, {"Y"});
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("X_neg"), HasSubstr("-3")));
+}
+
+TEST(BadInputTest, NegativeDimFromOptions) {
+  ModelBuilder m;
+  m.input("X_sym", {"batch", 3}).output("Y");
+  m.node("Relu", {"X_sym"}, {"Y"});
+  kora::ImportOptions o;
+  o.dims = {{"batch", -2}};
+  EXPECT_THAT(model_error(m, o), AllOf(HasSubstr("X_sym"), HasSubstr("-2")));
+}
+
+TEST(BadInputTest, AbsurdInputDim) {
+  ModelBuilder m;
+  m.input("X_huge", {1, int64_t{1000000000000}}).output("Y");
+  m.node("Relu", {"X_huge"}, {"Y"});
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("X_huge"), HasSubstr("1000000000000")));
+}
+
+TEST(BadInputTest, AbsurdInputElementCount) {
+  // Each dim is plausible; their product (2^60 elements) is not.
+  ModelBuilder m;
+  m.input("X_many", {int64_t{1} << 20, int64_t{1} << 20, int64_t{1} << 20}).output("Y");
+  m.node("Relu", {"X_many"}, {"Y"});
+  EXPECT_THAT(model_error(m), HasSubstr("X_many"));
+}
+
+TEST(BadInputTest, StringInputUnsupported) {
+  ModelBuilder m;
+  m.input("S_in", {3}, onnx::TensorProto::STRING).output("Y");
+  m.node("Identity", {"S_in"}, {"Y"});
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("S_in"), HasSubstr("STRING")));
+}
+
+TEST(BadInputTest, Complex64InitializerUnsupported) {
+  ModelBuilder m;
+  m.input("X", {2}).output("Y");
+  m.initializer(
+      kora_test::raw_tensor("C_init", onnx::TensorProto::COMPLEX64, {2}, std::string(16, '\0')));
+  m.node("Add", {"X", "C_init"}, {"Y"});
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("C_init"), HasSubstr("COMPLEX64")));
+}
+
+TEST(BadInputTest, CastToUnsupportedType) {
+  ModelBuilder m;
+  m.input("X", {2}).output("Y");
+  m.node("Cast", {"X"}, {"Y"}, {attr_i("to", onnx::TensorProto::STRING)}, "to_string");
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("to_string"), HasSubstr("STRING")));
+}
+
+TEST(BadInputTest, Opset9TooOld) {
+  ModelBuilder m(9);
+  m.input("X", {2}).output("Y");
+  m.node("Relu", {"X"}, {"Y"});
+  EXPECT_THAT(model_error(m), HasSubstr("opset 9"));
+}
+
+TEST(BadInputTest, Opset30TooNew) {
+  ModelBuilder m(30);
+  m.input("X", {2}).output("Y");
+  m.node("Relu", {"X"}, {"Y"});
+  EXPECT_THAT(model_error(m), HasSubstr("opset 30"));
+}
+
+TEST(BadInputTest, NoDefaultDomainOpset) {
+  ModelBuilder m;
+  m.proto().mutable_opset_import(0)->set_domain("com.microsoft");
+  m.input("X", {2}).output("Y");
+  m.node("Relu", {"X"}, {"Y"});
+  TempDir dir;
+  const std::string path = m.save(dir);
+  EXPECT_THAT(import_error(path), HasSubstr(path));
+}
+
+TEST(BadInputTest, UnsupportedOperatorFoo) {
+  ModelBuilder m(17);
+  m.input("X", {2}).output("Y");
+  m.node("Foo", {"X"}, {"Y"}, {}, "my_foo");
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("my_foo"), HasSubstr("Foo"), HasSubstr("17")));
+}
+
+TEST(BadInputTest, UnsupportedOperatorLSTM) {
+  ModelBuilder m(14);
+  m.input("X", {5, 1, 8}).input("W", {1, 64, 8}).input("R", {1, 64, 16}).output("Y");
+  m.node("LSTM", {"X", "W", "R"}, {"Y"}, {attr_i("hidden_size", 16)}, "lstm_1");
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("lstm_1"), HasSubstr("LSTM"), HasSubstr("14")));
+}
+
+TEST(BadInputTest, ControlFlowIf) {
+  onnx::GraphProto branch;
+  branch.set_name("branch");
+  auto* n = branch.add_node();
+  n->set_op_type("Identity");
+  n->add_input("X");
+  n->add_output("out");
+  branch.add_output()->set_name("out");
+  ModelBuilder m;
+  m.input("X", {2}).input("cond", {}, onnx::TensorProto::BOOL).output("Y");
+  m.node("If", {"cond"}, {"Y"},
+         {kora_test::attr_g("then_branch", branch), kora_test::attr_g("else_branch", branch)},
+         "if_node");
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("if_node"), HasSubstr("If")));
+}
+
+TEST(BadInputTest, SubgraphAttributeOnOtherOperator) {
+  onnx::GraphProto body;
+  body.set_name("body");
+  ModelBuilder m;
+  m.input("X", {2}).output("Y");
+  m.node("Relu", {"X"}, {"Y"}, {kora_test::attr_g("sneaky", body)}, "relu_g");
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("relu_g"), HasSubstr("sneaky")));
+}
+
+TEST(BadInputTest, OperatorInOtherDomain) {
+  ModelBuilder m;
+  m.opset(1, "com.microsoft");
+  m.input("X", {2, 4}).output("Y");
+  m.node("FusedGelu", {"X"}, {"Y"}, {}, "ms_gelu", "com.microsoft");
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("ms_gelu"), HasSubstr("com.microsoft")));
+}
+
+TEST(BadInputTest, ReshapeShapeNotConstant) {
+  ModelBuilder m;
+  m.input("X", {2, 6}).input("S_dyn", {2}, onnx::TensorProto::INT64).output("Y");
+  m.node("Reshape", {"X", "S_dyn"}, {"Y"}, {}, "reshape_dyn");
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("reshape_dyn"), HasSubstr("S_dyn")));
+}
+
+TEST(BadInputTest, ReshapeElementCountMismatch) {
+  ModelBuilder m;
+  m.input("X", {2, 3}).output("Y");
+  m.init_i64("S", {2}, {4, 2});
+  m.node("Reshape", {"X", "S"}, {"Y"}, {}, "reshape_bad");
+  EXPECT_THAT(model_error(m), HasSubstr("reshape_bad"));
+}
+
+TEST(BadInputTest, ConvChannelMismatch) {
+  ModelBuilder m;
+  m.input("X", {1, 3, 8, 8}).output("Y");
+  m.init_f32("W", {8, 4, 3, 3}, std::vector<float>(8 * 4 * 9, 0.0f));
+  m.node("Conv", {"X", "W"}, {"Y"}, {}, "conv_bad");
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("conv_bad"), HasSubstr("channels")));
+}
+
+TEST(BadInputTest, MatMulInnerDimMismatch) {
+  ModelBuilder m;
+  m.input("A", {2, 3}).input("B", {4, 5}).output("Y");
+  m.node("MatMul", {"A", "B"}, {"Y"}, {}, "mm_bad");
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("mm_bad"), HasSubstr("[2, 3]"), HasSubstr("[4, 5]")));
+}
+
+TEST(BadInputTest, BroadcastMismatch) {
+  ModelBuilder m;
+  m.input("A", {2, 3}).input("B", {4}).output("Y");
+  m.node("Add", {"A", "B"}, {"Y"}, {}, "add_bad");
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("add_bad"), HasSubstr("[2, 3]"), HasSubstr("[4]")));
+}
+
+TEST(BadInputTest, WrongInputCount) {
+  ModelBuilder m;
+  m.input("X", {2}).output("Y");
+  m.node("Relu", {"X", "X"}, {"Y"}, {}, "relu_two");
+  EXPECT_THAT(model_error(m), HasSubstr("relu_two"));
+}
+
+TEST(BadInputTest, AxisOutOfRange) {
+  ModelBuilder m(13);
+  m.input("X", {2, 3}).output("Y");
+  m.node("Softmax", {"X"}, {"Y"}, {attr_i("axis", 2)}, "softmax_axis");
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("softmax_axis"), HasSubstr("2")));
+}
+
+TEST(BadInputTest, SplitSizesDoNotAddUp) {
+  ModelBuilder m(13);
+  m.input("X", {6}).output("A").output("B");
+  m.init_i64("sizes", {2}, {2, 3});
+  m.node("Split", {"X", "sizes"}, {"A", "B"}, {}, "split_bad");
+  EXPECT_THAT(model_error(m), HasSubstr("split_bad"));
+}
+
+TEST(BadInputTest, GatherIndexOutOfRangeWhileFolding) {
+  ModelBuilder m(13);
+  m.init_i64("data", {3}, {1, 2, 3});
+  m.init_i64("idx", {}, {5});
+  m.output("Y", onnx::TensorProto::INT64);
+  m.node("Gather", {"data", "idx"}, {"Y"}, {}, "gather_oob");
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("gather_oob"), HasSubstr("5")));
+}
+
+TEST(BadInputTest, SqueezeNonUnitAxis) {
+  ModelBuilder m(11);
+  m.input("X", {2, 3}).output("Y");
+  m.node("Squeeze", {"X"}, {"Y"}, {attr_is("axes", {1})}, "squeeze_bad");
+  EXPECT_THAT(model_error(m), HasSubstr("squeeze_bad"));
+}
+
+}  // namespace
