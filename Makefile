@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test build setup clean format
+.PHONY: demo test build setup clean format zoo test-zoo
 
 setup:
 	@bash scripts/setup.sh
@@ -18,6 +18,23 @@ demo: build
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The model zoo (models/export.py): eight real models with random weights, exported with
+# the libraries in a virtual environment of their own. Not part of `make test`.
+ZOO_VENV ?= .venv-zoo
+ZOO_MODELS = resnet50 mobilenet_v2 vit_b_16 bert_base segformer_b0 efficientvit_b0 yolov8n candy
+
+$(ZOO_VENV)/.installed: models/requirements-zoo.txt
+	@bash scripts/setup_zoo.sh $(ZOO_VENV)
+
+# Exports the models not yet in models/zoo/ (delete a file to export it again).
+zoo: $(ZOO_VENV)/.installed
+	@missing="$(filter-out $(patsubst models/zoo/%.onnx,%,$(wildcard models/zoo/*.onnx)),$(ZOO_MODELS))"; \
+	  if [ -n "$$missing" ]; then $(ZOO_VENV)/bin/python models/export.py models/zoo $$missing; fi
+	@echo "kora zoo: $$(ls models/zoo/*.onnx | wc -l) models in models/zoo/"
+
+test-zoo: build zoo
+	@$(ZOO_VENV)/bin/python tests/zoo/test_zoo.py $(BUILD)/kora models/zoo
 
 format:
 	@clang-format -i $$(git ls-files '*.h' '*.cc')

@@ -205,6 +205,21 @@ def execute(kora, test_dir, model, graph_inputs):
     return "pass", ""
 
 
+ZOO_BEGIN, ZOO_END = "<!-- zoo:begin -->", "<!-- zoo:end -->"
+
+
+def zoo_section(path):
+    """The real-model section `tests/zoo/test_zoo.py --write-doc` keeps in the same file."""
+    try:
+        text = open(path).read()
+    except OSError:
+        return []
+    if ZOO_BEGIN not in text or ZOO_END not in text:
+        return []
+    body = text[text.index(ZOO_BEGIN):text.index(ZOO_END) + len(ZOO_END)]
+    return body.split("\n") + [""]
+
+
 def write_doc(path, results, supported_ops):
     per_op = collections.defaultdict(lambda: collections.Counter())
     for name, ops, status, _, exec_status, _ in results:
@@ -241,6 +256,8 @@ def write_doc(path, results, supported_ops):
         f"{exec_counts['unsupported']} use a feature kora's fission does not support, listed "
         "below).**",
         "",
+    ]
+    lines += zoo_section(path) + [
         "| operator | shape inference passing | execution passing | supported | tests |",
         "|---|---|---|---|---|",
     ]

@@ -1,0 +1,160 @@
+"""Exports kora's model zoo to ONNX: eight real architectures with random weights, built
+from their libraries' own definitions (no download), opset 17, batch 1, static shapes.
+
+  resnet50        torchvision ResNet-50, 224x224
+  mobilenet_v2    torchvision MobileNetV2, 224x224
+  vit_b_16        torchvision ViT-B/16, 224x224
+  bert_base       transformers BERT-base (from BertConfig()), sequence 128
+  segformer_b0    transformers Segformer-B0 (from SegformerConfig()), 512x512
+  efficientvit_b0 timm EfficientViT-B0 (MIT), 224x224
+  yolov8n         ultralytics YOLOv8n, built from its yaml, 640x640
+  candy           fast-neural-style transformer network (Candy), 224x224
+
+Weights are random (seeded); parameters and buffers that come out all zeros (biases,
+BatchNorm running means) are re-randomised, and BatchNorm statistics drawn so that
+activations stay in a sensible range, so output comparisons mean something.
+
+usage: python models/export.py OUTPUT_DIR [NAME ...]
+"""
+import os
+import sys
+import time
+
+import torch
+
+OPSET = 17
+SEED = 0
+
+
+class Candy(torch.nn.Module):
+    """The fast-neural-style transformer network (Johnson et al.), as in the Candy model:
+    reflection padding, 9x9 and 3x3 convolutions, instance norm, five residual blocks,
+    nearest-neighbour upsampling."""
+
+    class ConvLayer(torch.nn.Sequential):
+        def __init__(self, cin, cout, kernel, stride=1, upsample=False):
+            layers = [torch.nn.Upsample(scale_factor=2, mode="nearest")] if upsample else []
+            layers += [torch.nn.ReflectionPad2d(kernel // 2),
+                       torch.nn.Conv2d(cin, cout, kernel, stride)]
+            super().__init__(*layers)
+
+    class Residual(torch.nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            conv, norm = Candy.ConvLayer, torch.nn.InstanceNorm2d
+            self.body = torch.nn.Sequential(conv(c, c, 3), norm(c, affine=True), torch.nn.ReLU(),
+                                            conv(c, c, 3), norm(c, affine=True))
+
+        def forward(self, x):
+            return x + self.body(x)
+
+    def __init__(self):
+        super().__init__()
+        conv, norm, relu = Candy.ConvLayer, torch.nn.InstanceNorm2d, torch.nn.ReLU
+        self.net = torch.nn.Sequential(
+            conv(3, 32, 9), norm(32, affine=True), relu(),
+            conv(32, 64, 3, 2), norm(64, affine=True), relu(),
+            conv(64, 128, 3, 2), norm(128, affine=True), relu(),
+            *[Candy.Residual(128) for _ in range(5)],
+            conv(128, 64, 3, upsample=True), norm(64, affine=True), relu(),
+            conv(64, 32, 3, upsample=True), norm(32, affine=True), relu(),
+            conv(32, 3, 9))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class FirstOutput(torch.nn.Module):
+    """Keeps one tensor of a model whose forward returns a tuple or a ModelOutput."""
+
+    def __init__(self, model, pick):
+        super().__init__()
+        self.model, self.pick = model, pick
+
+    def forward(self, *args):
+        return self.pick(self.model(*args))
+
+
+def image(size):
+    return (torch.randn(1, 3, size, size),)
+
+
+def build(name):
+    """Returns (module, example inputs, input names, output names)."""
+    if name in ("resnet50", "mobilenet_v2", "vit_b_16"):
+        import torchvision
+        return getattr(torchvision.models, name)(weights=None), image(224), ["image"], ["logits"]
+    if name == "bert_base":
+        import transformers
+        bert = transformers.BertModel(transformers.BertConfig())
+        model = FirstOutput(lambda ids, mask: bert(input_ids=ids, attention_mask=mask),
+                            lambda out: out.last_hidden_state)
+        model.bert = bert  # registers the parameters
+        ids = torch.randint(0, 1000, (1, 128))
+        return model, (ids, torch.ones_like(ids)), ["input_ids", "attention_mask"], ["hidden"]
+    if name == "segformer_b0":
+        import transformers
+        seg = transformers.SegformerForSemanticSegmentation(transformers.SegformerConfig())
+        model = FirstOutput(lambda x: seg(pixel_values=x), lambda out: out.logits)
+        model.seg = seg
+        return model, image(512), ["pixel_values"], ["logits"]
+    if name == "efficientvit_b0":
+        import timm
+        return timm.create_model("efficientvit_b0", pretrained=False), image(224), ["image"], ["logits"]
+    if name == "yolov8n":
+        from ultralytics.nn.tasks import DetectionModel
+        det = DetectionModel("yolov8n.yaml", verbose=False)
+        model = FirstOutput(det, lambda out: out[0] if isinstance(out, (tuple, list)) else out)
+        return model, image(640), ["images"], ["detections"]
+    if name == "candy":
+        return Candy(), image(224), ["image"], ["stylized"]
+    raise SystemExit(f"unknown model '{name}'")
+
+
+MODELS = ["resnet50", "mobilenet_v2", "vit_b_16", "bert_base", "segformer_b0",
+          "efficientvit_b0", "yolov8n", "candy"]
+
+
+def rerandomise(model, gen):
+    """All-zero floating parameters and buffers get small random values; BatchNorm running
+    statistics are drawn around (0, 1) so that the network stays well conditioned."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
+                m.running_mean.copy_(torch.randn(m.running_mean.shape, generator=gen) * 0.1)
+                m.running_var.copy_(torch.rand(m.running_var.shape, generator=gen) + 0.5)
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and t.numel() > 0 and not t.any():
+                t.copy_(torch.randn(t.shape, generator=gen) * 0.02)
+
+
+def export(name, out_dir):
+    torch.manual_seed(SEED)
+    model, args, input_names, output_names = build(name)
+    model.eval()
+    rerandomise(model, torch.Generator().manual_seed(SEED + 1))
+    path = os.path.join(out_dir, name + ".onnx")
+    start = time.time()
+    with torch.no_grad():
+        torch.onnx.export(model, args, path, opset_version=OPSET, input_names=input_names,
+                          output_names=output_names, dynamo=False)
+    params = sum(p.numel() for p in model.parameters())
+    print(f"  {name:16s} {params / 1e6:6.2f} M parameters  -> {path} "
+          f"({time.time() - start:.1f} s)", flush=True)
+
+
+def main():
+    if len(sys.argv) < 2:
+        raise SystemExit(__doc__)
+    out_dir, names = sys.argv[1], sys.argv[2:] or MODELS
+    os.makedirs(out_dir, exist_ok=True)
+    torch.set_grad_enabled(False)
+    # nn.MultiheadAttention's inference fast path is one fused op ONNX cannot express.
+    torch.backends.mha.set_fastpath_enabled(False)
+    for i, name in enumerate(names, 1):
+        print(f"[{i}/{len(names)}] exporting {name}", flush=True)
+        export(name, out_dir)
+
+
+if __name__ == "__main__":
+    main()

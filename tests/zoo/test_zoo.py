@@ -1,0 +1,145 @@
+"""The model zoo end to end: for each model in models/zoo/ (written by `make zoo`), run
+`kora interpret` (import -> fission -> reference interpreter) and onnxruntime (graph
+optimisations off) on the same random input, and require a relative L2 error below 1e-4
+for every output.
+
+usage: python tests/zoo/test_zoo.py KORA ZOO_DIR [NAME ...] [--write-doc docs/conformance.md]
+"""
+import datetime
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+TOLERANCE = 1e-4
+NP_DTYPES = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.INT64: np.int64,
+             onnx.TensorProto.INT32: np.int32, onnx.TensorProto.BOOL: np.bool_}
+
+
+def make_inputs(model, rng):
+    """Random inputs by name and type: images N(0, 1), token ids in [0, 1000), masks ones."""
+    feeds = {}
+    for vi in model.graph.input:
+        t = vi.type.tensor_type
+        shape = [d.dim_value if d.HasField("dim_value") else 1 for d in t.shape.dim]
+        dtype = NP_DTYPES[t.elem_type]
+        if dtype == np.float32:
+            feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+        elif "mask" in vi.name:
+            feeds[vi.name] = np.ones(shape, dtype)
+        else:
+            feeds[vi.name] = rng.integers(0, 1000, shape).astype(dtype)
+    return feeds
+
+
+def file_name(output):
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", output) + ".npy"
+
+
+ZOO_BEGIN, ZOO_END = "<!-- zoo:begin -->", "<!-- zoo:end -->"
+
+
+def write_doc(path, rows):
+    """Puts the results between the zoo markers of `path` (after the summary if absent)."""
+    passed = len({r[0] for r in rows}) - len({r[0] for r in rows if not r[4]})
+    lines = [ZOO_BEGIN, "## Real models (`make test-zoo`)", "",
+             f"{passed} of {len({r[0] for r in rows})} models of `models/export.py` (random "
+             "weights, opset 17, batch 1) give the same outputs through import -> fission -> "
+             "`kora interpret` as onnxruntime with graph optimisations off, on the same random "
+             f"input: relative L2 error < {TOLERANCE:g} per output. Measured "
+             f"{datetime.date.today()} on {platform.machine()} "
+             f"({os.cpu_count()} cores), onnxruntime {ort.__version__}.", "",
+             "| model | output | shape | relative L2 error | kora interpret (s) |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {m} | {o} | {s} | {e:.2e} | {t:.1f} |" for m, o, s, e, _, t in rows]
+    lines += [ZOO_END]
+    text = open(path).read()
+    section = "\n".join(lines)
+    if ZOO_BEGIN in text and ZOO_END in text:
+        text = text[:text.index(ZOO_BEGIN)] + section + text[text.index(ZOO_END) + len(ZOO_END):]
+    else:
+        anchor = text.index("| operator |")
+        text = text[:anchor] + section + "\n\n" + text[anchor:]
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def check(kora, path, rows):
+    name = os.path.basename(path)[:-len(".onnx")]
+    model = onnx.load(path, load_external_data=False)
+    feeds = make_inputs(model, np.random.default_rng(0))
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.intra_op_num_threads = 2
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    expected = dict(zip(names, session.run(names, feeds)))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        args = [kora, "interpret", path, "--output-dir", os.path.join(tmp, "out")]
+        for k, v in feeds.items():
+            np.save(os.path.join(tmp, file_name(k)), v)
+            args += ["--input", f"{k}={os.path.join(tmp, file_name(k))}"]
+        start = time.time()
+        run = subprocess.run(args, capture_output=True, text=True)
+        seconds = time.time() - start
+        if run.returncode != 0:
+            print(f"FAIL {name}: kora interpret exited {run.returncode}: {run.stderr.strip()}")
+            rows.append((name, "(kora failed)", "", float("nan"), False, seconds))
+            return False
+        ok = True
+        for out in names:
+            got = np.load(os.path.join(tmp, "out", file_name(out)))
+            want = expected[out]
+            if got.shape != want.shape:
+                print(f"FAIL {name}: output '{out}' has shape {got.shape}, expected {want.shape}")
+                ok = False
+                continue
+            if want.size > 1 and np.ptp(want) == 0:
+                print(f"FAIL {name}: onnxruntime's '{out}' is constant; the comparison means nothing")
+                ok = False
+                continue
+            diff = got.astype(np.float64) - want.astype(np.float64)
+            err = np.linalg.norm(diff) / max(np.linalg.norm(want.astype(np.float64)), 1e-30)
+            status = "ok  " if err < TOLERANCE else "FAIL"
+            ok &= err < TOLERANCE
+            rows.append((name, out, str(list(want.shape)), err, err < TOLERANCE, seconds))
+            print(f"{status} {name:16s} {out:12s} {str(list(want.shape)):18s} "
+                  f"rel L2 {err:.2e}  (kora interpret {seconds:.1f} s)", flush=True)
+        return ok
+
+
+def main():
+    if len(sys.argv) < 3:
+        raise SystemExit(__doc__)
+    args = sys.argv[1:]
+    doc = None
+    if "--write-doc" in args:
+        i = args.index("--write-doc")
+        doc = args[i + 1]
+        del args[i:i + 2]
+    kora, zoo, wanted = args[0], args[1], args[2:]
+    paths = sorted(os.path.join(zoo, f) for f in os.listdir(zoo) if f.endswith(".onnx"))
+    if wanted:
+        paths = [p for p in paths if os.path.basename(p)[:-5] in wanted]
+    if not paths:
+        raise SystemExit(f"no models in {zoo}: run `make zoo` first")
+    rows = []
+    failed = [p for p in paths if not check(kora, p, rows)]
+    if doc:
+        write_doc(doc, rows)
+    print(f"{len(paths) - len(failed)} of {len(paths)} models in {zoo} match onnxruntime "
+          f"(relative L2 < {TOLERANCE:g})")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
