@@ -11,6 +11,7 @@
 #include "kora/inspect.h"
 #include "kora/interpreter.h"
 #include "kora/npy.h"
+#include "kora/orchestration.h"
 
 namespace {
 
@@ -114,6 +115,32 @@ int main(int argc, char** argv) {
                         "where to write one NAME.npy per output (default: .)");
   interpret->add_option("--seed", interpret_seed, "seed of the random inputs (default 0)");
 
+  ModelOptions orch_model;
+  std::string orch_costs, orch_strategy = "optimal", orch_device = "cpu";
+  bool orch_json = false;
+  kora::OrchestrationOptions orch;
+  CLI::App* orchestrate = app.add_subcommand(
+      "orchestrate", "choose the kernels that compute the model's primitive graph at least cost");
+  add_model_options(orchestrate, orch_model);
+  orchestrate
+      ->add_option("--strategy", orch_strategy,
+                   "optimal (binary linear program, CBC), greedy (rule-based fusion) or "
+                   "unfused (one kernel per primitive); default optimal")
+      ->check(CLI::IsMember({"optimal", "greedy", "unfused"}));
+  orchestrate->add_option("--costs", orch_costs,
+                          "measured kernel costs (JSON, by signature); kernels it lacks use "
+                          "the roofline model");
+  orchestrate->add_option("--device", orch_device,
+                          "device of the roofline cost model: cpu, a100, h100 (default cpu)");
+  orchestrate->add_option("--time-limit", orch.solve.time_limit_seconds,
+                          "solver time limit per segment in seconds (default 60); when hit, "
+                          "the remaining gap is reported");
+  orchestrate->add_option("--max-kernel-size", orch.candidates.max_size,
+                          "most primitives in one candidate kernel (default 16)");
+  orchestrate->add_option("--max-segment", orch.partition.max_size,
+                          "most primitives in one segment of the partition (default 36)");
+  orchestrate->add_flag("--json", orch_json, "print the result as JSON");
+
   CLI::App* operators =
       app.add_subcommand("operators", "list the ONNX operators kora supports, one per line");
 
@@ -151,6 +178,20 @@ int main(int argc, char** argv) {
         std::cout << name << " " << kora::dtype_name(outputs.at(name).dtype()) << " "
                   << kora::shape_str(outputs.at(name).shape()) << " -> " << path << "\n";
       }
+    } else if (orchestrate->parsed()) {
+      kora::FissionOptions options;
+      if (verbose) options.trace = &std::cerr;
+      const kora::PrimGraph g = kora::fission(load_model(orch_model, verbose), options);
+      std::unique_ptr<kora::CostModel> costs =
+          std::make_unique<kora::RooflineCost>(kora::device_params(orch_device));
+      if (!orch_costs.empty())
+        costs = std::make_unique<kora::MeasuredCostTable>(orch_costs, std::move(costs));
+      orch.strategy = orch_strategy;
+      orch.partition.min_size = std::min(orch.partition.min_size, orch.partition.max_size);
+      orch.progress = verbose;
+      const kora::OrchestrationResult result = kora::orchestrate(g, *costs, orch);
+      std::cout << (orch_json ? kora::orchestration_json(g, result)
+                              : kora::format_orchestration(g, result));
     } else if (operators->parsed()) {
       for (const std::string& op : kora::supported_operators()) std::cout << op << "\n";
     }

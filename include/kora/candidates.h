@@ -1,0 +1,64 @@
+// Candidate kernels (DESIGN.md, "Candidate kernels"): a KernelDag in, the connected,
+// convex node sets one kernel could compute out, each with its outputs (members whose
+// value leaves the kernel or is required) and inputs (non-members it reads). Rules: at
+// most one linear primitive, opaque primitives alone, at most `max_size` members, and a
+// backend capability hook. Every single node is always a candidate, so a plan exists.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kora/kernel_dag.h"
+#include "kora/primitive.h"
+
+namespace kora {
+
+struct Candidate {
+  std::vector<int> members;  // node ids of the DAG, ascending (a topological order)
+  std::vector<int> outputs;  // members read outside the kernel or required
+  std::vector<int> inputs;   // non-members the members read
+  uint64_t signature = 0;    // canonical_signature(); 0 until computed
+};
+
+struct CandidateOptions {
+  int max_size = 16;
+  // Bound on the connected sets grown from one seed node (the sets whose smallest node
+  // is the seed). Keeps enumeration linear in graph size; see docs/architecture.md.
+  int64_t max_sets_per_seed = 4000;
+  // Backend capability: false rejects a node set (called on convex sets passing the rules).
+  std::function<bool(const KernelDag&, const std::vector<int>&)> capable;
+};
+
+struct CandidateStats {
+  int64_t connected_sets = 0;  // connected sets examined
+  int64_t convex = 0;          // of those, convex and within the rules
+  int64_t seeds_capped = 0;    // seeds whose growth hit max_sets_per_seed
+};
+
+std::vector<Candidate> enumerate_candidates(const KernelDag& dag,
+                                            const CandidateOptions& options = {},
+                                            CandidateStats* stats = nullptr);
+
+// Outputs and inputs of a member set (members ascending).
+Candidate make_candidate(const KernelDag& dag, std::vector<int> members);
+
+// True when no path leaves `members` and comes back (members ascending).
+bool is_convex(const KernelDag& dag, const std::vector<int>& members);
+
+// A hash of the kernel's structure: primitive kinds and attributes, shapes and dtypes,
+// how members feed each other, which members are outputs and how external tensors are
+// shared, ignoring tensor names, node order and the values of weights. Candidates with
+// equal signatures are one kernel to generate and measure. `dag` came from `graph`
+// (dag.prim maps nodes to primitives).
+uint64_t canonical_signature(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
+
+// The kernel's tensors: external tensors it reads (constants and graph inputs
+// included) and the tensors it writes.
+std::vector<std::string> kernel_reads(const PrimGraph& graph, const KernelDag& dag,
+                                      const Candidate& c);
+std::vector<std::string> kernel_writes(const PrimGraph& graph, const KernelDag& dag,
+                                       const Candidate& c);
+
+}  // namespace kora

@@ -1,0 +1,53 @@
+// Orchestration of a whole primitive graph: partition it into segments, enumerate each
+// segment's candidate kernels, cost each distinct kernel once (by canonical signature),
+// and choose kernels with one strategy (optimal, greedy or unfused). The driver behind
+// `kora orchestrate`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kora/candidates.h"
+#include "kora/cost.h"
+#include "kora/orchestrate.h"
+#include "kora/partition.h"
+
+namespace kora {
+
+struct OrchestrationOptions {
+  std::string strategy = "optimal";  // optimal | greedy | unfused
+  CandidateOptions candidates;
+  PartitionOptions partition;
+  SolveOptions solve;     // time limit per segment
+  bool progress = false;  // one line per segment on stderr
+};
+
+struct ChosenKernel {
+  std::vector<int> prims;    // indices into PrimGraph::prims, ascending
+  std::vector<int> outputs;  // the members whose values leave the kernel
+  double cost_ms = 0;
+  uint64_t signature = 0;
+  int segment = 0;
+};
+
+struct OrchestrationResult {
+  std::string strategy;
+  std::string cost_model;
+  std::vector<ChosenKernel> kernels;  // in an order they can run in
+  double total_cost_ms = 0;
+  double gap_ms = 0;  // proven: the optimum is at least total - gap; 0 = optimal
+  bool proven_optimal = false;
+  double enumerate_seconds = 0, cost_seconds = 0, solve_seconds = 0;
+  int64_t primitives = 0, candidates = 0, unique_signatures = 0, segments = 0;
+  int64_t seeds_capped = 0, cycle_cuts = 0;
+};
+
+OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
+                                const OrchestrationOptions& options = {});
+
+// Text report (one line per kernel, then totals) and JSON.
+std::string format_orchestration(const PrimGraph& graph, const OrchestrationResult& result);
+std::string orchestration_json(const PrimGraph& graph, const OrchestrationResult& result);
+
+}  // namespace kora

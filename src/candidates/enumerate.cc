@@ -1,0 +1,184 @@
+// Candidate enumeration: a KernelDag in, its candidate kernels out (connected, convex
+// node sets within the rules of include/kora/candidates.h, with outputs and inputs).
+//
+// Connected sets are grown from each seed node s, adding only nodes numbered above s,
+// so each set is found exactly once, from its smallest node (the ESU scheme: a set
+// grows by one node of its extension list; a new node adds to the list its neighbours
+// above s that are not already members or neighbours of members). Growth is iterated
+// by size (all sets of 1 node, then 2, ...), so when a seed reaches its bound
+// (max_sets_per_seed connected sets examined) the smaller sets around it are complete
+// and only larger ones are missed. Each connected set is then tested for convexity
+// with ancestor/descendant bitsets.
+#include <algorithm>
+#include <cstdint>
+
+#include "kora/candidates.h"
+#include "kora/error.h"
+
+namespace kora {
+namespace {
+
+using Bits = std::vector<uint64_t>;
+
+struct Reach {
+  std::vector<Bits> desc, anc;  // strict descendants / ancestors of each node
+};
+
+Reach reachability(const KernelDag& dag) {
+  const int n = dag.size();
+  const size_t words = (static_cast<size_t>(n) + 63) / 64;
+  Reach r{std::vector<Bits>(n, Bits(words, 0)), std::vector<Bits>(n, Bits(words, 0))};
+  for (int v = n - 1; v >= 0; --v)
+    for (int s : dag.succ[v]) {
+      r.desc[v][s / 64] |= uint64_t{1} << (s % 64);
+      for (size_t w = 0; w < words; ++w) r.desc[v][w] |= r.desc[s][w];
+    }
+  for (int v = 0; v < n; ++v)
+    for (int p : dag.pred[v]) {
+      r.anc[v][p / 64] |= uint64_t{1} << (p % 64);
+      for (size_t w = 0; w < words; ++w) r.anc[v][w] |= r.anc[p][w];
+    }
+  return r;
+}
+
+bool convex_with(const Reach& r, const std::vector<int>& members) {
+  const size_t words = r.desc.empty() ? 0 : r.desc[0].size();
+  Bits desc(words, 0), anc(words, 0), in(words, 0);
+  for (int v : members) {
+    in[v / 64] |= uint64_t{1} << (v % 64);
+    for (size_t w = 0; w < words; ++w) desc[w] |= r.desc[v][w], anc[w] |= r.anc[v][w];
+  }
+  for (size_t w = 0; w < words; ++w)
+    if (desc[w] & anc[w] & ~in[w]) return false;
+  return true;
+}
+
+class Enumerator {
+ public:
+  Enumerator(const KernelDag& dag, const CandidateOptions& options, CandidateStats& stats)
+      : dag_(dag),
+        options_(options),
+        stats_(stats),
+        reach_(reachability(dag)),
+        state_(dag.size(), 0) {}
+
+  void run(std::vector<Candidate>& out) {
+    out_ = &out;
+    for (int s = 0; s < dag_.size(); ++s) {
+      seed_ = s;
+      examined_ = 0;
+      capped_ = false;
+      emit({s});
+      if (dag_.kind[s] == PrimKind::kOpaque) continue;
+      for (target_ = 2; target_ <= options_.max_size && !capped_; ++target_) {
+        found_at_target_ = false;
+        std::vector<int> members{s}, ext;
+        mark_member(s, +1);
+        for (int u : neighbours(s))
+          if (admissible(u)) ext.push_back(u);
+        for (int u : ext) ++state_[u];
+        extend(members, ext, dag_.kind[s] == PrimKind::kLinear ? 1 : 0);
+        for (int u : ext) --state_[u];
+        mark_member(s, -1);
+        if (!found_at_target_) break;  // no connected set of this size: none larger
+      }
+      if (capped_) ++stats_.seeds_capped;
+    }
+  }
+
+ private:
+  // state_[v]: > 0 when v is a member or in the current extension/neighbourhood.
+  void mark_member(int v, int delta) { state_[v] += delta; }
+
+  std::vector<int> neighbours(int v) const {
+    std::vector<int> n = dag_.pred[v];
+    n.insert(n.end(), dag_.succ[v].begin(), dag_.succ[v].end());
+    return n;
+  }
+
+  bool admissible(int u) const {
+    return u > seed_ && state_[u] == 0 && dag_.kind[u] != PrimKind::kOpaque;
+  }
+
+  void extend(std::vector<int>& members, std::vector<int> ext, int linear) {
+    if (capped_) return;
+    if (static_cast<int>(members.size()) == target_) {
+      found_at_target_ = true;
+      emit(members);
+      return;
+    }
+    while (!ext.empty() && !capped_) {
+      const int w = ext.back();
+      ext.pop_back();
+      const int w_linear = dag_.kind[w] == PrimKind::kLinear ? 1 : 0;
+      if (linear + w_linear > 1) continue;
+      // Exclusive neighbours of w: above the seed, not members, not already listed.
+      std::vector<int> added;
+      for (int u : neighbours(w))
+        if (admissible(u) && std::find(added.begin(), added.end(), u) == added.end())
+          added.push_back(u);
+      std::vector<int> next = ext;
+      next.insert(next.end(), added.begin(), added.end());
+      for (int u : added) ++state_[u];
+      members.push_back(w);
+      extend(members, next, linear + w_linear);
+      members.pop_back();
+      for (int u : added) --state_[u];
+    }
+  }
+
+  void emit(std::vector<int> members) {
+    ++stats_.connected_sets;
+    if (++examined_ >= options_.max_sets_per_seed) capped_ = true;
+    std::sort(members.begin(), members.end());
+    if (members.size() > 1) {
+      if (!convex_with(reach_, members)) return;
+      if (options_.capable && !options_.capable(dag_, members)) return;
+    }
+    ++stats_.convex;
+    out_->push_back(make_candidate(dag_, std::move(members)));
+  }
+
+  const KernelDag& dag_;
+  const CandidateOptions& options_;
+  CandidateStats& stats_;
+  Reach reach_;
+  std::vector<int> state_;
+  std::vector<Candidate>* out_ = nullptr;
+  int seed_ = 0, target_ = 0;
+  int64_t examined_ = 0;
+  bool capped_ = false, found_at_target_ = false;
+};
+
+}  // namespace
+
+Candidate make_candidate(const KernelDag& dag, std::vector<int> members) {
+  Candidate c;
+  c.members = std::move(members);
+  auto member = [&](int v) { return std::binary_search(c.members.begin(), c.members.end(), v); };
+  for (int v : c.members) {
+    bool out = dag.required[v];
+    for (int s : dag.succ[v]) out |= !member(s);
+    if (out) c.outputs.push_back(v);
+    for (int p : dag.pred[v])
+      if (!member(p)) c.inputs.push_back(p);
+  }
+  std::sort(c.inputs.begin(), c.inputs.end());
+  c.inputs.erase(std::unique(c.inputs.begin(), c.inputs.end()), c.inputs.end());
+  return c;
+}
+
+bool is_convex(const KernelDag& dag, const std::vector<int>& members) {
+  return convex_with(reachability(dag), members);
+}
+
+std::vector<Candidate> enumerate_candidates(const KernelDag& dag, const CandidateOptions& options,
+                                            CandidateStats* stats) {
+  if (options.max_size < 1) throw Error("candidate size bound must be at least 1");
+  CandidateStats local;
+  std::vector<Candidate> out;
+  Enumerator(dag, options, stats ? *stats : local).run(out);
+  return out;
+}
+
+}  // namespace kora

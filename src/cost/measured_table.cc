@@ -1,0 +1,66 @@
+// Measured kernel costs: a JSON file {"device": "...", "kernels": {"<signature, 16 hex
+// digits>": <ms>, ...}} in, a cost per candidate out, looked up by canonical signature;
+// kernels the table lacks get the fallback model's cost (counted as misses).
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "kora/cost.h"
+#include "kora/error.h"
+
+namespace kora {
+
+std::string signature_hex(uint64_t signature) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(signature));
+  return buf;
+}
+
+MeasuredCostTable::MeasuredCostTable(const std::string& path, std::unique_ptr<CostModel> fallback)
+    : path_(path), fallback_(std::move(fallback)) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read cost table '" + path + "'");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("cost table '" + path + "' is not valid JSON: " + e.what());
+  }
+  if (!j.is_object() || !j.contains("kernels") || !j["kernels"].is_object())
+    throw Error("cost table '" + path + "' needs an object \"kernels\": {signature: ms}");
+  for (const auto& [key, value] : j["kernels"].items()) {
+    if (key.size() != 16 || key.find_first_not_of("0123456789abcdef") != std::string::npos)
+      throw Error("cost table '" + path + "': key '" + key +
+                  "' is not a signature (16 lowercase hex digits)");
+    if (!value.is_number() || value.get<double>() < 0)
+      throw Error("cost table '" + path + "': kernel " + key + " has cost " + value.dump() +
+                  " (need a number of milliseconds >= 0)");
+    table_[std::stoull(key, nullptr, 16)] = value.get<double>();
+  }
+}
+
+double MeasuredCostTable::cost_ms(const PrimGraph& graph, const KernelDag& dag,
+                                  const Candidate& c) {
+  const uint64_t sig = c.signature ? c.signature : canonical_signature(graph, dag, c);
+  auto it = table_.find(sig);
+  if (it != table_.end()) {
+    ++hits_;
+    return it->second;
+  }
+  ++misses_;
+  if (!fallback_) {
+    std::string names;
+    for (int v : c.members) names += (names.empty() ? "" : ", ") + graph.prims[dag.prim[v]].name;
+    throw Error("cost table '" + path_ + "' has no kernel " + signature_hex(sig) + " (" + names +
+                ")");
+  }
+  return fallback_->cost_ms(graph, dag, c);
+}
+
+std::string MeasuredCostTable::describe() const {
+  return "measured table '" + path_ + "' (" + std::to_string(table_.size()) + " kernels, " +
+         std::to_string(hits_) + " hits, " + std::to_string(misses_) + " misses" +
+         (fallback_ ? ", else " + fallback_->describe() : std::string()) + ")";
+}
+
+}  // namespace kora

@@ -1,0 +1,210 @@
+// The orchestration problem as a binary linear program, solved with CBC to a proven
+// optimum (DESIGN.md, "The orchestration problem"). In: the DAG, candidates, a cost per
+// candidate. Out: the cheapest set of kernels that produces every required node and
+// every input of every chosen kernel, in an order it can run in.
+//
+//   minimize   sum_k c_k x_k,  x_k binary
+//   subject to sum_{k outputs v} x_k >= 1           for each required node v
+//              sum_{k' outputs u} x_k' - x_k >= 0    for each candidate k, input u of k
+//
+// A primitive may be in several chosen kernels (recomputation). Schedulability is
+// enforced lazily: when the chosen kernels cannot all run (simulated: run any kernel
+// whose inputs are ready), the stuck set S is cut off with
+//
+//   sum_{k in S} x_k - sum_{j in P} x_j <= |S| - 1
+//
+// where P holds every candidate outside S that outputs an input some kernel of S waits
+// for. Any schedulable plan containing all of S runs one kernel of S first, whose inputs
+// then come from outside S, i.e. from P: so the cut removes no schedulable plan, and it
+// removes the current one (no kernel of P is chosen, or S's kernels would not wait).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <coin/CbcModel.hpp>
+#include <coin/CoinPackedMatrix.hpp>
+#include <coin/CoinPackedVector.hpp>
+#include <coin/OsiClpSolverInterface.hpp>
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "kora/error.h"
+#include "kora/orchestrate.h"
+#include "orchestrate/stuck.h"
+
+namespace kora {
+namespace {
+
+struct Row {
+  std::vector<int> index;
+  std::vector<double> value;
+  double lower, upper;
+};
+
+struct Outcome {
+  std::vector<int> chosen;
+  bool found = false, proven = false;
+  double objective = 0, bound = 0;
+};
+
+// Columns 0 .. kernels-1 are the candidates; the rest are auxiliary (cost 0).
+Outcome solve_once(const std::vector<double>& cost, int kernels, const std::vector<Row>& rows,
+                   double seconds) {
+  const int n = static_cast<int>(cost.size());
+  CoinPackedMatrix matrix(false, 0, 0);
+  matrix.setDimensions(0, n);
+  std::vector<double> row_lower, row_upper;
+  for (const Row& r : rows) {
+    matrix.appendRow(static_cast<int>(r.index.size()), r.index.data(), r.value.data());
+    row_lower.push_back(r.lower);
+    row_upper.push_back(r.upper);
+  }
+  std::vector<double> col_lower(n, 0.0), col_upper(n, 1.0);
+  OsiClpSolverInterface solver;
+  solver.messageHandler()->setLogLevel(0);
+  solver.loadProblem(matrix, col_lower.data(), col_upper.data(), cost.data(), row_lower.data(),
+                     row_upper.data());
+  for (int k = 0; k < n; ++k) solver.setInteger(k);
+  solver.setObjSense(1.0);
+
+  if (const char* dump = std::getenv("KORA_DUMP_MPS")) solver.writeMps(dump);
+  CbcModel model(solver);
+  model.setLogLevel(0);
+  model.messageHandler()->setLogLevel(0);
+  CbcMain0(model);
+  const std::string sec = std::to_string(std::max(0.5, seconds));
+  const char* argv[] = {"kora", "-log",          "0",    "-sec",   sec.c_str(), "-ratioGap",
+                        "0",    "-allowableGap", "1e-9", "-solve", "-quit"};
+  CbcMain1(static_cast<int>(sizeof argv / sizeof argv[0]), argv, model);
+
+  Outcome out;
+  const double* x = model.bestSolution();
+  if (x) {
+    out.found = true;
+    for (int k = 0; k < kernels; ++k)
+      if (x[k] > 0.5) out.chosen.push_back(k);
+    out.objective = 0;
+    for (int k : out.chosen) out.objective += cost[k];
+  }
+  out.proven = out.found && model.isProvenOptimal();
+  // Costs are >= 0, so 0 bounds the optimum when CBC proved nothing better.
+  const double bound = model.getBestPossibleObjValue();
+  out.bound = std::isfinite(bound) && bound > 0 && bound < 1e30 ? bound : 0.0;
+  if (out.proven) out.bound = out.objective;
+  return out;
+}
+
+}  // namespace
+
+Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidates,
+                   const std::vector<double>& cost, const SolveOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  if (cost.size() != candidates.size())
+    throw Error("orchestration: " + std::to_string(cost.size()) + " costs for " +
+                std::to_string(candidates.size()) + " candidates");
+  for (size_t k = 0; k < cost.size(); ++k)
+    if (!(cost[k] >= 0) || !std::isfinite(cost[k]))
+      throw Error("orchestration: candidate " + std::to_string(k) + " has cost " +
+                  std::to_string(cost[k]) + " (costs must be finite and >= 0)");
+
+  std::vector<std::vector<int>> producers(dag.size());
+  for (size_t k = 0; k < candidates.size(); ++k)
+    for (int v : candidates[k].outputs) producers[v].push_back(static_cast<int>(k));
+
+  // Columns: x_k per candidate, then y_u per node some candidate reads or the model
+  // requires ("u is written to memory"). x_k <= y_u per input u of k, y_u <= sum of u's
+  // producers, y_v = 1 when v is required. Same LP bound as x_k <= sum producers(u)
+  // directly, but CBC branches on the y far better: fixing one decides for every reader.
+  std::vector<int> y_of(dag.size(), -1);
+  std::vector<double> column_cost = cost;
+  auto y = [&](int u) {
+    if (y_of[u] < 0) {
+      y_of[u] = static_cast<int>(column_cost.size());
+      column_cost.push_back(0.0);
+    }
+    return y_of[u];
+  };
+  std::vector<Row> rows;
+  for (int v = 0; v < dag.size(); ++v) {
+    if (!dag.required[v]) continue;
+    if (producers[v].empty())
+      throw Error("orchestration: no candidate produces required node " + std::to_string(v));
+    rows.push_back({{y(v)}, {1.0}, 1.0, COIN_DBL_MAX});
+  }
+  for (size_t k = 0; k < candidates.size(); ++k)
+    for (int u : candidates[k].inputs)
+      rows.push_back({{static_cast<int>(k), y(u)}, {1.0, -1.0}, -COIN_DBL_MAX, 0.0});
+  for (int u = 0; u < dag.size(); ++u) {
+    if (y_of[u] < 0) continue;
+    Row r{producers[u], std::vector<double>(producers[u].size(), -1.0), -COIN_DBL_MAX, 0.0};
+    r.index.push_back(y_of[u]);
+    r.value.push_back(1.0);
+    rows.push_back(std::move(r));
+  }
+
+  Plan plan;
+  while (true) {
+    const double left = options.time_limit_seconds - elapsed();
+    Outcome out = solve_once(column_cost, static_cast<int>(cost.size()), rows, left);
+    ++plan.solves;
+    if (!out.found) {
+      if (left <= 0.5 || elapsed() >= options.time_limit_seconds) {
+        // Out of time without a plan: fall back to greedy, with the proven bound.
+        Plan fallback = plan_greedy(dag, candidates, cost);
+        fallback.gap = std::max(0.0, fallback.cost - std::min(out.bound, fallback.cost));
+        fallback.solves = plan.solves;
+        fallback.cycle_cuts = plan.cycle_cuts;
+        fallback.solve_seconds = elapsed();
+        return fallback;
+      }
+      throw Error("orchestration: the binary linear program has no solution");
+    }
+    std::vector<int> stuck;
+    std::vector<int> order = run_until_stuck(dag, candidates, out.chosen, &stuck);
+    if (stuck.empty()) {
+      plan.kernels = std::move(order);
+      plan.cost = out.objective;
+      plan.gap = out.proven ? 0.0 : std::max(0.0, out.objective - out.bound);
+      if (!out.proven) {
+        // Stopped by the time limit: never return worse than the greedy plan.
+        Plan greedy = plan_greedy(dag, candidates, cost);
+        if (greedy.cost < plan.cost) {
+          plan.kernels = std::move(greedy.kernels);
+          plan.cost = greedy.cost;
+          plan.gap = std::max(0.0, greedy.cost - out.bound);
+        }
+      }
+      break;
+    }
+    if (elapsed() >= options.time_limit_seconds) {
+      Plan fallback = plan_greedy(dag, candidates, cost);
+      fallback.gap = std::max(0.0, fallback.cost - out.bound);
+      fallback.solves = plan.solves;
+      fallback.cycle_cuts = plan.cycle_cuts;
+      fallback.solve_seconds = elapsed();
+      return fallback;
+    }
+    // Cut off the stuck set (see the header comment).
+    std::vector<char> available(dag.size(), 0);
+    for (int k : order)
+      for (int v : candidates[k].outputs) available[v] = 1;
+    std::set<int> in_stuck(stuck.begin(), stuck.end()), outside;
+    for (int k : stuck)
+      for (int u : candidates[k].inputs)
+        if (!available[u])
+          for (int j : producers[u])
+            if (!in_stuck.count(j)) outside.insert(j);
+    Row cut{{}, {}, -COIN_DBL_MAX, static_cast<double>(stuck.size()) - 1.0};
+    for (int k : stuck) cut.index.push_back(k), cut.value.push_back(1.0);
+    for (int j : outside) cut.index.push_back(j), cut.value.push_back(-1.0);
+    rows.push_back(std::move(cut));
+    ++plan.cycle_cuts;
+  }
+  plan.solve_seconds = elapsed();
+  return plan;
+}
+
+}  // namespace kora

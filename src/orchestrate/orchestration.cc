@@ -1,0 +1,92 @@
+// The orchestration driver (include/kora/orchestration.h): a primitive graph and a cost
+// model in, the chosen kernels of the whole graph out. Per segment of the partition:
+// candidates are enumerated on the segment's sub-DAG, each distinct canonical signature
+// is costed once, and the strategy chooses; kernels are mapped back to primitive indices.
+#include "kora/orchestration.h"
+
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <unordered_map>
+
+#include "kora/error.h"
+
+namespace kora {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
+                                const OrchestrationOptions& options) {
+  if (options.strategy != "optimal" && options.strategy != "greedy" &&
+      options.strategy != "unfused")
+    throw Error("unknown strategy '" + options.strategy + "' (optimal, greedy, unfused)");
+  OrchestrationResult result;
+  result.strategy = options.strategy;
+  const KernelDag dag = kernel_dag_of(graph);
+  result.primitives = dag.size();
+  const std::vector<Segment> segments = partition_dag(dag, options.partition);
+  result.segments = static_cast<int64_t>(segments.size());
+  result.proven_optimal = options.strategy == "optimal";
+
+  std::unordered_map<uint64_t, double> cost_of_signature;
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const Segment& seg = segments[s];
+    const KernelDag sub = sub_dag(dag, seg.begin, seg.end);
+
+    auto start = std::chrono::steady_clock::now();
+    CandidateStats stats;
+    std::vector<Candidate> candidates = enumerate_candidates(sub, options.candidates, &stats);
+    for (Candidate& c : candidates) c.signature = canonical_signature(graph, sub, c);
+    result.enumerate_seconds += seconds_since(start);
+    result.candidates += static_cast<int64_t>(candidates.size());
+    result.seeds_capped += stats.seeds_capped;
+
+    start = std::chrono::steady_clock::now();
+    std::vector<double> cost(candidates.size());
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      auto it = cost_of_signature.find(candidates[k].signature);
+      if (it == cost_of_signature.end())
+        it = cost_of_signature
+                 .emplace(candidates[k].signature, costs.cost_ms(graph, sub, candidates[k]))
+                 .first;
+      cost[k] = it->second;
+    }
+    result.cost_seconds += seconds_since(start);
+
+    start = std::chrono::steady_clock::now();
+    Plan plan = options.strategy == "optimal"  ? solve_optimal(sub, candidates, cost, options.solve)
+                : options.strategy == "greedy" ? plan_greedy(sub, candidates, cost)
+                                               : plan_unfused(sub, candidates, cost);
+    result.solve_seconds += seconds_since(start);
+    result.cycle_cuts += plan.cycle_cuts;
+    result.total_cost_ms += plan.cost;
+    if (options.strategy == "optimal") {
+      result.gap_ms += plan.gap;
+      if (plan.gap > 0) result.proven_optimal = false;
+    }
+    for (int k : plan.kernels) {
+      ChosenKernel kernel;
+      for (int v : candidates[k].members) kernel.prims.push_back(sub.prim[v]);
+      for (int v : candidates[k].outputs) kernel.outputs.push_back(sub.prim[v]);
+      kernel.cost_ms = cost[k];
+      kernel.signature = candidates[k].signature;
+      kernel.segment = static_cast<int>(s);
+      result.kernels.push_back(std::move(kernel));
+    }
+    if (options.progress)
+      std::cerr << "segment " << s + 1 << "/" << segments.size() << ": " << sub.size()
+                << " primitives, " << candidates.size() << " candidates, " << plan.kernels.size()
+                << " kernels, " << plan.cost << " ms" << (plan.gap > 0 ? " (gap)" : "")
+                << std::endl;
+  }
+  result.unique_signatures = static_cast<int64_t>(cost_of_signature.size());
+  result.cost_model = costs.describe();
+  return result;
+}
+
+}  // namespace kora
