@@ -163,6 +163,70 @@ class InspectTest(unittest.TestCase):
         self.assert_error(["inspect", self.path("encoder_mini.onnx"), "--dim", "batch"], "--dim")
 
 
+class OrchestrateTest(unittest.TestCase):
+    """kora orchestrate on a small conv -> batchnorm -> relu -> softmax model."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        rng = np.random.default_rng(0)
+        init = [numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n)
+                for n, s in [("w", (8, 3, 3, 3)), ("scale", (8,)), ("bias", (8,)),
+                             ("mean", (8,)), ("var", (8,))]]
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+                 helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"],
+                                  ["b"], name="bn"),
+                 helper.make_node("Relu", ["b"], ["r"], name="relu"),
+                 helper.make_node("Softmax", ["r"], ["y"], axis=1, name="softmax")]
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+        cls.model = save(helper.make_graph(nodes, "g", [x], [y], init),
+                         os.path.join(cls.tmp.name, "small.onnx"))
+
+    def run_json(self, *extra):
+        r = kora("orchestrate", self.model, "--json", *extra)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def test_strategies(self):
+        results = {s: self.run_json("--strategy", s) for s in ("optimal", "greedy", "unfused")}
+        opt = results["optimal"]
+        for key in ("strategy", "total_cost_ms", "gap", "solve_seconds", "kernels"):
+            self.assertIn(key, opt)
+        self.assertEqual(opt["gap"], 0)
+        self.assertTrue(opt["proven_optimal"])
+        self.assertLessEqual(opt["total_cost_ms"], results["greedy"]["total_cost_ms"] + 1e-12)
+        self.assertLessEqual(results["greedy"]["total_cost_ms"],
+                             results["unfused"]["total_cost_ms"] + 1e-12)
+        self.assertEqual(len(results["unfused"]["kernels"]), opt["primitives"])
+        self.assertLess(len(opt["kernels"]), opt["primitives"])
+        # Every primitive is computed by some kernel; the model output is written.
+        covered = {p for k in opt["kernels"] for p in k["primitives"]}
+        self.assertEqual(len(covered), opt["primitives"])
+        self.assertIn("y", {t for k in opt["kernels"] for t in k["outputs"]})
+        self.assertAlmostEqual(sum(k["cost_ms"] for k in opt["kernels"]), opt["total_cost_ms"])
+
+    def test_measured_costs_and_errors(self):
+        opt = self.run_json()
+        table = {"device": "test", "kernels": {k["signature"]: 1e-6 for k in opt["kernels"]}}
+        path = os.path.join(self.tmp.name, "costs.json")
+        with open(path, "w") as f:
+            json.dump(table, f)
+        measured = self.run_json("--costs", path)
+        self.assertIn("costs.json", measured["cost_model"])
+        self.assertLessEqual(measured["total_cost_ms"], opt["total_cost_ms"])
+        with open(path, "w") as f:
+            f.write("{not json")
+        r = kora("orchestrate", self.model, "--costs", path)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("costs.json", r.stderr)
+        r = kora("orchestrate", self.model, "--device", "tpu")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("tpu", r.stderr)
+        text = kora("orchestrate", self.model).stdout
+        self.assertIn("proven (gap 0)", text)
+
+
 if __name__ == "__main__":
     KORA = os.path.abspath(sys.argv.pop(1))
     unittest.main(verbosity=1)
