@@ -67,6 +67,7 @@ Outcome solve_once(const std::vector<double>& cost, int kernels, const std::vect
   for (int k = 0; k < n; ++k) solver.setInteger(k);
   solver.setObjSense(1.0);
 
+  // Debugging aid: KORA_DUMP_MPS=FILE writes the problem (FILE.mps.gz) for other solvers.
   if (const char* dump = std::getenv("KORA_DUMP_MPS")) solver.writeMps(dump);
   CbcModel model(solver);
   model.setLogLevel(0);
