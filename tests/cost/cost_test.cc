@@ -1,0 +1,378 @@
+// The cost interface (include/kora/cost.h) and a kernel's tensors (kernel_reads /
+// kernel_writes): hand-built primitive graphs (a 64x64x64 matmul with a relu epilogue, a
+// cast, a two-output TopK) and a fission-built one in; checked against costs computed by
+// hand, the device table, and MeasuredCostTable round trips through temporary JSON files
+// (hits, counted fallbacks, missing fallback, malformed files).
+#include "kora/cost.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/model_builder.h"
+#include "kora/candidates.h"
+#include "kora/error.h"
+#include "kora/fission.h"
+#include "kora/kernel_dag.h"
+#include "kora/primitive.h"
+
+namespace kora {
+namespace {
+
+using kora_test::TempDir;
+
+Primitive make_prim(const std::string& name, PrimAttrs attrs, std::vector<std::string> inputs,
+                    std::vector<std::string> outputs) {
+  Primitive p;
+  p.name = name;
+  p.origin = name + "_node";
+  p.attrs = std::move(attrs);
+  p.inputs = std::move(inputs);
+  p.outputs = std::move(outputs);
+  return p;
+}
+
+ElementwiseAttrs unary(ScalarOp op) { return ElementwiseAttrs{op, {Operand{0, 0}}}; }
+
+// a [64, 64] (graph input) x b [64, 64] (constant) -> t (matmul) -> y = relu(t) (output).
+PrimGraph matmul_relu_graph() {
+  PrimGraph g;
+  g.name = "matmul_relu";
+  g.inputs = {"a"};
+  g.outputs = {"y"};
+  for (const char* t : {"a", "b", "t", "y"}) g.values[t] = {DType::kFloat32, {64, 64}};
+  g.constants["b"] = Tensor(DType::kFloat32, {64, 64});
+  g.prims.push_back(make_prim("mm", LinearAttrs{MatMulAttrs{}}, {"a", "b"}, {"t"}));
+  g.prims.push_back(make_prim("relu", unary(ScalarOp::kRelu), {"t"}, {"y"}));
+  return g;
+}
+
+constexpr double kMatMulFlops = 2.0 * 64 * 64 * 64;
+constexpr double kReluFlops = 64.0 * 64;
+constexpr double kTensorBytes = 64.0 * 64 * 4;
+
+// max(flops / peak, bytes / bandwidth) + launch, in milliseconds.
+double roofline_ms(const DeviceParams& d, double flops, double bytes) {
+  return std::max(flops / (d.peak_gflops * 1e9), bytes / (d.bandwidth_gbps * 1e9)) * 1e3 +
+         d.launch_overhead_us * 1e-3;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
+// Runs f, expecting a kora::Error whose message contains every one of `parts`.
+template <typename F>
+void expect_error(F&& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no kora::Error thrown";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    for (const std::string& p : parts)
+      EXPECT_NE(message.find(p), std::string::npos) << "'" << p << "' not in: " << message;
+  }
+}
+
+TEST(CostKernelIo, ReadsAndWritesOfFusedAndSingleKernels) {
+  const PrimGraph g = matmul_relu_graph();
+  const KernelDag dag = kernel_dag_of(g);
+  ASSERT_EQ(dag.size(), 2);
+
+  const Candidate fused = make_candidate(dag, {0, 1});
+  EXPECT_EQ(kernel_reads(g, dag, fused), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(kernel_writes(g, dag, fused), (std::vector<std::string>{"y"}));
+
+  const Candidate mm = make_candidate(dag, {0});
+  EXPECT_EQ(kernel_reads(g, dag, mm), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(kernel_writes(g, dag, mm), (std::vector<std::string>{"t"}));
+
+  const Candidate relu = make_candidate(dag, {1});
+  EXPECT_EQ(kernel_reads(g, dag, relu), (std::vector<std::string>{"t"}));
+  EXPECT_EQ(kernel_writes(g, dag, relu), (std::vector<std::string>{"y"}));
+}
+
+TEST(CostKernelIo, ReadsAreDistinctInFirstUseOrderAndIntermediatesRequiredAreWritten) {
+  // u = x * x; v = u + z; w = v * x; u is also a graph output, so the fused kernel of all
+  // three writes u and w, and reads x and z once each (x first).
+  PrimGraph g;
+  g.inputs = {"x", "z"};
+  g.outputs = {"u", "w"};
+  for (const char* t : {"x", "z", "u", "v", "w"}) g.values[t] = {DType::kFloat32, {8}};
+  g.prims.push_back(
+      make_prim("sq", ElementwiseAttrs{ScalarOp::kMul, {{0, 0}, {1, 0}}}, {"x", "x"}, {"u"}));
+  g.prims.push_back(
+      make_prim("add", ElementwiseAttrs{ScalarOp::kAdd, {{0, 0}, {1, 0}}}, {"u", "z"}, {"v"}));
+  g.prims.push_back(
+      make_prim("mul", ElementwiseAttrs{ScalarOp::kMul, {{0, 0}, {1, 0}}}, {"v", "x"}, {"w"}));
+  const KernelDag dag = kernel_dag_of(g);
+  const Candidate all = make_candidate(dag, {0, 1, 2});
+  EXPECT_EQ(kernel_reads(g, dag, all), (std::vector<std::string>{"x", "z"}));
+  EXPECT_EQ(kernel_writes(g, dag, all), (std::vector<std::string>{"u", "w"}));
+
+  const Candidate tail = make_candidate(dag, {1, 2});
+  EXPECT_EQ(kernel_reads(g, dag, tail), (std::vector<std::string>{"u", "z", "x"}));
+  EXPECT_EQ(kernel_writes(g, dag, tail), (std::vector<std::string>{"w"}));
+}
+
+// x [4, 10] -> TopK(k = 3) -> values [4, 3] float32, indices [4, 3] int64.
+PrimGraph topk_graph() {
+  PrimGraph g;
+  g.inputs = {"x"};
+  g.outputs = {"values", "indices"};
+  g.values["x"] = {DType::kFloat32, {4, 10}};
+  g.values["k"] = {DType::kInt64, {1}};
+  g.values["values"] = {DType::kFloat32, {4, 3}};
+  g.values["indices"] = {DType::kInt64, {4, 3}};
+  g.constants["k"] = Tensor::from_int64(DType::kInt64, {1}, {3});
+  Node node;
+  node.name = "topk";
+  node.op_type = "TopK";
+  node.inputs = {"x", "k"};
+  node.outputs = {"values", "indices"};
+  g.prims.push_back(make_prim("topk", OpaqueAttrs{node}, {"x", "k"}, {"values", "indices"}));
+  return g;
+}
+
+TEST(CostKernelIo, OpaqueKernelWritesEveryOutput) {
+  const PrimGraph g = topk_graph();
+  const KernelDag dag = kernel_dag_of(g);
+  const Candidate c = make_candidate(dag, {0});
+  EXPECT_EQ(kernel_reads(g, dag, c), (std::vector<std::string>{"x", "k"}));
+  EXPECT_EQ(kernel_writes(g, dag, c), (std::vector<std::string>{"values", "indices"}));
+}
+
+TEST(RooflineCost, DeviceTable) {
+  EXPECT_EQ(known_devices(), (std::vector<std::string>{"cpu", "a100", "h100"}));
+  for (const std::string& name : known_devices()) {
+    const DeviceParams d = device_params(name);
+    EXPECT_EQ(d.name, name);
+    EXPECT_GT(d.peak_gflops, 0);
+    EXPECT_GT(d.bandwidth_gbps, 0);
+    EXPECT_GT(d.launch_overhead_us, 0);
+  }
+  const DeviceParams a100 = device_params("a100");
+  EXPECT_DOUBLE_EQ(a100.peak_gflops, 19500);
+  EXPECT_DOUBLE_EQ(a100.bandwidth_gbps, 1555);
+  const DeviceParams h100 = device_params("h100");
+  EXPECT_DOUBLE_EQ(h100.peak_gflops, 67000);
+  EXPECT_DOUBLE_EQ(h100.bandwidth_gbps, 3350);
+}
+
+TEST(RooflineCost, UnknownDeviceListsTheKnownOnes) {
+  expect_error([] { device_params("tpu-v9"); }, {"tpu-v9", "cpu", "a100", "h100"});
+  expect_error([] { device_params(""); }, {"cpu", "a100", "h100"});
+  expect_error([] { device_params("CPU"); }, {"CPU"});
+}
+
+TEST(RooflineCost, Describe) {
+  EXPECT_EQ(RooflineCost(device_params("cpu")).describe(),
+            "roofline (cpu: 50 GFLOP/s, 15 GB/s, 2 us launch)");
+  EXPECT_EQ(RooflineCost(DeviceParams{"toy", 1.5, 0.25, 10}).describe(),
+            "roofline (toy: 1.5 GFLOP/s, 0.25 GB/s, 10 us launch)");
+}
+
+TEST(RooflineCost, MatMulReluMatchesHandComputation) {
+  const PrimGraph g = matmul_relu_graph();
+  const KernelDag dag = kernel_dag_of(g);
+  const Candidate fused = make_candidate(dag, {0, 1});
+  const Candidate mm = make_candidate(dag, {0});
+  const Candidate relu = make_candidate(dag, {1});
+
+  // cpu: the fused kernel is compute bound (528384 FLOPs at 50 GFLOP/s = 10.57 us against
+  // 49152 bytes at 15 GB/s = 3.28 us), plus 2 us launch.
+  const DeviceParams cpu = device_params("cpu");
+  RooflineCost cpu_cost(cpu);
+  const double fused_cpu = cpu_cost.cost_ms(g, dag, fused);
+  EXPECT_NEAR(fused_cpu, (kMatMulFlops + kReluFlops) / 50e9 * 1e3 + 2e-3, 1e-12);
+  EXPECT_NEAR(fused_cpu, roofline_ms(cpu, kMatMulFlops + kReluFlops, 3 * kTensorBytes), 1e-12);
+  EXPECT_NEAR(cpu_cost.cost_ms(g, dag, mm), roofline_ms(cpu, kMatMulFlops, 3 * kTensorBytes),
+              1e-12);
+  // relu alone is memory bound: 2 x 16 KiB at 15 GB/s.
+  const double relu_cpu = cpu_cost.cost_ms(g, dag, relu);
+  EXPECT_NEAR(relu_cpu, 2 * kTensorBytes / 15e9 * 1e3 + 2e-3, 1e-12);
+
+  // h100: the fused kernel is memory bound (49152 bytes at 3350 GB/s = 14.7 ns against
+  // 7.9 ns of compute), plus 4 us launch.
+  RooflineCost h100_cost(device_params("h100"));
+  EXPECT_NEAR(h100_cost.cost_ms(g, dag, fused), 3 * kTensorBytes / 3350e9 * 1e3 + 4e-3, 1e-12);
+}
+
+TEST(RooflineCost, FusedKernelIsCheaperThanItsSingletons) {
+  const PrimGraph g = matmul_relu_graph();
+  const KernelDag dag = kernel_dag_of(g);
+  const Candidate fused = make_candidate(dag, {0, 1});
+  const Candidate mm = make_candidate(dag, {0});
+  const Candidate relu = make_candidate(dag, {1});
+  for (const std::string& name : known_devices()) {
+    RooflineCost cost(device_params(name));
+    const double apart = cost.cost_ms(g, dag, mm) + cost.cost_ms(g, dag, relu);
+    EXPECT_LT(cost.cost_ms(g, dag, fused), apart) << name;
+  }
+}
+
+TEST(RooflineCost, BytesFollowTheDtypes) {
+  // A cast float32 -> float16 of 1M elements: 4 MB read, 2 MB written, 1M FLOPs.
+  PrimGraph g;
+  g.inputs = {"x"};
+  g.outputs = {"y"};
+  g.values["x"] = {DType::kFloat32, {1024, 1024}};
+  g.values["y"] = {DType::kFloat16, {1024, 1024}};
+  g.prims.push_back(make_prim("cast", unary(ScalarOp::kCast), {"x"}, {"y"}));
+  const KernelDag dag = kernel_dag_of(g);
+  const DeviceParams cpu = device_params("cpu");
+  const double n = 1024.0 * 1024;
+  EXPECT_NEAR(RooflineCost(cpu).cost_ms(g, dag, make_candidate(dag, {0})),
+              roofline_ms(cpu, n, 6 * n), 1e-12);
+}
+
+TEST(RooflineCost, OpaqueKernelIsChargedItsBytes) {
+  // TopK: no FLOPs counted; reads x (160 B) and k (8 B), writes values (48 B) and
+  // indices (96 B).
+  const PrimGraph g = topk_graph();
+  const KernelDag dag = kernel_dag_of(g);
+  const DeviceParams a100 = device_params("a100");
+  EXPECT_NEAR(RooflineCost(a100).cost_ms(g, dag, make_candidate(dag, {0})),
+              roofline_ms(a100, 0, 160 + 8 + 48 + 96), 1e-12);
+}
+
+TEST(MeasuredCostTable, SignatureHex) {
+  EXPECT_EQ(signature_hex(0), "0000000000000000");
+  EXPECT_EQ(signature_hex(0x1f), "000000000000001f");
+  EXPECT_EQ(signature_hex(0xfedcba9876543210ull), "fedcba9876543210");
+  EXPECT_EQ(signature_hex(~0ull), "ffffffffffffffff");
+}
+
+TEST(MeasuredCostTable, HitsReturnTheTableAndMissesFallBack) {
+  const PrimGraph g = matmul_relu_graph();
+  const KernelDag dag = kernel_dag_of(g);
+  const Candidate fused = make_candidate(dag, {0, 1});
+  Candidate relu = make_candidate(dag, {1});
+  ASSERT_EQ(fused.signature, 0u);
+  const uint64_t sig = canonical_signature(g, dag, fused);
+
+  TempDir dir;
+  const std::string path = dir.file("costs.json");
+  write_text(path, "{\"device\": \"cpu\", \"kernels\": {\"" + signature_hex(sig) +
+                       "\": 0.125, \"00000000000000ab\": 3}}");
+  MeasuredCostTable table(path, std::make_unique<RooflineCost>(device_params("cpu")));
+
+  // Signature computed on the fly (fused.signature == 0), then given.
+  EXPECT_DOUBLE_EQ(table.cost_ms(g, dag, fused), 0.125);
+  Candidate with_sig = fused;
+  with_sig.signature = sig;
+  EXPECT_DOUBLE_EQ(table.cost_ms(g, dag, with_sig), 0.125);
+  // A given signature is trusted: this one is in the table.
+  relu.signature = 0xab;
+  EXPECT_DOUBLE_EQ(table.cost_ms(g, dag, relu), 3.0);
+  EXPECT_EQ(table.hits(), 3);
+  EXPECT_EQ(table.misses(), 0);
+
+  // Miss: the roofline's cost, counted.
+  const Candidate mm = make_candidate(dag, {0});
+  EXPECT_DOUBLE_EQ(table.cost_ms(g, dag, mm),
+                   RooflineCost(device_params("cpu")).cost_ms(g, dag, mm));
+  EXPECT_EQ(table.hits(), 3);
+  EXPECT_EQ(table.misses(), 1);
+
+  const std::string description = table.describe();
+  EXPECT_NE(description.find(path), std::string::npos) << description;
+  EXPECT_NE(description.find("2 kernels"), std::string::npos) << description;
+  EXPECT_NE(description.find("roofline (cpu"), std::string::npos) << description;
+}
+
+TEST(MeasuredCostTable, MissWithoutFallbackNamesSignatureAndPrimitives) {
+  const PrimGraph g = matmul_relu_graph();
+  const KernelDag dag = kernel_dag_of(g);
+  const Candidate fused = make_candidate(dag, {0, 1});
+  TempDir dir;
+  const std::string path = dir.file("empty.json");
+  write_text(path, R"({"device": "cpu", "kernels": {}})");
+  MeasuredCostTable table(path, nullptr);
+  const std::string sig = signature_hex(canonical_signature(g, dag, fused));
+  expect_error([&] { table.cost_ms(g, dag, fused); }, {path, sig, "mm", "relu"});
+  EXPECT_EQ(table.misses(), 1);
+}
+
+TEST(MeasuredCostTable, BadFilesNameTheFileAndTheEntry) {
+  TempDir dir;
+  const std::string missing = dir.file("nope.json");
+  expect_error([&] { (void)MeasuredCostTable(missing, nullptr); }, {missing});
+
+  struct Case {
+    std::string file, text;
+    std::vector<std::string> parts;  // besides the path
+  };
+  const std::vector<Case> cases = {
+      {"truncated.json", R"({"kernels": {"0000000000000001": 1.0)", {}},
+      {"not_json.json", "kernels = 3", {}},
+      {"no_kernels.json", R"({"device": "cpu"})", {"kernels"}},
+      {"kernels_array.json", R"({"kernels": [1, 2]})", {"kernels"}},
+      {"short_key.json", R"({"kernels": {"abc": 1.0}})", {"abc"}},
+      {"upper_key.json", R"({"kernels": {"00000000000000AB": 1.0}})", {"00000000000000AB"}},
+      {"prefixed_key.json", R"({"kernels": {"0x00000000000000ab": 1.0}})", {"0x00000000000000ab"}},
+      {"negative.json", R"({"kernels": {"00000000000000ab": -0.5}})", {"00000000000000ab", "-0.5"}},
+      {"string_cost.json",
+       R"({"kernels": {"00000000000000ab": "fast"}})",
+       {"00000000000000ab", "fast"}},
+      {"null_cost.json", R"({"kernels": {"00000000000000ab": null}})", {"00000000000000ab"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    const std::string path = dir.file(c.file);
+    write_text(path, c.text);
+    std::vector<std::string> parts = c.parts;
+    parts.push_back(path);
+    expect_error([&] { (void)MeasuredCostTable(path, nullptr); }, parts);
+  }
+}
+
+TEST(CostFission, TwoIdenticalBranchesShareOneMeasuredEntry) {
+  // y1 = relu(x1 @ w1), y2 = relu(x2 @ w2) with equal shapes: after fission each branch
+  // is a matmul with a relu epilogue; both fused kernels have one signature, so one table
+  // entry prices both, and on the roofline each fused kernel beats its two singletons.
+  kora_test::ModelBuilder mb;
+  mb.input("x1", {16, 32}).input("x2", {16, 32});
+  mb.init_f32("w1", {32, 8}, std::vector<float>(32 * 8, 0.5f));
+  mb.init_f32("w2", {32, 8}, std::vector<float>(32 * 8, -0.25f));
+  mb.node("MatMul", {"x1", "w1"}, {"m1"});
+  mb.node("Relu", {"m1"}, {"y1"});
+  mb.node("MatMul", {"x2", "w2"}, {"m2"});
+  mb.node("Relu", {"m2"}, {"y2"});
+  mb.output("y1").output("y2");
+  const PrimGraph g = fission(kora_test::import_model(mb));
+  const KernelDag dag = kernel_dag_of(g);
+
+  std::vector<Candidate> fused;
+  for (const Candidate& c : enumerate_candidates(dag))
+    if (c.members.size() == 2) fused.push_back(c);
+  ASSERT_EQ(fused.size(), 2u);
+  const uint64_t sig = canonical_signature(g, dag, fused[0]);
+  EXPECT_EQ(canonical_signature(g, dag, fused[1]), sig);
+
+  RooflineCost roofline(device_params("cpu"));
+  for (const Candidate& c : fused) {
+    double apart = 0;
+    for (int v : c.members) apart += roofline.cost_ms(g, dag, make_candidate(dag, {v}));
+    EXPECT_LT(roofline.cost_ms(g, dag, c), apart);
+    // Reads the input and the weight, writes the relu's output.
+    EXPECT_EQ(kernel_reads(g, dag, c).size(), 2u);
+    EXPECT_EQ(kernel_writes(g, dag, c).size(), 1u);
+  }
+
+  TempDir dir;
+  const std::string path = dir.file("costs.json");
+  write_text(path, "{\"device\": \"cpu\", \"kernels\": {\"" + signature_hex(sig) + "\": 0.5}}");
+  MeasuredCostTable table(path, std::make_unique<RooflineCost>(device_params("cpu")));
+  for (const Candidate& c : fused) EXPECT_DOUBLE_EQ(table.cost_ms(g, dag, c), 0.5);
+  EXPECT_EQ(table.hits(), 2);
+  EXPECT_EQ(table.misses(), 0);
+}
+
+}  // namespace
+}  // namespace kora
