@@ -1,0 +1,437 @@
+// The orchestration solver (include/kora/orchestrate.h) against an independent exact
+// search: on 340 random DAGs (220 plain ones of up to 14 nodes; 120 of up to 12 nodes
+// with a multi-output cycle trap of 2 or 3 kernels, see random_dag.h; larger traps with
+// many kernels downstream of the cycle need many lazy cuts and would make the run long)
+// with random integer costs, solve_optimal's cost equals the exhaustive optimum with
+// gap 0, and it adds schedulability cuts whenever the optimum that ignores
+// schedulability is cheaper; its plan and the unfused and greedy plans are valid
+// (schedule() accepts them and each kernel runs after the producers of its inputs, every
+// required node produced), and optimal <= greedy, optimal <= unfused. schedule() rejects
+// a cycle of kernels, a missing required node and an input nobody produces.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kora/candidates.h"
+#include "kora/error.h"
+#include "kora/kernel_dag.h"
+#include "kora/orchestrate.h"
+#include "orchestrate/random_dag.h"
+
+namespace {
+
+using kora::Candidate;
+using kora::KernelDag;
+using kora::PrimKind;
+
+constexpr double kTolerance = 1e-6;
+
+// Branch and bound over subsets of candidates. A node of the search is a chosen set;
+// it branches on an unmet requirement (a required node, or an input of a chosen kernel,
+// that no chosen kernel outputs) over every candidate outputting it; when all are met
+// but the chosen kernels cannot all run (simulated: run any kernel whose inputs earlier
+// kernels produced), over every candidate not chosen that outputs an input a stuck
+// kernel waits for: a schedulable superset runs some stuck kernel first, and that
+// kernel's missing input must come from a kernel not chosen yet. Branch i also forbids
+// the options before it, so each subset is reached once. With `schedulable` false the
+// search solves the relaxation without the ordering requirement.
+class ExactSearch {
+ public:
+  ExactSearch(const KernelDag& dag, const std::vector<Candidate>& c,
+              const std::vector<double>& cost, bool schedulable)
+      : dag_(dag),
+        c_(c),
+        cost_(cost),
+        schedulable_(schedulable),
+        producers_(dag.size()),
+        chosen_(c.size(), 0),
+        forbidden_(c.size(), 0) {
+    for (size_t k = 0; k < c.size(); ++k)
+      for (int v : c[k].outputs) producers_[v].push_back(static_cast<int>(k));
+    for (std::vector<int>& p : producers_)
+      std::stable_sort(p.begin(), p.end(), [&](int a, int b) { return cost[a] < cost[b]; });
+    // Every node alone is a plan; start just above its cost.
+    best_ = 1;
+    for (size_t k = 0; k < c.size(); ++k) best_ += c[k].members.size() == 1 ? cost[k] : 0;
+  }
+
+  double solve() {
+    search(0);
+    return best_;
+  }
+  const std::vector<int>& best_set() const { return best_set_; }
+  long visited() const { return visited_; }
+
+ private:
+  bool allowed(int k) const { return !chosen_[k] && !forbidden_[k]; }
+
+  void search(double spent) {
+    if (spent >= best_ - kTolerance) return;
+    ++visited_;
+    const int n = dag_.size();
+    std::vector<char> produced(n, 0);
+    for (int k : chosen_list_)
+      for (int v : c_[k].outputs) produced[v] = 1;
+
+    // Unmet requirements; branch on the one with the fewest options. Lower bound: each
+    // unmet node needs one of its allowed producers.
+    int pick = -1;
+    size_t pick_options = std::numeric_limits<size_t>::max();
+    double bound = spent;
+    std::vector<char> seen(n, 0);
+    auto consider = [&](int u) {
+      if (produced[u] || seen[u]) return true;
+      seen[u] = 1;
+      size_t options = 0;
+      double cheapest = std::numeric_limits<double>::infinity();
+      for (int k : producers_[u])
+        if (allowed(k)) ++options, cheapest = std::min(cheapest, cost_[k]);
+      if (options == 0) return false;
+      bound = std::max(bound, spent + cheapest);
+      if (options < pick_options) pick = u, pick_options = options;
+      return true;
+    };
+    for (int v = 0; v < n; ++v)
+      if (dag_.required[v] && !consider(v)) return;
+    for (int k : chosen_list_)
+      for (int u : c_[k].inputs)
+        if (!consider(u)) return;
+    if (bound >= best_ - kTolerance) return;
+    if (pick >= 0) {
+      std::vector<int> options;
+      for (int k : producers_[pick])
+        if (allowed(k)) options.push_back(k);
+      branch(options, spent);
+      return;
+    }
+    if (!schedulable_) return record(spent);
+
+    std::vector<char> available(n, 0), ran(c_.size(), 0);
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int k : chosen_list_) {
+        if (ran[k]) continue;
+        const std::vector<int>& in = c_[k].inputs;
+        if (!std::all_of(in.begin(), in.end(), [&](int u) { return available[u] != 0; })) continue;
+        ran[k] = 1;
+        for (int v : c_[k].outputs) available[v] = 1;
+        progress = true;
+      }
+    }
+    std::set<int> blocking;
+    for (int k : chosen_list_)
+      if (!ran[k])
+        for (int u : c_[k].inputs)
+          if (!available[u])
+            for (int j : producers_[u])
+              if (allowed(j)) blocking.insert(j);
+    if (std::all_of(chosen_list_.begin(), chosen_list_.end(), [&](int k) { return ran[k]; }))
+      return record(spent);
+    std::vector<int> options(blocking.begin(), blocking.end());
+    std::stable_sort(options.begin(), options.end(),
+                     [&](int a, int b) { return cost_[a] < cost_[b]; });
+    branch(options, spent);
+  }
+
+  void branch(const std::vector<int>& options, double spent) {
+    std::vector<int> forbade;
+    for (int k : options) {
+      chosen_[k] = 1;
+      chosen_list_.push_back(k);
+      search(spent + cost_[k]);
+      chosen_list_.pop_back();
+      chosen_[k] = 0;
+      forbidden_[k] = 1;
+      forbade.push_back(k);
+    }
+    for (int k : forbade) forbidden_[k] = 0;
+  }
+
+  void record(double spent) {
+    best_ = spent;
+    best_set_ = chosen_list_;
+  }
+
+  const KernelDag& dag_;
+  const std::vector<Candidate>& c_;
+  const std::vector<double>& cost_;
+  const bool schedulable_;
+  std::vector<std::vector<int>> producers_;
+  std::vector<char> chosen_, forbidden_;
+  std::vector<int> chosen_list_, best_set_;
+  double best_ = 0;
+  long visited_ = 0;
+};
+
+std::string describe(const KernelDag& dag) {
+  std::string s = std::to_string(dag.size()) + " nodes:";
+  for (int v = 0; v < dag.size(); ++v) {
+    s += " " + std::to_string(v) + "(" + kora::prim_kind_name(dag.kind[v]) +
+         (dag.required[v] ? ",req" : "") + ")->";
+    for (int w : dag.succ[v]) s += std::to_string(w) + ",";
+  }
+  return s;
+}
+
+// Whether `order` runs: each kernel's inputs produced by kernels before it.
+bool runs_in_order(const KernelDag& dag, const std::vector<Candidate>& c,
+                   const std::vector<int>& order) {
+  std::vector<char> available(dag.size(), 0);
+  for (int k : order) {
+    for (int u : c[k].inputs)
+      if (!available[u]) return false;
+    for (int v : c[k].outputs) available[v] = 1;
+  }
+  for (int v = 0; v < dag.size(); ++v)
+    if (dag.required[v] && !available[v]) return false;
+  return true;
+}
+
+// The kernels of `chosen` in the order they can run (repeatedly the first one whose
+// inputs are available); the stuck ones are left out.
+std::vector<int> simulated_order(const KernelDag& dag, const std::vector<Candidate>& c,
+                                 std::vector<int> chosen) {
+  std::vector<char> available(dag.size(), 0);
+  std::vector<int> order;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      const std::vector<int>& in = c[chosen[i]].inputs;
+      if (!std::all_of(in.begin(), in.end(), [&](int u) { return available[u] != 0; })) continue;
+      for (int v : c[chosen[i]].outputs) available[v] = 1;
+      order.push_back(chosen[i]);
+      chosen.erase(chosen.begin() + static_cast<long>(i));
+      progress = true;
+      break;
+    }
+  }
+  return order;
+}
+
+// A plan is valid: distinct candidate indices, in an order that runs and produces every
+// required node, at the cost it claims, and schedule() accepts it with a valid order.
+void expect_valid_plan(const KernelDag& dag, const std::vector<Candidate>& c,
+                       const std::vector<double>& cost, const kora::Plan& plan,
+                       const std::string& where) {
+  double sum = 0;
+  std::set<int> distinct;
+  for (int k : plan.kernels) {
+    ASSERT_GE(k, 0) << where;
+    ASSERT_LT(k, static_cast<int>(c.size())) << where;
+    EXPECT_TRUE(distinct.insert(k).second) << where << " kernel " << k << " twice";
+    sum += cost[k];
+  }
+  EXPECT_NEAR(plan.cost, sum, kTolerance) << where;
+  EXPECT_TRUE(runs_in_order(dag, c, plan.kernels)) << where;
+  std::vector<int> order;
+  EXPECT_NO_THROW(order = kora::schedule(dag, c, plan.kernels)) << where;
+  std::vector<int> a = order, b = plan.kernels;
+  std::sort(a.begin(), a.end()), std::sort(b.begin(), b.end());
+  EXPECT_EQ(a, b) << where << ": schedule() returns a permutation";
+  EXPECT_TRUE(runs_in_order(dag, c, order)) << where;
+}
+
+struct Tally {
+  int problems = 0, traps = 0, trap_bites = 0, bites = 0;
+};
+
+// One problem: candidates (sometimes thinned), costs, exact search, the three plans.
+void check_problem(std::mt19937& rng, const kora_test::TestDag& t, const std::string& name,
+                   Tally& tally) {
+  const KernelDag& dag = t.dag;
+  kora::CandidateOptions options;
+  const int sizes[] = {16, 6, 3};
+  options.max_size = sizes[kora_test::uniform_int(rng, 0, 2)];
+  std::vector<Candidate> candidates = kora::enumerate_candidates(dag, options);
+  if (t.attractive.empty() && kora_test::uniform01(rng) < 0.3) {
+    // Any candidate list with every singleton is a valid problem: drop some kernels.
+    std::vector<Candidate> kept;
+    for (Candidate& c : candidates)
+      if (c.members.size() == 1 || kora_test::uniform01(rng) < 0.6) kept.push_back(std::move(c));
+    candidates = std::move(kept);
+  }
+  const std::vector<double> cost = kora_test::random_costs(rng, t, candidates);
+  const std::string where = name + " (" + std::to_string(candidates.size()) +
+                            " candidates, max_size " + std::to_string(options.max_size) + ") " +
+                            describe(dag);
+
+  ExactSearch exact(dag, candidates, cost, true);
+  const double optimum = exact.solve();
+  double found = 0;
+  for (int k : exact.best_set()) found += cost[k];
+  ASSERT_NEAR(found, optimum, kTolerance) << where;
+  const std::vector<int> exact_order = simulated_order(dag, candidates, exact.best_set());
+  ASSERT_EQ(exact_order.size(), exact.best_set().size()) << where;
+  ASSERT_TRUE(runs_in_order(dag, candidates, exact_order)) << where;
+  const double relaxed = ExactSearch(dag, candidates, cost, false).solve();
+  ASSERT_LE(relaxed, optimum + kTolerance) << where;
+  const bool bites = relaxed < optimum - kTolerance;
+
+  const kora::Plan opt = kora::solve_optimal(dag, candidates, cost);
+  const kora::Plan greedy = kora::plan_greedy(dag, candidates, cost);
+  const kora::Plan unfused = kora::plan_unfused(dag, candidates, cost);
+  expect_valid_plan(dag, candidates, cost, opt, where + " optimal");
+  expect_valid_plan(dag, candidates, cost, greedy, where + " greedy");
+  expect_valid_plan(dag, candidates, cost, unfused, where + " unfused");
+  EXPECT_NEAR(opt.cost, optimum, kTolerance) << where;
+  EXPECT_NEAR(opt.gap, 0.0, kTolerance) << where;
+  EXPECT_GE(opt.solves, 1) << where;
+  EXPECT_EQ(greedy.gap, -1) << where << ": baselines prove no bound";
+  EXPECT_EQ(unfused.gap, -1) << where;
+  if (bites) {
+    // The relaxation's optimum cannot be scheduled: the solver must have cut it off.
+    EXPECT_GE(opt.cycle_cuts, 1) << where << " relaxed " << relaxed << " optimum " << optimum;
+    EXPECT_GE(opt.solves, 2) << where;
+  }
+  EXPECT_LE(opt.cost, greedy.cost + kTolerance) << where;
+  EXPECT_LE(opt.cost, unfused.cost + kTolerance) << where;
+
+  ++tally.problems;
+  tally.bites += bites;
+  if (!t.attractive.empty()) ++tally.traps, tally.trap_bites += bites;
+}
+
+TEST(OrchestrationSolver, OptimalEqualsExactSearchOnRandomDags) {
+  std::mt19937 rng(424242);
+  Tally tally;
+  for (int i = 0; i < 220; ++i) {
+    const int n = 1 + i % 14;
+    check_problem(rng, kora_test::random_dag(rng, n), "random dag " + std::to_string(i), tally);
+    if (HasFailure()) return;
+  }
+  for (int i = 0; i < 120; ++i) {
+    const int k = 2 + i % 2;
+    const int before = kora_test::uniform_int(rng, 0, 3);
+    const int after = kora_test::uniform_int(rng, 0, 3);
+    check_problem(rng, kora_test::trap_dag(rng, before, k, after), "trap dag " + std::to_string(i),
+                  tally);
+    if (HasFailure()) return;
+  }
+  EXPECT_EQ(tally.problems, 340);
+  // The traps work: most of them make the relaxation's optimum unschedulable.
+  EXPECT_GE(tally.trap_bites, tally.traps * 3 / 4)
+      << tally.trap_bites << " of " << tally.traps << " traps bite";
+  std::printf("[ info     ] %d problems, %d traps, %d where ignoring schedulability is cheaper\n",
+              tally.problems, tally.traps, tally.bites);
+}
+
+// The k = 2 trap spelled out: a = 0, c = 1, b = 2, d = 3; a -> b, c -> d, a -> d, c -> b;
+// b and d required. {a, d} and {b, c} cost 1, every other candidate 10 except the whole
+// triples (20) and the whole graph (50). Ignoring schedulability: 2. The optimum
+// recomputes a (or c): {a}, {b, c}, {a, d} at 12.
+TEST(OrchestrationSolver, TrapPairIsCutAndRecomputationWins) {
+  KernelDag dag;
+  for (int v = 0; v < 4; ++v) dag.add_node(PrimKind::kElementwise, v >= 2);
+  dag.add_edge(0, 2), dag.add_edge(1, 3), dag.add_edge(0, 3), dag.add_edge(1, 2);
+  const std::vector<Candidate> c = kora::enumerate_candidates(dag);
+  std::vector<double> cost(c.size(), 10);
+  int ad = -1, bc = -1;
+  for (size_t k = 0; k < c.size(); ++k) {
+    if (c[k].members == std::vector<int>{0, 3}) ad = static_cast<int>(k), cost[k] = 1;
+    if (c[k].members == std::vector<int>{1, 2}) bc = static_cast<int>(k), cost[k] = 1;
+    if (c[k].members.size() == 3) cost[k] = 20;
+    if (c[k].members.size() == 4) cost[k] = 50;
+  }
+  ASSERT_GE(ad, 0);
+  ASSERT_GE(bc, 0);
+  EXPECT_DOUBLE_EQ(ExactSearch(dag, c, cost, false).solve(), 2);
+  EXPECT_DOUBLE_EQ(ExactSearch(dag, c, cost, true).solve(), 12);
+  const kora::Plan opt = kora::solve_optimal(dag, c, cost);
+  EXPECT_DOUBLE_EQ(opt.cost, 12);
+  EXPECT_EQ(opt.gap, 0);
+  EXPECT_GE(opt.cycle_cuts, 1);
+  expect_valid_plan(dag, c, cost, opt, "trap");
+  ASSERT_EQ(opt.kernels.size(), 3u);
+  EXPECT_TRUE(std::count(opt.kernels.begin(), opt.kernels.end(), ad) == 1 &&
+              std::count(opt.kernels.begin(), opt.kernels.end(), bc) == 1);
+  EXPECT_THROW(kora::schedule(dag, c, {ad, bc}), kora::Error);
+}
+
+TEST(OrchestrationSolver, ScheduleRejectsCyclesMissingOutputsAndMissingInputs) {
+  std::mt19937 rng(8);
+  for (int i = 0; i < 40; ++i) {
+    const kora_test::TestDag t = kora_test::trap_dag(rng, i % 3, 2 + i % 3, i % 4);
+    const std::vector<Candidate> c = kora::enumerate_candidates(t.dag);
+    std::map<std::vector<int>, int> index;
+    for (size_t k = 0; k < c.size(); ++k) index[c[k].members] = static_cast<int>(k);
+    std::vector<int> singles;
+    for (int v = 0; v < t.dag.size(); ++v) singles.push_back(index.at({v}));
+    // All singletons, in any order: valid, and schedule() puts them in a valid order.
+    std::vector<int> shuffled = singles;
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+    std::vector<int> order;
+    ASSERT_NO_THROW(order = kora::schedule(t.dag, c, shuffled));
+    EXPECT_TRUE(runs_in_order(t.dag, c, order));
+    EXPECT_EQ(order.size(), shuffled.size());
+
+    // The trap pairs plus singletons for the rest: every node produced, but the pairs
+    // wait on each other in a cycle.
+    std::vector<int> cyclic;
+    std::set<int> in_pairs;
+    for (const std::vector<int>& pair : t.attractive) {
+      cyclic.push_back(index.at(pair));
+      in_pairs.insert(pair.begin(), pair.end());
+    }
+    for (int v = 0; v < t.dag.size(); ++v)
+      if (!in_pairs.count(v)) cyclic.push_back(index.at({v}));
+    std::shuffle(cyclic.begin(), cyclic.end(), rng);
+    EXPECT_THROW(kora::schedule(t.dag, c, cyclic), kora::Error) << describe(t.dag);
+
+    // Drop the only kernel producing a required node (a required sink's singleton).
+    int sink = -1;
+    for (int v = 0; v < t.dag.size(); ++v)
+      if (t.dag.required[v] && t.dag.succ[v].empty()) sink = v;
+    ASSERT_GE(sink, 0);
+    std::vector<int> missing;
+    for (int k : singles)
+      if (c[k].members[0] != sink) missing.push_back(k);
+    EXPECT_THROW(kora::schedule(t.dag, c, missing), kora::Error) << describe(t.dag);
+
+    // Drop the producer of an input (a non-required node with a successor).
+    int inner = -1;
+    for (int v = 0; v < t.dag.size(); ++v)
+      if (!t.dag.required[v] && !t.dag.succ[v].empty()) inner = v;
+    if (inner >= 0) {
+      std::vector<int> no_input;
+      for (int k : singles)
+        if (c[k].members[0] != inner) no_input.push_back(k);
+      EXPECT_THROW(kora::schedule(t.dag, c, no_input), kora::Error) << describe(t.dag);
+    }
+    // An index that is not a candidate.
+    std::vector<int> bad = singles;
+    bad.push_back(static_cast<int>(c.size()));
+    EXPECT_THROW(kora::schedule(t.dag, c, bad), kora::Error);
+  }
+}
+
+// Every node required, a chain: the only plans are chains of kernels; the solver must
+// still produce each node (fused kernels output all their members here).
+TEST(OrchestrationSolver, BaselinesAndOptimalOnAChainWithEveryNodeRequired) {
+  KernelDag dag;
+  for (int v = 0; v < 8; ++v)
+    dag.add_node(v == 3 ? PrimKind::kLinear : PrimKind::kElementwise, true);
+  for (int v = 1; v < 8; ++v) dag.add_edge(v - 1, v);
+  const std::vector<Candidate> c = kora::enumerate_candidates(dag);
+  std::vector<double> cost(c.size());
+  for (size_t k = 0; k < c.size(); ++k) cost[k] = 3 + static_cast<double>(c[k].members.size());
+  const kora::Plan opt = kora::solve_optimal(dag, c, cost);
+  const kora::Plan greedy = kora::plan_greedy(dag, c, cost);
+  const kora::Plan unfused = kora::plan_unfused(dag, c, cost);
+  EXPECT_DOUBLE_EQ(opt.cost, ExactSearch(dag, c, cost, true).solve());
+  EXPECT_DOUBLE_EQ(opt.cost, 3 + 8);  // the whole chain, one kernel
+  EXPECT_DOUBLE_EQ(unfused.cost, 8 * 4);
+  EXPECT_EQ(unfused.kernels.size(), 8u);
+  expect_valid_plan(dag, c, cost, opt, "optimal");
+  expect_valid_plan(dag, c, cost, greedy, "greedy");
+  expect_valid_plan(dag, c, cost, unfused, "unfused");
+}
+
+}  // namespace
