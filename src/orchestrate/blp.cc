@@ -9,7 +9,8 @@
 //
 // A primitive may be in several chosen kernels (recomputation). Schedulability is
 // enforced lazily: when the chosen kernels cannot all run (simulated: run any kernel
-// whose inputs are ready), the stuck set S is cut off with
+// whose inputs are ready), each set S of stuck kernels that wait only on each other
+// (a sink component of their wait graph) is cut off with
 //
 //   sum_{k in S} x_k - sum_{j in P} x_j <= |S| - 1
 //
@@ -25,6 +26,7 @@
 #include <coin/CoinPackedVector.hpp>
 #include <coin/OsiClpSolverInterface.hpp>
 #include <cstdlib>
+#include <functional>
 #include <set>
 #include <string>
 
@@ -192,17 +194,66 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
     std::vector<char> available(dag.size(), 0);
     for (int k : order)
       for (int v : candidates[k].outputs) available[v] = 1;
-    std::set<int> in_stuck(stuck.begin(), stuck.end()), outside;
-    for (int k : stuck)
-      for (int u : candidates[k].inputs)
+    // Cut each sink strongly connected component of the wait graph among the stuck
+    // kernels (k -> j: chosen j outputs an input k waits for). Its kernels wait only on
+    // each other, so no chosen kernel outside it produces what they wait for; cutting
+    // the whole stuck set instead would also name kernels merely downstream of the
+    // cycle, and CBC would answer with the same cycle and another downstream kernel.
+    const int m = static_cast<int>(stuck.size());
+    std::vector<int> pos(candidates.size(), -1);
+    for (int i = 0; i < m; ++i) pos[stuck[i]] = i;
+    std::vector<std::vector<int>> waits(m);
+    for (int i = 0; i < m; ++i)
+      for (int u : candidates[stuck[i]].inputs)
         if (!available[u])
           for (int j : producers[u])
-            if (!in_stuck.count(j)) outside.insert(j);
-    Row cut{{}, {}, -COIN_DBL_MAX, static_cast<double>(stuck.size()) - 1.0};
-    for (int k : stuck) cut.index.push_back(k), cut.value.push_back(1.0);
-    for (int j : outside) cut.index.push_back(j), cut.value.push_back(-1.0);
-    rows.push_back(std::move(cut));
-    ++plan.cycle_cuts;
+            if (pos[j] >= 0) waits[i].push_back(pos[j]);
+    std::vector<int> index(m, -1), low(m, 0), comp(m, -1), stack;
+    std::vector<char> on_stack(m, 0);
+    int counter = 0, comps = 0;
+    std::function<void(int)> tarjan = [&](int v) {
+      index[v] = low[v] = counter++;
+      stack.push_back(v);
+      on_stack[v] = 1;
+      for (int w : waits[v]) {
+        if (index[w] < 0) {
+          tarjan(w);
+          low[v] = std::min(low[v], low[w]);
+        } else if (on_stack[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+      }
+      if (low[v] != index[v]) return;
+      for (int w = -1; w != v;) {
+        w = stack.back();
+        stack.pop_back();
+        on_stack[w] = 0;
+        comp[w] = comps;
+      }
+      ++comps;
+    };
+    for (int i = 0; i < m; ++i)
+      if (index[i] < 0) tarjan(i);
+    std::vector<char> sink(comps, 1);
+    for (int i = 0; i < m; ++i)
+      for (int w : waits[i])
+        if (comp[w] != comp[i]) sink[comp[i]] = 0;
+    for (int cc = 0; cc < comps; ++cc) {
+      if (!sink[cc]) continue;
+      std::set<int> in_set, outside;
+      for (int i = 0; i < m; ++i)
+        if (comp[i] == cc) in_set.insert(stuck[i]);
+      for (int k : in_set)
+        for (int u : candidates[k].inputs)
+          if (!available[u])
+            for (int j : producers[u])
+              if (!in_set.count(j)) outside.insert(j);
+      Row cut{{}, {}, -COIN_DBL_MAX, static_cast<double>(in_set.size()) - 1.0};
+      for (int k : in_set) cut.index.push_back(k), cut.value.push_back(1.0);
+      for (int j : outside) cut.index.push_back(j), cut.value.push_back(-1.0);
+      rows.push_back(std::move(cut));
+      ++plan.cycle_cuts;
+    }
   }
   plan.solve_seconds = elapsed();
   return plan;
