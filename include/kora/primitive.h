@@ -82,6 +82,8 @@ enum class ScalarOp {
 };
 const char* scalar_op_name(ScalarOp op);
 int scalar_op_arity(ScalarOp op);
+// Comparisons and logic: their result is bool whatever the operands' dtype.
+bool scalar_op_is_predicate(ScalarOp op);
 
 // An elementwise operand: input number `input` of the primitive, or (input < 0) the
 // immediate scalar `value`.

@@ -7,23 +7,6 @@
 namespace kora {
 namespace {
 
-bool is_predicate(ScalarOp op) {
-  switch (op) {
-    case ScalarOp::kEqual:
-    case ScalarOp::kLess:
-    case ScalarOp::kLessEqual:
-    case ScalarOp::kGreater:
-    case ScalarOp::kGreaterEqual:
-    case ScalarOp::kAnd:
-    case ScalarOp::kOr:
-    case ScalarOp::kXor:
-    case ScalarOp::kNot:
-      return true;
-    default:
-      return false;
-  }
-}
-
 Shape broadcast_pair(const Shape& a, const Shape& b, const FissionBuilder& fb) {
   const size_t r = std::max(a.size(), b.size());
   Shape out(r);
@@ -100,7 +83,7 @@ std::string FissionBuilder::ew(ScalarOp op, std::vector<Arg> args, std::optional
     out_shape = broadcast_pair(out_shape, shape(args[k].tensor), *this);
     if (!first && !(op == ScalarOp::kWhere && k == 0)) first = this->dtype(args[k].tensor);
   }
-  if (!dtype) dtype = is_predicate(op) ? DType::kBool : first.value_or(DType::kFloat32);
+  if (!dtype) dtype = scalar_op_is_predicate(op) ? DType::kBool : first.value_or(DType::kFloat32);
   // Single-element constants become immediates while another tensor operand remains.
   size_t tensors = 0;
   for (const Arg& a : args) tensors += !a.immediate;

@@ -80,31 +80,6 @@ int64_t int_pow(int64_t base, int64_t exp) {
   return static_cast<int64_t>(result);
 }
 
-template <typename T>
-bool is_nan(T x) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::isnan(x);
-  else
-    return false;
-}
-
-bool is_predicate(ScalarOp op) {
-  switch (op) {
-    case ScalarOp::kEqual:
-    case ScalarOp::kLess:
-    case ScalarOp::kLessEqual:
-    case ScalarOp::kGreater:
-    case ScalarOp::kGreaterEqual:
-    case ScalarOp::kAnd:
-    case ScalarOp::kOr:
-    case ScalarOp::kXor:
-    case ScalarOp::kNot:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Applies `op` in the domain T (float, double or int64_t), writing Out (T, or uint8_t for
 // predicates with a bool output).
 template <typename T, typename Out>
@@ -398,7 +373,7 @@ Tensor run_elementwise(const Primitive& prim, const ElementwiseAttrs& attrs, con
   }
 
   // The domain follows the value operands (all but Where's condition).
-  const bool predicate = is_predicate(op);
+  const bool predicate = scalar_op_is_predicate(op);
   bool any_tensor = false, all_f32 = true, any_floating = false;
   for (size_t i = (op == ScalarOp::kWhere ? 1 : 0); i < attrs.operands.size(); ++i) {
     const kora::Operand& o = attrs.operands[i];

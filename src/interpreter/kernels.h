@@ -3,8 +3,10 @@
 // typed as graph.values says) and the few helpers they share.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kora/error.h"
@@ -12,6 +14,15 @@
 #include "kora/tensor.h"
 
 namespace kora::interp {
+
+// NaN test that is false for integer types (max/min propagate NaN like ONNX).
+template <typename T>
+bool is_nan(T x) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::isnan(x);
+  else
+    return false;
+}
 
 using Inputs = std::vector<const Tensor*>;
 

@@ -42,14 +42,6 @@ Plan make_plan(const Shape& shape, const std::vector<bool>& reduced) {
   return plan;
 }
 
-template <typename T>
-bool is_nan(T x) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::isnan(x);
-  else
-    return false;
-}
-
 // acc[out(i)] = f(acc[out(i)], x[i]) over every input element i, in row-major order.
 template <typename In, typename Acc, typename F>
 void accumulate(const Plan& plan, const In* x, Acc* acc, F f) {

@@ -34,6 +34,23 @@ constexpr ScalarOpRow kScalarOps[] = {
 const char* scalar_op_name(ScalarOp op) { return kScalarOps[static_cast<int>(op)].name; }
 int scalar_op_arity(ScalarOp op) { return kScalarOps[static_cast<int>(op)].arity; }
 
+bool scalar_op_is_predicate(ScalarOp op) {
+  switch (op) {
+    case ScalarOp::kEqual:
+    case ScalarOp::kLess:
+    case ScalarOp::kLessEqual:
+    case ScalarOp::kGreater:
+    case ScalarOp::kGreaterEqual:
+    case ScalarOp::kAnd:
+    case ScalarOp::kOr:
+    case ScalarOp::kXor:
+    case ScalarOp::kNot:
+      return true;
+    default:
+      return false;
+  }
+}
+
 const char* reduce_op_name(ReduceOp op) {
   static const char* const kNames[] = {"sum", "max", "min", "prod", "mean"};
   return kNames[static_cast<int>(op)];
