@@ -21,6 +21,19 @@ using kora::Shape;
 using kora::Tensor;
 
 // Deterministic values in [lo, hi) (a fixed linear congruential generator).
+// Row-major coordinates of flat index i in `shape`, and back.
+inline std::vector<int64_t> coords(int64_t i, const Shape& shape) {
+  std::vector<int64_t> c(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) c[d] = i % shape[d], i /= shape[d];
+  return c;
+}
+
+inline int64_t flat(const std::vector<int64_t>& c, const Shape& shape) {
+  int64_t f = 0;
+  for (size_t d = 0; d < c.size(); ++d) f = f * shape[d] + c[d];
+  return f;
+}
+
 inline std::vector<double> random_values(int64_t n, double lo, double hi, uint32_t seed = 1) {
   std::vector<double> v(static_cast<size_t>(n));
   uint64_t s = seed * 6364136223846793005ull + 1442695040888963407ull;

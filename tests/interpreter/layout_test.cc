@@ -15,18 +15,6 @@ namespace {
 namespace layout = kora::layout;
 using kora::LayoutAttrs;
 
-std::vector<int64_t> coords(int64_t i, const Shape& shape) {
-  std::vector<int64_t> c(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) c[d] = i % shape[d], i /= shape[d];
-  return c;
-}
-
-int64_t flat(const std::vector<int64_t>& c, const Shape& shape) {
-  int64_t f = 0;
-  for (size_t d = 0; d < c.size(); ++d) f = f * shape[d] + c[d];
-  return f;
-}
-
 // Expected output: for each output coordinate, the input coordinate `map` gives (or an
 // empty vector: `fill`).
 std::vector<double> expected(const Tensor& x, const Shape& out_shape,

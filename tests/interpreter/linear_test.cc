@@ -14,18 +14,6 @@ using kora::ConvAttrs;
 using kora::LinearAttrs;
 using kora::MatMulAttrs;
 
-std::vector<int64_t> coords(int64_t i, const Shape& shape) {
-  std::vector<int64_t> c(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) c[d] = i % shape[d], i /= shape[d];
-  return c;
-}
-
-int64_t flat(const std::vector<int64_t>& c, const Shape& shape) {
-  int64_t f = 0;
-  for (size_t d = 0; d < c.size(); ++d) f = f * shape[d] + c[d];
-  return f;
-}
-
 std::vector<double> naive_matmul(const Tensor& a, const Tensor& b, const Shape& out) {
   const std::vector<double> av = a.to_double(), bv = b.to_double();
   const size_t r = out.size();
