@@ -18,6 +18,11 @@
 // for. Any schedulable plan containing all of S runs one kernel of S first, whose inputs
 // then come from outside S, i.e. from P: so the cut removes no schedulable plan, and it
 // removes the current one (no kernel of P is chosen, or S's kernels would not wait).
+//
+// Two things make CBC prove optimality in well under a second on most segments:
+// dominated candidates are left out (orchestrate/dominance.h), and the cover and edge
+// inequalities below (add_valid_inequalities) keep the linear relaxation from
+// decaying with depth.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -32,6 +37,7 @@
 
 #include "kora/error.h"
 #include "kora/orchestrate.h"
+#include "orchestrate/dominance.h"
 #include "orchestrate/stuck.h"
 
 namespace kora {
@@ -108,9 +114,10 @@ Outcome solve_once(const std::vector<double>& cost, int kernels, const std::vect
 //           computes p too or reads it, so p is written:  sum_{k owns p, r} x_k + y_p >= 1
 // (by induction from the required nodes: a chosen kernel's inputs are produced by chosen
 // kernels, which contain them).
+// `active` lists the candidates in the program, column k being candidate active[k].
 template <typename YColumn>
 void add_valid_inequalities(const KernelDag& dag, const std::vector<Candidate>& candidates,
-                            YColumn&& y, std::vector<Row>& rows) {
+                            const std::vector<int>& active, YColumn&& y, std::vector<Row>& rows) {
   const int n = dag.size();
   std::vector<char> needed(n, 0);
   for (int v = n - 1; v >= 0; --v) {
@@ -118,8 +125,8 @@ void add_valid_inequalities(const KernelDag& dag, const std::vector<Candidate>& 
     for (int s : dag.succ[v]) needed[v] |= needed[s];
   }
   std::vector<std::vector<int>> owners(n);
-  for (size_t k = 0; k < candidates.size(); ++k)
-    for (int v : candidates[k].members) owners[v].push_back(static_cast<int>(k));
+  for (size_t k = 0; k < active.size(); ++k)
+    for (int v : candidates[active[k]].members) owners[v].push_back(static_cast<int>(k));
   for (int p = 0; p < n; ++p) {
     if (!needed[p]) continue;
     if (owners[p].empty())
@@ -129,7 +136,8 @@ void add_valid_inequalities(const KernelDag& dag, const std::vector<Candidate>& 
       if (!needed[r]) continue;
       Row edge{{}, {}, 1.0, COIN_DBL_MAX};
       for (int k : owners[p])
-        if (std::binary_search(candidates[k].members.begin(), candidates[k].members.end(), r))
+        if (std::binary_search(candidates[active[k]].members.begin(),
+                               candidates[active[k]].members.end(), r))
           edge.index.push_back(k), edge.value.push_back(1.0);
       edge.index.push_back(y(p));
       edge.value.push_back(1.0);
@@ -154,16 +162,22 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
       throw Error("orchestration: candidate " + std::to_string(k) + " has cost " +
                   std::to_string(cost[k]) + " (costs must be finite and >= 0)");
 
-  std::vector<std::vector<int>> producers(dag.size());
+  // Only undominated candidates enter the program: column k is candidate active[k].
+  const std::vector<char> keep = undominated(dag, candidates, cost);
+  std::vector<int> active, column_of(candidates.size(), -1);
   for (size_t k = 0; k < candidates.size(); ++k)
-    for (int v : candidates[k].outputs) producers[v].push_back(static_cast<int>(k));
+    if (keep[k]) column_of[k] = static_cast<int>(active.size()), active.push_back(k);
+  std::vector<std::vector<int>> producers(dag.size());  // columns writing each node
+  for (size_t k = 0; k < active.size(); ++k)
+    for (int v : candidates[active[k]].outputs) producers[v].push_back(static_cast<int>(k));
 
   // Columns: x_k per candidate, then y_u per node some candidate reads or the model
   // requires ("u is written to memory"). x_k <= y_u per input u of k, y_u <= sum of u's
   // producers, y_v = 1 when v is required. Same LP bound as x_k <= sum producers(u)
   // directly, but CBC branches on the y far better: fixing one decides for every reader.
   std::vector<int> y_of(dag.size(), -1);
-  std::vector<double> column_cost = cost;
+  std::vector<double> column_cost;
+  for (int k : active) column_cost.push_back(cost[k]);
   auto y = [&](int u) {
     if (y_of[u] < 0) {
       y_of[u] = static_cast<int>(column_cost.size());
@@ -178,10 +192,10 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
       throw Error("orchestration: no candidate produces required node " + std::to_string(v));
     rows.push_back({{y(v)}, {1.0}, 1.0, COIN_DBL_MAX});
   }
-  for (size_t k = 0; k < candidates.size(); ++k)
-    for (int u : candidates[k].inputs)
+  for (size_t k = 0; k < active.size(); ++k)
+    for (int u : candidates[active[k]].inputs)
       rows.push_back({{static_cast<int>(k), y(u)}, {1.0, -1.0}, -COIN_DBL_MAX, 0.0});
-  add_valid_inequalities(dag, candidates, y, rows);
+  add_valid_inequalities(dag, candidates, active, y, rows);
   for (int u = 0; u < dag.size(); ++u) {
     if (y_of[u] < 0) continue;
     Row r{producers[u], std::vector<double>(producers[u].size(), -1.0), -COIN_DBL_MAX, 0.0};
@@ -193,8 +207,9 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
   Plan plan;
   while (true) {
     const double left = options.time_limit_seconds - elapsed();
-    Outcome out = solve_once(column_cost, static_cast<int>(cost.size()), rows, left);
+    Outcome out = solve_once(column_cost, static_cast<int>(active.size()), rows, left);
     ++plan.solves;
+    for (int& k : out.chosen) k = active[k];
     if (!out.found) {
       if (left <= 0.5 || elapsed() >= options.time_limit_seconds) {
         // Out of time without a plan: fall back to greedy, with the proven bound.
@@ -241,12 +256,13 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
     // each other, so no chosen kernel outside it produces what they wait for; cutting
     // the whole stuck set instead would also name kernels merely downstream of the
     // cycle, and CBC would answer with the same cycle and another downstream kernel.
+    for (int& k : stuck) k = column_of[k];  // from here on, columns
     const int m = static_cast<int>(stuck.size());
-    std::vector<int> pos(candidates.size(), -1);
+    std::vector<int> pos(active.size(), -1);
     for (int i = 0; i < m; ++i) pos[stuck[i]] = i;
     std::vector<std::vector<int>> waits(m);
     for (int i = 0; i < m; ++i)
-      for (int u : candidates[stuck[i]].inputs)
+      for (int u : candidates[active[stuck[i]]].inputs)
         if (!available[u])
           for (int j : producers[u])
             if (pos[j] >= 0) waits[i].push_back(pos[j]);
@@ -286,7 +302,7 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
       for (int i = 0; i < m; ++i)
         if (comp[i] == cc) in_set.insert(stuck[i]);
       for (int k : in_set)
-        for (int u : candidates[k].inputs)
+        for (int u : candidates[active[k]].inputs)
           if (!available[u])
             for (int j : producers[u])
               if (!in_set.count(j)) outside.insert(j);

@@ -62,7 +62,8 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
     Plan plan = options.strategy == "optimal"  ? solve_optimal(sub, candidates, cost, options.solve)
                 : options.strategy == "greedy" ? plan_greedy(sub, candidates, cost)
                                                : plan_unfused(sub, candidates, cost);
-    result.solve_seconds += seconds_since(start);
+    const double solve_seconds = seconds_since(start);
+    result.solve_seconds += solve_seconds;
     result.cycle_cuts += plan.cycle_cuts;
     result.total_cost_ms += plan.cost;
     if (options.strategy == "optimal") {
@@ -81,8 +82,11 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
     if (options.progress)
       std::cerr << "segment " << s + 1 << "/" << segments.size() << ": " << sub.size()
                 << " primitives, " << candidates.size() << " candidates, " << plan.kernels.size()
-                << " kernels, " << plan.cost << " ms" << (plan.gap > 0 ? " (gap)" : "")
-                << std::endl;
+                << " kernels, " << plan.cost << " ms";
+    if (options.progress && options.strategy == "optimal")
+      std::cerr << (plan.gap > 0 ? ", gap " + std::to_string(plan.gap) + " ms" : ", proven")
+                << ", solved in " << solve_seconds << " s";
+    if (options.progress) std::cerr << std::endl;
   }
   result.unique_signatures = static_cast<int64_t>(cost_of_signature.size());
   result.cost_model = costs.describe();
