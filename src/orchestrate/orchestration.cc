@@ -18,6 +18,24 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Everything a segment's problem depends on: the sub-DAG (kinds, edges, required nodes;
+// candidates follow from it deterministically) and the candidates' costs. Equal keys,
+// e.g. the same transformer layer cut the same way twelve times, are one problem.
+std::string problem_key(const KernelDag& sub, const std::vector<double>& cost) {
+  std::string key;
+  auto put = [&key](const void* data, size_t bytes) {
+    key.append(static_cast<const char*>(data), bytes);
+  };
+  for (int v = 0; v < sub.size(); ++v) {
+    const int head[3] = {static_cast<int>(sub.kind[v]), sub.required[v] ? 1 : 0,
+                         static_cast<int>(sub.succ[v].size())};
+    put(head, sizeof head);
+    put(sub.succ[v].data(), sub.succ[v].size() * sizeof(int));
+  }
+  put(cost.data(), cost.size() * sizeof(double));
+  return key;
+}
+
 }  // namespace
 
 OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
@@ -34,6 +52,7 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
   result.proven_optimal = options.strategy == "optimal";
 
   std::unordered_map<uint64_t, double> cost_of_signature;
+  std::unordered_map<std::string, Plan> solved;  // by problem_key
   for (size_t s = 0; s < segments.size(); ++s) {
     const Segment& seg = segments[s];
     const KernelDag sub = sub_dag(dag, seg.begin, seg.end);
@@ -59,12 +78,18 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
     result.cost_seconds += seconds_since(start);
 
     start = std::chrono::steady_clock::now();
-    Plan plan = options.strategy == "optimal"  ? solve_optimal(sub, candidates, cost, options.solve)
-                : options.strategy == "greedy" ? plan_greedy(sub, candidates, cost)
-                                               : plan_unfused(sub, candidates, cost);
+    const std::string key = problem_key(sub, cost);
+    auto known = solved.find(key);
+    const bool reused = known != solved.end();
+    if (reused) ++result.segments_reused;
+    Plan plan = reused                          ? known->second
+                : options.strategy == "optimal" ? solve_optimal(sub, candidates, cost, options.solve)
+                : options.strategy == "greedy"  ? plan_greedy(sub, candidates, cost)
+                                                : plan_unfused(sub, candidates, cost);
+    if (!reused) solved.emplace(key, plan);
     const double solve_seconds = seconds_since(start);
     result.solve_seconds += solve_seconds;
-    result.cycle_cuts += plan.cycle_cuts;
+    if (!reused) result.cycle_cuts += plan.cycle_cuts;
     result.total_cost_ms += plan.cost;
     if (options.strategy == "optimal") {
       result.gap_ms += plan.gap;
@@ -85,7 +110,8 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
                 << " kernels, " << plan.cost << " ms";
     if (options.progress && options.strategy == "optimal")
       std::cerr << (plan.gap > 0 ? ", gap " + std::to_string(plan.gap) + " ms" : ", proven")
-                << ", solved in " << solve_seconds << " s";
+                << (reused ? ", same problem as an earlier segment" : ", solved in " +
+                                                                          std::to_string(solve_seconds) + " s");
     if (options.progress) std::cerr << std::endl;
   }
   result.unique_signatures = static_cast<int64_t>(cost_of_signature.size());

@@ -55,7 +55,10 @@ std::string format_orchestration(const PrimGraph& graph, const OrchestrationResu
   for (const auto& [size, n] : by_size) os << "  " << size << ":" << n;
   os << "\n";
   os << "primitives   " << r.primitives << " in " << r.segments << " segment"
-     << (r.segments == 1 ? "" : "s") << "\n";
+     << (r.segments == 1 ? "" : "s");
+  if (r.segments_reused)
+    os << " (" << r.segments_reused << " the same problem as an earlier segment, solved once)";
+  os << "\n";
   os << "candidates   " << r.candidates << " (" << r.unique_signatures << " unique signatures"
      << (r.seeds_capped ? ", " + std::to_string(r.seeds_capped) + " seeds hit the bound" : "")
      << ")\n";
@@ -80,6 +83,7 @@ std::string orchestration_json(const PrimGraph& graph, const OrchestrationResult
   j["candidates"] = r.candidates;
   j["unique_signatures"] = r.unique_signatures;
   j["segments"] = r.segments;
+  j["segments_reused"] = r.segments_reused;
   j["seeds_capped"] = r.seeds_capped;
   j["cycle_cuts"] = r.cycle_cuts;
   nlohmann::json kernels = nlohmann::json::array();

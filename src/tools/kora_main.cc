@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
   orchestrate->add_option("--max-kernel-size", orch.candidates.max_size,
                           "most primitives in one candidate kernel (default 16)");
   orchestrate->add_option("--max-segment", orch.partition.max_size,
-                          "most primitives in one segment of the partition (default 36)");
+                          "most primitives in one segment of the partition (default 100)");
   orchestrate->add_flag("--json", orch_json, "print the result as JSON");
 
   CLI::App* operators =

@@ -227,6 +227,91 @@ class OrchestrateTest(unittest.TestCase):
         self.assertIn("proven (gap 0)", text)
 
 
+class OrchestrateScaleTest(unittest.TestCase):
+    """kora orchestrate on a MobileNetV2-like stack of 8 identical inverted-residual
+    blocks (about 130 primitives): proven optimal as one segment within the time limit
+    (the relaxation used to decay with depth, so a segment like this was not proven in a
+    minute), and, cut into small segments, identical blocks are solved once."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        rng = np.random.default_rng(1)
+        init, nodes, n = [], [], [0]
+
+        def weight(shape):
+            n[0] += 1
+            init.append(numpy_helper.from_array(
+                (0.1 * rng.standard_normal(shape)).astype(np.float32), f"w{n[0]}"))
+            return f"w{n[0]}"
+
+        def op(kind, inputs, **attrs):
+            n[0] += 1
+            nodes.append(helper.make_node(kind, inputs, [f"t{n[0]}"], name=f"{kind}{n[0]}",
+                                          **attrs))
+            return f"t{n[0]}"
+
+        def conv_bn(x, cin, cout, k, group=1, clip=True):
+            y = op("Conv", [x, weight((cout, cin // group, k, k))], pads=[k // 2] * 4,
+                   group=group)
+            y = op("BatchNormalization", [y, weight((cout,)), weight((cout,)), weight((cout,)),
+                                          init_var(cout)])
+            return op("Clip", [y, lo, hi]) if clip else y
+
+        def init_var(c):
+            n[0] += 1
+            init.append(numpy_helper.from_array(
+                rng.uniform(0.5, 1.5, c).astype(np.float32), f"v{n[0]}"))
+            return f"v{n[0]}"
+
+        lo, hi = "lo", "hi"
+        init += [numpy_helper.from_array(np.array(0, np.float32), lo),
+                 numpy_helper.from_array(np.array(6, np.float32), hi)]
+        x = "x"
+        for _ in range(8):
+            y = conv_bn(x, 16, 64, 1)
+            y = conv_bn(y, 64, 64, 3, group=64)
+            y = conv_bn(y, 64, 16, 1, clip=False)
+            x = op("Add", [x, y])
+        nodes[-1].output[0] = "y"
+        graph = helper.make_graph(
+            nodes, "stack", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 28, 28])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], init)
+        cls.model = save(graph, os.path.join(cls.tmp.name, "stack.onnx"))
+
+    def run_json(self, *extra):
+        r = kora("orchestrate", self.model, "--json", *extra)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def check_plan(self, result):
+        covered = {p for k in result["kernels"] for p in k["primitives"]}
+        self.assertEqual(len(covered), result["primitives"])
+        self.assertIn("y", {t for k in result["kernels"] for t in k["outputs"]})
+        self.assertAlmostEqual(sum(k["cost_ms"] for k in result["kernels"]),
+                               result["total_cost_ms"])
+
+    def test_one_segment_proven(self):
+        whole = self.run_json("--max-segment", "1000", "--time-limit", "30")
+        self.assertEqual(whole["segments"], 1)
+        self.assertGreater(whole["primitives"], 100)
+        self.assertTrue(whole["proven_optimal"], whole["gap"])
+        self.assertEqual(whole["gap"], 0)
+        self.check_plan(whole)
+        greedy = self.run_json("--strategy", "greedy")
+        self.assertLessEqual(whole["total_cost_ms"], greedy["total_cost_ms"] + 1e-12)
+
+    def test_identical_segments_solved_once(self):
+        parts = self.run_json("--max-segment", "16")
+        self.assertGreater(parts["segments"], 4)
+        self.assertGreater(parts["segments_reused"], 0)
+        self.assertTrue(parts["proven_optimal"])
+        self.check_plan(parts)
+        # Cutting can only lose fusions: never below the one-segment optimum.
+        whole = self.run_json("--max-segment", "1000")
+        self.assertGreaterEqual(parts["total_cost_ms"], whole["total_cost_ms"] - 1e-9)
+
+
 if __name__ == "__main__":
     KORA = os.path.abspath(sys.argv.pop(1))
     unittest.main(verbosity=1)

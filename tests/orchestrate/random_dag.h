@@ -153,4 +153,24 @@ inline std::vector<double> random_costs(std::mt19937& rng, const TestDag& t,
   return cost;
 }
 
+// Integer costs shaped like the roofline model's: a launch overhead, plus per value a
+// kernel reads from outside or writes, that value's size (1..20, fixed per node), plus a
+// small compute term per member. Structure decides the cost, so many candidates are
+// dominated (another writes all they write, reads no more and costs no more).
+inline std::vector<double> io_costs(std::mt19937& rng, const kora::KernelDag& dag,
+                                    const std::vector<kora::Candidate>& candidates) {
+  std::vector<int> size(dag.size()), work(dag.size());
+  for (int& s : size) s = uniform_int(rng, 1, 20);
+  for (int& w : work) w = uniform_int(rng, 0, 3);
+  std::vector<double> cost;
+  for (const kora::Candidate& c : candidates) {
+    int total = 10;
+    for (int u : c.inputs) total += size[u];
+    for (int v : c.outputs) total += size[v];
+    for (int v : c.members) total += work[v];
+    cost.push_back(total);
+  }
+  return cost;
+}
+
 }  // namespace kora_test

@@ -24,6 +24,7 @@
 #include "kora/error.h"
 #include "kora/kernel_dag.h"
 #include "kora/orchestrate.h"
+#include "orchestrate/dominance.h"
 #include "orchestrate/random_dag.h"
 
 namespace {
@@ -58,9 +59,9 @@ class ExactSearch {
       for (int v : c[k].outputs) producers_[v].push_back(static_cast<int>(k));
     for (std::vector<int>& p : producers_)
       std::stable_sort(p.begin(), p.end(), [&](int a, int b) { return cost[a] < cost[b]; });
-    // Every node alone is a plan; start just above its cost.
+    // Any plan is a subset of the candidates: start just above their total cost.
     best_ = 1;
-    for (size_t k = 0; k < c.size(); ++k) best_ += c[k].members.size() == 1 ? cost[k] : 0;
+    for (double k_cost : cost) best_ += k_cost;
   }
 
   double solve() {
@@ -435,3 +436,53 @@ TEST(OrchestrationSolver, BaselinesAndOptimalOnAChainWithEveryNodeRequired) {
 }
 
 }  // namespace
+
+// Dominance pruning (orchestrate/dominance.h) against its definition: with roofline-
+// shaped costs, every dropped candidate has a kept one writing all it writes, reading
+// nothing more and costing no more; no kept candidate dominates another kept one; and the
+// exact optimum over the kept candidates equals the optimum over all of them (and
+// solve_optimal's).
+TEST(OrchestrationSolver, DominatedCandidatesLeaveTheOptimumUnchanged) {
+  std::mt19937 rng(777);
+  auto subset = [](const std::vector<int>& a, const std::vector<int>& b) {
+    return std::includes(b.begin(), b.end(), a.begin(), a.end());  // a within b (sorted)
+  };
+  int dropped = 0, total = 0;
+  for (int i = 0; i < 150; ++i) {
+    const kora_test::TestDag t = kora_test::random_dag(rng, 2 + i % 13);
+    kora::CandidateOptions options;
+    options.max_size = 2 + i % 6;
+    const std::vector<Candidate> c = kora::enumerate_candidates(t.dag, options);
+    const std::vector<double> cost = kora_test::io_costs(rng, t.dag, c);
+    const std::vector<char> keep = kora::undominated(t.dag, c, cost);
+    const std::string where = "dag " + std::to_string(i) + " " + describe(t.dag);
+    auto dominates = [&](size_t j, size_t k) {
+      return cost[j] <= cost[k] && subset(c[k].outputs, c[j].outputs) &&
+             subset(c[j].inputs, c[k].inputs);
+    };
+    std::vector<Candidate> kept;
+    std::vector<double> kept_cost;
+    for (size_t k = 0; k < c.size(); ++k) {
+      ++total;
+      if (keep[k]) {
+        kept.push_back(c[k]);
+        kept_cost.push_back(cost[k]);
+        for (size_t j = 0; j < c.size(); ++j)
+          EXPECT_FALSE(j != k && keep[j] && !c[k].outputs.empty() && dominates(j, k))
+              << where << ": kept " << j << " dominates kept " << k;
+        continue;
+      }
+      ++dropped;
+      bool witness = false;
+      for (size_t j = 0; j < c.size() && !witness; ++j)
+        witness = j != k && keep[j] && dominates(j, k);
+      EXPECT_TRUE(witness) << where << ": candidate " << k << " dropped without a kept dominator";
+    }
+    const double all = ExactSearch(t.dag, c, cost, true).solve();
+    EXPECT_NEAR(ExactSearch(t.dag, kept, kept_cost, true).solve(), all, kTolerance) << where;
+    EXPECT_NEAR(kora::solve_optimal(t.dag, c, cost).cost, all, kTolerance) << where;
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(dropped, total / 10) << "dominance hardly ever applied: " << dropped << " of " << total;
+  std::printf("[ info     ] %d of %d candidates dominated\n", dropped, total);
+}

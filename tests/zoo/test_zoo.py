@@ -1,11 +1,13 @@
 """The model zoo end to end: for each model in models/zoo/ (written by `make zoo`), run
 `kora interpret` (import -> fission -> reference interpreter) and onnxruntime (graph
 optimisations off) on the same random input, and require a relative L2 error below 1e-4
-for every output.
+for every output. Then `kora orchestrate` (roofline costs): the optimal plan must be proven
+optimal within ORCHESTRATE_SECONDS and cost no more than the greedy plan.
 
 usage: python tests/zoo/test_zoo.py KORA ZOO_DIR [NAME ...] [--write-doc docs/conformance.md]
 """
 import datetime
+import json
 import os
 import platform
 import re
@@ -19,6 +21,7 @@ import onnx
 import onnxruntime as ort
 
 TOLERANCE = 1e-4
+ORCHESTRATE_SECONDS = 60  # issue 4: enumeration and solve within a minute on 2 cores
 NP_DTYPES = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.INT64: np.int64,
              onnx.TensorProto.INT32: np.int32, onnx.TensorProto.BOOL: np.bool_}
 
@@ -117,6 +120,26 @@ def check(kora, path, rows):
         return ok
 
 
+def check_orchestrate(kora, path):
+    name = os.path.basename(path)[:-len(".onnx")]
+    start = time.time()
+    run = subprocess.run([kora, "orchestrate", path, "--json"], capture_output=True, text=True)
+    seconds = time.time() - start
+    greedy = subprocess.run([kora, "orchestrate", path, "--json", "--strategy", "greedy"],
+                            capture_output=True, text=True)
+    if run.returncode != 0 or greedy.returncode != 0:
+        print(f"FAIL {name}: kora orchestrate failed: {(run.stderr + greedy.stderr).strip()}")
+        return False
+    opt, greedy = json.loads(run.stdout), json.loads(greedy.stdout)
+    ok = opt["proven_optimal"] and seconds < ORCHESTRATE_SECONDS and \
+        opt["total_cost_ms"] <= greedy["total_cost_ms"] + 1e-9
+    print(f"{'ok  ' if ok else 'FAIL'} {name:16s} orchestrate: {opt['total_cost_ms']:.3f} ms "
+          f"({'proven' if opt['proven_optimal'] else 'gap %.3f ms' % opt['gap']}), greedy "
+          f"{greedy['total_cost_ms']:.3f} ms, {opt['segments']} segments, {seconds:.1f} s",
+          flush=True)
+    return ok
+
+
 def main():
     if len(sys.argv) < 3:
         raise SystemExit(__doc__)
@@ -134,10 +157,12 @@ def main():
         raise SystemExit(f"no models in {zoo}: run `make zoo` first")
     rows = []
     failed = [p for p in paths if not check(kora, p, rows)]
+    failed += [p for p in paths if not check_orchestrate(kora, p)]
     if doc:
         write_doc(doc, rows)
-    print(f"{len(paths) - len(failed)} of {len(paths)} models in {zoo} match onnxruntime "
-          f"(relative L2 < {TOLERANCE:g})")
+    print(f"{len(set(paths) - set(failed))} of {len(paths)} models in {zoo} match onnxruntime "
+          f"(relative L2 < {TOLERANCE:g}) and are orchestrated optimally within "
+          f"{ORCHESTRATE_SECONDS} s")
     sys.exit(1 if failed else 0)
 
 
