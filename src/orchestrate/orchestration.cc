@@ -81,11 +81,17 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
     const std::string key = problem_key(sub, cost);
     auto known = solved.find(key);
     const bool reused = known != solved.end();
-    if (reused) ++result.segments_reused;
-    Plan plan = reused                          ? known->second
-                : options.strategy == "optimal" ? solve_optimal(sub, candidates, cost, options.solve)
-                : options.strategy == "greedy"  ? plan_greedy(sub, candidates, cost)
-                                                : plan_unfused(sub, candidates, cost);
+    Plan plan;
+    if (reused) {
+      plan = known->second;
+      ++result.segments_reused;
+    } else if (options.strategy == "optimal") {
+      plan = solve_optimal(sub, candidates, cost, options.solve);
+    } else if (options.strategy == "greedy") {
+      plan = plan_greedy(sub, candidates, cost);
+    } else {
+      plan = plan_unfused(sub, candidates, cost);
+    }
     if (!reused) solved.emplace(key, plan);
     const double solve_seconds = seconds_since(start);
     result.solve_seconds += solve_seconds;
@@ -110,8 +116,8 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
                 << " kernels, " << plan.cost << " ms";
     if (options.progress && options.strategy == "optimal")
       std::cerr << (plan.gap > 0 ? ", gap " + std::to_string(plan.gap) + " ms" : ", proven")
-                << (reused ? ", same problem as an earlier segment" : ", solved in " +
-                                                                          std::to_string(solve_seconds) + " s");
+                << (reused ? ", same problem as an earlier segment"
+                           : ", solved in " + std::to_string(solve_seconds) + " s");
     if (options.progress) std::cerr << std::endl;
   }
   result.unique_signatures = static_cast<int64_t>(cost_of_signature.size());
