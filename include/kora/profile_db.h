@@ -1,0 +1,69 @@
+// The profile database (DESIGN.md, "The profile database"): one SQLite file of kernel
+// measurements. Key: device fingerprint + canonical kernel signature + schedule. Value:
+// median latency, spread, sample count, date, and whether the kernel failed (a kernel
+// that did not compile or gave a wrong result is recorded as failed, so it is neither
+// measured again nor used). WAL journal: a process killed mid-write leaves the file
+// consistent, with whole transactions only; several processes may share it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+
+namespace kora {
+
+struct ProfileRecord {
+  std::string device;      // device fingerprint (cpu_fingerprint())
+  uint64_t signature = 0;  // canonical_signature() of the kernel
+  std::string schedule;    // the schedule's parameters, e.g. "tile=64x64;vec=8;par=0"
+  double median_ms = 0;
+  double spread_ms = 0;  // interquartile range of the samples
+  int64_t samples = 0;
+  bool failed = false;
+  std::string error;        // why, when failed
+  std::string measured_at;  // UTC, ISO 8601; filled by put() when empty
+};
+
+class ProfileDb {
+ public:
+  // Opens (creating the file and its directory when missing) the database at `path`.
+  // Throws kora::Error naming the path when it cannot be opened or is not a kora
+  // profile database.
+  explicit ProfileDb(const std::string& path);
+  ~ProfileDb();
+  ProfileDb(const ProfileDb&) = delete;
+  ProfileDb& operator=(const ProfileDb&) = delete;
+
+  // Insert or replace records (by key), all in one transaction.
+  void put(const std::vector<ProfileRecord>& records);
+  void put(const ProfileRecord& record) { put(std::vector<ProfileRecord>{record}); }
+
+  // Every schedule measured for the kernel on the device, fastest first, failed last.
+  std::vector<ProfileRecord> records(const std::string& device, uint64_t signature) const;
+  // The fastest schedule that did not fail, if any.
+  std::optional<ProfileRecord> best(const std::string& device, uint64_t signature) const;
+  // True when the kernel has any record on the device (measured or failed).
+  bool known(const std::string& device, uint64_t signature) const;
+  // Records on `device` (all devices when empty).
+  int64_t count(const std::string& device = "") const;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+// $KORA_PROFILE_DB if set, else $XDG_CACHE_HOME/kora/profiles.db, else
+// $HOME/.cache/kora/profiles.db.
+std::string default_profile_db_path();
+
+// The CPU device fingerprint: CPU model, logical cores, thread count, compiler and
+// oneDNN versions, e.g. "cpu|AMD EPYC 7B13|cores=2|threads=2|g++ 12.2.0|onednn 3.0.0".
+// `compiler` and `library` are passed in by the backend that knows them.
+std::string cpu_fingerprint(int threads, const std::string& compiler, const std::string& library);
+
+}  // namespace kora

@@ -1,0 +1,212 @@
+// The profile database (include/kora/profile_db.h) on SQLite: a table of measurements
+// keyed by (device, signature, schedule) and a meta table holding the schema version.
+// Signatures are stored as 16 hex digits (SQLite integers are signed).
+#include "kora/profile_db.h"
+
+#include <sqlite3.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+
+#include "kora/error.h"
+
+namespace kora {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+std::string hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// A prepared statement, finalized on scope exit; errors name the database file.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& path, const char* sql) : db_(db), path_(path) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) fail();
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  void bind(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.c_str(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
+  void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  // True while rows come; throws on error.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) fail();
+    return false;
+  }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  std::string text(int i) const {
+    const unsigned char* s = sqlite3_column_text(stmt_, i);
+    return s ? reinterpret_cast<const char*>(s) : "";
+  }
+  double real(int i) const { return sqlite3_column_double(stmt_, i); }
+  int64_t integer(int i) const { return sqlite3_column_int64(stmt_, i); }
+
+ private:
+  [[noreturn]] void fail() const {
+    throw Error("profile database '" + path_ + "': " + sqlite3_errmsg(db_));
+  }
+  sqlite3* db_;
+  const std::string& path_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+void exec(sqlite3* db, const std::string& path, const char* sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+    const std::string what = message ? message : sqlite3_errmsg(db);
+    sqlite3_free(message);
+    throw Error("profile database '" + path + "': " + what);
+  }
+}
+
+constexpr const char* kColumns =
+    "device, signature, schedule, median_ms, spread_ms, samples, failed, error, measured_at";
+
+ProfileRecord read_record(const Statement& s) {
+  ProfileRecord r;
+  r.device = s.text(0);
+  r.signature = std::strtoull(s.text(1).c_str(), nullptr, 16);
+  r.schedule = s.text(2);
+  r.median_ms = s.real(3);
+  r.spread_ms = s.real(4);
+  r.samples = s.integer(5);
+  r.failed = s.integer(6) != 0;
+  r.error = s.text(7);
+  r.measured_at = s.text(8);
+  return r;
+}
+
+}  // namespace
+
+ProfileDb::ProfileDb(const std::string& path) : path_(path) {
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    const std::string what = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw Error("profile database '" + path + "': cannot open: " + what);
+  }
+  try {
+    sqlite3_busy_timeout(db_, 10000);  // other processes writing: wait, do not fail
+    // WAL: readers never block the writer, and a killed writer leaves only whole
+    // transactions. synchronous=NORMAL is durable against a killed process (not
+    // against power loss, which would lose at most the last transactions).
+    exec(db_, path_, "PRAGMA journal_mode=WAL");
+    exec(db_, path_, "PRAGMA synchronous=NORMAL");
+    exec(db_, path_,
+         "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+         "CREATE TABLE IF NOT EXISTS profiles ("
+         " device TEXT NOT NULL, signature TEXT NOT NULL, schedule TEXT NOT NULL,"
+         " median_ms REAL NOT NULL, spread_ms REAL NOT NULL, samples INTEGER NOT NULL,"
+         " failed INTEGER NOT NULL, error TEXT NOT NULL, measured_at TEXT NOT NULL,"
+         " PRIMARY KEY (device, signature, schedule));"
+         "INSERT OR IGNORE INTO meta VALUES ('schema', '1');");
+    Statement version(db_, path_, "SELECT value FROM meta WHERE key = 'schema'");
+    if (!version.step() || std::atoi(version.text(0).c_str()) != kSchemaVersion)
+      throw Error("profile database '" + path_ + "': schema version " +
+                  (version.text(0).empty() ? "missing" : version.text(0)) + ", this kora reads " +
+                  std::to_string(kSchemaVersion));
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+ProfileDb::~ProfileDb() { sqlite3_close(db_); }
+
+void ProfileDb::put(const std::vector<ProfileRecord>& records) {
+  exec(db_, path_, "BEGIN IMMEDIATE");
+  try {
+    Statement insert(db_, path_,
+                     "INSERT OR REPLACE INTO profiles VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    const std::string now = now_utc();
+    for (const ProfileRecord& r : records) {
+      insert.bind(1, r.device);
+      insert.bind(2, hex(r.signature));
+      insert.bind(3, r.schedule);
+      insert.bind(4, r.median_ms);
+      insert.bind(5, r.spread_ms);
+      insert.bind(6, r.samples);
+      insert.bind(7, static_cast<int64_t>(r.failed ? 1 : 0));
+      insert.bind(8, r.error);
+      insert.bind(9, r.measured_at.empty() ? now : r.measured_at);
+      insert.step();
+      insert.reset();
+    }
+    exec(db_, path_, "COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+std::vector<ProfileRecord> ProfileDb::records(const std::string& device, uint64_t signature) const {
+  const std::string sql = std::string("SELECT ") + kColumns +
+                          " FROM profiles WHERE device = ? AND signature = ?"
+                          " ORDER BY failed, median_ms, schedule";
+  Statement select(db_, path_, sql.c_str());
+  select.bind(1, device);
+  select.bind(2, hex(signature));
+  std::vector<ProfileRecord> out;
+  while (select.step()) out.push_back(read_record(select));
+  return out;
+}
+
+std::optional<ProfileRecord> ProfileDb::best(const std::string& device, uint64_t signature) const {
+  std::vector<ProfileRecord> all = records(device, signature);
+  if (all.empty() || all.front().failed) return std::nullopt;
+  return all.front();
+}
+
+bool ProfileDb::known(const std::string& device, uint64_t signature) const {
+  Statement select(db_, path_, "SELECT 1 FROM profiles WHERE device = ? AND signature = ? LIMIT 1");
+  select.bind(1, device);
+  select.bind(2, hex(signature));
+  return select.step();
+}
+
+int64_t ProfileDb::count(const std::string& device) const {
+  Statement select(db_, path_,
+                   device.empty() ? "SELECT COUNT(*) FROM profiles"
+                                  : "SELECT COUNT(*) FROM profiles WHERE device = ?");
+  if (!device.empty()) select.bind(1, device);
+  select.step();
+  return select.integer(0);
+}
+
+std::string default_profile_db_path() {
+  if (const char* p = std::getenv("KORA_PROFILE_DB"); p && *p) return p;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::string(x) + "/kora/profiles.db";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.cache/kora/profiles.db";
+}
+
+}  // namespace kora

@@ -1,0 +1,209 @@
+// The profile database (include/kora/profile_db.h): records round-trip through the file
+// and a reopen; best() is the fastest schedule that did not fail; put() replaces by key;
+// a process killed while writing leaves an intact file holding whole transactions only;
+// a file that is not a database, or has another schema version, is refused with an
+// error naming it; the default path follows KORA_PROFILE_DB / XDG_CACHE_HOME / HOME.
+#include "kora/profile_db.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "kora/error.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using kora::ProfileDb;
+using kora::ProfileRecord;
+
+class ProfileDbTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ =
+        fs::temp_directory_path() / ("kora_profile_" + std::to_string(::getpid()) + "_" +
+                                     testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string db_path() const { return (dir_ / "sub" / "profiles.db").string(); }
+
+  fs::path dir_;
+};
+
+ProfileRecord record(const std::string& device, uint64_t signature, const std::string& schedule,
+                     double median) {
+  ProfileRecord r;
+  r.device = device;
+  r.signature = signature;
+  r.schedule = schedule;
+  r.median_ms = median;
+  r.spread_ms = median / 10;
+  r.samples = 25;
+  return r;
+}
+
+TEST_F(ProfileDbTest, RoundTripBestAndReopen) {
+  const uint64_t big = 0xfedcba9876543210ull;  // above 2^63: must survive storage
+  {
+    ProfileDb db(db_path());  // creates the missing directory
+    EXPECT_EQ(db.count(), 0);
+    EXPECT_FALSE(db.known("cpu|a", big));
+    EXPECT_FALSE(db.best("cpu|a", big).has_value());
+    ProfileRecord failed = record("cpu|a", big, "tile=8", 0.001);
+    failed.failed = true;
+    failed.error = "wrong result: rel L2 3e-2";
+    db.put({record("cpu|a", big, "tile=64", 0.5), record("cpu|a", big, "tile=32", 0.25), failed,
+            record("cpu|b", big, "tile=64", 0.1), record("cpu|a", 7, "lib=onednn", 2.0)});
+    EXPECT_EQ(db.count(), 5);
+    EXPECT_EQ(db.count("cpu|a"), 4);
+  }
+  ProfileDb db(db_path());
+  EXPECT_EQ(db.count(), 5);
+  EXPECT_TRUE(db.known("cpu|a", big));
+  const auto best = db.best("cpu|a", big);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->schedule, "tile=32");  // the failed one is faster but never chosen
+  EXPECT_DOUBLE_EQ(best->median_ms, 0.25);
+  EXPECT_DOUBLE_EQ(best->spread_ms, 0.025);
+  EXPECT_EQ(best->samples, 25);
+  EXPECT_EQ(best->signature, big);
+  EXPECT_EQ(best->measured_at.size(), 20u) << best->measured_at;  // 2026-11-23T10:00:00Z
+  const auto all = db.records("cpu|a", big);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[1].schedule, "tile=64");
+  EXPECT_TRUE(all[2].failed);
+  EXPECT_EQ(all[2].error, "wrong result: rel L2 3e-2");
+  EXPECT_DOUBLE_EQ(db.best("cpu|b", big)->median_ms, 0.1);  // devices are separate
+
+  // Same key: replaced, not added.
+  db.put(record("cpu|a", big, "tile=32", 0.2));
+  EXPECT_EQ(db.count(), 5);
+  EXPECT_DOUBLE_EQ(db.best("cpu|a", big)->median_ms, 0.2);
+  // Only failures: known, but no best.
+  ProfileRecord only_failed = record("cpu|a", 9, "tile=8", 1.0);
+  only_failed.failed = true;
+  db.put(only_failed);
+  EXPECT_TRUE(db.known("cpu|a", 9));
+  EXPECT_FALSE(db.best("cpu|a", 9).has_value());
+}
+
+TEST_F(ProfileDbTest, KilledWriterLeavesWholeTransactions) {
+  constexpr int kBatch = 500;
+  { ProfileDb db(db_path()); }
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Write batches forever; the parent kills this process mid-transaction.
+    try {
+      ProfileDb db(db_path());
+      for (uint64_t batch = 0;; ++batch) {
+        std::vector<ProfileRecord> records;
+        for (int i = 0; i < kBatch; ++i)
+          records.push_back(record("cpu|kill", batch * kBatch + i, "s", 1.0 + i));
+        db.put(records);
+      }
+    } catch (...) {
+    }
+    ::_exit(3);
+  }
+  // Wait until some batches are in, then kill during the next ones.
+  {
+    ProfileDb reader(db_path());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (reader.count() < 3 * kBatch && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(37));
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the writer stopped by itself, status " << status;
+
+  ProfileDb db(db_path());
+  const int64_t n = db.count("cpu|kill");
+  EXPECT_GE(n, 3 * kBatch);
+  EXPECT_EQ(n % kBatch, 0) << "a partial transaction is visible";
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path().c_str(), &raw), SQLITE_OK);
+  sqlite3_stmt* check = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(raw, "PRAGMA integrity_check", -1, &check, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(check), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(check, 0)), "ok");
+  sqlite3_finalize(check);
+  sqlite3_close(raw);
+  // And it still takes writes.
+  db.put(record("cpu|kill", 1ull << 62, "s", 1.0));
+  EXPECT_EQ(db.count("cpu|kill"), n + 1);
+}
+
+TEST_F(ProfileDbTest, RefusesFilesThatAreNotProfileDatabases) {
+  fs::create_directories(dir_);
+  const std::string junk = (dir_ / "junk.db").string();
+  std::ofstream(junk) << "this is not an SQLite file, but long enough to look like one......"
+                         "................................................................";
+  try {
+    ProfileDb db(junk);
+    FAIL() << "opened a text file";
+  } catch (const kora::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("junk.db"), std::string::npos) << e.what();
+  }
+  const std::string other = (dir_ / "other.db").string();
+  { ProfileDb db(other); }
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(other.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "UPDATE meta SET value = '99' WHERE key = 'schema'", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  try {
+    ProfileDb db(other);
+    FAIL() << "opened a database of another schema version";
+  } catch (const kora::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("schema version 99"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ProfileDb("/proc/kora/cannot/profiles.db"), kora::Error);
+}
+
+TEST(ProfileDbPath, DefaultFollowsEnvironment) {
+  auto with_env = [](const char* name, const char* value) {
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
+  };
+  const char* saved[3] = {std::getenv("KORA_PROFILE_DB"), std::getenv("XDG_CACHE_HOME"),
+                          std::getenv("HOME")};
+  const std::string keep[3] = {saved[0] ? saved[0] : "", saved[1] ? saved[1] : "",
+                               saved[2] ? saved[2] : ""};
+  with_env("KORA_PROFILE_DB", "/x/p.db");
+  EXPECT_EQ(kora::default_profile_db_path(), "/x/p.db");
+  with_env("KORA_PROFILE_DB", nullptr);
+  with_env("XDG_CACHE_HOME", "/cache");
+  EXPECT_EQ(kora::default_profile_db_path(), "/cache/kora/profiles.db");
+  with_env("XDG_CACHE_HOME", nullptr);
+  with_env("HOME", "/home/u");
+  EXPECT_EQ(kora::default_profile_db_path(), "/home/u/.cache/kora/profiles.db");
+  with_env("KORA_PROFILE_DB", saved[0] ? keep[0].c_str() : nullptr);
+  with_env("XDG_CACHE_HOME", saved[1] ? keep[1].c_str() : nullptr);
+  with_env("HOME", saved[2] ? keep[2].c_str() : nullptr);
+}
+
+TEST(ProfileDbPath, CpuFingerprintNamesTheMachineAndTools) {
+  const std::string f = kora::cpu_fingerprint(2, "g++ 12.2.0", "onednn 3.0");
+  EXPECT_EQ(f.rfind("cpu|", 0), 0u) << f;
+  EXPECT_NE(f.find("|threads=2|g++ 12.2.0|onednn 3.0"), std::string::npos) << f;
+  EXPECT_EQ(f.find("unknown cpu"), std::string::npos) << f;  // /proc/cpuinfo was read
+  EXPECT_NE(f, kora::cpu_fingerprint(1, "g++ 12.2.0", "onednn 3.0"));
+}
+
+}  // namespace
