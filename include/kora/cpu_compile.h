@@ -1,0 +1,54 @@
+// Compiling generated kernels on the CPU: C++ source in, a loaded shared library out.
+// Libraries are cached by content hash (compiler version + flags + source) in a directory
+// under the user's cache, so nothing compiles twice, across runs too. A library is built
+// under a temporary name and renamed into place, so concurrent kora processes and a
+// killed compile never leave a broken library in the cache.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kora {
+
+struct CompileOptions {
+  std::string compiler = "g++";
+  std::vector<std::string> flags = {"-O3", "-march=native", "-fPIC", "-shared", "-std=c++17"};
+  std::string cache_dir;  // empty: default_kernel_cache_dir()
+};
+
+// A dlopen()ed library, closed when the last reference goes.
+class SharedLibrary {
+ public:
+  explicit SharedLibrary(const std::string& path);  // throws kora::Error naming the path
+  ~SharedLibrary();
+  SharedLibrary(const SharedLibrary&) = delete;
+  SharedLibrary& operator=(const SharedLibrary&) = delete;
+  // The symbol's address; throws kora::Error when the library does not define it.
+  void* symbol(const std::string& name) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  void* handle_ = nullptr;
+};
+
+struct CompileResult {
+  std::shared_ptr<SharedLibrary> library;
+  bool cached = false;  // found in the cache: no compiler ran
+  double seconds = 0;   // compile time (0 when cached)
+  std::string key;      // the content hash, 16 hex digits
+};
+
+// Compiles `source` (or takes it from the cache) and loads it. A compile error throws
+// kora::Error with the compiler's first diagnostic lines and the path of the kept source.
+CompileResult compile_shared(const std::string& source, const CompileOptions& options = {});
+
+// "g++ 12.2.0": the compiler's name and version (from --version), for fingerprints and
+// cache keys; throws kora::Error when the compiler cannot be run.
+std::string compiler_version(const std::string& compiler);
+
+// $KORA_KERNEL_CACHE, else the profile database's cache directory + "/kernels".
+std::string default_kernel_cache_dir();
+
+}  // namespace kora

@@ -1,0 +1,27 @@
+// Measuring a kernel's latency: a callable in, its median time per call out. Warm-up
+// calls first, then samples until the median is stable (or a cap on samples or time).
+// The callable gets the sample index, so a caller can rotate among several input
+// buffers where one would sit in cache unrealistically.
+#pragma once
+
+#include <functional>
+
+namespace kora {
+
+struct MeasureOptions {
+  int warmup = 3;
+  int min_samples = 10;
+  int max_samples = 200;
+  double max_seconds = 2.0;     // stop sampling after this long (after min_samples)
+  double stable_within = 0.01;  // stop when 5 more samples move the median less than this
+};
+
+struct Measurement {
+  double median_ms = 0;
+  double spread_ms = 0;  // interquartile range
+  int samples = 0;
+};
+
+Measurement measure(const std::function<void(int)>& run, const MeasureOptions& options = {});
+
+}  // namespace kora

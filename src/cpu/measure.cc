@@ -1,0 +1,49 @@
+// Latency measurement (include/kora/measure.h): each sample times one call with the
+// steady clock; every 5 samples past the minimum, the median is compared with the one
+// 5 samples earlier and sampling stops once it moved by less than `stable_within`.
+#include "kora/measure.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "kora/error.h"
+
+namespace kora {
+namespace {
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+}  // namespace
+
+Measurement measure(const std::function<void(int)>& run, const MeasureOptions& options) {
+  if (options.min_samples < 1 || options.max_samples < options.min_samples)
+    throw Error("measure: need 1 <= min_samples <= max_samples");
+  using clock = std::chrono::steady_clock;
+  int index = 0;
+  for (int i = 0; i < options.warmup; ++i) run(index++);
+  std::vector<double> ms;
+  const auto start = clock::now();
+  double previous = -1;
+  while (static_cast<int>(ms.size()) < options.max_samples) {
+    const auto t0 = clock::now();
+    run(index++);
+    ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+    const int n = static_cast<int>(ms.size());
+    if (n < options.min_samples || (n - options.min_samples) % 5 != 0) continue;
+    const double median = quantile(ms, 0.5);
+    if (previous >= 0 && std::abs(median - previous) <= options.stable_within * previous) break;
+    if (std::chrono::duration<double>(clock::now() - start).count() > options.max_seconds) break;
+    previous = median;
+  }
+  return {quantile(ms, 0.5), quantile(ms, 0.75) - quantile(ms, 0.25), static_cast<int>(ms.size())};
+}
+
+}  // namespace kora
