@@ -19,8 +19,9 @@ struct OrchestrationOptions {
   std::string strategy = "optimal";  // optimal | greedy | unfused
   CandidateOptions candidates;
   PartitionOptions partition;
-  SolveOptions solve;     // time limit per segment
-  bool progress = false;  // one line per segment on stderr
+  SolveOptions solve;          // time limit per segment
+  bool progress = false;       // one line per segment on stderr
+  bool progress_line = false;  // one line on stderr, rewritten per segment (terminals)
 };
 
 struct ChosenKernel {

@@ -56,6 +56,9 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
   for (size_t s = 0; s < segments.size(); ++s) {
     const Segment& seg = segments[s];
     const KernelDag sub = sub_dag(dag, seg.begin, seg.end);
+    if (options.progress_line)
+      std::cerr << "\rkora orchestrate: segment " << s + 1 << "/" << segments.size() << " ("
+                << options.strategy << ")" << std::flush;
 
     auto start = std::chrono::steady_clock::now();
     CandidateStats stats;
@@ -120,6 +123,7 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
                            : ", solved in " + std::to_string(solve_seconds) + " s");
     if (options.progress) std::cerr << std::endl;
   }
+  if (options.progress_line) std::cerr << "\r\033[K" << std::flush;  // clear the line
   result.unique_signatures = static_cast<int64_t>(cost_of_signature.size());
   result.cost_model = costs.describe();
   return result;

@@ -1,5 +1,7 @@
 // The `kora` command-line program. In: a subcommand and its options. Out: the stage's
 // result on stdout; any kora::Error as one line on stderr with exit status 1.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
@@ -189,6 +191,7 @@ int main(int argc, char** argv) {
       orch.strategy = orch_strategy;
       orch.partition.min_size = std::min(orch.partition.min_size, orch.partition.max_size);
       orch.progress = verbose;
+      orch.progress_line = !verbose && ::isatty(2);  // a terminal: one updating line
       const kora::OrchestrationResult result = kora::orchestrate(g, *costs, orch);
       std::cout << (orch_json ? kora::orchestration_json(g, result)
                               : kora::format_orchestration(g, result));
