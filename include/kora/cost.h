@@ -3,7 +3,9 @@
 //   RooflineCost      analytic: max(FLOPs / peak, bytes / bandwidth) + launch overhead,
 //                     with device parameters from a small table (device_params);
 //   MeasuredCostTable measured latencies by canonical signature, read from JSON; kernels
-//                     it lacks fall back to another model (counted).
+//                     it lacks fall back to another model (counted);
+//   ProfileDbCost     the fastest measured schedule in the profile database for one
+//                     device fingerprint; kernels not measured (or only failed) fall back.
 // The backends plug their measurements in here.
 #pragma once
 
@@ -18,6 +20,8 @@
 #include "kora/primitive.h"
 
 namespace kora {
+
+class ProfileDb;
 
 class CostModel {
  public:
@@ -60,6 +64,22 @@ class MeasuredCostTable : public CostModel {
  private:
   std::string path_;
   std::map<uint64_t, double> table_;
+  std::unique_ptr<CostModel> fallback_;
+  int64_t hits_ = 0, misses_ = 0;
+};
+
+class ProfileDbCost : public CostModel {
+ public:
+  ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string device,
+                std::unique_ptr<CostModel> fallback);
+  double cost_ms(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) override;
+  std::string describe() const override;
+  int64_t hits() const { return hits_; }
+  int64_t misses() const { return misses_; }
+
+ private:
+  std::shared_ptr<const ProfileDb> db_;
+  std::string device_;
   std::unique_ptr<CostModel> fallback_;
   int64_t hits_ = 0, misses_ = 0;
 };

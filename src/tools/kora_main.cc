@@ -6,7 +6,10 @@
 #include <filesystem>
 #include <iostream>
 #include <random>
+#include <thread>
 
+#include "kora/cost.h"
+#include "kora/cpu_backend.h"
 #include "kora/error.h"
 #include "kora/fission.h"
 #include "kora/frontend.h"
@@ -14,6 +17,7 @@
 #include "kora/interpreter.h"
 #include "kora/npy.h"
 #include "kora/orchestration.h"
+#include "kora/profile_db.h"
 
 namespace {
 
@@ -118,7 +122,8 @@ int main(int argc, char** argv) {
   interpret->add_option("--seed", interpret_seed, "seed of the random inputs (default 0)");
 
   ModelOptions orch_model;
-  std::string orch_costs, orch_strategy = "optimal", orch_device = "cpu";
+  std::string orch_costs, orch_strategy = "optimal", orch_device = "cpu", orch_target, orch_db;
+  int orch_threads = 0;
   bool orch_json = false;
   kora::OrchestrationOptions orch;
   CLI::App* orchestrate = app.add_subcommand(
@@ -134,6 +139,16 @@ int main(int argc, char** argv) {
                           "the roofline model");
   orchestrate->add_option("--device", orch_device,
                           "device of the roofline cost model: cpu, a100, h100 (default cpu)");
+  orchestrate
+      ->add_option("--target", orch_target,
+                   "cpu: costs measured on this machine, from the profile database (kernels "
+                   "not measured yet use the roofline model)")
+      ->check(CLI::IsMember({"cpu"}));
+  orchestrate->add_option("--db", orch_db,
+                          "profile database (default $KORA_PROFILE_DB, else "
+                          "~/.cache/kora/profiles.db); implies --target cpu");
+  orchestrate->add_option("--threads", orch_threads,
+                          "thread count the measurements were taken with (default: all cores)");
   orchestrate->add_option("--time-limit", orch.solve.time_limit_seconds,
                           "solver time limit per segment in seconds (default 60); when hit, "
                           "the remaining gap is reported");
@@ -184,10 +199,20 @@ int main(int argc, char** argv) {
       kora::FissionOptions options;
       if (verbose) options.trace = &std::cerr;
       const kora::PrimGraph g = kora::fission(load_model(orch_model, verbose), options);
+      if (!orch_costs.empty() && (!orch_target.empty() || !orch_db.empty()))
+        throw kora::Error("--costs and --target/--db exclude each other");
       std::unique_ptr<kora::CostModel> costs =
           std::make_unique<kora::RooflineCost>(kora::device_params(orch_device));
       if (!orch_costs.empty())
         costs = std::make_unique<kora::MeasuredCostTable>(orch_costs, std::move(costs));
+      if (!orch_target.empty() || !orch_db.empty()) {
+        const int threads =
+            orch_threads > 0 ? orch_threads : static_cast<int>(std::thread::hardware_concurrency());
+        auto db = std::make_shared<const kora::ProfileDb>(
+            orch_db.empty() ? kora::default_profile_db_path() : orch_db);
+        costs = std::make_unique<kora::ProfileDbCost>(db, kora::cpu_backend_fingerprint(threads),
+                                                      std::move(costs));
+      }
       orch.strategy = orch_strategy;
       orch.partition.min_size = std::min(orch.partition.min_size, orch.partition.max_size);
       orch.progress = verbose;

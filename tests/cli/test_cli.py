@@ -227,6 +227,51 @@ class OrchestrateTest(unittest.TestCase):
         self.assertIn("proven (gap 0)", text)
 
 
+class OrchestrateProfileDbTest(unittest.TestCase):
+    """kora orchestrate --db: costs from the profile database for this machine's
+    fingerprint, the roofline model for kernels not measured yet."""
+
+    @classmethod
+    def setUpClass(cls):
+        OrchestrateTest.setUpClass.__func__(cls)  # the same small model, in cls.tmp
+
+    def test_measured_kernels_come_from_the_database(self):
+        import sqlite3
+        with tempfile.TemporaryDirectory() as tmp:
+            model = self.model
+            db = os.path.join(tmp, "sub", "profiles.db")
+            first = kora("orchestrate", model, "--db", db, "--json", "--threads", "1")
+            self.assertEqual(first.returncode, 0, first.stderr)
+            first = json.loads(first.stdout)
+            self.assertIn("0 measured", first["cost_model"])
+            self.assertTrue(os.path.exists(db))
+            device = first["cost_model"].split("' for ", 1)[1].rsplit(" (0 measured", 1)[0]
+            self.assertIn("threads=1", device)
+            con = sqlite3.connect(db)
+            for k in first["kernels"]:
+                con.execute("INSERT INTO profiles VALUES (?, ?, 's', 1e-6, 0, 10, 0, '', 'now')",
+                            (device, k["signature"]))
+            con.commit()
+            con.close()
+            second = json.loads(kora("orchestrate", model, "--db", db, "--json", "--threads",
+                                     "1").stdout)
+            self.assertIn(f"{len(first['kernels'])} measured", second["cost_model"])
+            self.assertLess(second["total_cost_ms"], first["total_cost_ms"])
+            # Another thread count is another device: nothing measured.
+            other = json.loads(kora("orchestrate", model, "--db", db, "--json", "--threads",
+                                    "2").stdout)
+            self.assertIn("0 measured", other["cost_model"])
+            r = kora("orchestrate", model, "--db", db, "--costs", "x.json")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("exclude", r.stderr)
+            bad = os.path.join(tmp, "bad.db")
+            with open(bad, "w") as f:
+                f.write("not a database" * 100)
+            r = kora("orchestrate", model, "--db", bad)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("bad.db", r.stderr)
+
+
 class OrchestrateScaleTest(unittest.TestCase):
     """kora orchestrate on a MobileNetV2-like stack of 8 identical inverted-residual
     blocks (about 130 primitives): proven optimal as one segment within the time limit

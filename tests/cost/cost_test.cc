@@ -19,6 +19,7 @@
 #include "kora/fission.h"
 #include "kora/kernel_dag.h"
 #include "kora/primitive.h"
+#include "kora/profile_db.h"
 
 namespace kora {
 namespace {
@@ -284,6 +285,41 @@ TEST(MeasuredCostTable, HitsReturnTheTableAndMissesFallBack) {
   EXPECT_NE(description.find(path), std::string::npos) << description;
   EXPECT_NE(description.find("2 kernels"), std::string::npos) << description;
   EXPECT_NE(description.find("roofline (cpu"), std::string::npos) << description;
+}
+
+TEST(ProfileDbCost, FastestMeasuredScheduleOfTheDeviceElseFallback) {
+  const PrimGraph g = matmul_relu_graph();
+  const KernelDag dag = kernel_dag_of(g);
+  const Candidate fused = make_candidate(dag, {0, 1});
+  const Candidate mm = make_candidate(dag, {0});
+  const Candidate relu = make_candidate(dag, {1});
+  TempDir dir;
+  auto db = std::make_shared<ProfileDb>(dir.file("profiles.db"));
+  auto rec = [](const std::string& device, uint64_t sig, const std::string& schedule, double ms,
+                bool failed) {
+    ProfileRecord r;
+    r.device = device, r.signature = sig, r.schedule = schedule, r.median_ms = ms;
+    r.failed = failed;
+    return r;
+  };
+  const uint64_t fused_sig = canonical_signature(g, dag, fused);
+  const uint64_t relu_sig = canonical_signature(g, dag, relu);
+  db->put({rec("dev", fused_sig, "a", 0.5, false), rec("dev", fused_sig, "b", 0.25, false),
+           rec("dev", fused_sig, "c", 0.01, true),
+           rec("other", canonical_signature(g, dag, mm), "a", 0.001, false),
+           rec("dev", relu_sig, "a", 0.001, true)});
+  ProfileDbCost cost(db, "dev", std::make_unique<RooflineCost>(device_params("cpu")));
+  EXPECT_DOUBLE_EQ(cost.cost_ms(g, dag, fused), 0.25);  // fastest that did not fail
+  const double roof_mm = RooflineCost(device_params("cpu")).cost_ms(g, dag, mm);
+  EXPECT_DOUBLE_EQ(cost.cost_ms(g, dag, mm), roof_mm);  // measured on another device only
+  EXPECT_DOUBLE_EQ(cost.cost_ms(g, dag, relu),          // only a failed schedule
+                   RooflineCost(device_params("cpu")).cost_ms(g, dag, relu));
+  EXPECT_EQ(cost.hits(), 1);
+  EXPECT_EQ(cost.misses(), 2);
+  EXPECT_NE(cost.describe().find("1 measured, 2 not"), std::string::npos) << cost.describe();
+  ProfileDbCost strict(db, "dev", nullptr);
+  expect_error([&] { strict.cost_ms(g, dag, mm); }, {"profiles.db", "mm", "dev"});
+  EXPECT_THROW(ProfileDbCost(nullptr, "dev", nullptr), Error);
 }
 
 TEST(MeasuredCostTable, MissWithoutFallbackNamesSignatureAndPrimitives) {
