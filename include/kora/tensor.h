@@ -16,6 +16,8 @@ using Shape = std::vector<int64_t>;
 
 // Number of elements of a shape (1 for a scalar).
 int64_t numel(const Shape& shape);
+// Row-major element strides of a shape (the last dimension's is 1).
+std::vector<int64_t> row_major_strides(const Shape& shape);
 // "[1, 3, 224, 224]"
 std::string shape_str(const Shape& shape);
 

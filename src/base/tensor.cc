@@ -76,6 +76,12 @@ int64_t numel(const Shape& shape) {
   return n;
 }
 
+std::vector<int64_t> row_major_strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
 std::string shape_str(const Shape& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <set>
 #include <sstream>
 
 #include "kora/cpu_codegen.h"
@@ -16,19 +15,6 @@
 
 namespace kora {
 namespace {
-
-bool float_op(ScalarOp op) {
-  switch (op) {
-    case ScalarOp::kNot:
-    case ScalarOp::kAnd:
-    case ScalarOp::kOr:
-    case ScalarOp::kXor:
-    case ScalarOp::kWhere:
-      return false;
-    default:
-      return !scalar_op_is_predicate(op);
-  }
-}
 
 std::string literal(double v) {
   char buf[40];
@@ -40,70 +26,60 @@ std::string literal(double v) {
   return "(" + s + ")";
 }
 
-// The C++ expression of a scalar function (semantics as src/interpreter/elementwise.cc).
+// How a scalar function is written in C++ on floats (semantics as
+// src/interpreter/elementwise.cc; the kora_ helpers are in cpu_codegen_prelude()): a
+// function applied to the operands, or an infix operator between two. Functions not
+// listed (predicates, logic, Where: their values are not float) are not generated.
+struct Syntax {
+  const char* text;
+  bool infix;
+};
+
+const Syntax* syntax_of(ScalarOp op) {
+  static const std::map<ScalarOp, Syntax> kTable = {
+      {ScalarOp::kIdentity, {"", false}},
+      {ScalarOp::kCast, {"", false}},
+      {ScalarOp::kNeg, {"-", false}},
+      {ScalarOp::kAbs, {"std::fabs", false}},
+      {ScalarOp::kExp, {"std::exp", false}},
+      {ScalarOp::kLog, {"std::log", false}},
+      {ScalarOp::kSqrt, {"std::sqrt", false}},
+      {ScalarOp::kRsqrt, {"kora_rsqrt", false}},
+      {ScalarOp::kReciprocal, {"1.0f / ", false}},
+      {ScalarOp::kTanh, {"std::tanh", false}},
+      {ScalarOp::kErf, {"std::erf", false}},
+      {ScalarOp::kSigmoid, {"kora_sigmoid", false}},
+      {ScalarOp::kRelu, {"kora_relu", false}},
+      {ScalarOp::kSoftplus, {"kora_softplus", false}},
+      {ScalarOp::kFloor, {"std::floor", false}},
+      {ScalarOp::kCeil, {"std::ceil", false}},
+      {ScalarOp::kRound, {"std::nearbyint", false}},
+      {ScalarOp::kSign, {"kora_sign", false}},
+      {ScalarOp::kSin, {"std::sin", false}},
+      {ScalarOp::kCos, {"std::cos", false}},
+      {ScalarOp::kAdd, {" + ", true}},
+      {ScalarOp::kSub, {" - ", true}},
+      {ScalarOp::kMul, {" * ", true}},
+      {ScalarOp::kDiv, {" / ", true}},
+      {ScalarOp::kPow, {"std::pow", false}},
+      {ScalarOp::kMax, {"kora_max", false}},
+      {ScalarOp::kMin, {"kora_min", false}},
+      {ScalarOp::kMod, {"kora_mod", false}},
+      {ScalarOp::kFmod, {"std::fmod", false}},
+  };
+  auto it = kTable.find(op);
+  return it == kTable.end() ? nullptr : &it->second;
+}
+
 std::string scalar_expr(ScalarOp op, const std::vector<std::string>& a) {
-  switch (op) {
-    case ScalarOp::kIdentity:
-    case ScalarOp::kCast:
-      return a[0];
-    case ScalarOp::kNeg:
-      return "(-" + a[0] + ")";
-    case ScalarOp::kAbs:
-      return "std::fabs(" + a[0] + ")";
-    case ScalarOp::kExp:
-      return "std::exp(" + a[0] + ")";
-    case ScalarOp::kLog:
-      return "std::log(" + a[0] + ")";
-    case ScalarOp::kSqrt:
-      return "std::sqrt(" + a[0] + ")";
-    case ScalarOp::kRsqrt:
-      return "(1.0f / std::sqrt(" + a[0] + "))";
-    case ScalarOp::kReciprocal:
-      return "(1.0f / " + a[0] + ")";
-    case ScalarOp::kTanh:
-      return "std::tanh(" + a[0] + ")";
-    case ScalarOp::kErf:
-      return "std::erf(" + a[0] + ")";
-    case ScalarOp::kSigmoid:
-      return "kora_sigmoid(" + a[0] + ")";
-    case ScalarOp::kRelu:
-      return "kora_relu(" + a[0] + ")";
-    case ScalarOp::kSoftplus:
-      return "kora_softplus(" + a[0] + ")";
-    case ScalarOp::kFloor:
-      return "std::floor(" + a[0] + ")";
-    case ScalarOp::kCeil:
-      return "std::ceil(" + a[0] + ")";
-    case ScalarOp::kRound:
-      return "std::nearbyint(" + a[0] + ")";
-    case ScalarOp::kSign:
-      return "kora_sign(" + a[0] + ")";
-    case ScalarOp::kSin:
-      return "std::sin(" + a[0] + ")";
-    case ScalarOp::kCos:
-      return "std::cos(" + a[0] + ")";
-    case ScalarOp::kAdd:
-      return "(" + a[0] + " + " + a[1] + ")";
-    case ScalarOp::kSub:
-      return "(" + a[0] + " - " + a[1] + ")";
-    case ScalarOp::kMul:
-      return "(" + a[0] + " * " + a[1] + ")";
-    case ScalarOp::kDiv:
-      return "(" + a[0] + " / " + a[1] + ")";
-    case ScalarOp::kPow:
-      return "std::pow(" + a[0] + ", " + a[1] + ")";
-    case ScalarOp::kMax:
-      return "kora_max(" + a[0] + ", " + a[1] + ")";
-    case ScalarOp::kMin:
-      return "kora_min(" + a[0] + ", " + a[1] + ")";
-    case ScalarOp::kMod:
-      return "kora_mod(" + a[0] + ", " + a[1] + ")";
-    case ScalarOp::kFmod:
-      return "std::fmod(" + a[0] + ", " + a[1] + ")";
-    default:
-      throw Error(std::string("cpu codegen: scalar function ") + scalar_op_name(op) +
-                  " is not generated for float32");
-  }
+  const Syntax* syntax = syntax_of(op);
+  if (!syntax)
+    throw Error(std::string("cpu codegen: scalar function ") + scalar_op_name(op) +
+                " is not generated for float32");
+  if (syntax->infix) return "(" + a[0] + syntax->text + a[1] + ")";
+  std::string args;
+  for (const std::string& x : a) args += (args.empty() ? "" : ", ") + x;
+  return "(" + std::string(syntax->text) + "(" + args + "))";
 }
 
 class Generator {
@@ -122,21 +98,17 @@ class Generator {
       const int64_t n = numel(shape);
       locals_.clear();
       body_.str("");
+      const std::vector<int64_t> strides = row_major_strides(shape);
+      std::string header;  // the coordinates of element i
       std::vector<std::string> coords;
-      int64_t stride = 1;
-      std::vector<std::string> lines;
-      for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-        const std::string name = "c" + std::to_string(d);
-        lines.push_back("    const int64_t " + name + " = i / " + std::to_string(stride) + "LL % " +
-                        std::to_string(shape[d]) + "LL;\n");
-        stride *= shape[d];
-      }
-      for (int d = 0; d < static_cast<int>(shape.size()); ++d)
+      for (size_t d = 0; d < shape.size(); ++d) {
         coords.push_back("c" + std::to_string(d));
+        header += "    const int64_t " + coords.back() + " = i / " + std::to_string(strides[d]) +
+                  "LL % " + std::to_string(shape[d]) + "LL;\n";
+      }
       const std::string result = value(writes_[i], coords);
       os << "  // " << writes_[i] << "\n";
-      os << "  for (int64_t i = 0; i < " << n << "LL; ++i) {\n";
-      for (auto it = lines.rbegin(); it != lines.rend(); ++it) os << *it;
+      os << "  for (int64_t i = 0; i < " << n << "LL; ++i) {\n" << header;
       os << body_.str() << "    out[" << i << "][i] = " << result << ";\n  }\n";
     }
     os << "}\n";
@@ -180,13 +152,11 @@ class Generator {
   }
 
   static std::string offset(const Shape& shape, const std::vector<std::string>& coords) {
+    const std::vector<int64_t> strides = row_major_strides(shape);
     std::string s = "0";
-    int64_t stride = 1;
-    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    for (size_t d = 0; d < shape.size(); ++d)
       if (shape[d] != 1 && coords[d] != "0")
-        s += " + " + coords[d] + " * " + std::to_string(stride) + "LL";
-      stride *= shape[d];
-    }
+        s += " + " + coords[d] + " * " + std::to_string(strides[d]) + "LL";
     return s;
   }
 
@@ -203,7 +173,7 @@ bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Ca
   for (int v : c.members) {
     const Primitive& p = graph.prims[dag.prim[v]];
     if (const auto* e = std::get_if<ElementwiseAttrs>(&p.attrs)) {
-      if (!float_op(e->op)) return false;
+      if (!syntax_of(e->op)) return false;
     } else if (!std::holds_alternative<BroadcastAttrs>(p.attrs)) {
       return false;
     }
@@ -228,6 +198,7 @@ static inline float kora_sigmoid(float x) {
   const float e = std::exp(x);
   return e / (1.0f + e);
 }
+static inline float kora_rsqrt(float x) { return 1.0f / std::sqrt(x); }
 static inline float kora_relu(float x) { return x < 0 ? 0.0f : x; }
 static inline float kora_softplus(float x) {
   return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));

@@ -16,12 +16,6 @@ void fail(const Primitive& prim, const std::string& message) {
   throw Error(prim.describe() + ": " + message);
 }
 
-std::vector<int64_t> row_major_strides(const Shape& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
-
 std::string type_str(DType dtype, const Shape& shape) {
   return std::string(dtype_name(dtype)) + " " + shape_str(shape);
 }

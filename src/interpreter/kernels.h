@@ -29,9 +29,6 @@ using Inputs = std::vector<const Tensor*>;
 // Throws kora::Error "<prim.describe()>: <message>".
 [[noreturn]] void fail(const Primitive& prim, const std::string& message);
 
-// Row-major element strides of a shape.
-std::vector<int64_t> row_major_strides(const Shape& shape);
-
 // "float32 [2, 3]"
 std::string type_str(DType dtype, const Shape& shape);
 

@@ -63,12 +63,17 @@ PrimGraph random_graph(std::mt19937& rng) {
     return v[rng() % v.size()];
   };
   add_input(kFull, false);
-  const ScalarOp unary[] = {ScalarOp::kNeg,  ScalarOp::kAbs,      ScalarOp::kTanh,
-                            ScalarOp::kErf,  ScalarOp::kSigmoid,  ScalarOp::kRelu,
-                            ScalarOp::kExp,  ScalarOp::kSoftplus, ScalarOp::kFloor,
-                            ScalarOp::kSign, ScalarOp::kIdentity};
-  const ScalarOp binary[] = {ScalarOp::kAdd, ScalarOp::kSub, ScalarOp::kMul, ScalarOp::kDiv,
-                             ScalarOp::kMax, ScalarOp::kMin, ScalarOp::kMod, ScalarOp::kFmod};
+  // Every float scalar function the generator writes (NaN and inf results included:
+  // both sides must agree on them too).
+  const ScalarOp unary[] = {
+      ScalarOp::kNeg,     ScalarOp::kAbs,   ScalarOp::kTanh,       ScalarOp::kErf,
+      ScalarOp::kSigmoid, ScalarOp::kRelu,  ScalarOp::kExp,        ScalarOp::kSoftplus,
+      ScalarOp::kFloor,   ScalarOp::kSign,  ScalarOp::kIdentity,   ScalarOp::kLog,
+      ScalarOp::kSqrt,    ScalarOp::kRsqrt, ScalarOp::kReciprocal, ScalarOp::kCeil,
+      ScalarOp::kRound,   ScalarOp::kSin,   ScalarOp::kCos,        ScalarOp::kCast};
+  const ScalarOp binary[] = {ScalarOp::kAdd, ScalarOp::kSub,  ScalarOp::kMul,
+                             ScalarOp::kDiv, ScalarOp::kMax,  ScalarOp::kMin,
+                             ScalarOp::kMod, ScalarOp::kFmod, ScalarOp::kPow};
   const int prims = 4 + rng() % 9;
   while (static_cast<int>(g.prims.size()) < prims) {
     const int r = rng() % 10;
