@@ -53,6 +53,8 @@ bool is_convex(const KernelDag& dag, const std::vector<int>& members);
 // equal signatures are one kernel to generate and measure. `dag` came from `graph`
 // (dag.prim maps nodes to primitives).
 uint64_t canonical_signature(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
+// A signature as 16 lowercase hex digits (cost tables, the profile database, reports).
+std::string signature_hex(uint64_t signature);
 
 // The kernel's tensors: external tensors it reads (constants and graph inputs
 // included) and the tensors it writes.

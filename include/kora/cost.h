@@ -6,6 +6,7 @@
 //                     it lacks fall back to another model (counted);
 //   ProfileDbCost     the fastest measured schedule in the profile database for one
 //                     device fingerprint; kernels not measured (or only failed) fall back.
+// Both measured models are TableCost: a table by signature, misses counted.
 // The backends plug their measurements in here.
 #pragma once
 
@@ -52,38 +53,49 @@ class RooflineCost : public CostModel {
   DeviceParams device_;
 };
 
-// JSON: {"device": "...", "kernels": {"<signature as 16 hex digits>": <ms>, ...}}.
-class MeasuredCostTable : public CostModel {
+// Costs looked up by canonical signature in a table; kernels it lacks get the fallback
+// model's cost (counted as misses), or, without a fallback, a kora::Error naming the
+// kernel's signature and primitives. The shared mechanism of the two measured models.
+class TableCost : public CostModel {
  public:
-  MeasuredCostTable(const std::string& path, std::unique_ptr<CostModel> fallback);
   double cost_ms(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) override;
-  std::string describe() const override;
   int64_t hits() const { return hits_; }
   int64_t misses() const { return misses_; }
+
+ protected:
+  // `source` names the table in errors ("cost table 'costs.json'").
+  TableCost(std::string source, std::unique_ptr<CostModel> fallback)
+      : source_(std::move(source)), fallback_(std::move(fallback)) {}
+  std::string fallback_describe() const { return fallback_ ? fallback_->describe() : ""; }
+
+  std::map<uint64_t, double> table_;
+
+ private:
+  std::string source_;
+  std::unique_ptr<CostModel> fallback_;
+  int64_t hits_ = 0, misses_ = 0;
+};
+
+// JSON: {"device": "...", "kernels": {"<signature as 16 hex digits>": <ms>, ...}}.
+class MeasuredCostTable : public TableCost {
+ public:
+  MeasuredCostTable(const std::string& path, std::unique_ptr<CostModel> fallback);
+  std::string describe() const override;
 
  private:
   std::string path_;
-  std::map<uint64_t, double> table_;
-  std::unique_ptr<CostModel> fallback_;
-  int64_t hits_ = 0, misses_ = 0;
 };
 
-class ProfileDbCost : public CostModel {
+// The profile database's fastest non-failed schedule per kernel on `device`, read once
+// when constructed.
+class ProfileDbCost : public TableCost {
  public:
   ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string device,
                 std::unique_ptr<CostModel> fallback);
-  double cost_ms(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) override;
   std::string describe() const override;
-  int64_t hits() const { return hits_; }
-  int64_t misses() const { return misses_; }
 
  private:
-  std::shared_ptr<const ProfileDb> db_;
-  std::string device_;
-  std::unique_ptr<CostModel> fallback_;
-  int64_t hits_ = 0, misses_ = 0;
+  std::string path_, device_;
 };
-
-std::string signature_hex(uint64_t signature);
 
 }  // namespace kora

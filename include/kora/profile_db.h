@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,8 @@ class ProfileDb {
   std::vector<ProfileRecord> records(const std::string& device, uint64_t signature) const;
   // The fastest schedule that did not fail, if any.
   std::optional<ProfileRecord> best(const std::string& device, uint64_t signature) const;
+  // Per kernel measured on the device, the median of its fastest non-failed schedule.
+  std::map<uint64_t, double> fastest(const std::string& device) const;
   // True when the kernel has any record on the device (measured or failed).
   bool known(const std::string& device, uint64_t signature) const;
   // Records on `device` (all devices when empty).

@@ -9,6 +9,7 @@
 // tensor, the sorted (consumer hash, position) pairs that read it, so how external
 // tensors are shared counts, while names and the members' order do not.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -159,6 +160,12 @@ uint64_t canonical_signature(const PrimGraph& graph, const KernelDag& dag, const
   h.u64(0xfeed);
   for (uint64_t e : externals) h.u64(e);
   return h.h == 0 ? 1 : h.h;  // 0 means "not computed"
+}
+
+std::string signature_hex(uint64_t signature) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(signature));
+  return buf;
 }
 
 }  // namespace kora

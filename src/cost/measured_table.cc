@@ -1,6 +1,7 @@
 // Measured kernel costs: a JSON file {"device": "...", "kernels": {"<signature, 16 hex
 // digits>": <ms>, ...}} in, a cost per candidate out, looked up by canonical signature;
-// kernels the table lacks get the fallback model's cost (counted as misses).
+// kernels the table lacks get the fallback model's cost (counted as misses). Also the
+// lookup shared with ProfileDbCost (TableCost).
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,14 +11,8 @@
 
 namespace kora {
 
-std::string signature_hex(uint64_t signature) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(signature));
-  return buf;
-}
-
 MeasuredCostTable::MeasuredCostTable(const std::string& path, std::unique_ptr<CostModel> fallback)
-    : path_(path), fallback_(std::move(fallback)) {
+    : TableCost("cost table '" + path + "'", std::move(fallback)), path_(path) {
   std::ifstream in(path);
   if (!in) throw Error("cannot read cost table '" + path + "'");
   nlohmann::json j;
@@ -39,8 +34,7 @@ MeasuredCostTable::MeasuredCostTable(const std::string& path, std::unique_ptr<Co
   }
 }
 
-double MeasuredCostTable::cost_ms(const PrimGraph& graph, const KernelDag& dag,
-                                  const Candidate& c) {
+double TableCost::cost_ms(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
   const uint64_t sig = c.signature ? c.signature : canonical_signature(graph, dag, c);
   auto it = table_.find(sig);
   if (it != table_.end()) {
@@ -51,16 +45,16 @@ double MeasuredCostTable::cost_ms(const PrimGraph& graph, const KernelDag& dag,
   if (!fallback_) {
     std::string names;
     for (int v : c.members) names += (names.empty() ? "" : ", ") + graph.prims[dag.prim[v]].name;
-    throw Error("cost table '" + path_ + "' has no kernel " + signature_hex(sig) + " (" + names +
-                ")");
+    throw Error(source_ + " has no kernel " + signature_hex(sig) + " (" + names + ")");
   }
   return fallback_->cost_ms(graph, dag, c);
 }
 
 std::string MeasuredCostTable::describe() const {
+  const std::string fallback = fallback_describe();
   return "measured table '" + path_ + "' (" + std::to_string(table_.size()) + " kernels, " +
-         std::to_string(hits_) + " hits, " + std::to_string(misses_) + " misses" +
-         (fallback_ ? ", else " + fallback_->describe() : std::string()) + ")";
+         std::to_string(hits()) + " hits, " + std::to_string(misses()) + " misses" +
+         (fallback.empty() ? "" : ", else " + fallback) + ")";
 }
 
 }  // namespace kora

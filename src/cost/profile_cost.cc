@@ -1,6 +1,6 @@
-// Costs from the profile database (include/kora/cost.h, ProfileDbCost): a candidate in,
-// the median of its fastest non-failed schedule on the device out; otherwise the
-// fallback model's cost, counted as a miss.
+// Costs from the profile database (include/kora/cost.h, ProfileDbCost): the fastest
+// non-failed schedule of each kernel measured on the device, read in one query into the
+// table that TableCost looks candidates up in.
 #include "kora/cost.h"
 #include "kora/error.h"
 #include "kora/profile_db.h"
@@ -9,30 +9,19 @@ namespace kora {
 
 ProfileDbCost::ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string device,
                              std::unique_ptr<CostModel> fallback)
-    : db_(std::move(db)), device_(std::move(device)), fallback_(std::move(fallback)) {
-  if (!db_) throw Error("ProfileDbCost needs a database");
-}
-
-double ProfileDbCost::cost_ms(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
-  const uint64_t sig = c.signature ? c.signature : canonical_signature(graph, dag, c);
-  if (const auto best = db_->best(device_, sig)) {
-    ++hits_;
-    return best->median_ms;
-  }
-  ++misses_;
-  if (!fallback_) {
-    std::string names;
-    for (int v : c.members) names += (names.empty() ? "" : ", ") + graph.prims[dag.prim[v]].name;
-    throw Error("profile database '" + db_->path() + "' has no measurement of kernel " +
-                signature_hex(sig) + " (" + names + ") on " + device_);
-  }
-  return fallback_->cost_ms(graph, dag, c);
+    : TableCost(db ? "profile database '" + db->path() + "' for " + device : std::string(),
+                std::move(fallback)),
+      device_(std::move(device)) {
+  if (!db) throw Error("ProfileDbCost needs a database");
+  path_ = db->path();
+  table_ = db->fastest(device_);
 }
 
 std::string ProfileDbCost::describe() const {
-  return "profile database '" + db_->path() + "' for " + device_ + " (" + std::to_string(hits_) +
-         " measured, " + std::to_string(misses_) + " not" +
-         (fallback_ ? ": " + fallback_->describe() : std::string()) + ")";
+  const std::string fallback = fallback_describe();
+  return "profile database '" + path_ + "' for " + device_ + " (" + std::to_string(hits()) +
+         " measured, " + std::to_string(misses()) + " not" +
+         (fallback.empty() ? "" : ": " + fallback) + ")";
 }
 
 }  // namespace kora

@@ -10,18 +10,13 @@
 #include <ctime>
 #include <filesystem>
 
+#include "kora/candidates.h"
 #include "kora/error.h"
 
 namespace kora {
 namespace {
 
 constexpr int kSchemaVersion = 1;
-
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string now_utc() {
   const std::time_t t = std::time(nullptr);
@@ -149,7 +144,7 @@ void ProfileDb::put(const std::vector<ProfileRecord>& records) {
     const std::string now = now_utc();
     for (const ProfileRecord& r : records) {
       insert.bind(1, r.device);
-      insert.bind(2, hex(r.signature));
+      insert.bind(2, signature_hex(r.signature));
       insert.bind(3, r.schedule);
       insert.bind(4, r.median_ms);
       insert.bind(5, r.spread_ms);
@@ -173,7 +168,7 @@ std::vector<ProfileRecord> ProfileDb::records(const std::string& device, uint64_
                           " ORDER BY failed, median_ms, schedule";
   Statement select(db_, path_, sql.c_str());
   select.bind(1, device);
-  select.bind(2, hex(signature));
+  select.bind(2, signature_hex(signature));
   std::vector<ProfileRecord> out;
   while (select.step()) out.push_back(read_record(select));
   return out;
@@ -185,10 +180,20 @@ std::optional<ProfileRecord> ProfileDb::best(const std::string& device, uint64_t
   return all.front();
 }
 
+std::map<uint64_t, double> ProfileDb::fastest(const std::string& device) const {
+  Statement select(db_, path_,
+                   "SELECT signature, MIN(median_ms) FROM profiles"
+                   " WHERE device = ? AND failed = 0 GROUP BY signature");
+  select.bind(1, device);
+  std::map<uint64_t, double> out;
+  while (select.step()) out[std::strtoull(select.text(0).c_str(), nullptr, 16)] = select.real(1);
+  return out;
+}
+
 bool ProfileDb::known(const std::string& device, uint64_t signature) const {
   Statement select(db_, path_, "SELECT 1 FROM profiles WHERE device = ? AND signature = ? LIMIT 1");
   select.bind(1, device);
-  select.bind(2, hex(signature));
+  select.bind(2, signature_hex(signature));
   return select.step();
 }
 

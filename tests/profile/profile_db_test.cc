@@ -1,8 +1,9 @@
 // The profile database (include/kora/profile_db.h): records round-trip through the file
-// and a reopen; best() is the fastest schedule that did not fail; put() replaces by key;
-// a process killed while writing leaves an intact file holding whole transactions only;
-// a file that is not a database, or has another schema version, is refused with an
-// error naming it; the default path follows KORA_PROFILE_DB / XDG_CACHE_HOME / HOME.
+// and a reopen; best() is the fastest schedule that did not fail; fastest() gives every
+// kernel's best at once; put() replaces by key; a process killed while writing leaves an
+// intact file holding whole transactions only; a file that is not a database, or has
+// another schema version, is refused with an error naming it; the default path follows
+// KORA_PROFILE_DB / XDG_CACHE_HOME / HOME.
 #include "kora/profile_db.h"
 
 #include <gtest/gtest.h>
@@ -95,6 +96,12 @@ TEST_F(ProfileDbTest, RoundTripBestAndReopen) {
   db.put(only_failed);
   EXPECT_TRUE(db.known("cpu|a", 9));
   EXPECT_FALSE(db.best("cpu|a", 9).has_value());
+  // All kernels of a device at once: the fastest non-failed schedule each.
+  const std::map<uint64_t, double> fastest = db.fastest("cpu|a");
+  ASSERT_EQ(fastest.size(), 2u);
+  EXPECT_DOUBLE_EQ(fastest.at(big), 0.2);
+  EXPECT_DOUBLE_EQ(fastest.at(7), 2.0);
+  EXPECT_EQ(db.fastest("cpu|b").size(), 1u);
 }
 
 TEST_F(ProfileDbTest, KilledWriterLeavesWholeTransactions) {
