@@ -17,7 +17,7 @@ struct sqlite3;
 namespace kora {
 
 struct ProfileRecord {
-  std::string device;      // device fingerprint (cpu_fingerprint())
+  std::string device;      // device fingerprint (cpu_backend_fingerprint())
   uint64_t signature = 0;  // canonical_signature() of the kernel
   std::string schedule;    // the schedule's parameters, e.g. "tile=64x64;vec=8;par=0"
   double median_ms = 0;
@@ -63,10 +63,5 @@ class ProfileDb {
 // $KORA_PROFILE_DB if set, else $XDG_CACHE_HOME/kora/profiles.db, else
 // $HOME/.cache/kora/profiles.db.
 std::string default_profile_db_path();
-
-// The CPU device fingerprint: CPU model, logical cores, thread count, compiler and
-// oneDNN versions, e.g. "cpu|AMD EPYC 7B13|cores=2|threads=2|g++ 12.2.0|onednn 3.0.0".
-// `compiler` and `library` are passed in by the backend that knows them.
-std::string cpu_fingerprint(int threads, const std::string& compiler, const std::string& library);
 
 }  // namespace kora

@@ -1,10 +1,13 @@
-// The CPU backend's fingerprint (include/kora/cpu_backend.h): the machine, the thread
-// count, `g++ --version` and the linked oneDNN's version.
+// The CPU backend's fingerprint (include/kora/cpu_backend.h): /proc/cpuinfo's model
+// name, the logical core count, the thread count, the compiler's and the linked oneDNN's
+// versions. Measurements are only reused on a machine with the same fingerprint.
 #include <oneapi/dnnl/dnnl.h>
+
+#include <fstream>
+#include <thread>
 
 #include "kora/cpu_backend.h"
 #include "kora/cpu_compile.h"
-#include "kora/profile_db.h"
 
 namespace kora {
 
@@ -12,6 +15,21 @@ std::string onednn_version() {
   const dnnl_version_t* v = dnnl_version();
   return "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
          std::to_string(v->patch);
+}
+
+std::string cpu_fingerprint(int threads, const std::string& compiler, const std::string& library) {
+  std::string model = "unknown cpu";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const size_t begin = line.find_first_not_of(" \t", colon + 1);
+    if (begin != std::string::npos) model = line.substr(begin);
+    break;
+  }
+  return "cpu|" + model + "|cores=" + std::to_string(std::thread::hardware_concurrency()) +
+         "|threads=" + std::to_string(threads) + "|" + compiler + "|" + library;
 }
 
 std::string cpu_backend_fingerprint(int threads) {

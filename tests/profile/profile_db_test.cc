@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "kora/cpu_backend.h"
 #include "kora/error.h"
 
 namespace {
