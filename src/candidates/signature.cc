@@ -13,28 +13,13 @@
 #include <cstring>
 #include <map>
 
+#include "base/fnv_hash.h"
 #include "kora/candidates.h"
 
 namespace kora {
 namespace {
 
-struct Hasher {
-  uint64_t h = 0xcbf29ce484222325ull;
-  void bytes(const void* p, size_t n) {
-    const auto* c = static_cast<const unsigned char*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ c[i]) * 0x100000001b3ull;
-  }
-  void u64(uint64_t v) { bytes(&v, sizeof v); }
-  void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
-  void f64(double v) { bytes(&v, sizeof v); }
-  void str(const std::string& s) {
-    u64(s.size());
-    bytes(s.data(), s.size());
-  }
-  void ints(const std::vector<int64_t>& v) {
-    u64(v.size());
-    for (int64_t x : v) i64(x);
-  }
+struct Hasher : FnvHash {
   void type(const ValueInfo& t) {
     i64(static_cast<int64_t>(t.dtype));
     ints(t.shape);

@@ -1,7 +1,7 @@
 // Kernel compilation with a content-hash cache (include/kora/cpu_compile.h). The key is
-// FNV-1a over the compiler's version line, the flags and the source. Cache layout:
-// DIR/KEY.cc (the source, kept for diagnostics) and DIR/KEY.so. The compiler's
-// diagnostics go to DIR/KEY.log.
+// FNV-1a (base/fnv_hash.h) over the compiler's version line, the flags and the source. Cache
+// layout: DIR/KEY.cc (the source, kept for diagnostics) and DIR/KEY.so. The compiler's diagnostics
+// go to DIR/KEY.log.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -14,6 +14,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "base/fnv_hash.h"
 #include "kora/cpu_compile.h"
 #include "kora/error.h"
 #include "kora/profile_db.h"
@@ -22,11 +23,6 @@ namespace kora {
 namespace {
 
 namespace fs = std::filesystem;
-
-uint64_t fnv1a(const std::string& bytes, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 std::string quote(const std::string& s) {
   std::string q = "'";
@@ -92,10 +88,12 @@ CompileResult compile_shared(const std::string& source, const CompileOptions& op
   const fs::path dir = options.cache_dir.empty() ? default_kernel_cache_dir() : options.cache_dir;
   std::string flags;
   for (const std::string& f : options.flags) flags += " " + quote(f);
+  FnvHash hash;
+  hash.str(compiler_version(options.compiler));
+  hash.str(flags);
+  hash.str(source);
   char key[17];
-  std::snprintf(key, sizeof key, "%016llx",
-                static_cast<unsigned long long>(
-                    fnv1a(source, fnv1a(flags, fnv1a(compiler_version(options.compiler))))));
+  std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(hash.h));
   CompileResult result;
   result.key = key;
   const fs::path library = dir / (result.key + ".so");
