@@ -88,17 +88,15 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
     if (reused) {
       plan = known->second;
       ++result.segments_reused;
-    } else if (options.strategy == "optimal") {
-      plan = solve_optimal(sub, candidates, cost, options.solve);
-    } else if (options.strategy == "greedy") {
-      plan = plan_greedy(sub, candidates, cost);
     } else {
-      plan = plan_unfused(sub, candidates, cost);
+      plan = options.strategy == "optimal"  ? solve_optimal(sub, candidates, cost, options.solve)
+             : options.strategy == "greedy" ? plan_greedy(sub, candidates, cost)
+                                            : plan_unfused(sub, candidates, cost);
+      solved.emplace(key, plan);
+      result.cycle_cuts += plan.cycle_cuts;
     }
-    if (!reused) solved.emplace(key, plan);
     const double solve_seconds = seconds_since(start);
     result.solve_seconds += solve_seconds;
-    if (!reused) result.cycle_cuts += plan.cycle_cuts;
     result.total_cost_ms += plan.cost;
     if (options.strategy == "optimal") {
       result.gap_ms += plan.gap;
