@@ -13,7 +13,8 @@ namespace kora {
 
 struct CompileOptions {
   std::string compiler = "g++";
-  std::vector<std::string> flags = {"-O3", "-march=native", "-fPIC", "-shared", "-std=c++17"};
+  std::vector<std::string> flags = {"-O3",     "-march=native", "-fPIC",
+                                    "-shared", "-std=c++17",    "-fopenmp"};
   std::string cache_dir;  // empty: default_kernel_cache_dir()
 };
 

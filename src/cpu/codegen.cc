@@ -184,8 +184,15 @@ bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Ca
   return !c.members.empty();
 }
 
+std::string CpuSchedule::key() const { return parallel ? "default" : "serial"; }
+
+std::vector<CpuSchedule> cpu_schedule_space(const PrimGraph&, const KernelDag&, const Candidate&) {
+  return {CpuSchedule{}};
+}
+
 GeneratedKernel generate_cpu_kernel(const PrimGraph& graph, const KernelDag& dag,
-                                    const Candidate& c, const std::string& symbol) {
+                                    const Candidate& c, const std::string& symbol,
+                                    const CpuSchedule&) {
   return Generator(graph, dag, c).run(symbol);
 }
 
