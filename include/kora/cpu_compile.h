@@ -2,7 +2,8 @@
 // Libraries are cached by content hash (compiler version + flags + source) in a directory
 // under the user's cache, so nothing compiles twice, across runs too. A library is built
 // under a temporary name and renamed into place, so concurrent kora processes and a
-// killed compile never leave a broken library in the cache.
+// killed compile never leave a broken library in the cache. A source the compiler
+// rejected is remembered too (KEY.failed holds its output) and fails again at once.
 #pragma once
 
 #include <memory>

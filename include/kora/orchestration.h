@@ -45,6 +45,16 @@ struct OrchestrationResult {
   int64_t segments_reused = 0;  // segments whose problem equalled an earlier one's
 };
 
+// One segment's sub-DAG and its candidates, signatures computed: what orchestrate() solves
+// over and profile_model() measures.
+struct SegmentCandidates {
+  KernelDag sub;
+  std::vector<Candidate> candidates;
+  CandidateStats stats;
+};
+SegmentCandidates segment_candidates(const PrimGraph& graph, const KernelDag& dag,
+                                     const Segment& segment, const CandidateOptions& options);
+
 OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
                                 const OrchestrationOptions& options = {});
 

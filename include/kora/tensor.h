@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -58,5 +59,9 @@ class Tensor {
 // Writes `value` into element i of a tensor being filled, converting to its dtype.
 void set_element(Tensor& t, int64_t i, double value);
 void set_element_int(Tensor& t, int64_t i, int64_t value);
+
+// A tensor of random values: floats from the standard normal distribution, bools 0/1,
+// integers uniform in [0, int_max].
+Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937_64& rng, int64_t int_max = 99);
 
 }  // namespace kora

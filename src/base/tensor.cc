@@ -228,4 +228,19 @@ void set_element_int(Tensor& t, int64_t i, int64_t v) {
   }
 }
 
+Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937_64& rng, int64_t int_max) {
+  Tensor t(dtype, shape);
+  std::normal_distribution<double> normal;
+  std::uniform_int_distribution<int64_t> ints(0, int_max);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (is_floating(dtype))
+      set_element(t, i, normal(rng));
+    else if (dtype == DType::kBool)
+      set_element_int(t, i, ints(rng) % 2);
+    else
+      set_element_int(t, i, ints(rng));
+  }
+  return t;
+}
+
 }  // namespace kora

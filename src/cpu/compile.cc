@@ -102,6 +102,16 @@ CompileResult compile_shared(const std::string& source, const CompileOptions& op
     result.library = std::make_shared<SharedLibrary>(library.string());
     return result;
   }
+  // A source that failed before fails again at once (the log is its compiler's output).
+  const fs::path failed = dir / (result.key + ".failed");
+  if (fs::exists(failed)) {
+    std::ifstream in(failed);
+    std::stringstream log;
+    log << in.rdbuf();
+    throw Error("compiling kernels failed (" + options.compiler + ", source kept at " +
+                (dir / (result.key + ".cc")).string() + ", failed before):\n" +
+                first_lines(log.str(), 12));
+  }
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw Error("cannot create the kernel cache '" + dir.string() + "': " + ec.message());
@@ -125,6 +135,11 @@ CompileResult compile_shared(const std::string& source, const CompileOptions& op
   std::ofstream(dir / (result.key + ".log")) << output;
   if (status != 0) {
     fs::remove(tmp_lib, ec);
+    if (status > 0 && status < 128) {  // the compiler rejected it (not killed by a signal)
+      const fs::path tmp_failed = dir / (result.key + ".failed" + tmp_tag);
+      std::ofstream(tmp_failed) << output;
+      fs::rename(tmp_failed, failed, ec);
+    }
     throw Error("compiling kernels failed (" + options.compiler + ", source kept at " +
                 src.string() + "):\n" + first_lines(output, 12));
   }

@@ -38,6 +38,15 @@ std::string problem_key(const KernelDag& sub, const std::vector<double>& cost) {
 
 }  // namespace
 
+SegmentCandidates segment_candidates(const PrimGraph& graph, const KernelDag& dag,
+                                     const Segment& segment, const CandidateOptions& options) {
+  SegmentCandidates result;
+  result.sub = sub_dag(dag, segment.begin, segment.end);
+  result.candidates = enumerate_candidates(result.sub, options, &result.stats);
+  for (Candidate& c : result.candidates) c.signature = canonical_signature(graph, result.sub, c);
+  return result;
+}
+
 OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
                                 const OrchestrationOptions& options) {
   if (options.strategy != "optimal" && options.strategy != "greedy" &&
@@ -54,19 +63,18 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
   std::unordered_map<uint64_t, double> cost_of_signature;
   std::unordered_map<std::string, Plan> solved;  // by problem_key
   for (size_t s = 0; s < segments.size(); ++s) {
-    const Segment& seg = segments[s];
-    const KernelDag sub = sub_dag(dag, seg.begin, seg.end);
     if (options.progress_line)
       std::cerr << "\rkora orchestrate: segment " << s + 1 << "/" << segments.size() << " ("
                 << options.strategy << ")" << std::flush;
 
     auto start = std::chrono::steady_clock::now();
-    CandidateStats stats;
-    std::vector<Candidate> candidates = enumerate_candidates(sub, options.candidates, &stats);
-    for (Candidate& c : candidates) c.signature = canonical_signature(graph, sub, c);
+    const SegmentCandidates segment =
+        segment_candidates(graph, dag, segments[s], options.candidates);
+    const KernelDag& sub = segment.sub;
+    const std::vector<Candidate>& candidates = segment.candidates;
     result.enumerate_seconds += seconds_since(start);
     result.candidates += static_cast<int64_t>(candidates.size());
-    result.seeds_capped += stats.seeds_capped;
+    result.seeds_capped += segment.stats.seeds_capped;
 
     start = std::chrono::steady_clock::now();
     std::vector<double> cost(candidates.size());

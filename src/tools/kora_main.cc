@@ -17,6 +17,7 @@
 #include "kora/interpreter.h"
 #include "kora/npy.h"
 #include "kora/orchestration.h"
+#include "kora/profile.h"
 #include "kora/profile_db.h"
 
 namespace {
@@ -61,21 +62,6 @@ kora::Graph load_model(const ModelOptions& m, bool verbose) {
 
 // A random tensor for an input the user did not give: standard normal floats, integers
 // in [0, 100), random bools; fixed seed so runs repeat.
-kora::Tensor random_input(const kora::ValueInfo& info, std::mt19937_64& rng) {
-  kora::Tensor t(info.dtype, info.shape);
-  std::normal_distribution<double> normal;
-  std::uniform_int_distribution<int64_t> small(0, 99);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (kora::is_floating(info.dtype))
-      kora::set_element(t, i, normal(rng));
-    else if (info.dtype == kora::DType::kBool)
-      kora::set_element_int(t, i, small(rng) % 2);
-    else
-      kora::set_element_int(t, i, small(rng));
-  }
-  return t;
-}
-
 // Output file name: characters outside [A-Za-z0-9_.-] become '_'.
 std::string npy_file_name(const std::string& tensor) {
   std::string s;
@@ -158,6 +144,25 @@ int main(int argc, char** argv) {
                           "most primitives in one segment of the partition (default 100)");
   orchestrate->add_flag("--json", orch_json, "print the result as JSON");
 
+  ModelOptions prof_model;
+  std::string prof_target = "cpu", prof_db;
+  kora::ProfileOptions prof;
+  CLI::App* profile = app.add_subcommand(
+      "profile",
+      "generate, check and measure every candidate kernel of the model on this machine, "
+      "storing the results in the profile database");
+  add_model_options(profile, prof_model);
+  profile->add_option("--target", prof_target, "cpu (default)")->check(CLI::IsMember({"cpu"}));
+  profile->add_option("--db", prof_db,
+                      "profile database (default $KORA_PROFILE_DB, else "
+                      "~/.cache/kora/profiles.db)");
+  profile->add_option("--threads", prof.threads, "threads per kernel (default: all cores)")
+      ->check(CLI::PositiveNumber);
+  profile->add_option("--max-kernel-size", prof.candidates.max_size,
+                      "most primitives in one candidate kernel (default 16; as orchestrate)");
+  profile->add_option("--max-segment", prof.partition.max_size,
+                      "most primitives in one segment (default 100; as orchestrate)");
+
   CLI::App* operators =
       app.add_subcommand("operators", "list the ONNX operators kora supports, one per line");
 
@@ -185,7 +190,8 @@ int main(int argc, char** argv) {
       }
       std::mt19937_64 rng(interpret_seed);
       for (const std::string& name : g.inputs)
-        if (!feeds.count(name)) feeds[name] = random_input(g.value(name), rng);
+        if (!feeds.count(name))
+          feeds[name] = kora::random_tensor(g.value(name).dtype, g.value(name).shape, rng);
       const std::map<std::string, kora::Tensor> outputs = kora::interpret(g, feeds);
       std::filesystem::create_directories(interpret_out);
       for (const std::string& name : g.outputs) {
@@ -220,6 +226,16 @@ int main(int argc, char** argv) {
       const kora::OrchestrationResult result = kora::orchestrate(g, *costs, orch);
       std::cout << (orch_json ? kora::orchestration_json(g, result)
                               : kora::format_orchestration(g, result));
+    } else if (profile->parsed()) {
+      kora::FissionOptions options;
+      if (verbose) options.trace = &std::cerr;
+      const kora::PrimGraph g = kora::fission(load_model(prof_model, verbose), options);
+      kora::ProfileDb db(prof_db.empty() ? kora::default_profile_db_path() : prof_db);
+      prof.partition.min_size = std::min(prof.partition.min_size, prof.partition.max_size);
+      prof.progress = &std::cerr;
+      prof.terminal = ::isatty(2);
+      const kora::ProfileSummary summary = kora::profile_model(g, db, prof);
+      std::cout << "database " << db.path() << "\n" << kora::format_profile_summary(summary);
     } else if (operators->parsed()) {
       for (const std::string& op : kora::supported_operators()) std::cout << op << "\n";
     }

@@ -272,6 +272,40 @@ class OrchestrateProfileDbTest(unittest.TestCase):
             self.assertIn("bad.db", r.stderr)
 
 
+class ProfileTest(unittest.TestCase):
+    """kora profile: every candidate kernel of the small model measured into the database
+    (the kernel cache in a temporary directory); a second run measures nothing; kora
+    orchestrate --db then has a measurement for every kernel."""
+
+    @classmethod
+    def setUpClass(cls):
+        OrchestrateTest.setUpClass.__func__(cls)
+
+    def test_profile_then_orchestrate(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(os.environ, KORA_KERNEL_CACHE=os.path.join(tmp, "kernels"))
+            db = os.path.join(tmp, "profiles.db")
+            run = lambda *a: subprocess.run([KORA, *a], capture_output=True, text=True,
+                                            timeout=300, env=env)
+            first = run("profile", self.model, "--db", db, "--threads", "1")
+            self.assertEqual(first.returncode, 0, first.stderr)
+            self.assertIn("kora profile: measure", first.stderr)  # progress (not a terminal)
+            line = [l for l in first.stdout.splitlines() if "unique kernels" in l][0]
+            kernels = int(line.split()[0])
+            self.assertIn(f"{kernels} measured now, 0 from the database, 0 implementations "
+                          "failed", line)
+            second = run("profile", self.model, "--db", db, "--threads", "1")
+            self.assertEqual(second.returncode, 0, second.stderr)
+            self.assertIn(f"0 measured now, {kernels} from the database", second.stdout)
+            orch = run("orchestrate", self.model, "--db", db, "--threads", "1", "--json")
+            self.assertEqual(orch.returncode, 0, orch.stderr)
+            self.assertIn(f"({kernels} measured, 0 not", json.loads(orch.stdout)["cost_model"])
+            r = run("profile", self.model, "--db", db, "--threads", "0")
+            self.assertNotEqual(r.returncode, 0)
+            r = run("profile", self.model, "--target", "tpu")
+            self.assertNotEqual(r.returncode, 0)
+
+
 class OrchestrateScaleTest(unittest.TestCase):
     """kora orchestrate on a MobileNetV2-like stack of 8 identical inverted-residual
     blocks (160 primitives): proven optimal as one segment within the time limit

@@ -1,0 +1,78 @@
+// Profiling a model on the CPU backend (`kora profile`): a primitive graph, a profile
+// database and options in; every unique candidate kernel of the graph (the candidates
+// orchestrate() enumerates with the same partition and candidate options) measured and
+// stored under the device fingerprint out. Per kernel, its implementations are:
+//   generated code, one per schedule of cpu_schedule_space(), compiled many kernels per
+//   translation unit on all cores (include/kora/cpu_codegen.h, cpu_compile.h);
+//   oneDNN, when the candidate fits a library call (include/kora/cpu_library.h);
+//   the interpreter, when nothing else computes the kernel (opaque primitives) or every
+//   other implementation failed.
+// Each implementation runs once on random inputs (constants: their real values) and is
+// compared with the reference interpreter; one that fails to compile, throws or differs
+// (relative L2 error above the tolerance) is stored as failed with the reason, never
+// measured and never used. The rest are measured (include/kora/measure.h) with inputs
+// rotated through copies so that they do not sit in cache unrealistically. Kernels the
+// database already knows for the device are not measured again.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "kora/candidates.h"
+#include "kora/cpu_compile.h"
+#include "kora/cpu_library.h"
+#include "kora/measure.h"
+#include "kora/partition.h"
+#include "kora/primitive.h"
+
+namespace kora {
+
+class ProfileDb;
+
+struct ProfileOptions {
+  int threads = 0;  // 0: all cores
+  CandidateOptions candidates;
+  PartitionOptions partition;
+  MeasureOptions measure = {2, 5, 50, 0.25, 0.02};
+  CompileOptions compile;
+  int kernels_per_unit = 16;         // generated kernels per translation unit
+  int compile_jobs = 0;              // compilers run at once; 0: all cores
+  double tolerance = 1e-4;           // relative L2 error vs the interpreter
+  std::ostream* progress = nullptr;  // progress lines and failures, when set
+  bool terminal = false;             // progress as one rewritten line
+  // More implementations per kernel, checked and measured like the others (plug-in
+  // libraries; the tests inject deliberately wrong ones).
+  std::function<std::vector<std::unique_ptr<CpuLibraryKernel>>(const PrimGraph&, const KernelDag&,
+                                                               const Candidate&)>
+      extra_kernels;
+};
+
+struct ProfileFailure {
+  uint64_t signature = 0;
+  std::string schedule, kernel, error;  // kernel: its primitives' names
+};
+
+struct ProfileSummary {
+  std::string device;
+  int64_t kernels = 0;           // unique signatures in the graph
+  int64_t from_db = 0;           // already known for the device: not measured
+  int64_t measured = 0;          // kernels measured now
+  int64_t implementations = 0;   // implementations measured now (all schedules)
+  int64_t interpreter_only = 0;  // kernels whose only working implementation is the interpreter
+  std::vector<ProfileFailure> failures;  // implementations stored as failed
+  int64_t units = 0, units_cached = 0;   // translation units compiled / found in the cache
+  double enumerate_seconds = 0, generate_seconds = 0, compile_seconds = 0, measure_seconds = 0,
+         total_seconds = 0;
+};
+
+// The device fingerprint is cpu_backend_fingerprint(threads).
+ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db,
+                             const ProfileOptions& options = {});
+
+std::string format_profile_summary(const ProfileSummary& summary);
+
+}  // namespace kora

@@ -1,0 +1,422 @@
+// The profiling driver (include/kora/profile.h): a primitive graph in; its unique
+// candidate kernels, each implementation checked against the interpreter and measured,
+// in the profile database out. Four stages: enumerate (as orchestrate() does), generate
+// (sources per schedule, library kernels), compile (translation units of many kernels,
+// several compilers at once), check and measure (one kernel at a time, stored in batches
+// so that an interrupted run keeps what it measured).
+#include "kora/profile.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unordered_set>
+
+#include "kora/cpu_backend.h"
+#include "kora/cpu_codegen.h"
+#include "kora/cpu_library.h"
+#include "kora/error.h"
+#include "kora/interpreter.h"
+#include "kora/orchestration.h"
+#include "kora/profile_db.h"
+#include "kora/progress.h"
+
+namespace kora {
+namespace {
+
+using KernelFn = void (*)(const void* const*, void* const*);
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// One way to compute a kernel.
+struct Implementation {
+  std::string schedule;
+  // Generated code: its source until compiled, then the function.
+  std::string symbol, source;
+  std::shared_ptr<SharedLibrary> library;
+  KernelFn fn = nullptr;
+  // Library kernels (oneDNN, interpreter).
+  std::unique_ptr<CpuLibraryKernel> object;
+  std::string error;  // non-empty: failed
+
+  void run(const void* const* in, void* const* out) const {
+    if (fn)
+      fn(in, out);
+    else
+      object->run(in, out);
+  }
+};
+
+// A unique kernel to profile: where it was first seen, and its implementations.
+struct Job {
+  const KernelDag* dag = nullptr;
+  const Candidate* candidate = nullptr;
+  std::vector<Implementation> impls;
+};
+
+std::string kernel_name(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  std::string s;
+  for (size_t i = 0; i < c.members.size() && i < 4; ++i)
+    s += (i ? ", " : "") + graph.prims[dag.prim[c.members[i]]].name;
+  if (c.members.size() > 4) s += ", ... (" + std::to_string(c.members.size()) + " primitives)";
+  return s;
+}
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// The kernel's tensors, allocated `copies` times (constants once, with their values).
+struct Buffers {
+  std::vector<std::vector<Tensor>> in, out;  // [copy][tensor]
+  std::vector<std::vector<const void*>> in_ptrs;
+  std::vector<std::vector<void*>> out_ptrs;
+};
+
+Buffers make_buffers(const PrimGraph& graph, const std::map<std::string, Tensor>& values,
+                     const std::vector<std::string>& reads,
+                     const std::vector<std::string>& writes) {
+  int64_t bytes = 0;
+  for (const std::string& t : reads)
+    if (!graph.constant(t)) bytes += static_cast<int64_t>(values.at(t).nbytes());
+  for (const std::string& t : writes)
+    bytes += numel(graph.value(t).shape) * static_cast<int64_t>(dtype_size(graph.value(t).dtype));
+  // Enough copies that rotating through them overflows a 32 MiB last-level cache, so a
+  // kernel does not find its inputs there unless they are small; at most 8.
+  const int64_t cache_bytes = int64_t{32} << 20;
+  const int copies = static_cast<int>(
+      std::clamp<int64_t>(bytes > 0 ? (cache_bytes + bytes - 1) / bytes : 1, 2, 8));
+  Buffers b;
+  b.in.resize(copies);
+  b.out.resize(copies);
+  for (int k = 0; k < copies; ++k) {
+    for (const std::string& t : reads) {
+      const Tensor& v = graph.constant(t) ? *graph.constant(t) : values.at(t);
+      // Constants are one buffer, as in a real run; other inputs get a copy each.
+      b.in[k].push_back(
+          k == 0 || graph.constant(t) ? v : Tensor(v.dtype(), v.shape(), v.bytes(), v.nbytes()));
+    }
+    for (const std::string& t : writes)
+      b.out[k].emplace_back(graph.value(t).dtype, graph.value(t).shape);
+  }
+  for (int k = 0; k < copies; ++k) {
+    b.in_ptrs.emplace_back();
+    b.out_ptrs.emplace_back();
+    for (const Tensor& t : b.in[k]) b.in_ptrs.back().push_back(t.bytes());
+    for (Tensor& t : b.out[k]) b.out_ptrs.back().push_back(t.mutable_bytes());
+  }
+  return b;
+}
+
+// Every tensor's value on random graph inputs (integers 0/1, valid indices into any
+// axis), computed by the interpreter: the kernels' inputs and reference outputs.
+std::map<std::string, Tensor> reference_values(const PrimGraph& graph) {
+  std::map<std::string, Tensor> values;
+  std::mt19937_64 rng(0x6b6f7261);
+  for (const std::string& name : graph.inputs)
+    values[name] = random_tensor(graph.value(name).dtype, graph.value(name).shape, rng, 1);
+  for (const Primitive& p : graph.prims) {
+    std::vector<const Tensor*> args;
+    for (const std::string& t : p.inputs)
+      args.push_back(graph.constant(t) ? graph.constant(t) : &values.at(t));
+    std::vector<Tensor> results = run_primitive(graph, p, args);
+    for (size_t o = 0; o < results.size(); ++o) values[p.outputs[o]] = std::move(results[o]);
+  }
+  return values;
+}
+
+// Empty when `got` matches `want`: floats within relative L2 error `tolerance` (NaN where
+// the reference has NaN, infinities equal), other dtypes exactly.
+std::string compare(const std::string& name, const Tensor& got, const Tensor& want,
+                    double tolerance) {
+  if (!is_floating(want.dtype())) {
+    if (std::memcmp(got.bytes(), want.bytes(), want.nbytes()) != 0)
+      return "output '" + name + "' differs from the interpreter";
+    return "";
+  }
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double a = got.double_at(i), b = want.double_at(i);
+    if (std::isnan(b) || std::isinf(b)) {
+      if (!(std::isnan(a) && std::isnan(b)) && a != b)
+        return "output '" + name + "' element " + std::to_string(i) + " is " + std::to_string(a) +
+               ", the interpreter's " + std::to_string(b);
+      continue;
+    }
+    if (!std::isfinite(a))
+      return "output '" + name + "' element " + std::to_string(i) + " is " + std::to_string(a) +
+             ", the interpreter's " + std::to_string(b);
+    diff += (a - b) * (a - b);
+    norm += b * b;
+  }
+  const double err = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+  if (diff > 0 && err > tolerance) {
+    std::ostringstream os;
+    os << "output '" << name << "' relative L2 error " << err << " (tolerance " << tolerance << ")";
+    return os.str();
+  }
+  return "";
+}
+
+// Fills the output buffers with a byte pattern (NaN for floats) so that elements a
+// kernel forgets to write are caught.
+void poison(std::vector<Tensor>& outs) {
+  for (Tensor& t : outs) std::memset(t.mutable_bytes(), 0xff, t.nbytes());
+}
+
+// Compiles the generated implementations of `jobs`, kernels_per_unit per translation
+// unit, `jobs` compilers at once. A unit that fails is compiled again kernel by kernel,
+// so one bad kernel fails alone.
+void compile_all(std::vector<Job>& jobs, const ProfileOptions& options, ProfileSummary& summary) {
+  std::vector<std::vector<Implementation*>> units(1);
+  for (Job& job : jobs)
+    for (Implementation& impl : job.impls) {
+      if (impl.source.empty() || !impl.error.empty()) continue;
+      if (static_cast<int>(units.back().size()) >= std::max(1, options.kernels_per_unit))
+        units.emplace_back();
+      units.back().push_back(&impl);
+    }
+  if (units.back().empty()) units.pop_back();
+  if (units.empty()) return;
+  const std::string prelude = cpu_codegen_prelude();
+  auto compile_unit = [&](const std::vector<Implementation*>& unit, bool* cached) {
+    std::string source = prelude;
+    for (const Implementation* impl : unit) source += "\n" + impl->source;
+    CompileResult r = compile_shared(source, options.compile);
+    if (cached) *cached = r.cached;
+    for (Implementation* impl : unit) {
+      impl->library = r.library;
+      impl->fn = reinterpret_cast<KernelFn>(r.library->symbol(impl->symbol));
+    }
+  };
+  const int workers =
+      std::max(1, std::min<int>(options.compile_jobs > 0
+                                    ? options.compile_jobs
+                                    : static_cast<int>(std::thread::hardware_concurrency()),
+                                static_cast<int>(units.size())));
+  Progress progress(options.progress, "kora profile: compile", static_cast<int64_t>(units.size()),
+                    "units", options.terminal);
+  std::atomic<size_t> next{0};
+  std::atomic<int64_t> done{0}, cached_units{0};
+  std::mutex mutex;  // progress output
+  auto worker = [&]() {
+    for (size_t u; (u = next++) < units.size();) {
+      bool cached = false;
+      try {
+        compile_unit(units[u], &cached);
+      } catch (const Error& unit_error) {
+        for (Implementation* impl : units[u]) {
+          try {
+            compile_unit({impl}, nullptr);
+          } catch (const Error& e) {
+            impl->error = std::string("compile: ") + e.what();
+          }
+        }
+      }
+      if (cached) ++cached_units;
+      const int64_t d = ++done;
+      std::lock_guard<std::mutex> lock(mutex);
+      progress.update(d);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < workers; ++i) threads.emplace_back(worker);
+  for (std::thread& t : threads) t.join();
+  progress.finish();
+  summary.units = static_cast<int64_t>(units.size());
+  summary.units_cached = cached_units;
+}
+
+}  // namespace
+
+ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const ProfileOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  ProfileSummary summary;
+  summary.device = cpu_backend_fingerprint(threads);
+
+  // Enumerate: the candidates of every segment, one job per unknown signature.
+  auto stage = std::chrono::steady_clock::now();
+  const KernelDag dag = kernel_dag_of(graph);
+  std::vector<SegmentCandidates> segments;
+  for (const Segment& s : partition_dag(dag, options.partition))
+    segments.push_back(segment_candidates(graph, dag, s, options.candidates));
+  std::vector<Job> jobs;
+  std::unordered_set<uint64_t> seen;
+  for (const SegmentCandidates& s : segments)
+    for (const Candidate& c : s.candidates) {
+      if (!seen.insert(c.signature).second) continue;
+      if (db.known(summary.device, c.signature)) {
+        ++summary.from_db;
+        continue;
+      }
+      Job job;
+      job.dag = &s.sub;
+      job.candidate = &c;
+      jobs.push_back(std::move(job));
+    }
+  summary.kernels = static_cast<int64_t>(seen.size());
+  summary.enumerate_seconds = seconds_since(stage);
+
+  // Generate: every schedule's source, the library kernels.
+  stage = std::chrono::steady_clock::now();
+  for (Job& job : jobs) {
+    const KernelDag& d = *job.dag;
+    const Candidate& c = *job.candidate;
+    if (cpu_codegen_supports(graph, d, c)) {
+      const std::vector<CpuSchedule> schedules = cpu_schedule_space(graph, d, c);
+      for (size_t s = 0; s < schedules.size(); ++s) {
+        Implementation impl;
+        impl.schedule = "gen:" + schedules[s].key();
+        impl.symbol = "kora_" + signature_hex(c.signature) + "_" + std::to_string(s);
+        try {
+          impl.source = generate_cpu_kernel(graph, d, c, impl.symbol, schedules[s]).source;
+        } catch (const Error& e) {
+          impl.error = std::string("generate: ") + e.what();
+        }
+        job.impls.push_back(std::move(impl));
+      }
+    }
+    if (onednn_supports(graph, d, c)) {
+      Implementation impl;
+      impl.schedule = "onednn";
+      try {
+        impl.object = make_onednn_kernel(graph, d, c);
+      } catch (const Error& e) {
+        impl.error = std::string("onednn: ") + e.what();
+      }
+      job.impls.push_back(std::move(impl));
+    }
+    if (options.extra_kernels)
+      for (std::unique_ptr<CpuLibraryKernel>& k : options.extra_kernels(graph, d, c)) {
+        Implementation impl;
+        impl.schedule = k->schedule();
+        impl.object = std::move(k);
+        job.impls.push_back(std::move(impl));
+      }
+  }
+  summary.generate_seconds = seconds_since(stage);
+
+  // Compile.
+  stage = std::chrono::steady_clock::now();
+  omp_set_num_threads(threads);
+  compile_all(jobs, options, summary);
+  summary.compile_seconds = seconds_since(stage);
+
+  // Check and measure, one kernel at a time; records stored every few seconds.
+  stage = std::chrono::steady_clock::now();
+  const std::map<std::string, Tensor> values =
+      jobs.empty() ? std::map<std::string, Tensor>{} : reference_values(graph);
+  Progress progress(options.progress, "kora profile: measure", static_cast<int64_t>(jobs.size()),
+                    "kernels", options.terminal);
+  std::vector<ProfileRecord> pending;
+  auto last_store = std::chrono::steady_clock::now();
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    Job& job = jobs[j];
+    const KernelDag& d = *job.dag;
+    const Candidate& c = *job.candidate;
+    const std::vector<std::string> reads = kernel_reads(graph, d, c);
+    const std::vector<std::string> writes = kernel_writes(graph, d, c);
+    Buffers buffers = make_buffers(graph, values, reads, writes);
+    std::vector<const Tensor*> want;
+    for (const std::string& t : writes) want.push_back(&values.at(t));
+    bool any_ok = false;
+    auto record = [&](Implementation& impl) {
+      ProfileRecord r;
+      r.device = summary.device;
+      r.signature = c.signature;
+      r.schedule = impl.schedule;
+      if (impl.error.empty()) {
+        try {
+          const Measurement m = measure(
+              [&](int i) {
+                const size_t k = static_cast<size_t>(i) % buffers.in_ptrs.size();
+                impl.run(buffers.in_ptrs[k].data(), buffers.out_ptrs[k].data());
+              },
+              options.measure);
+          r.median_ms = m.median_ms;
+          r.spread_ms = m.spread_ms;
+          r.samples = m.samples;
+          ++summary.implementations;
+          any_ok = true;
+        } catch (const Error& e) {
+          impl.error = std::string("run: ") + e.what();
+        }
+      }
+      if (!impl.error.empty()) {
+        r.failed = true;
+        r.error = impl.error;
+        summary.failures.push_back(
+            {c.signature, impl.schedule, kernel_name(graph, d, c), impl.error});
+        if (options.progress && !options.terminal)
+          *options.progress << "kora profile: " << impl.schedule << " of kernel "
+                            << signature_hex(c.signature) << " (" << kernel_name(graph, d, c)
+                            << ") failed: " << first_line(impl.error) << std::endl;
+      }
+      pending.push_back(std::move(r));
+    };
+    for (Implementation& impl : job.impls) {
+      if (impl.error.empty()) {
+        try {
+          poison(buffers.out[0]);
+          impl.run(buffers.in_ptrs[0].data(), buffers.out_ptrs[0].data());
+          for (size_t o = 0; o < writes.size() && impl.error.empty(); ++o)
+            impl.error = compare(writes[o], buffers.out[0][o], *want[o], options.tolerance);
+          if (!impl.error.empty()) impl.error = "wrong result: " + impl.error;
+        } catch (const Error& e) {
+          impl.error = std::string("run: ") + e.what();
+        }
+      }
+      record(impl);
+    }
+    if (!any_ok) {  // nothing else computes it: the interpreter does
+      Implementation interp;
+      interp.schedule = "interpreter";
+      interp.object = make_interpreter_kernel(graph, d, c);
+      record(interp);
+      if (any_ok) ++summary.interpreter_only;
+    }
+    ++summary.measured;
+    if (seconds_since(last_store) > 2 || j + 1 == jobs.size()) {
+      db.put(pending);
+      pending.clear();
+      last_store = std::chrono::steady_clock::now();
+    }
+    progress.update(static_cast<int64_t>(j + 1));
+  }
+  progress.finish();
+  summary.measure_seconds = seconds_since(stage);
+  summary.total_seconds = seconds_since(start);
+  return summary;
+}
+
+std::string format_profile_summary(const ProfileSummary& s) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(1);
+  os << "device " << s.device << "\n";
+  os << s.kernels << " unique kernels: " << s.measured << " measured now, " << s.from_db
+     << " from the database, " << s.failures.size() << " implementations failed\n";
+  os << s.implementations << " implementations measured";
+  if (s.interpreter_only) os << " (" << s.interpreter_only << " kernels only by the interpreter)";
+  os << "\n";
+  os << "compiled " << s.units << " translation units (" << s.units_cached << " from the cache)\n";
+  os << "time: enumerate " << s.enumerate_seconds << " s, generate " << s.generate_seconds
+     << " s, compile " << s.compile_seconds << " s, measure " << s.measure_seconds << " s, total "
+     << s.total_seconds << " s\n";
+  for (const ProfileFailure& f : s.failures)
+    os << "failed: " << f.schedule << " of kernel " << signature_hex(f.signature) << " ("
+       << f.kernel << "): " << first_line(f.error) << "\n";
+  return os.str();
+}
+
+}  // namespace kora

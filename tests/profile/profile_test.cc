@@ -1,0 +1,171 @@
+// profile_model() (include/kora/profile.h) on a small model (conv + bias, relu, softmax,
+// TopK: generated, library and interpreter-only kernels): every unique candidate ends up
+// in the database with a working implementation, a second run measures nothing, the
+// orchestrator then finds every kernel measured; deliberately wrong or throwing
+// implementations and kernels that fail to compile are stored as failed and never
+// chosen.
+#include "kora/profile.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "frontend/model_builder.h"
+#include "kora/cost.h"
+#include "kora/cpu_backend.h"
+#include "kora/error.h"
+#include "kora/fission.h"
+#include "kora/orchestration.h"
+#include "kora/profile_db.h"
+
+namespace {
+
+using namespace kora;
+
+PrimGraph small_model() {
+  kora_test::ModelBuilder m;
+  std::vector<float> w(4 * 3 * 3 * 3), b(4);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 37 % 17) - 8) / 16;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 0.25f * static_cast<float>(i) - 0.5f;
+  m.input("x", {1, 3, 6, 6})
+      .init_f32("w", {4, 3, 3, 3}, w)
+      .init_f32("b", {4}, b)
+      .init_i64("k", {1}, {3})
+      .output("p")
+      .output("top")
+      .output("idx", onnx::TensorProto::INT64);
+  m.node("Conv", {"x", "w", "b"}, {"c"}, {kora_test::attr_is("pads", {1, 1, 1, 1})}, "conv");
+  m.node("Relu", {"c"}, {"r"}, {}, "relu");
+  m.node("Softmax", {"r"}, {"p"}, {kora_test::attr_i("axis", 1)}, "softmax");
+  m.node("TopK", {"r", "k"}, {"top", "idx"}, {kora_test::attr_i("axis", 3)}, "topk");
+  return fission(kora_test::import_model(m));
+}
+
+ProfileOptions quick(const kora_test::TempDir& dir) {
+  ProfileOptions o;
+  o.threads = 1;
+  o.measure = {1, 3, 5, 0.05, 0.05};
+  o.compile.cache_dir = dir.file("kernels");
+  return o;
+}
+
+// The unique signatures profile_model enumerates (default options).
+std::set<uint64_t> signatures(const PrimGraph& g) {
+  std::set<uint64_t> s;
+  const KernelDag dag = kernel_dag_of(g);
+  for (const Segment& seg : partition_dag(dag, {}))
+    for (const Candidate& c : segment_candidates(g, dag, seg, {}).candidates) s.insert(c.signature);
+  return s;
+}
+
+TEST(ProfileModel, MeasuresEveryKernelOnceAndTheOrchestratorUsesThem) {
+  kora_test::TempDir dir;
+  const PrimGraph g = small_model();
+  auto db = std::make_shared<ProfileDb>(dir.file("p.db"));
+  const ProfileSummary first = profile_model(g, *db, quick(dir));
+  const std::set<uint64_t> sigs = signatures(g);
+  EXPECT_EQ(first.kernels, static_cast<int64_t>(sigs.size()));
+  EXPECT_EQ(first.measured, first.kernels);
+  EXPECT_EQ(first.from_db, 0);
+  for (const ProfileFailure& f : first.failures)
+    ADD_FAILURE() << f.schedule << " of " << f.kernel << ": " << f.error;
+  EXPECT_EQ(first.device, cpu_backend_fingerprint(1));
+  for (uint64_t sig : sigs) {
+    const auto best = db->best(first.device, sig);
+    ASSERT_TRUE(best.has_value()) << signature_hex(sig);
+    EXPECT_GT(best->median_ms, 0);
+    EXPECT_GE(best->samples, 3);
+  }
+  // TopK is opaque: only the interpreter computes it.
+  EXPECT_GE(first.interpreter_only, 1);
+
+  const ProfileSummary second = profile_model(g, *db, quick(dir));
+  EXPECT_EQ(second.measured, 0);
+  EXPECT_EQ(second.from_db, first.kernels);
+  EXPECT_EQ(second.units, 0);
+
+  ProfileDbCost costs(db, first.device, nullptr);  // no fallback: a miss would throw
+  const OrchestrationResult plan = orchestrate(g, costs);
+  EXPECT_EQ(costs.misses(), 0);
+  EXPECT_EQ(costs.hits(), static_cast<int64_t>(sigs.size()));
+  EXPECT_TRUE(plan.proven_optimal);
+}
+
+// Writes zeros: wrong wherever the true output is not all zeros.
+class ZerosKernel : public CpuLibraryKernel {
+ public:
+  explicit ZerosKernel(std::vector<size_t> bytes) : bytes_(std::move(bytes)) {}
+  void run(const void* const*, void* const* out) override {
+    for (size_t i = 0; i < bytes_.size(); ++i) std::memset(out[i], 0, bytes_[i]);
+  }
+  std::string schedule() const override { return "zeros"; }
+
+ private:
+  std::vector<size_t> bytes_;
+};
+
+class ThrowingKernel : public CpuLibraryKernel {
+ public:
+  void run(const void* const*, void* const*) override { throw Error("out of luck"); }
+  std::string schedule() const override { return "throws"; }
+};
+
+TEST(ProfileModel, WrongAndThrowingImplementationsAreFailedAndNeverChosen) {
+  kora_test::TempDir dir;
+  const PrimGraph g = small_model();
+  ProfileDb db(dir.file("p.db"));
+  ProfileOptions o = quick(dir);
+  o.extra_kernels = [](const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+    std::vector<size_t> bytes;
+    for (const std::string& t : kernel_writes(graph, dag, c))
+      bytes.push_back(numel(graph.value(t).shape) * dtype_size(graph.value(t).dtype));
+    std::vector<std::unique_ptr<CpuLibraryKernel>> v;
+    v.push_back(std::make_unique<ZerosKernel>(bytes));
+    v.push_back(std::make_unique<ThrowingKernel>());
+    return v;
+  };
+  const ProfileSummary s = profile_model(g, db, o);
+  int zeros_failed = 0, throws_failed = 0;
+  for (const ProfileFailure& f : s.failures) {
+    if (f.schedule == "zeros") {
+      ++zeros_failed;
+      EXPECT_NE(f.error.find("wrong result"), std::string::npos) << f.error;
+    } else if (f.schedule == "throws") {
+      ++throws_failed;
+      EXPECT_NE(f.error.find("out of luck"), std::string::npos) << f.error;
+    } else {
+      ADD_FAILURE() << f.schedule << ": " << f.error;
+    }
+  }
+  EXPECT_EQ(throws_failed, s.kernels);
+  EXPECT_GE(zeros_failed, s.kernels - 2);  // a kernel's true output may be all zeros
+  for (uint64_t sig : signatures(g)) {
+    const auto best = db.best(s.device, sig);
+    ASSERT_TRUE(best.has_value());
+    EXPECT_NE(best->schedule, "throws");
+    for (const ProfileRecord& r : db.records(s.device, sig)) {
+      EXPECT_TRUE(r.schedule != "throws" || r.failed);
+    }
+  }
+}
+
+TEST(ProfileModel, KernelsThatFailToCompileFallBackToTheInterpreter) {
+  kora_test::TempDir dir;
+  const PrimGraph g = small_model();
+  ProfileDb db(dir.file("p.db"));
+  ProfileOptions o = quick(dir);
+  o.compile.compiler = "false";  // exits 1 for everything
+  const ProfileSummary s = profile_model(g, db, o);
+  ASSERT_FALSE(s.failures.empty());
+  for (const ProfileFailure& f : s.failures) {
+    EXPECT_EQ(f.schedule.rfind("gen:", 0), 0u) << f.schedule;
+    EXPECT_NE(f.error.find("compile"), std::string::npos) << f.error;
+  }
+  for (uint64_t sig : signatures(g)) {
+    const auto best = db.best(s.device, sig);
+    ASSERT_TRUE(best.has_value());
+    EXPECT_TRUE(best->schedule == "interpreter" || best->schedule == "onednn") << best->schedule;
+  }
+}
+
+}  // namespace
