@@ -12,7 +12,8 @@ std::string onednn_version();  // "onednn 2.6.3"
 // The CPU device fingerprint: CPU model, logical cores, thread count, compiler and
 // library versions, e.g. "cpu|AMD EPYC 7B13|cores=2|threads=2|g++ 12.2.0|onednn 2.6.3".
 std::string cpu_fingerprint(int threads, const std::string& compiler, const std::string& library);
-// cpu_fingerprint with the backend's compiler (g++) and the linked oneDNN.
-std::string cpu_backend_fingerprint(int threads);
+// cpu_fingerprint with the compiler of the generated kernels (empty: the default of
+// CompileOptions) and the linked oneDNN.
+std::string cpu_backend_fingerprint(int threads, const std::string& compiler = "");
 
 }  // namespace kora

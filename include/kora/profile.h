@@ -74,5 +74,6 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db,
                              const ProfileOptions& options = {});
 
 std::string format_profile_summary(const ProfileSummary& summary);
+std::string profile_summary_json(const ProfileSummary& summary);
 
 }  // namespace kora

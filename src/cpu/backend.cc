@@ -32,8 +32,10 @@ std::string cpu_fingerprint(int threads, const std::string& compiler, const std:
          "|threads=" + std::to_string(threads) + "|" + compiler + "|" + library;
 }
 
-std::string cpu_backend_fingerprint(int threads) {
-  return cpu_fingerprint(threads, compiler_version(CompileOptions{}.compiler), onednn_version());
+std::string cpu_backend_fingerprint(int threads, const std::string& compiler) {
+  return cpu_fingerprint(threads,
+                         compiler_version(compiler.empty() ? CompileOptions{}.compiler : compiler),
+                         onednn_version());
 }
 
 }  // namespace kora

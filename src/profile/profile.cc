@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 #include <unordered_set>
@@ -72,7 +73,16 @@ std::string kernel_name(const PrimGraph& graph, const KernelDag& dag, const Cand
   return s;
 }
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+// An error in one line: its first line, and the compiler's first "error:" line if any.
+std::string brief(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  const size_t e = text.find("error:", line.size());
+  if (e != std::string::npos) {
+    const size_t end = text.find('\n', e);
+    line += " " + text.substr(e, end == std::string::npos ? std::string::npos : end - e);
+  }
+  return line;
+}
 
 // The kernel's tensors, allocated `copies` times (constants once, with their values).
 struct Buffers {
@@ -242,7 +252,7 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
   const int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   ProfileSummary summary;
-  summary.device = cpu_backend_fingerprint(threads);
+  summary.device = cpu_backend_fingerprint(threads, options.compile.compiler);
 
   // Enumerate: the candidates of every segment, one job per unknown signature.
   auto stage = std::chrono::steady_clock::now();
@@ -360,7 +370,7 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
         if (options.progress && !options.terminal)
           *options.progress << "kora profile: " << impl.schedule << " of kernel "
                             << signature_hex(c.signature) << " (" << kernel_name(graph, d, c)
-                            << ") failed: " << first_line(impl.error) << std::endl;
+                            << ") failed: " << brief(impl.error) << std::endl;
       }
       pending.push_back(std::move(r));
     };
@@ -415,8 +425,32 @@ std::string format_profile_summary(const ProfileSummary& s) {
      << s.total_seconds << " s\n";
   for (const ProfileFailure& f : s.failures)
     os << "failed: " << f.schedule << " of kernel " << signature_hex(f.signature) << " ("
-       << f.kernel << "): " << first_line(f.error) << "\n";
+       << f.kernel << "): " << brief(f.error) << "\n";
   return os.str();
+}
+
+std::string profile_summary_json(const ProfileSummary& s) {
+  nlohmann::json j;
+  j["device"] = s.device;
+  j["kernels"] = s.kernels;
+  j["from_db"] = s.from_db;
+  j["measured"] = s.measured;
+  j["implementations"] = s.implementations;
+  j["interpreter_only"] = s.interpreter_only;
+  j["units"] = s.units;
+  j["units_cached"] = s.units_cached;
+  j["seconds"] = {{"enumerate", s.enumerate_seconds},
+                  {"generate", s.generate_seconds},
+                  {"compile", s.compile_seconds},
+                  {"measure", s.measure_seconds},
+                  {"total", s.total_seconds}};
+  j["failures"] = nlohmann::json::array();
+  for (const ProfileFailure& f : s.failures)
+    j["failures"].push_back({{"signature", signature_hex(f.signature)},
+                             {"schedule", f.schedule},
+                             {"kernel", f.kernel},
+                             {"error", f.error}});
+  return j.dump(2);
 }
 
 }  // namespace kora

@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
   ModelOptions orch_model;
   std::string orch_costs, orch_strategy = "optimal", orch_device = "cpu", orch_target, orch_db;
   int orch_threads = 0;
+  std::string orch_compiler;
   bool orch_json = false;
   kora::OrchestrationOptions orch;
   CLI::App* orchestrate = app.add_subcommand(
@@ -135,6 +136,8 @@ int main(int argc, char** argv) {
                           "~/.cache/kora/profiles.db); implies --target cpu");
   orchestrate->add_option("--threads", orch_threads,
                           "thread count the measurements were taken with (default: all cores)");
+  orchestrate->add_option("--compiler", orch_compiler,
+                          "compiler the measurements were taken with (default g++)");
   orchestrate->add_option("--time-limit", orch.solve.time_limit_seconds,
                           "solver time limit per segment in seconds (default 60); when hit, "
                           "the remaining gap is reported");
@@ -147,6 +150,7 @@ int main(int argc, char** argv) {
   ModelOptions prof_model;
   std::string prof_target = "cpu", prof_db;
   kora::ProfileOptions prof;
+  bool prof_json = false;
   CLI::App* profile = app.add_subcommand(
       "profile",
       "generate, check and measure every candidate kernel of the model on this machine, "
@@ -162,6 +166,10 @@ int main(int argc, char** argv) {
                       "most primitives in one candidate kernel (default 16; as orchestrate)");
   profile->add_option("--max-segment", prof.partition.max_size,
                       "most primitives in one segment (default 100; as orchestrate)");
+  profile->add_option("--compiler", prof.compile.compiler,
+                      "C++ compiler of the generated kernels (default g++); part of the "
+                      "device fingerprint");
+  profile->add_flag("--json", prof_json, "print the summary as JSON");
 
   CLI::App* operators =
       app.add_subcommand("operators", "list the ONNX operators kora supports, one per line");
@@ -216,8 +224,8 @@ int main(int argc, char** argv) {
             orch_threads > 0 ? orch_threads : static_cast<int>(std::thread::hardware_concurrency());
         auto db = std::make_shared<const kora::ProfileDb>(
             orch_db.empty() ? kora::default_profile_db_path() : orch_db);
-        costs = std::make_unique<kora::ProfileDbCost>(db, kora::cpu_backend_fingerprint(threads),
-                                                      std::move(costs));
+        costs = std::make_unique<kora::ProfileDbCost>(
+            db, kora::cpu_backend_fingerprint(threads, orch_compiler), std::move(costs));
       }
       orch.strategy = orch_strategy;
       orch.partition.min_size = std::min(orch.partition.min_size, orch.partition.max_size);
@@ -235,7 +243,10 @@ int main(int argc, char** argv) {
       prof.progress = &std::cerr;
       prof.terminal = ::isatty(2);
       const kora::ProfileSummary summary = kora::profile_model(g, db, prof);
-      std::cout << "database " << db.path() << "\n" << kora::format_profile_summary(summary);
+      if (prof_json)
+        std::cout << kora::profile_summary_json(summary) << "\n";
+      else
+        std::cout << "database " << db.path() << "\n" << kora::format_profile_summary(summary);
     } else if (operators->parsed()) {
       for (const std::string& op : kora::supported_operators()) std::cout << op << "\n";
     }
