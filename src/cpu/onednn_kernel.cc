@@ -17,6 +17,8 @@
 
 #include <dnnl.hpp>
 #include <memory>
+#include <optional>
+#include <tuple>
 #include <unordered_map>
 
 #include "cpu/onednn_plan.h"
@@ -109,14 +111,26 @@ Shape weights_dims(const Plan& p) {
   return d;
 }
 
+dnnl::engine& cpu_engine() {
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+
+bool is_full(const Plan& p, const PostOp& op) {
+  return op.binary && op.operand >= 0 && op.operand_dims == p.dst_dims;
+}
+
 // The primitive descriptor for a plan: src/dst plain or `any` (blocked), weights `any`
-// when constant (reordered once) else plain.
+// when constant (reordered once) else plain. Binary operands of the full output shape
+// are plain, or in layout `*full` (then dst is too), or left out (skip_full).
 dnnl::primitive_desc make_pd(const Plan& p, bool blocked, bool constant_weights,
-                             const dnnl::engine& eng) {
+                             const memory::desc* full = nullptr, bool skip_full = false) {
   dnnl::post_ops po;
   for (const PostOp& op : p.post_ops) {
     if (!op.binary) {
       po.append_eltwise(1.0f, eltwise_alg(op.eltwise), op.alpha, op.beta);
+    } else if (is_full(p, op)) {
+      if (!skip_full) po.append_binary(binary_alg(op.op), full ? *full : plain(op.operand_dims));
     } else {
       const Shape dims = op.operand < 0 ? Shape(p.dst_dims.size(), 1) : op.operand_dims;
       po.append_binary(binary_alg(op.op), plain(dims));
@@ -129,47 +143,61 @@ dnnl::primitive_desc make_pd(const Plan& p, bool blocked, bool constant_weights,
   const memory::desc bias = p.bias >= 0 ? plain(p.bias_dims) : memory::desc();
   if (!p.conv) {
     const dnnl::matmul::desc d(plain(p.src_dims), w, bias, plain(p.dst_dims));
-    return dnnl::matmul::primitive_desc(d, attr, eng);
+    return dnnl::matmul::primitive_desc(d, attr, cpu_engine());
   }
   const ConvAttrs& a = p.conv_attrs;
   Dims dilations;
   for (int64_t d : a.dilations) dilations.push_back(d - 1);
   const memory::desc src = blocked ? any(p.src_dims) : plain(p.src_dims);
-  const memory::desc dst = blocked ? any(p.dst_dims) : plain(p.dst_dims);
+  const memory::desc dst = full ? *full : blocked ? any(p.dst_dims) : plain(p.dst_dims);
   const dnnl::convolution_forward::desc d(
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, w, bias, dst,
       Dims(a.strides.begin(), a.strides.end()), dilations,
       Dims(a.pads_begin.begin(), a.pads_begin.end()), Dims(a.pads_end.begin(), a.pads_end.end()));
-  return dnnl::convolution_forward::primitive_desc(d, attr, eng);
+  return dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
 }
 
 bool is_reference(const dnnl::primitive_desc& pd) {
   return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
 }
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  return eng;
-}
+struct Choice {
+  dnnl::primitive_desc pd;
+  bool full_blocked = false;  // full-shape binary operands in dst's (blocked) layout
+  memory::desc full;
+};
 
 // The descriptor for the layout policy: blocked when asked for (kAuto: by the plan's
-// shape) and oneDNN has a non-reference implementation for it, else plain.
-dnnl::primitive_desc choose_pd(const Plan& p, ConvLayout layout, bool constant_weights,
-                               bool* blocked) {
+// shape) and oneDNN has a non-reference implementation for it, else plain. A blocked
+// convolution whose post-ops read a full-shape tensor takes that tensor in dst's layout
+// (oneDNN's jit kernels do not read a plain one there).
+Choice choose_pd(const Plan& p, ConvLayout layout, bool constant_weights) {
   bool want = p.conv && constant_weights && layout != ConvLayout::kPlain;
   if (want && layout == ConvLayout::kAuto) want = blocked_is_faster(p);
-  if (want) {
+  if (!want) return {make_pd(p, false, constant_weights), false, {}};
+  auto direct = [](const dnnl::primitive_desc& pd) {
+    const std::string impl = pd.impl_info_str();
+    return impl.rfind("ref", 0) != 0 && impl.find("gemm") == std::string::npos;
+  };
+  std::optional<dnnl::primitive_desc> first;
+  try {
+    first = make_pd(p, true, constant_weights);
+    if (direct(*first)) return {*first, false, {}};
+  } catch (const dnnl::error&) {
+  }
+  bool any_full = false;
+  for (const PostOp& op : p.post_ops) any_full = any_full || is_full(p, op);
+  if (any_full) {
     try {
-      dnnl::primitive_desc pd = make_pd(p, true, constant_weights, cpu_engine());
-      if (!is_reference(pd)) {
-        *blocked = true;
-        return pd;
-      }
+      const memory::desc dst =
+          make_pd(p, true, constant_weights, nullptr, true).query_md(dnnl::query::dst_md);
+      dnnl::primitive_desc pd = make_pd(p, true, constant_weights, &dst);
+      if (direct(pd) && pd.query_md(dnnl::query::dst_md) == dst) return {pd, true, dst};
     } catch (const dnnl::error&) {
     }
   }
-  *blocked = false;
-  return make_pd(p, false, constant_weights, cpu_engine());
+  if (first && !is_reference(*first)) return {*first, false, {}};
+  return {make_pd(p, false, constant_weights), false, {}};
 }
 
 class OnednnKernel : public CpuLibraryKernel {
@@ -178,17 +206,9 @@ class OnednnKernel : public CpuLibraryKernel {
       : plan_(std::move(plan)), stream_(cpu_engine()) {
     dnnl::engine& eng = cpu_engine();
     const Tensor* weights = graph.constant(plan_.weights_tensor);
-    bool blocked = false;
-    dnnl::primitive_desc pd = choose_pd(plan_, layout, weights != nullptr, &blocked);
+    const Choice choice = choose_pd(plan_, layout, weights != nullptr);
+    const dnnl::primitive_desc& pd = choice.pd;
     impl_ = pd.impl_info_str();
-    if (getenv("KORA_ONEDNN_DEBUG")) {
-      for (const PostOp& op : plan_.post_ops)
-        fprintf(stderr,
-                "postop binary=%d elt=%d alpha=%g beta=%g op=%d operand=%d scalar=%g dims=%s\n",
-                op.binary, (int)op.eltwise, op.alpha, op.beta, (int)op.op, op.operand, op.scalar,
-                shape_str(op.operand_dims).c_str());
-      fprintf(stderr, "bias %d %s\n", plan_.bias, shape_str(plan_.bias_dims).c_str());
-    }
     prim_ = dnnl::primitive(pd);
 
     // src: bound to `in` directly, or reordered into the primitive's layout.
@@ -245,8 +265,14 @@ class OnednnKernel : public CpuLibraryKernel {
         args_[arg] = memory(plain(Shape(plan_.dst_dims.size(), 1)), eng, &scalars_[i]);
       } else {
         memory m(plain(op.operand_dims), eng, DNNL_MEMORY_NONE);
-        args_[arg] = m;
         bound_.push_back({op.operand, m});
+        if (choice.full_blocked && is_full(plan_, op)) {
+          memory blocked(choice.full, eng);
+          operand_reorders_.push_back({dnnl::reorder(m, blocked), m, blocked});
+          args_[arg] = blocked;
+        } else {
+          args_[arg] = m;
+        }
       }
     }
   }
@@ -256,6 +282,7 @@ class OnednnKernel : public CpuLibraryKernel {
     dst_user_.set_data_handle(out[0]);
     for (auto& [index, mem] : bound_) mem.set_data_handle(const_cast<void*>(in[index]));
     if (src_reorder_) src_reorder_.execute(stream_, src_user_, src_);
+    for (auto& [r, from, to] : operand_reorders_) r.execute(stream_, from, to);
     prim_.execute(stream_, args_);
     if (dst_reorder_) dst_reorder_.execute(stream_, dst_, dst_user_);
     stream_.wait();
@@ -272,6 +299,7 @@ class OnednnKernel : public CpuLibraryKernel {
   memory src_user_, src_, dst_user_, dst_, weights_user_;
   dnnl::reorder src_reorder_, dst_reorder_;
   std::vector<std::pair<int, memory>> bound_;  // kernel read index -> memory bound to it
+  std::vector<std::tuple<dnnl::reorder, memory, memory>> operand_reorders_;
   std::unique_ptr<float[]> scalars_;
   std::string impl_;
 };
@@ -313,8 +341,7 @@ bool onednn_supports(const PrimGraph& graph, const KernelDag& dag, const Candida
   const std::optional<onednn::Plan> plan = onednn::plan_kernel(graph, dag, c, nullptr);
   if (!plan) return false;
   try {
-    onednn::make_pd(*plan, false, graph.constant(plan->weights_tensor) != nullptr,
-                    onednn::cpu_engine());
+    onednn::make_pd(*plan, false, graph.constant(plan->weights_tensor) != nullptr);
     return true;
   } catch (const dnnl::error&) {
     return false;

@@ -185,6 +185,7 @@ int check_graph(PrimGraph g, const std::string& label) {
       const double e = relative_error(g, dag, c, layout, rng, &impl);
       std::string members;
       for (int v : c.members) members += g.prims[dag.prim[v]].name + " ";
+      if (getenv("KORA_ONEDNN_DEBUG")) fprintf(stderr, "%s: %s %g\n", label.c_str(), impl.c_str(), e);
       EXPECT_LT(e, 1e-4) << label << ": candidate { " << members << "} with " << impl;
     }
   }
