@@ -161,8 +161,6 @@ double relative_error(const PrimGraph& g, const KernelDag& dag, const Candidate&
     err += (double(got[i]) - ref[i]) * (double(got[i]) - ref[i]);
     norm += double(ref[i]) * ref[i];
   }
-  if (getenv("KORA_ONEDNN_DEBUG"))
-    fprintf(stderr, "got %g %g %g want %g %g %g\n", got[0], got[1], got[2], ref[0], ref[1], ref[2]);
   return std::sqrt(err / std::max(norm, 1e-30));
 }
 
@@ -185,7 +183,6 @@ int check_graph(PrimGraph g, const std::string& label) {
       const double e = relative_error(g, dag, c, layout, rng, &impl);
       std::string members;
       for (int v : c.members) members += g.prims[dag.prim[v]].name + " ";
-      if (getenv("KORA_ONEDNN_DEBUG")) fprintf(stderr, "%s: %s %g\n", label.c_str(), impl.c_str(), e);
       EXPECT_LT(e, 1e-4) << label << ": candidate { " << members << "} with " << impl;
     }
   }
