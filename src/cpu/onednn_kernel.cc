@@ -62,8 +62,6 @@ dnnl::algorithm eltwise_alg(Eltwise e) {
       return A::eltwise_logistic;
     case Eltwise::kSoftRelu:
       return A::eltwise_soft_relu;
-    case Eltwise::kLinear:
-      return A::eltwise_linear;
     case Eltwise::kPow:
       return A::eltwise_pow;
     case Eltwise::kRound:

@@ -191,28 +191,33 @@ class Analyzer {
     }
     for (size_t m = 0; m < members_.size(); ++m)
       if (!used_[m]) return fail(members_[m]->describe() + " is not on the epilogue chain");
-    merge_linear();
-    return true;
+    return separate_repeats();
   }
 
-  // Consecutive a*x+b post-ops become one (oneDNN 2.6's gemm-based matmul computes two in a
-  // row wrongly), and 1*x+0 goes.
-  void merge_linear() {
-    std::vector<PostOp> merged;
+  // oneDNN 2.6 gives every eltwise post-op of one algorithm the parameters of the first
+  // (measured: mul 2, tanh, mul 3 multiplies by 2 twice, in jit convolutions and gemm
+  // matmuls alike). Immediates are binary post-ops for that reason; a second clip with
+  // other bounds becomes max and min; a second pow with another exponent is refused.
+  bool separate_repeats() {
+    std::vector<PostOp> ops;
     for (const PostOp& op : plan_.post_ops) {
-      const bool lin = !op.binary && op.eltwise == Eltwise::kLinear;
-      PostOp* prev = merged.empty() ? nullptr : &merged.back();
-      if (lin && prev && !prev->binary && prev->eltwise == Eltwise::kLinear) {
-        prev->beta = prev->beta * op.alpha + op.beta;
-        prev->alpha *= op.alpha;
+      const PostOp* first = nullptr;
+      for (const PostOp& o : ops)
+        if (!o.binary && !op.binary && o.eltwise == op.eltwise) {
+          first = &o;
+          break;
+        }
+      if (!first || (first->alpha == op.alpha && first->beta == op.beta)) {
+        ops.push_back(op);
+      } else if (op.eltwise == Eltwise::kClip) {
+        ops.push_back(binary_scalar(Binary::kMax, op.alpha));
+        ops.push_back(binary_scalar(Binary::kMin, op.beta));
       } else {
-        merged.push_back(op);
+        return fail("two oneDNN eltwise post-ops of one algorithm with different parameters");
       }
     }
-    plan_.post_ops.clear();
-    for (const PostOp& op : merged)
-      if (op.binary || op.eltwise != Eltwise::kLinear || op.alpha != 1 || op.beta != 0)
-        plan_.post_ops.push_back(op);
+    plan_.post_ops = ops;
+    return true;
   }
 
   // The other operand `t` of epilogue member `reader`: a read of the full shape, or a
@@ -274,7 +279,7 @@ class Analyzer {
           ops.push_back(eltwise(Eltwise::kSoftRelu));
           break;
         case ScalarOp::kNeg:
-          ops.push_back(eltwise(Eltwise::kLinear, -1, 0));
+          ops.push_back(binary_scalar(Binary::kMul, -1));
           break;
         case ScalarOp::kReciprocal:
           ops.push_back(eltwise(Eltwise::kPow, 1, -1));
@@ -298,14 +303,15 @@ class Analyzer {
         const float v = static_cast<float>(other.value);
         switch (a.op) {
           case ScalarOp::kAdd:
-            ops.push_back(eltwise(Eltwise::kLinear, 1, v));
+            ops.push_back(binary_scalar(Binary::kAdd, v));
             break;
           case ScalarOp::kSub:
-            ops.push_back(k == 0 ? eltwise(Eltwise::kLinear, 1, -v)
-                                 : eltwise(Eltwise::kLinear, -1, v));
+            ops.push_back(binary_scalar(Binary::kSub, v));
+            // v - x = -(x - v), exactly.
+            if (k == 1) ops.push_back(binary_scalar(Binary::kMul, -1));
             break;
           case ScalarOp::kMul:
-            ops.push_back(eltwise(Eltwise::kLinear, v, 0));
+            ops.push_back(binary_scalar(Binary::kMul, v));
             break;
           case ScalarOp::kDiv:
             if (k != 0) return unsupported();
@@ -376,7 +382,7 @@ class Analyzer {
           }
           ops.push_back(b);
           // other - x = -(x - other), exactly.
-          if (a.op == ScalarOp::kSub && k == 1) ops.push_back(eltwise(Eltwise::kLinear, -1, 0));
+          if (a.op == ScalarOp::kSub && k == 1) ops.push_back(binary_scalar(Binary::kMul, -1));
         }
       }
     } else {
@@ -467,7 +473,7 @@ class Analyzer {
     plan_.post_ops.push_back(eltwise(alg, alg == Eltwise::kSwish ? 1.0f : 0.0f));
     const double total = scale * factor_of_alg;
     if (total != 1)
-      plan_.post_ops.push_back(eltwise(Eltwise::kLinear, static_cast<float>(total), 0));
+      plan_.post_ops.push_back(binary_scalar(Binary::kMul, static_cast<float>(total)));
     for (int k : chain) used_[k] = true;
     used_[m] = true;
     if (scaled) used_[other] = true;

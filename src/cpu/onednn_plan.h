@@ -33,7 +33,6 @@ enum class Eltwise {
   kLog,
   kLogistic,
   kSoftRelu,
-  kLinear,
   kPow,
   kRound,
   kSquare,
