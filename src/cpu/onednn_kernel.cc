@@ -38,6 +38,11 @@ memory::desc plain(const Shape& dims) {
                       Dims(strides.begin(), strides.end()));
 }
 
+memory::desc strided(const Shape& dims, const Shape& strides) {
+  return memory::desc(Dims(dims.begin(), dims.end()), memory::data_type::f32,
+                      Dims(strides.begin(), strides.end()));
+}
+
 memory::desc any(const Shape& dims) {
   return memory::desc(Dims(dims.begin(), dims.end()), memory::data_type::f32,
                       memory::format_tag::any);
@@ -137,10 +142,13 @@ dnnl::primitive_desc make_pd(const Plan& p, bool blocked, bool constant_weights,
   dnnl::primitive_attr attr;
   attr.set_post_ops(po);
   const Shape wd = weights_dims(p);
-  const memory::desc w = constant_weights ? any(wd) : plain(wd);
+  // Weights as read: a matmul's may be a strided view; convolution weights are plain.
+  const memory::desc w = constant_weights ? any(wd)
+                         : p.conv         ? plain(wd)
+                                          : strided(wd, p.weights_strides);
   const memory::desc bias = p.bias >= 0 ? plain(p.bias_dims) : memory::desc();
   if (!p.conv) {
-    const dnnl::matmul::desc d(plain(p.src_dims), w, bias, plain(p.dst_dims));
+    const dnnl::matmul::desc d(strided(p.src_dims, p.src_strides), w, bias, plain(p.dst_dims));
     return dnnl::matmul::primitive_desc(d, attr, cpu_engine());
   }
   const ConvAttrs& a = p.conv_attrs;
@@ -210,7 +218,7 @@ class OnednnKernel : public CpuLibraryKernel {
     prim_ = dnnl::primitive(pd);
 
     // src: bound to `in` directly, or reordered into the primitive's layout.
-    const memory::desc src_plain = plain(plan_.src_dims);
+    const memory::desc src_plain = strided(plan_.src_dims, plan_.src_strides);
     src_user_ = memory(src_plain, eng, DNNL_MEMORY_NONE);
     const memory::desc src_md = pd.query_md(dnnl::query::src_md);
     if (src_md != src_plain) {
@@ -237,7 +245,9 @@ class OnednnKernel : public CpuLibraryKernel {
     if (weights) {
       if (weights->nbytes() != static_cast<size_t>(numel(plan_.weights_dims)) * sizeof(float))
         throw Error("oneDNN kernel: constant '" + plan_.weights_tensor + "' has the wrong size");
-      memory user(plain(weights_dims(plan_)), eng,
+      const memory::desc user_md = plan_.conv ? plain(weights_dims(plan_))
+                                              : strided(plan_.weights_dims, plan_.weights_strides);
+      memory user(user_md, eng,
                   const_cast<std::byte*>(weights->bytes()));  // read only
       memory w(w_md, eng);
       dnnl::reorder(user, w).execute(stream_, user, w);

@@ -110,16 +110,50 @@ class Analyzer {
     return o.input < 0 ? std::string() : p.inputs[o.input];
   }
 
-  // The kernel read holding tensor `t` read by member `reader`: `t` itself, or the input
-  // of an unused reshape member that only `reader` reads.
-  int view_of(const std::string& t, int reader) {
-    if (external(t)) return read_index(t);
-    const int m = producer_.at(t);
-    const Primitive& p = *members_[m];
-    if (used_[m] || !is_reshape(p) || !only_consumer(t, reader) || !external(p.inputs[0]))
-      return -1;
-    used_[m] = true;
-    return read_index(p.inputs[0]);
+  // The kernel read holding tensor `t` read by member `reader`: `t` itself, or a view of
+  // a read through unused reshape and transpose members, each read only by the next (a
+  // reshape only of contiguous data). Sets *strides to the element strides of `t` in
+  // that read; -1 when `t` is no such view.
+  int view_of(const std::string& t, int reader, Shape* strides) {
+    std::vector<int> chain;  // from t back to the read
+    std::string at = t;
+    int next = reader;
+    while (!external(at)) {
+      const int m = producer_.at(at);
+      const Primitive& p = *members_[m];
+      const auto* l = std::get_if<LayoutAttrs>(&p.attrs);
+      if (used_[m] || !l || !only_consumer(at, next) ||
+          !(std::holds_alternative<layout::Reshape>(*l) ||
+            std::holds_alternative<layout::Transpose>(*l)))
+        return -1;
+      chain.push_back(m);
+      next = m;
+      at = p.inputs[0];
+    }
+    Shape shape = this->shape(at);
+    Shape st = row_major_strides(shape);
+    for (size_t i = chain.size(); i-- > 0;) {
+      const Primitive& p = *members_[chain[i]];
+      const Shape& out = this->shape(p.output());
+      if (const auto* tr = std::get_if<layout::Transpose>(&std::get<LayoutAttrs>(p.attrs))) {
+        Shape moved(out.size());
+        for (size_t d = 0; d < out.size(); ++d) moved[d] = st.at(tr->perm[d]);
+        st = moved;
+      } else {
+        if (st != row_major_strides(shape)) return -1;
+        st = row_major_strides(out);
+      }
+      shape = out;
+    }
+    for (int m : chain) used_[m] = true;
+    *strides = st;
+    return read_index(at);
+  }
+  // A view that moves no data: `t` in row-major order in the read.
+  int plain_view_of(const std::string& t, int reader) {
+    Shape st;
+    const int index = view_of(t, reader, &st);
+    return index >= 0 && st == row_major_strides(shape(t)) ? index : -1;
   }
 
   bool analyze() {
@@ -141,8 +175,8 @@ class Analyzer {
     used_[linear] = true;
     const LinearAttrs& la = std::get<LinearAttrs>(lp.attrs);
     if (lp.inputs.size() != 2) return fail(lp.describe() + " does not have two inputs");
-    plan_.src = view_of(lp.inputs[0], linear);
-    plan_.weights = view_of(lp.inputs[1], linear);
+    plan_.src = view_of(lp.inputs[0], linear, &plan_.src_strides);
+    plan_.weights = view_of(lp.inputs[1], linear, &plan_.weights_strides);
     if (plan_.src < 0 || plan_.weights < 0)
       return fail(lp.describe() + " has an operand computed in the kernel (prologue)");
     plan_.src_dims = shape(lp.inputs[0]);
@@ -151,6 +185,9 @@ class Analyzer {
     plan_.weights_tensor = reads_[plan_.weights];
     if (const auto* conv = std::get_if<ConvAttrs>(&la)) {
       plan_.conv = true;
+      if (plan_.src_strides != row_major_strides(plan_.src_dims) ||
+          plan_.weights_strides != row_major_strides(plan_.weights_dims))
+        return fail(lp.describe() + " reads a transposed view");
       const size_t n = plan_.src_dims.size() - 2;
       if (n < 1 || n > 3) return fail("convolution with " + std::to_string(n) + " spatial dims");
       ConvAttrs a = *conv;
@@ -234,7 +271,7 @@ class Analyzer {
       return fail("operand '" + t + "' of " + members_[reader]->describe() +
                   " is computed in the kernel");
     const std::string& s = p.inputs[0];
-    *index = view_of(s, m);
+    *index = plain_view_of(s, m);
     if (*index < 0) return fail("broadcast operand '" + s + "' is computed in the kernel");
     used_[m] = true;
     *dims = map_dims(shape(s), cur_shape_, plan_.dst_dims);

@@ -4,8 +4,9 @@
 // epilogue as a list of post-ops, each in the linear output's coordinates. No oneDNN
 // objects here; src/cpu/onednn_kernel.cc builds them from the plan.
 //
-// Accepted: float32 throughout; exactly one linear member whose operands are kernel reads
-// (possibly through a reshape member, which moves no data); then a chain of members each
+// Accepted: float32 throughout; exactly one linear member whose operands are kernel reads,
+// possibly through reshape members (which move no data) and, for matmul, transposes (a
+// strided view; oneDNN reads it in place); then a chain of members each
 // reading the previous value once: elementwise ops with an immediate, a tensor read by the
 // kernel of the same shape, or a broadcast member (of a read, possibly reshaped) as the
 // other operand; reshapes that only add or drop dims of size 1; and the activation
@@ -58,6 +59,9 @@ struct Plan {
   ConvAttrs conv_attrs;
   int src = -1, weights = -1;  // indices into kernel_reads
   Shape src_dims, weights_dims, dst_dims;
+  // Element strides of src and weights in their reads: row-major, or permuted by
+  // transposes (matmul only).
+  Shape src_strides, weights_strides;
   int bias = -1;  // index into kernel_reads, or -1
   Shape bias_dims;
   std::vector<PostOp> post_ops;

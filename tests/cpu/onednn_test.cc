@@ -1,10 +1,10 @@
 // oneDNN library kernels (include/kora/cpu_library.h) against the reference interpreter:
 // hand-built primitive graphs of convolutions (plain, grouped, depthwise, strided,
 // dilated, asymmetrically padded, 1-D and 3-D, constant and runtime weights) and matmuls
-// (2-D, batched, broadcast batch, rank 4) with epilogues (bias, relu, clip, sigmoid,
-// residual adds, swish, hardswish, gelu, scalar and broadcast operands, reshapes). Every
-// candidate kernel onednn_supports() accepts is built with both convolution layouts, run
-// on random inputs (constants as they are) and compared with run_primitive() applied
+// (2-D, batched, broadcast batch, rank 4, operands read through transposes) with epilogues (bias,
+// relu, clip, sigmoid, residual adds, swish, hardswish, gelu, scalar and broadcast operands,
+// reshapes). Every candidate kernel onednn_supports() accepts is built with both convolution
+// layouts, run on random inputs (constants as they are) and compared with run_primitive() applied
 // member by member; the whole chain must be among the accepted ones. Candidates with a
 // prologue, an intermediate output or non-float32 data are refused.
 #include <gtest/gtest.h>
@@ -101,6 +101,11 @@ class Builder {
   }
   std::string reshape(const std::string& x, const Shape& to) {
     return prim(LayoutAttrs{layout::Reshape{}}, {x}, to);
+  }
+  std::string transpose(const std::string& x, const std::vector<int64_t>& perm) {
+    Shape to;
+    for (int64_t d : perm) to.push_back(shape(x)[d]);
+    return prim(LayoutAttrs{layout::Transpose{perm}}, {x}, to);
   }
   // y + bias broadcast per channel (dim 1), as fission emits a Conv bias.
   std::string channel_bias(const std::string& y, bool constant_bias = true) {
@@ -310,6 +315,39 @@ TEST(Onednn, MatmulsMatchTheInterpreter) {
     const std::string q = b.ew(S::kMul, y, y);
     b.ew(S::kDiv, b.ew(S::kMin, q, 2.0), b.input({2, 3, 4, 5}));
     check_graph(b.g, "rank4 square div");
+  }
+}
+
+TEST(Onednn, MatmulsReadTransposedViews) {
+  {
+    Builder b;  // attention scores: Q [2,3,6,4] and K^T [2,3,4,6] as views of [2,6,12]
+    const std::string q = b.transpose(b.reshape(b.input({2, 6, 12}), {2, 6, 3, 4}), {0, 2, 1, 3});
+    const std::string k = b.transpose(b.reshape(b.input({2, 6, 12}), {2, 6, 3, 4}), {0, 2, 3, 1});
+    const std::string s = b.ew(S::kMul, b.matmul(q, k), 0.5);
+    b.ew(S::kAdd, s, b.broadcast(b.input({2, 1, 1, 6}), b.shape(s)));  // attention mask
+    EXPECT_GE(check_graph(b.g, "attention scores"), 10);
+  }
+  {
+    Builder b;  // A^T x B^T, 2-D, constant B (reordered from its transposed view)
+    const std::string a = b.transpose(b.input({9, 5}), {1, 0});
+    const std::string w = b.transpose(b.constant({7, 9}), {1, 0});
+    b.ew(S::kRelu, b.matmul(a, w));
+    check_graph(b.g, "transposed 2-D");
+  }
+  {
+    Builder b;  // a reshape after a transpose moves data: not a view
+    const std::string t = b.transpose(b.input({4, 6}), {1, 0});
+    b.g.outputs = {b.matmul(b.reshape(t, {4, 6}), b.input({6, 3}))};
+    const KernelDag dag = kernel_dag_of(b.g);
+    EXPECT_FALSE(onednn_supports(b.g, dag, make_candidate(dag, {0, 1, 2})));
+    EXPECT_TRUE(onednn_supports(b.g, dag, make_candidate(dag, {2})));
+  }
+  {
+    Builder b;  // convolutions take no transposed view
+    const std::string x = b.transpose(b.input({1, 5, 5, 4}), {0, 3, 1, 2});
+    b.g.outputs = {b.conv(x, b.constant({4, 4, 1, 1}), ConvAttrs{})};
+    const KernelDag dag = kernel_dag_of(b.g);
+    EXPECT_FALSE(onednn_supports(b.g, dag, make_candidate(dag, {0, 1})));
   }
 }
 
