@@ -6,13 +6,19 @@
 // objects, and the weights reordered into the layout the primitive prefers. Weights that
 // are graph constants are taken from graph.constants then, so run() ignores their `in`
 // pointer (valid because constants are fixed when kernels are built); other weights are
-// read through `in` in plain layout. Convolutions take src and dst in blocked layouts
-// chosen by oneDNN and reorder them from/to the plain NCHW tensors at the kernel boundary
-// (ConvLayout::kBlocked), or run on the plain tensors (kPlain); kAuto picks by measured
-// speed (see bench/cpu_linear_bench.cc). run() only binds pointers and executes.
+// read through `in` (plain, or a matmul's strided view). The kernel keeps no reference
+// to the graph. Convolutions take src and dst in blocked layouts chosen by oneDNN and
+// reorder them from/to the plain NCHW tensors at the kernel boundary (ConvLayout::kBlocked;
+// full-shape post-op operands are reordered in too), or run on the plain tensors (kPlain);
+// kAuto picks by measured speed (blocked_is_faster). run() only binds pointers and
+// executes; it is not reentrant (one kernel object per calling thread), and `out` must not
+// alias any `in`.
 //
-// Threads: Debian's oneDNN uses the OpenMP runtime; a primitive partitions its work for
-// omp_get_max_threads() at construction, so build kernels after omp_set_num_threads().
+// Threads: Debian's oneDNN 2.6.3 uses the OpenMP runtime (cpu_runtime = OMP). Its direct
+// (jit) convolutions keep the thread count omp_get_max_threads() had at construction,
+// gemm-based ones follow the count at execution (measured: a conv built at 2 threads
+// runs on 2 after omp_set_num_threads(1)), so build kernels after omp_set_num_threads()
+// and rebuild them for another count.
 #include "cpu/onednn_kernel.h"
 
 #include <dnnl.hpp>
