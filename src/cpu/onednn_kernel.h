@@ -1,0 +1,26 @@
+// oneDNN kernels with their knobs exposed (for the benchmark and tests): the candidate
+// and a convolution layout policy in, the kernel and the name of the oneDNN
+// implementation it runs out. make_onednn_kernel() (include/kora/cpu_library.h) is
+// make_kernel(..., ConvLayout::kAuto).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cpu/onednn_plan.h"
+#include "kora/cpu_library.h"
+
+namespace kora::onednn {
+
+// Convolution src/dst at the primitive: plain NCHW (kPlain), oneDNN's blocked layouts
+// with reorders at the kernel boundary (kBlocked), or whichever is faster for the shape
+// (kAuto, by blocked_is_faster). Matmuls always run on plain tensors.
+enum class ConvLayout { kAuto, kPlain, kBlocked };
+
+bool blocked_is_faster(const Plan& plan);
+
+std::unique_ptr<CpuLibraryKernel> make_kernel(const PrimGraph& graph, const KernelDag& dag,
+                                              const Candidate& c, ConvLayout layout,
+                                              std::string* implementation = nullptr);
+
+}  // namespace kora::onednn

@@ -1,0 +1,414 @@
+// oneDNN library kernels (include/kora/cpu_library.h) against the reference interpreter:
+// hand-built primitive graphs of convolutions (plain, grouped, depthwise, strided,
+// dilated, asymmetrically padded, 1-D and 3-D, constant and runtime weights) and matmuls
+// (2-D, batched, broadcast batch, rank 4, operands read through transposes) with epilogues (bias,
+// relu, clip, sigmoid, residual adds, swish, hardswish, gelu, scalar and broadcast operands,
+// reshapes). Every candidate kernel onednn_supports() accepts is built with both convolution
+// layouts, run on random inputs (constants as they are) and compared with run_primitive() applied
+// member by member; the whole chain must be among the accepted ones. Candidates with a
+// prologue, an intermediate output or non-float32 data are refused.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu/onednn_kernel.h"
+#include "kora/candidates.h"
+#include "kora/cpu_library.h"
+#include "kora/error.h"
+#include "kora/interpreter.h"
+#include "kora/kernel_dag.h"
+#include "kora/primitive.h"
+
+namespace {
+
+using namespace kora;
+using S = ScalarOp;
+
+class Builder {
+ public:
+  PrimGraph g;
+
+  std::string input(const Shape& shape, DType dtype = DType::kFloat32) {
+    const std::string name = fresh("x");
+    g.values[name] = {dtype, shape};
+    g.inputs.push_back(name);
+    return name;
+  }
+  std::string constant(const Shape& shape) {
+    const std::string name = fresh("w");
+    g.values[name] = {DType::kFloat32, shape};
+    Tensor t(DType::kFloat32, shape);
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (int64_t i = 0; i < t.numel(); ++i) set_element(t, i, u(rng_));
+    g.constants[name] = t;
+    return name;
+  }
+  std::string prim(PrimAttrs attrs, std::vector<std::string> inputs, const Shape& shape,
+                   DType dtype = DType::kFloat32) {
+    Primitive p;
+    p.name = fresh("p");
+    p.origin = p.name;
+    p.attrs = std::move(attrs);
+    p.inputs = std::move(inputs);
+    p.outputs = {fresh("t")};
+    g.values[p.outputs[0]] = {dtype, shape};
+    g.prims.push_back(p);
+    return p.outputs[0];
+  }
+  const Shape& shape(const std::string& t) { return g.value(t).shape; }
+
+  std::string conv(const std::string& x, const std::string& w, ConvAttrs a) {
+    const Shape &xs = shape(x), &ws = shape(w);
+    const size_t n = xs.size() - 2;
+    if (a.strides.empty()) a.strides.assign(n, 1);
+    if (a.dilations.empty()) a.dilations.assign(n, 1);
+    if (a.pads_begin.empty()) a.pads_begin.assign(n, 0);
+    if (a.pads_end.empty()) a.pads_end.assign(n, 0);
+    Shape out{xs[0], ws[0]};
+    for (size_t i = 0; i < n; ++i)
+      out.push_back(
+          (xs[2 + i] + a.pads_begin[i] + a.pads_end[i] - a.dilations[i] * (ws[2 + i] - 1) - 1) /
+              a.strides[i] +
+          1);
+    return prim(LinearAttrs{a}, {x, w}, out, g.value(x).dtype);
+  }
+  std::string matmul(const std::string& a, const std::string& b) {
+    Shape out = shape(a);
+    const Shape& bs = shape(b);
+    for (size_t i = 0; i + 2 < out.size(); ++i) out[i] = std::max(out[i], bs[i]);
+    out.back() = bs.back();
+    return prim(LinearAttrs{MatMulAttrs{}}, {a, b}, out, g.value(a).dtype);
+  }
+  std::string ew(S op, const std::string& x) {
+    return prim(ElementwiseAttrs{op, {Operand{0, 0}}}, {x}, shape(x), g.value(x).dtype);
+  }
+  std::string ew(S op, const std::string& a, const std::string& b) {
+    if (a == b) return prim(ElementwiseAttrs{op, {Operand{0, 0}, Operand{0, 0}}}, {a}, shape(a));
+    return prim(ElementwiseAttrs{op, {Operand{0, 0}, Operand{1, 0}}}, {a, b}, shape(a));
+  }
+  std::string ew(S op, const std::string& x, double imm) {
+    return prim(ElementwiseAttrs{op, {Operand{0, 0}, Operand{-1, imm}}}, {x}, shape(x));
+  }
+  std::string ew(S op, double imm, const std::string& x) {
+    return prim(ElementwiseAttrs{op, {Operand{-1, imm}, Operand{0, 0}}}, {x}, shape(x));
+  }
+  std::string broadcast(const std::string& x, const Shape& to) {
+    return prim(BroadcastAttrs{}, {x}, to);
+  }
+  std::string reshape(const std::string& x, const Shape& to) {
+    return prim(LayoutAttrs{layout::Reshape{}}, {x}, to);
+  }
+  std::string transpose(const std::string& x, const std::vector<int64_t>& perm) {
+    Shape to;
+    for (int64_t d : perm) to.push_back(shape(x)[d]);
+    return prim(LayoutAttrs{layout::Transpose{perm}}, {x}, to);
+  }
+  // y + bias broadcast per channel (dim 1), as fission emits a Conv bias.
+  std::string channel_bias(const std::string& y, bool constant_bias = true) {
+    Shape per(shape(y).size(), 1);
+    per[1] = shape(y)[1];
+    const std::string b = constant_bias ? constant(per) : input(per);
+    return ew(S::kAdd, y, broadcast(b, shape(y)));
+  }
+  // 0.5 x (1 + erf(x / sqrt 2)), as fission emits Gelu.
+  std::string gelu(const std::string& x) {
+    const std::string inner = ew(S::kErf, ew(S::kMul, x, M_SQRT1_2));
+    return ew(S::kMul, ew(S::kMul, x, 0.5), ew(S::kAdd, inner, 1.0));
+  }
+  std::string hard_swish(const std::string& x) {
+    const std::string lin = ew(S::kAdd, ew(S::kMul, x, 1.0 / 6.0), 0.5);
+    return ew(S::kMul, x, ew(S::kMax, ew(S::kMin, lin, 1.0), 0.0));
+  }
+
+ private:
+  std::string fresh(const std::string& prefix) { return prefix + std::to_string(counter_++); }
+  int counter_ = 0;
+  std::mt19937 rng_{7};
+};
+
+// Runs the candidate through oneDNN (the given layout) and through the interpreter; the
+// relative L2 error of the written tensor.
+double relative_error(const PrimGraph& g, const KernelDag& dag, const Candidate& c,
+                      onednn::ConvLayout layout, std::mt19937& rng, std::string* impl) {
+  const std::vector<std::string> reads = kernel_reads(g, dag, c), writes = kernel_writes(g, dag, c);
+  std::map<std::string, Tensor> values;
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (const std::string& r : reads) {
+    if (const Tensor* k = g.constant(r)) {
+      values[r] = *k;
+      continue;
+    }
+    Tensor x(DType::kFloat32, g.value(r).shape);
+    for (int64_t i = 0; i < x.numel(); ++i) set_element(x, i, u(rng));
+    values[r] = x;
+  }
+  for (int v : c.members) {
+    const Primitive& p = g.prims[dag.prim[v]];
+    std::vector<const Tensor*> in;
+    for (const std::string& i : p.inputs) in.push_back(&values.at(i));
+    values[p.output()] = run_primitive(g, p, in).at(0);
+  }
+  std::vector<const void*> in;
+  for (const std::string& r : reads) in.push_back(values.at(r).bytes());
+  const Tensor& want = values.at(writes.at(0));
+  std::vector<float> got(want.numel(), -7.0f);
+  void* out[] = {got.data()};
+  auto kernel = onednn::make_kernel(g, dag, c, layout, impl);
+  EXPECT_EQ(kernel->schedule(), "onednn");
+  kernel->run(in.data(), out);
+  const float* ref = reinterpret_cast<const float*>(want.bytes());
+  double err = 0, norm = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    err += (double(got[i]) - ref[i]) * (double(got[i]) - ref[i]);
+    norm += double(ref[i]) * ref[i];
+  }
+  return std::sqrt(err / std::max(norm, 1e-30));
+}
+
+// Every accepted candidate matches the interpreter with both layouts; the candidate of all
+// members (the whole epilogue chain) is accepted, or refused. Returns how many were accepted.
+int check_graph(PrimGraph g, const std::string& label, bool whole_accepted = true) {
+  if (g.outputs.empty()) g.outputs = {g.prims.back().output()};
+  const KernelDag dag = kernel_dag_of(g);
+  CandidateOptions options;
+  options.max_size = 32;
+  std::mt19937 rng(11);
+  int accepted = 0;
+  bool whole = false;
+  for (const Candidate& c : enumerate_candidates(dag, options)) {
+    if (!onednn_supports(g, dag, c)) continue;
+    ++accepted;
+    whole = whole || static_cast<int>(c.members.size()) == dag.size();
+    for (auto layout : {onednn::ConvLayout::kPlain, onednn::ConvLayout::kBlocked}) {
+      std::string impl;
+      const double e = relative_error(g, dag, c, layout, rng, &impl);
+      std::string members;
+      for (int v : c.members) members += g.prims[dag.prim[v]].name + " ";
+      EXPECT_LT(e, 1e-4) << label << ": candidate { " << members << "} with " << impl;
+    }
+  }
+  std::vector<int> all(dag.size());
+  for (int v = 0; v < dag.size(); ++v) all[v] = v;
+  std::string why;
+  onednn::plan_kernel(g, dag, make_candidate(dag, all), &why);
+  EXPECT_EQ(whole, whole_accepted) << label << ": the whole chain: " << why;
+  return accepted;
+}
+
+TEST(Onednn, ConvolutionsMatchTheInterpreter) {
+  {
+    Builder b;  // plain 3x3, pad 1, bias, relu
+    const std::string y = b.conv(b.input({2, 8, 10, 10}), b.constant({16, 8, 3, 3}),
+                                 ConvAttrs{1, {}, {}, {1, 1}, {1, 1}});
+    b.ew(S::kRelu, b.channel_bias(y));
+    EXPECT_GE(check_graph(b.g, "conv3x3 bias relu"), 4);
+  }
+  {
+    Builder b;  // grouped, strided, asymmetric pads, bias, clip (Relu6)
+    const std::string y = b.conv(b.input({1, 8, 11, 9}), b.constant({12, 4, 3, 3}),
+                                 ConvAttrs{2, {2, 2}, {1, 1}, {0, 1}, {2, 1}});
+    b.ew(S::kMin, b.ew(S::kMax, b.channel_bias(y), 0.0), 6.0);
+    check_graph(b.g, "grouped strided padded clip");
+  }
+  {
+    Builder b;  // depthwise, dilated, clip(-0.5, 0.25), sigmoid
+    const std::string y = b.conv(b.input({2, 8, 12, 12}), b.constant({8, 1, 3, 3}),
+                                 ConvAttrs{8, {1, 1}, {2, 3}, {2, 3}, {2, 3}});
+    b.ew(S::kSigmoid, b.ew(S::kMin, b.ew(S::kMax, y, -0.5), 0.25));
+    check_graph(b.g, "depthwise dilated sigmoid");
+  }
+  {
+    Builder b;  // 1x1 + bias + residual (either operand order) + relu
+    const std::string x = b.input({1, 16, 7, 7});
+    const std::string y = b.conv(x, b.constant({16, 16, 1, 1}), ConvAttrs{});
+    const std::string r = b.ew(S::kAdd, b.input({1, 16, 7, 7}), b.channel_bias(y));
+    b.ew(S::kRelu, b.ew(S::kAdd, r, x));
+    check_graph(b.g, "1x1 residual relu");
+  }
+  {
+    Builder b;  // stem-like 7x7/2 with 3 channels, per-channel scale (mul), swish
+    const std::string y = b.conv(b.input({1, 3, 20, 20}), b.constant({8, 3, 7, 7}),
+                                 ConvAttrs{1, {2, 2}, {1, 1}, {3, 3}, {3, 3}});
+    Shape per{1, 8, 1, 1};
+    const std::string s = b.ew(S::kMul, y, b.broadcast(b.constant(per), b.shape(y)));
+    b.ew(S::kMul, s, b.ew(S::kSigmoid, s));
+    check_graph(b.g, "stem scale swish");
+  }
+  {
+    Builder b;  // hardswish, then c - x and x / c
+    const std::string y = b.conv(b.input({1, 4, 6, 6}), b.constant({8, 4, 3, 3}),
+                                 ConvAttrs{1, {}, {}, {1, 1}, {1, 1}});
+    b.ew(S::kDiv, b.ew(S::kSub, 0.5, b.hard_swish(y)), 3.0);
+    check_graph(b.g, "hardswish sub div");
+  }
+  {
+    Builder b;  // runtime weights and bias, tanh
+    const std::string y = b.conv(b.input({2, 4, 9, 9}), b.input({6, 4, 3, 3}),
+                                 ConvAttrs{1, {1, 2}, {1, 1}, {1, 0}, {0, 1}});
+    b.ew(S::kTanh, b.channel_bias(y, false));
+    check_graph(b.g, "runtime weights tanh");
+  }
+  {
+    Builder b;  // 1-D convolution, sub of a broadcast tensor, max with a full tensor
+    const std::string y =
+        b.conv(b.input({2, 4, 17}), b.constant({6, 2, 3}), ConvAttrs{2, {2}, {2}, {1}, {2}});
+    const std::string s = b.ew(S::kSub, y, b.broadcast(b.input({1, 1, b.shape(y)[2]}), b.shape(y)));
+    b.ew(S::kMax, b.input(b.shape(y)), s);
+    check_graph(b.g, "conv1d sub max");
+  }
+  {
+    Builder b;  // 3-D convolution, bias, abs
+    const std::string y = b.conv(b.input({1, 3, 6, 7, 5}), b.constant({4, 3, 2, 3, 3}),
+                                 ConvAttrs{1, {1, 2, 1}, {1, 1, 2}, {0, 1, 1}, {1, 1, 1}});
+    b.ew(S::kAbs, b.channel_bias(y));
+    check_graph(b.g, "conv3d abs");
+  }
+}
+
+TEST(Onednn, MatmulsMatchTheInterpreter) {
+  {
+    Builder b;  // 2-D, constant B, bias, gelu
+    const std::string y = b.matmul(b.input({16, 32}), b.constant({32, 24}));
+    b.gelu(b.ew(S::kAdd, y, b.broadcast(b.constant({1, 24}), {16, 24})));
+    EXPECT_GE(check_graph(b.g, "matmul bias gelu"), 3);
+  }
+  {
+    Builder b;  // bias then a*x+b (gemm-based matmul folds scales: bias must stay before it)
+    const std::string y = b.matmul(b.input({7, 9}), b.constant({9, 5}));
+    const std::string z = b.ew(S::kAdd, y, b.broadcast(b.input({1, 5}), {7, 5}));
+    b.ew(S::kRelu, b.ew(S::kSub, b.ew(S::kMul, z, 3.0), 0.5));
+    check_graph(b.g, "matmul bias linear");
+  }
+  {
+    Builder b;  // batched with broadcast batch dims, runtime B, scalar sub, swish
+    const std::string y = b.matmul(b.input({2, 3, 5, 16}), b.input({1, 3, 16, 8}));
+    const std::string s = b.ew(S::kSub, y, 0.25);
+    b.ew(S::kMul, b.ew(S::kSigmoid, s), s);
+    check_graph(b.g, "broadcast batch swish");
+  }
+  {
+    Builder b;  // batched constant B, per-column mul, reshape adding a unit dim, bias-like add
+    const std::string y = b.matmul(b.input({4, 6, 8}), b.constant({4, 8, 10}));
+    const std::string m = b.ew(S::kMul, y, b.broadcast(b.constant({1, 1, 10}), {4, 6, 10}));
+    const std::string r = b.reshape(m, {4, 1, 6, 10});
+    b.ew(S::kTanh, b.ew(S::kAdd, b.broadcast(b.input({4, 1, 1, 10}), {4, 1, 6, 10}), r));
+    check_graph(b.g, "batched reshape");
+  }
+  {
+    Builder b;  // the PyTorch Gelu pattern: x * (1 + erf(x / sqrt 2)) * 0.5, after a
+                // reshaped input (a view) and a reshaped bias
+    const std::string a = b.reshape(b.input({1, 12, 16}), {12, 16});
+    const std::string y = b.matmul(a, b.constant({16, 20}));
+    const std::string bias = b.reshape(b.input({20}), {1, 20});
+    const std::string x = b.ew(S::kAdd, y, b.broadcast(bias, {12, 20}));
+    const std::string e = b.ew(S::kAdd, b.ew(S::kErf, b.ew(S::kDiv, x, M_SQRT2)), 1.0);
+    b.ew(S::kMul, b.ew(S::kMul, x, e), 0.5);
+    check_graph(b.g, "pytorch gelu");
+  }
+  {
+    Builder b;  // rank 4 with both batch dims broadcast, square, min, div by a full tensor
+    const std::string y = b.matmul(b.input({2, 1, 4, 8}), b.input({1, 3, 8, 5}));
+    const std::string q = b.ew(S::kMul, y, y);
+    b.ew(S::kDiv, b.ew(S::kMin, q, 2.0), b.input({2, 3, 4, 5}));
+    check_graph(b.g, "rank4 square div");
+  }
+}
+
+TEST(Onednn, MatmulsReadTransposedViews) {
+  {
+    Builder b;  // attention scores: Q [2,3,6,4] and K^T [2,3,4,6] as views of [2,6,12]
+    const std::string q = b.transpose(b.reshape(b.input({2, 6, 12}), {2, 6, 3, 4}), {0, 2, 1, 3});
+    const std::string k = b.transpose(b.reshape(b.input({2, 6, 12}), {2, 6, 3, 4}), {0, 2, 3, 1});
+    const std::string s = b.ew(S::kMul, b.matmul(q, k), 0.5);
+    b.ew(S::kAdd, s, b.broadcast(b.input({2, 1, 1, 6}), b.shape(s)));  // attention mask
+    EXPECT_GE(check_graph(b.g, "attention scores"), 10);
+  }
+  {
+    Builder b;  // A^T x B^T, 2-D, constant B (reordered from its transposed view)
+    const std::string a = b.transpose(b.input({9, 5}), {1, 0});
+    const std::string w = b.transpose(b.constant({7, 9}), {1, 0});
+    b.ew(S::kRelu, b.matmul(a, w));
+    check_graph(b.g, "transposed 2-D");
+  }
+  {
+    Builder b;  // a reshape after a transpose moves data: not a view
+    const std::string t = b.transpose(b.input({4, 6}), {1, 0});
+    b.g.outputs = {b.matmul(b.reshape(t, {4, 6}), b.input({6, 3}))};
+    const KernelDag dag = kernel_dag_of(b.g);
+    EXPECT_FALSE(onednn_supports(b.g, dag, make_candidate(dag, {0, 1, 2})));
+    EXPECT_TRUE(onednn_supports(b.g, dag, make_candidate(dag, {2})));
+  }
+  {
+    Builder b;  // convolutions take no transposed view
+    const std::string x = b.transpose(b.input({1, 5, 5, 4}), {0, 3, 1, 2});
+    b.g.outputs = {b.conv(x, b.constant({4, 4, 1, 1}), ConvAttrs{})};
+    const KernelDag dag = kernel_dag_of(b.g);
+    EXPECT_FALSE(onednn_supports(b.g, dag, make_candidate(dag, {0, 1})));
+  }
+}
+
+TEST(Onednn, EveryEltwiseMatchesTheInterpreter) {
+  Builder b;  // a long chain of one-operand functions and immediates after a matmul
+  std::string y = b.matmul(b.input({6, 10}), b.constant({10, 7}));
+  y = b.ew(S::kMax, y, -0.3);  // max without a min after it
+  y = b.ew(S::kMul, y, 2.0);
+  y = b.ew(S::kMin, b.ew(S::kMax, y, -0.5), 0.5);  // a clip
+  y = b.ew(S::kTanh, y);
+  y = b.ew(S::kMin, b.ew(S::kMax, y, -0.2), 0.2);  // another clip, other bounds
+  y = b.ew(S::kAdd, y, 1.5);
+  y = b.ew(S::kSqrt, b.ew(S::kAbs, y));
+  y = b.ew(S::kLog, b.ew(S::kAdd, y, 0.25));
+  y = b.ew(S::kExp, b.ew(S::kNeg, y));
+  y = b.ew(S::kSoftplus, b.ew(S::kIdentity, y));
+  y = b.ew(S::kReciprocal, y);
+  y = b.ew(S::kSub, y, b.broadcast(b.constant({6, 1}), {6, 7}));  // per-row operand
+  b.ew(S::kRelu, y);
+  check_graph(b.g, "eltwise chain");
+
+  Builder q;  // round (half to even on both sides; random data hits no halves)
+  q.ew(S::kRound, q.ew(S::kMul, q.matmul(q.input({6, 10}), q.constant({10, 7})), 8.0));
+  check_graph(q.g, "round");
+
+  Builder p;  // pow twice with other exponents: oneDNN 2.6 would use the first for both
+  const std::string m = p.matmul(p.input({6, 10}), p.constant({10, 7}));
+  const std::string r = p.ew(S::kRsqrt, p.ew(S::kAdd, p.ew(S::kAbs, m), 0.5));
+  p.ew(S::kTanh, p.ew(S::kPow, r, 1.5));
+  check_graph(p.g, "rsqrt pow", false);
+}
+
+TEST(Onednn, RefusesWhatItCannotFuse) {
+  Builder b;
+  const std::string x = b.input({1, 4, 6, 6});
+  const std::string pre = b.ew(S::kRelu, x);                                 // 0
+  const std::string y = b.conv(pre, b.constant({4, 4, 3, 3}), ConvAttrs{});  // 1
+  const std::string r = b.ew(S::kRelu, y);                                   // 2
+  const std::string s = b.ew(S::kSigmoid, r);                                // 3
+  const std::string e = b.ew(S::kErf, s);                                    // 4
+  b.g.outputs = {r, e};
+  const KernelDag dag = kernel_dag_of(b.g);
+  EXPECT_TRUE(onednn_supports(b.g, dag, make_candidate(dag, {1, 2})));
+  EXPECT_TRUE(onednn_supports(b.g, dag, make_candidate(dag, {1})));
+  EXPECT_FALSE(onednn_supports(b.g, dag, make_candidate(dag, {0, 1})));     // prologue
+  EXPECT_FALSE(onednn_supports(b.g, dag, make_candidate(dag, {1, 2, 3})));  // r is written
+  EXPECT_FALSE(onednn_supports(b.g, dag, make_candidate(dag, {3, 4})));     // no linear
+  EXPECT_THROW(make_onednn_kernel(b.g, dag, make_candidate(dag, {0, 1})), Error);
+
+  Builder i;  // non-float data
+  const std::string m =
+      i.matmul(i.input({4, 4}, DType::kFloat64), i.input({4, 4}, DType::kFloat64));
+  i.g.outputs = {m};
+  const KernelDag idag = kernel_dag_of(i.g);
+  EXPECT_FALSE(onednn_supports(i.g, idag, make_candidate(idag, {0})));
+
+  Builder f;  // erf has no post-op form
+  f.g.outputs = {f.ew(S::kErf, f.matmul(f.input({4, 4}), f.constant({4, 4})))};
+  const KernelDag fdag = kernel_dag_of(f.g);
+  EXPECT_FALSE(onednn_supports(f.g, fdag, make_candidate(fdag, {0, 1})));
+  EXPECT_TRUE(onednn_supports(f.g, fdag, make_candidate(fdag, {0})));
+}
+
+}  // namespace
