@@ -277,8 +277,10 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
   summary.kernels = static_cast<int64_t>(seen.size());
   summary.enumerate_seconds = seconds_since(stage);
 
-  // Generate: every schedule's source, the library kernels.
+  // Generate: every schedule's source, the library kernels (oneDNN's take the thread count
+  // current when they are built).
   stage = std::chrono::steady_clock::now();
+  omp_set_num_threads(threads);
   for (Job& job : jobs) {
     const KernelDag& d = *job.dag;
     const Candidate& c = *job.candidate;
@@ -318,7 +320,6 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
 
   // Compile.
   stage = std::chrono::steady_clock::now();
-  omp_set_num_threads(threads);
   compile_all(jobs, options, summary);
   summary.compile_seconds = seconds_since(stage);
 

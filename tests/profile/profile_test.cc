@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <set>
 
 #include "frontend/model_builder.h"
@@ -154,12 +155,18 @@ TEST(ProfileModel, KernelsThatFailToCompileFallBackToTheInterpreter) {
   const PrimGraph g = small_model();
   ProfileDb db(dir.file("p.db"));
   ProfileOptions o = quick(dir);
-  o.compile.compiler = "false";  // exits 1 for everything
+  // A "compiler" that reports a version and rejects every source.
+  const std::string cc = dir.file("badcc");
+  kora_test::write_file(cc,
+                        "#!/bin/sh\ncase \"$*\" in *dumpversion*) echo 1.0;; *) echo "
+                        "\"x.cc:1: error: refused\" >&2; exit 1;; esac\n");
+  std::filesystem::permissions(cc, std::filesystem::perms::owner_all);
+  o.compile.compiler = cc;
   const ProfileSummary s = profile_model(g, db, o);
   ASSERT_FALSE(s.failures.empty());
   for (const ProfileFailure& f : s.failures) {
     EXPECT_EQ(f.schedule.rfind("gen:", 0), 0u) << f.schedule;
-    EXPECT_NE(f.error.find("compile"), std::string::npos) << f.error;
+    EXPECT_NE(f.error.find("error: refused"), std::string::npos) << f.error;
   }
   for (uint64_t sig : signatures(g)) {
     const auto best = db.best(s.device, sig);
