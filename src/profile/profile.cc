@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,8 +47,10 @@ struct Implementation {
   std::string symbol, source;
   std::shared_ptr<SharedLibrary> library;
   KernelFn fn = nullptr;
-  // Library kernels (oneDNN, interpreter).
+  // Library kernels (oneDNN, interpreter); `make` builds the object when the kernel is
+  // measured (a oneDNN kernel holds its reordered weights, too much to keep for all).
   std::unique_ptr<CpuLibraryKernel> object;
+  std::function<std::unique_ptr<CpuLibraryKernel>()> make;
   std::string error;  // non-empty: failed
 
   void run(const void* const* in, void* const* out) const {
@@ -301,11 +304,7 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
     if (onednn_supports(graph, d, c)) {
       Implementation impl;
       impl.schedule = "onednn";
-      try {
-        impl.object = make_onednn_kernel(graph, d, c);
-      } catch (const Error& e) {
-        impl.error = std::string("onednn: ") + e.what();
-      }
+      impl.make = [&graph, &d, &c]() { return make_onednn_kernel(graph, d, c); };
       job.impls.push_back(std::move(impl));
     }
     if (options.extra_kernels)
@@ -376,6 +375,13 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
       pending.push_back(std::move(r));
     };
     for (Implementation& impl : job.impls) {
+      if (impl.error.empty() && impl.make) {
+        try {
+          impl.object = impl.make();
+        } catch (const Error& e) {
+          impl.error = impl.schedule + ": " + e.what();
+        }
+      }
       if (impl.error.empty()) {
         try {
           poison(buffers.out[0]);
@@ -397,6 +403,7 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
       if (any_ok) ++summary.interpreter_only;
     }
     ++summary.measured;
+    job.impls.clear();  // library objects, and the last reference to their libraries
     if (seconds_since(last_store) > 2 || j + 1 == jobs.size()) {
       db.put(pending);
       pending.clear();
