@@ -27,8 +27,8 @@ int64_t saturate_to_int64(double v) {
 }
 
 std::string int_literal(int64_t v) {
-  if (v == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807LL - 1)";
-  return "(" + std::to_string(v) + "LL)";
+  if (v == std::numeric_limits<int64_t>::min()) return "((int64_t)(-9223372036854775807LL - 1))";
+  return "((int64_t)" + std::to_string(v) + "LL)";
 }
 
 std::string float_literal(double v, bool single) {
