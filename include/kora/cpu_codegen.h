@@ -34,15 +34,20 @@ bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Ca
 struct CpuSchedule {
   bool parallel = true;  // OpenMP over the outer loops (when the work reaches min_parallel_work)
   int64_t min_parallel_work = 1 << 15;  // elements (or flops / 8) of a loop nest
+  // Direct loops (small matmuls, depthwise convolutions):
   int64_t rows = 4;    // matmul: rows of C per register block; conv: output channels per block
   int64_t cols = 256;  // matmul: columns of C per block
-  // "default" for the default values, else "par=1;minpar=32768;rows=4;cols=256".
+  // Packed GEMM (matmul, convolution as implicit GEMM): 0 never, 1 always, -1 when large.
+  int64_t gemm = -1;
+  int64_t mc = 48, nc = 256;  // rows and columns of C per parallel block (of 6 x 16 tiles)
+  // "default" for the default values, else all fields, e.g.
+  // "par=1;minpar=32768;rows=4;cols=256;gemm=-1;mc=96;nc=128".
   std::string key() const;
   // The schedule of a key(); throws kora::Error on a text key() cannot give.
   static CpuSchedule from_key(const std::string& key);
   bool operator==(const CpuSchedule& o) const {
     return parallel == o.parallel && min_parallel_work == o.min_parallel_work && rows == o.rows &&
-           cols == o.cols;
+           cols == o.cols && gemm == o.gemm && mc == o.mc && nc == o.nc;
   }
 };
 

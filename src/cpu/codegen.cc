@@ -5,6 +5,7 @@
 // own coordinates), then one pointwise phase per shape for the remaining written tensors.
 // Also: what is supported, the schedule space and schedule keys, the prelude.
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "cpu/codegen_internal.h"
@@ -63,10 +64,26 @@ GeneratedKernel KernelWriter::run(const std::string& symbol) {
                     ": linear primitives are generated for float32 only");
       if (written(t)) buffer_[t] = out_ptr_.at(t);
       plan_epilogue(p);
-      if (std::holds_alternative<MatMulAttrs>(*l))
-        matmul_phase(p);
-      else
-        conv_phase(p, std::get<ConvAttrs>(*l));
+      if (std::holds_alternative<MatMulAttrs>(*l)) {
+        const Shape& cs = graph_.value(t).shape;
+        const Shape& as = graph_.value(p.inputs[0]).shape;
+        if (use_gemm(cs[cs.size() - 2], cs.back(), as.back()))
+          matmul_gemm(p);
+        else
+          matmul_phase(p);
+      } else {
+        const ConvAttrs& a = std::get<ConvAttrs>(*l);
+        const Shape& ws = graph_.value(p.inputs[1]).shape;
+        const int64_t mg = ws[0] / a.group;
+        const bool depthwise = mg == 1 && ws[1] == 1;
+        if (!depthwise &&
+            use_gemm(mg,
+                     numel(Shape(graph_.value(t).shape.begin() + 2, graph_.value(t).shape.end())),
+                     ws[1] * numel(Shape(ws.begin() + 2, ws.end()))))
+          conv_gemm(p, a);
+        else
+          conv_phase(p, a);
+      }
       for (const std::string& w : epilogue_writes_) done_.insert(w);
       epilogue_writes_.clear();
     } else if (p.kind() == PrimKind::kOpaque) {
@@ -157,21 +174,21 @@ std::string CpuSchedule::key() const {
   if (*this == CpuSchedule{}) return "default";
   return "par=" + std::to_string(parallel ? 1 : 0) +
          ";minpar=" + std::to_string(min_parallel_work) + ";rows=" + std::to_string(rows) +
-         ";cols=" + std::to_string(cols);
+         ";cols=" + std::to_string(cols) + ";gemm=" + std::to_string(gemm) +
+         ";mc=" + std::to_string(mc) + ";nc=" + std::to_string(nc);
 }
 
 CpuSchedule CpuSchedule::from_key(const std::string& key) {
   CpuSchedule s;
   if (key == "default") return s;
-  long long par = 0, minpar = 0, rows = 0, cols = 0;
-  if (std::sscanf(key.c_str(), "par=%lld;minpar=%lld;rows=%lld;cols=%lld", &par, &minpar, &rows,
-                  &cols) != 4 ||
-      rows < 1 || cols < 1)
+  long long par = 0, minpar = 0, rows = 0, cols = 0, gemm = 0, mc = 0, nc = 0;
+  if (std::sscanf(key.c_str(), "par=%lld;minpar=%lld;rows=%lld;cols=%lld;gemm=%lld;mc=%lld;nc=%lld",
+                  &par, &minpar, &rows, &cols, &gemm, &mc, &nc) != 7 ||
+      rows < 1 || cols < 1 || mc < 1 || nc < 1)
     throw Error("cpu codegen: '" + key + "' is not a CPU schedule key");
   s.parallel = par != 0;
   s.min_parallel_work = minpar;
-  s.rows = rows;
-  s.cols = cols;
+  s.rows = rows, s.cols = cols, s.gemm = gemm, s.mc = mc, s.nc = nc;
   if (s.key() != key) throw Error("cpu codegen: '" + key + "' is not a CPU schedule key");
   return s;
 }
@@ -186,18 +203,27 @@ std::vector<CpuSchedule> cpu_schedule_space(const PrimGraph& graph, const Kernel
   CpuSchedule serial;
   serial.parallel = false;
   if (const Primitive* l = linear_member(graph, dag, c)) {
-    if (std::holds_alternative<MatMulAttrs>(std::get<LinearAttrs>(l->attrs))) {
-      for (auto [rows, cols] : {std::pair<int64_t, int64_t>{6, 128}, {2, 512}, {8, 64}}) {
+    const bool big = prim_flops(graph, *l) >= (1 << 16);
+    const bool matmul = std::holds_alternative<MatMulAttrs>(std::get<LinearAttrs>(l->attrs));
+    const Shape& ws = graph.value(l->inputs[1]).shape;
+    const bool depthwise = !matmul && ws[1] == 1 &&
+                           ws[0] == std::get<ConvAttrs>(std::get<LinearAttrs>(l->attrs)).group;
+    if (big && !depthwise) {  // packed GEMM block shapes
+      for (auto [mc, nc] : {std::pair<int64_t, int64_t>{96, 128}, {24, 512}}) {
         CpuSchedule s;
-        s.rows = rows, s.cols = cols;
+        s.mc = mc, s.nc = nc;
         add(s);
       }
-    } else {
-      for (int64_t rows : {1, 8, 16}) {
-        CpuSchedule s;
-        s.rows = rows;
-        add(s);
-      }
+    }
+    CpuSchedule direct;  // direct loops
+    direct.gemm = 0;
+    direct.rows = matmul ? 6 : 8;
+    direct.cols = 128;
+    add(direct);
+    if (!depthwise) {  // packed GEMM whatever the size
+      CpuSchedule packed;
+      packed.gemm = 1;
+      add(packed);
     }
     if (work >= CpuSchedule{}.min_parallel_work) add(serial);
   } else if (work >= CpuSchedule{}.min_parallel_work) {

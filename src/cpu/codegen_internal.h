@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -35,6 +36,19 @@ std::string elementwise_expr(const PrimGraph& g, const Primitive& p, const Eleme
                              const std::vector<std::string>& args);
 bool elementwise_supported(const PrimGraph& g, const Primitive& p, const ElementwiseAttrs& e);
 std::string prelude_text();
+// ---- codegen_gemm.cc ----
+std::string gemm_prelude();  // the micro-kernel
+
+// A GEMM C = A x B (m x k times k x n) repeated over `outer` loops (batch dims; image and
+// group of a convolution); a/b give an operand's value (a C expression, statements
+// emitted) at outer coordinates and row/column expressions, c the coordinates of the
+// linear member's output.
+struct GemmSpec {
+  int64_t m = 0, n = 0, k = 0;
+  Shape outer;
+  std::function<std::string(const Coords&, const std::string&, const std::string&)> a, b;
+  std::function<Coords(const Coords&, const std::string&, const std::string&)> c;
+};
 
 // Thrown while expanding an epilogue when a tensor bound to an accumulator is wanted at
 // other coordinates than the accumulator's.
@@ -66,6 +80,11 @@ class KernelWriter {
   void conv_phase(const Primitive& p, const ConvAttrs& a);
   // Stores of the linear member `p`'s value `acc` at `coords`: its buffer (when it has one)
   // and its epilogue writes.
+  // codegen_gemm.cc
+  bool use_gemm(int64_t m, int64_t n, int64_t k) const;
+  void gemm_phase(const Primitive& p, const GemmSpec& g);
+  void matmul_gemm(const Primitive& p);
+  void conv_gemm(const Primitive& p, const ConvAttrs& a);
   void epilogue(const Primitive& p, const Coords& coords, const std::string& acc);
   void plan_epilogue(const Primitive& p);
 

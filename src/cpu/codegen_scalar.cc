@@ -351,7 +351,7 @@ static inline int64_t kora_reflect(int64_t q, int64_t n) {
   if (m < 0) m += period;
   return m < n ? m : period - m;
 }
-)";
+)" + gemm_prelude();
 }
 
 }  // namespace kora::cpu_gen

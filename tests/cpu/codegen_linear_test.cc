@@ -124,9 +124,11 @@ TEST(CpuCodegenLinear, MatmulsMatchTheInterpreter) {
     Shape ab, bb;
     int64_t m, k, n;
   };
-  const Case cases[] = {{{}, {}, 7, 5, 13},          {{}, {}, 1, 9, 300},
-                        {{2}, {1}, 9, 16, 33},       {{1, 3}, {2, 3}, 5, 3, 8},
-                        {{2, 2}, {2, 2}, 12, 7, 70}, {{}, {}, 33, 40, 24}};
+  const Case cases[] = {{{}, {}, 7, 5, 13},
+                        {{}, {}, 1, 9, 300},
+                        {{2}, {1}, 9, 16, 33},
+                        {{1, 3}, {2, 3}, 5, 3, 8},
+                        {{}, {}, 50, 37, 70}};
   for (const Case& c : cases) {
     kora_codegen_test::check_graph(matmul_graph(rng, c.ab, c.bb, c.m, c.k, c.n), 4, rng, stats);
     if (HasFatalFailure()) return;
@@ -150,6 +152,7 @@ TEST(CpuCodegenLinear, ConvolutionsMatchTheInterpreter) {
       {1, 8, 8, 8, {11, 9}, {3, 3}, 1, 2, 2},       // depthwise, dilated
       {1, 8, 8, 8, {12, 12}, {3, 3}, 2, 1, 1},      // depthwise, strided
       {1, 16, 24, 1, {5, 6}, {1, 1}, 1, 1, 0},      // pointwise
+      {1, 16, 20, 1, {13, 11}, {3, 3}, 1, 1, 1},    // large enough for the packed GEMM
       {2, 3, 5, 1, {17}, {4}, 2, 1, 2},             // 1D
       {1, 2, 4, 1, {4, 5, 6}, {2, 3, 2}, 1, 1, 1},  // 3D
   };
