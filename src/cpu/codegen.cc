@@ -215,12 +215,23 @@ std::vector<CpuSchedule> cpu_schedule_space(const PrimGraph& graph, const Kernel
         add(s);
       }
     }
-    CpuSchedule direct;  // direct loops
-    direct.gemm = 0;
-    direct.rows = matmul ? 6 : 8;
-    direct.cols = 128;
-    add(direct);
-    if (!depthwise) {  // packed GEMM whatever the size
+    // The other algorithm than the default's: direct loops or packed GEMM.
+    const Shape& cs = graph.value(l->output()).shape;
+    const bool packed_default =
+        matmul
+            ? cpu_gen::gemm_by_default(cs[cs.size() - 2], cs.back(),
+                                       graph.value(l->inputs[0]).shape.back())
+            : !depthwise && cpu_gen::gemm_by_default(
+                                ws[0] / std::get<ConvAttrs>(std::get<LinearAttrs>(l->attrs)).group,
+                                numel(Shape(cs.begin() + 2, cs.end())),
+                                ws[1] * numel(Shape(ws.begin() + 2, ws.end())));
+    if (packed_default) {
+      CpuSchedule direct;
+      direct.gemm = 0;
+      direct.rows = matmul ? 6 : 8;
+      direct.cols = 128;
+      add(direct);
+    } else if (!depthwise) {
       CpuSchedule packed;
       packed.gemm = 1;
       add(packed);

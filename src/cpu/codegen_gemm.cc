@@ -142,6 +142,10 @@ void KernelWriter::gemm_phase(const Primitive& p, const GemmSpec& g) {
 bool KernelWriter::use_gemm(int64_t m, int64_t n, int64_t k) const {
   if (schedule_.gemm == 0) return false;
   if (schedule_.gemm == 1) return true;
+  return gemm_by_default(m, n, k);
+}
+
+bool gemm_by_default(int64_t m, int64_t n, int64_t k) {
   return m >= 4 && n >= 8 && 2 * m * n * k >= (1 << 16);
 }
 

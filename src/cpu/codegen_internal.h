@@ -38,6 +38,8 @@ bool elementwise_supported(const PrimGraph& g, const Primitive& p, const Element
 std::string prelude_text();
 // ---- codegen_gemm.cc ----
 std::string gemm_prelude();  // the micro-kernel
+// Whether the default schedule computes an m x n x k product as packed GEMM.
+bool gemm_by_default(int64_t m, int64_t n, int64_t k);
 
 // A GEMM C = A x B (m x k times k x n) repeated over `outer` loops (batch dims; image and
 // group of a convolution); a/b give an operand's value (a C expression, statements

@@ -169,12 +169,12 @@ PrimGraph random_graph(std::mt19937& rng, int round) {
 TEST(CpuCodegenLayout, EveryCandidateMatchesTheInterpreter) {
   std::mt19937 rng(7);
   kora_codegen_test::CheckStats stats;
-  for (int round = 0; round < 16; ++round) {
+  for (int round = 0; round < 10; ++round) {
     const PrimGraph g = random_graph(rng, round);
     kora_codegen_test::check_graph(g, 4, rng, stats);
     if (HasFatalFailure()) return;
   }
-  EXPECT_GT(stats.kernels, 150);
+  EXPECT_GT(stats.kernels, 100);
   std::printf("[ info     ] %d kernels of %d candidates match the interpreter\n", stats.kernels,
               stats.candidates);
 }
