@@ -1,14 +1,20 @@
 // CPU code generation for a candidate kernel: the primitive graph, its kernel DAG and a
 // candidate in; C++ source of one function computing every output of the kernel out.
-// So far: float32 kernels of elementwise and broadcast primitives. Each output is one
-// loop over its elements; a member's value is computed where it is used (no
-// intermediate buffers), a value used twice at the same coordinates once.
+// Dtypes float32, int64, int32 and bool (1 byte, 0/1); every primitive kind but opaque
+// (linear: float32). A member's value is computed where it is used (elementwise,
+// broadcast and layout members are index maps and scalar functions composed per element,
+// no intermediate buffers); reduce and linear members get a loop nest (phase) of their own
+// whose result goes to the output or, when only members of the kernel read it, to
+// function-static scratch; elementwise members consuming a linear result at its own
+// coordinates are applied to the accumulators before they are stored (epilogue).
 //
 // The function: extern "C" void SYMBOL(const void* const* in, void* const* out), with
 // `in` in kernel_reads() order and `out` in kernel_writes() order (include/kora/candidates.h),
-// each pointer to its tensor's elements (float, int64_t, ... as the tensor's dtype).
-// Parallel loops use OpenMP (the library is compiled with -fopenmp); the caller sets the
-// thread count with omp_set_num_threads() (the process shares one OpenMP runtime).
+// each pointer to its tensor's elements (float, int64_t, int32_t, uint8_t for bool).
+// Kernels with scratch are not reentrant: one call at a time per kernel (the scratch is
+// function-static, sized at generation time). Parallel loops use OpenMP (the library is
+// compiled with -fopenmp); the caller sets the thread count with omp_set_num_threads()
+// (the process shares one OpenMP runtime).
 #pragma once
 
 #include <string>
@@ -26,8 +32,23 @@ bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Ca
 // The hyperparameters of a generated kernel. key() is the stable text the profile database
 // stores as the schedule ("default" for the default schedule).
 struct CpuSchedule {
-  bool parallel = true;  // OpenMP over the outer loops
+  bool parallel = true;  // OpenMP over the outer loops (when the work reaches min_parallel_work)
+  int64_t min_parallel_work = 1 << 15;  // elements (or flops / 8) of a loop nest
+  // Direct loops (small matmuls, depthwise convolutions):
+  int64_t rows = 4;    // matmul: rows of C per register block; conv: output channels per block
+  int64_t cols = 256;  // matmul: columns of C per block
+  // Packed GEMM (matmul, convolution as implicit GEMM): 0 never, 1 always, -1 when large.
+  int64_t gemm = -1;
+  int64_t mc = 48, nc = 256;  // rows and columns of C per parallel block (of 6 x 16 tiles)
+  // "default" for the default values, else all fields, e.g.
+  // "par=1;minpar=32768;rows=4;cols=256;gemm=-1;mc=96;nc=128".
   std::string key() const;
+  // The schedule of a key(); throws kora::Error on a text key() cannot give.
+  static CpuSchedule from_key(const std::string& key);
+  bool operator==(const CpuSchedule& o) const {
+    return parallel == o.parallel && min_parallel_work == o.min_parallel_work && rows == o.rows &&
+           cols == o.cols && gemm == o.gemm && mc == o.mc && nc == o.nc;
+  }
 };
 
 // The schedules worth measuring for this candidate, the default first; a handful.

@@ -1,224 +1,262 @@
-// Code generation for elementwise/broadcast kernels (include/kora/cpu_codegen.h). For each
-// written tensor: a loop over its elements, the coordinates from the flat index, then
-// value(tensor, coordinates) expanded recursively: an external tensor is a load at its
-// row-major offset, an elementwise member applies its scalar function to its operands at
-// the same coordinates, a broadcast member reads its input with size-1 dimensions at 0.
-// Each (tensor, coordinates) pair becomes one local, so shared subexpressions are
-// computed once per element.
+// CPU code generation (include/kora/cpu_codegen.h): a candidate in, one C++ function out.
+// This file plans the function: pointers to the kernel's tensors, then a phase per reduce
+// and linear member in topological order (each writes its result to the output or to
+// scratch; a linear member's epilogue stores the written tensors computed from it at its
+// own coordinates), then one pointwise phase per shape for the remaining written tensors.
+// Also: what is supported, the schedule space and schedule keys, the prelude.
 #include <algorithm>
 #include <cstdio>
-#include <map>
 #include <sstream>
 
-#include "kora/cpu_codegen.h"
-#include "kora/error.h"
+#include "cpu/codegen_internal.h"
 
 namespace kora {
+namespace cpu_gen {
+
+KernelWriter::KernelWriter(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+                           const CpuSchedule& schedule)
+    : graph_(graph),
+      dag_(dag),
+      c_(c),
+      schedule_(schedule),
+      reads_(kernel_reads(graph, dag, c)),
+      writes_(kernel_writes(graph, dag, c)) {
+  for (int v : c.members) producer_[graph.prims[dag.prim[v]].output()] = &graph.prims[dag.prim[v]];
+}
+
+std::string KernelWriter::scratch(DType t, int64_t n) {
+  const std::string name = fresh("scratch");
+  statics_ << "  alignas(64) static " << ctype(t) << " " << name << "[" << std::max<int64_t>(n, 1)
+           << "];\n";
+  return name;
+}
+
+GeneratedKernel KernelWriter::run(const std::string& symbol) {
+  std::ostringstream head;
+  head << "extern \"C\" void " << symbol << "(const void* const* in, void* const* out) {\n";
+  for (size_t i = 0; i < reads_.size(); ++i) {
+    const char* t = ctype(graph_.value(reads_[i]).dtype);
+    in_ptr_[reads_[i]] = "in" + std::to_string(i);
+    head << "  const " << t << "* __restrict in" << i << " = static_cast<const " << t << "*>(in["
+         << i << "]);\n";
+  }
+  for (size_t i = 0; i < writes_.size(); ++i) {
+    const char* t = ctype(graph_.value(writes_[i]).dtype);
+    out_ptr_[writes_[i]] = "out" + std::to_string(i);
+    head << "  " << t << "* __restrict out" << i << " = static_cast<" << t << "*>(out[" << i
+         << "]);\n";
+  }
+  scopes_.emplace_back();
+  scope().indent = "  ";
+  auto written = [&](const std::string& t) {
+    return std::find(writes_.begin(), writes_.end(), t) != writes_.end();
+  };
+  for (int v : c_.members) {
+    const Primitive& p = graph_.prims[dag_.prim[v]];
+    const std::string& t = p.output();
+    if (const auto* r = std::get_if<ReduceAttrs>(&p.attrs)) {
+      buffer_[t] = written(t) ? out_ptr_.at(t)
+                              : scratch(graph_.value(t).dtype, numel(graph_.value(t).shape));
+      reduce_phase(p, *r);
+    } else if (const auto* l = std::get_if<LinearAttrs>(&p.attrs)) {
+      if (graph_.value(t).dtype != DType::kFloat32)
+        throw Error("cpu codegen: " + p.describe() +
+                    ": linear primitives are generated for float32 only");
+      if (written(t)) buffer_[t] = out_ptr_.at(t);
+      plan_epilogue(p);
+      if (std::holds_alternative<MatMulAttrs>(*l)) {
+        const Shape& cs = graph_.value(t).shape;
+        const Shape& as = graph_.value(p.inputs[0]).shape;
+        if (use_gemm(cs[cs.size() - 2], cs.back(), as.back()))
+          matmul_gemm(p);
+        else
+          matmul_phase(p);
+      } else {
+        const ConvAttrs& a = std::get<ConvAttrs>(*l);
+        const Shape& ws = graph_.value(p.inputs[1]).shape;
+        const int64_t mg = ws[0] / a.group;
+        const bool depthwise = mg == 1 && ws[1] == 1;
+        if (!depthwise &&
+            use_gemm(mg,
+                     numel(Shape(graph_.value(t).shape.begin() + 2, graph_.value(t).shape.end())),
+                     ws[1] * numel(Shape(ws.begin() + 2, ws.end()))))
+          conv_gemm(p, a);
+        else
+          conv_phase(p, a);
+      }
+      for (const std::string& w : epilogue_writes_) done_.insert(w);
+      epilogue_writes_.clear();
+    } else if (p.kind() == PrimKind::kOpaque) {
+      throw Error("cpu codegen: " + p.describe() + " is opaque: not generated");
+    } else {
+      continue;
+    }
+    if (written(t)) done_.insert(t);
+  }
+  // The remaining written tensors, grouped by shape in order of first appearance.
+  std::vector<std::vector<std::string>> groups;
+  for (const std::string& w : writes_) {
+    if (done_.count(w)) continue;
+    const Shape& s = graph_.value(w).shape;
+    auto g = std::find_if(groups.begin(), groups.end(),
+                          [&](const auto& x) { return graph_.value(x[0]).shape == s; });
+    if (g == groups.end())
+      groups.push_back({w});
+    else
+      g->push_back(w);
+  }
+  for (const auto& g : groups) pointwise_phase(g);
+  std::string source = head.str() + statics_.str() + scope().os.str() + "}\n";
+  scopes_.clear();
+  return {symbol, source, reads_, writes_};
+}
+
+}  // namespace cpu_gen
+
 namespace {
 
-std::string literal(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9gf", v);
-  std::string s = buf;
-  if (s == "inff") return "INFINITY";
-  if (s == "-inff") return "(-INFINITY)";
-  if (s == "nanf" || s == "-nanf") return "NAN";
-  return "(" + s + ")";
-}
-
-// How a scalar function is written in C++ on floats (semantics as
-// src/interpreter/elementwise.cc; the kora_ helpers are in cpu_codegen_prelude()): a
-// function applied to the operands, or an infix operator between two. Functions not
-// listed (predicates, logic, Where: their values are not float) are not generated.
-struct Syntax {
-  const char* text;
-  bool infix;
-};
-
-const Syntax* syntax_of(ScalarOp op) {
-  static const std::map<ScalarOp, Syntax> kTable = {
-      {ScalarOp::kIdentity, {"", false}},
-      {ScalarOp::kCast, {"", false}},
-      {ScalarOp::kNeg, {"-", false}},
-      {ScalarOp::kAbs, {"std::fabs", false}},
-      {ScalarOp::kExp, {"std::exp", false}},
-      {ScalarOp::kLog, {"std::log", false}},
-      {ScalarOp::kSqrt, {"std::sqrt", false}},
-      {ScalarOp::kRsqrt, {"kora_rsqrt", false}},
-      {ScalarOp::kReciprocal, {"1.0f / ", false}},
-      {ScalarOp::kTanh, {"std::tanh", false}},
-      {ScalarOp::kErf, {"std::erf", false}},
-      {ScalarOp::kSigmoid, {"kora_sigmoid", false}},
-      {ScalarOp::kRelu, {"kora_relu", false}},
-      {ScalarOp::kSoftplus, {"kora_softplus", false}},
-      {ScalarOp::kFloor, {"std::floor", false}},
-      {ScalarOp::kCeil, {"std::ceil", false}},
-      {ScalarOp::kRound, {"std::nearbyint", false}},
-      {ScalarOp::kSign, {"kora_sign", false}},
-      {ScalarOp::kSin, {"std::sin", false}},
-      {ScalarOp::kCos, {"std::cos", false}},
-      {ScalarOp::kAdd, {" + ", true}},
-      {ScalarOp::kSub, {" - ", true}},
-      {ScalarOp::kMul, {" * ", true}},
-      {ScalarOp::kDiv, {" / ", true}},
-      {ScalarOp::kPow, {"std::pow", false}},
-      {ScalarOp::kMax, {"kora_max", false}},
-      {ScalarOp::kMin, {"kora_min", false}},
-      {ScalarOp::kMod, {"kora_mod", false}},
-      {ScalarOp::kFmod, {"std::fmod", false}},
-  };
-  auto it = kTable.find(op);
-  return it == kTable.end() ? nullptr : &it->second;
-}
-
-std::string scalar_expr(ScalarOp op, const std::vector<std::string>& a) {
-  const Syntax* syntax = syntax_of(op);
-  if (!syntax)
-    throw Error(std::string("cpu codegen: scalar function ") + scalar_op_name(op) +
-                " is not generated for float32");
-  if (syntax->infix) return "(" + a[0] + syntax->text + a[1] + ")";
-  std::string args;
-  for (const std::string& x : a) args += (args.empty() ? "" : ", ") + x;
-  return "(" + std::string(syntax->text) + "(" + args + "))";
-}
-
-class Generator {
- public:
-  Generator(const PrimGraph& graph, const KernelDag& dag, const Candidate& c)
-      : graph_(graph), reads_(kernel_reads(graph, dag, c)), writes_(kernel_writes(graph, dag, c)) {
-    for (int v : c.members)
-      producer_[graph.prims[dag.prim[v]].output()] = &graph.prims[dag.prim[v]];
-  }
-
-  GeneratedKernel run(const std::string& symbol) {
-    std::ostringstream os;
-    os << "extern \"C\" void " << symbol << "(const float* const* in, float* const* out) {\n";
-    for (size_t i = 0; i < writes_.size(); ++i) {
-      const Shape& shape = graph_.value(writes_[i]).shape;
-      const int64_t n = numel(shape);
-      locals_.clear();
-      body_.str("");
-      const std::vector<int64_t> strides = row_major_strides(shape);
-      std::string header;  // the coordinates of element i
-      std::vector<std::string> coords;
-      for (size_t d = 0; d < shape.size(); ++d) {
-        coords.push_back("c" + std::to_string(d));
-        header += "    const int64_t " + coords.back() + " = i / " + std::to_string(strides[d]) +
-                  "LL % " + std::to_string(shape[d]) + "LL;\n";
-      }
-      const std::string result = value(writes_[i], coords);
-      os << "  // " << writes_[i] << "\n";
-      os << "  for (int64_t i = 0; i < " << n << "LL; ++i) {\n" << header;
-      os << body_.str() << "    out[" << i << "][i] = " << result << ";\n  }\n";
+bool member_supported(const PrimGraph& graph, const Primitive& p) {
+  for (const std::string& t : p.inputs)
+    if (!cpu_gen::dtype_supported(graph.value(t).dtype)) return false;
+  for (const std::string& t : p.outputs)
+    if (!cpu_gen::dtype_supported(graph.value(t).dtype)) return false;
+  switch (p.kind()) {
+    case PrimKind::kElementwise:
+      return cpu_gen::elementwise_supported(graph, p, std::get<ElementwiseAttrs>(p.attrs));
+    case PrimKind::kBroadcast:
+    case PrimKind::kReduce:
+      return p.inputs.size() == 1;
+    case PrimKind::kLayout:
+      return !p.inputs.empty();
+    case PrimKind::kLinear: {
+      if (p.inputs.size() != 2) return false;
+      for (const std::string& t : p.inputs)
+        if (graph.value(t).dtype != DType::kFloat32) return false;
+      if (const auto* conv = std::get_if<ConvAttrs>(&std::get<LinearAttrs>(p.attrs)))
+        return graph.value(p.inputs[0]).shape.size() >= 3 && conv->group >= 1;
+      return graph.value(p.output()).dtype == DType::kFloat32;
     }
-    os << "}\n";
-    return {symbol, os.str(), reads_, writes_};
+    case PrimKind::kOpaque:
+      return false;
   }
+  return false;
+}
 
- private:
-  // A local holding `tensor` at `coords`, emitting its computation on first use.
-  std::string value(const std::string& tensor, const std::vector<std::string>& coords) {
-    std::string key = tensor;
-    for (const std::string& c : coords) key += "|" + c;
-    if (auto it = locals_.find(key); it != locals_.end()) return it->second;
-    std::string expr;
-    auto p = producer_.find(tensor);
-    if (p == producer_.end()) {
-      const auto r = std::find(reads_.begin(), reads_.end(), tensor);
-      if (r == reads_.end()) throw Error("cpu codegen: tensor '" + tensor + "' is not read");
-      expr = "in[" + std::to_string(r - reads_.begin()) + "][" +
-             offset(graph_.value(tensor).shape, coords) + "]";
-    } else {
-      const Primitive& prim = *p->second;
-      if (const auto* e = std::get_if<ElementwiseAttrs>(&prim.attrs)) {
-        std::vector<std::string> args;
-        for (const Operand& o : e->operands)
-          args.push_back(o.input < 0 ? literal(o.value) : value(prim.inputs[o.input], coords));
-        expr = scalar_expr(e->op, args);
-      } else if (std::holds_alternative<BroadcastAttrs>(prim.attrs)) {
-        const Shape& in = graph_.value(prim.inputs[0]).shape;
-        std::vector<std::string> c = coords;
-        for (size_t d = 0; d < in.size(); ++d)
-          if (in[d] == 1) c[d] = "0";
-        expr = value(prim.inputs[0], c);
-      } else {
-        throw Error("cpu codegen: " + prim.describe() + " is not generated yet");
-      }
-    }
-    const std::string name = "v" + std::to_string(locals_.size());  // after the operands
-    body_ << "    const float " << name << " = " << expr << ";\n";
-    locals_[key] = name;
-    return name;
+// The largest loop nest of the kernel: output elements, reduced inputs, linear flops / 8.
+int64_t kernel_work(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  int64_t work = 0;
+  for (int v : c.members) {
+    const Primitive& p = graph.prims[dag.prim[v]];
+    int64_t w = numel(graph.value(p.output()).shape);
+    if (p.kind() == PrimKind::kReduce) w = numel(graph.value(p.inputs[0]).shape);
+    if (p.kind() == PrimKind::kLinear) w = prim_flops(graph, p) / 8;
+    work = std::max(work, w);
   }
+  return work;
+}
 
-  static std::string offset(const Shape& shape, const std::vector<std::string>& coords) {
-    const std::vector<int64_t> strides = row_major_strides(shape);
-    std::string s = "0";
-    for (size_t d = 0; d < shape.size(); ++d)
-      if (shape[d] != 1 && coords[d] != "0")
-        s += " + " + coords[d] + " * " + std::to_string(strides[d]) + "LL";
-    return s;
-  }
-
-  const PrimGraph& graph_;
-  std::vector<std::string> reads_, writes_;
-  std::map<std::string, const Primitive*> producer_;
-  std::map<std::string, std::string> locals_;
-  std::ostringstream body_;
-};
+const Primitive* linear_member(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  for (int v : c.members)
+    if (graph.prims[dag.prim[v]].kind() == PrimKind::kLinear) return &graph.prims[dag.prim[v]];
+  return nullptr;
+}
 
 }  // namespace
 
 bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
-  for (int v : c.members) {
-    const Primitive& p = graph.prims[dag.prim[v]];
-    if (const auto* e = std::get_if<ElementwiseAttrs>(&p.attrs)) {
-      if (!syntax_of(e->op)) return false;
-    } else if (!std::holds_alternative<BroadcastAttrs>(p.attrs)) {
-      return false;
-    }
-    if (graph.value(p.output()).dtype != DType::kFloat32) return false;
-    for (const std::string& t : p.inputs)
-      if (graph.value(t).dtype != DType::kFloat32) return false;
-  }
-  return !c.members.empty();
+  if (c.members.empty()) return false;
+  for (int v : c.members)
+    if (!member_supported(graph, graph.prims[dag.prim[v]])) return false;
+  return true;
 }
 
-std::string CpuSchedule::key() const { return parallel ? "default" : "serial"; }
+std::string CpuSchedule::key() const {
+  if (*this == CpuSchedule{}) return "default";
+  return "par=" + std::to_string(parallel ? 1 : 0) +
+         ";minpar=" + std::to_string(min_parallel_work) + ";rows=" + std::to_string(rows) +
+         ";cols=" + std::to_string(cols) + ";gemm=" + std::to_string(gemm) +
+         ";mc=" + std::to_string(mc) + ";nc=" + std::to_string(nc);
+}
 
-std::vector<CpuSchedule> cpu_schedule_space(const PrimGraph&, const KernelDag&, const Candidate&) {
-  return {CpuSchedule{}};
+CpuSchedule CpuSchedule::from_key(const std::string& key) {
+  CpuSchedule s;
+  if (key == "default") return s;
+  long long par = 0, minpar = 0, rows = 0, cols = 0, gemm = 0, mc = 0, nc = 0;
+  if (std::sscanf(key.c_str(), "par=%lld;minpar=%lld;rows=%lld;cols=%lld;gemm=%lld;mc=%lld;nc=%lld",
+                  &par, &minpar, &rows, &cols, &gemm, &mc, &nc) != 7 ||
+      rows < 1 || cols < 1 || mc < 1 || nc < 1)
+    throw Error("cpu codegen: '" + key + "' is not a CPU schedule key");
+  s.parallel = par != 0;
+  s.min_parallel_work = minpar;
+  s.rows = rows, s.cols = cols, s.gemm = gemm, s.mc = mc, s.nc = nc;
+  if (s.key() != key) throw Error("cpu codegen: '" + key + "' is not a CPU schedule key");
+  return s;
+}
+
+std::vector<CpuSchedule> cpu_schedule_space(const PrimGraph& graph, const KernelDag& dag,
+                                            const Candidate& c) {
+  std::vector<CpuSchedule> space = {CpuSchedule{}};
+  const int64_t work = kernel_work(graph, dag, c);
+  auto add = [&](CpuSchedule s) {
+    if (std::find(space.begin(), space.end(), s) == space.end()) space.push_back(s);
+  };
+  CpuSchedule serial;
+  serial.parallel = false;
+  if (const Primitive* l = linear_member(graph, dag, c)) {
+    const bool big = prim_flops(graph, *l) >= (1 << 16);
+    const bool matmul = std::holds_alternative<MatMulAttrs>(std::get<LinearAttrs>(l->attrs));
+    const Shape& ws = graph.value(l->inputs[1]).shape;
+    const bool depthwise = !matmul && ws[1] == 1 &&
+                           ws[0] == std::get<ConvAttrs>(std::get<LinearAttrs>(l->attrs)).group;
+    if (big && !depthwise) {  // packed GEMM block shapes
+      for (auto [mc, nc] : {std::pair<int64_t, int64_t>{96, 128}, {24, 512}}) {
+        CpuSchedule s;
+        s.mc = mc, s.nc = nc;
+        add(s);
+      }
+    }
+    // The other algorithm than the default's: direct loops or packed GEMM.
+    const Shape& cs = graph.value(l->output()).shape;
+    const bool packed_default =
+        matmul
+            ? cpu_gen::gemm_by_default(cs[cs.size() - 2], cs.back(),
+                                       graph.value(l->inputs[0]).shape.back())
+            : !depthwise && cpu_gen::gemm_by_default(
+                                ws[0] / std::get<ConvAttrs>(std::get<LinearAttrs>(l->attrs)).group,
+                                numel(Shape(cs.begin() + 2, cs.end())),
+                                ws[1] * numel(Shape(ws.begin() + 2, ws.end())));
+    if (packed_default) {
+      CpuSchedule direct;
+      direct.gemm = 0;
+      direct.rows = matmul ? 6 : 8;
+      direct.cols = 128;
+      add(direct);
+    } else if (!depthwise) {
+      CpuSchedule packed;
+      packed.gemm = 1;
+      add(packed);
+    }
+    if (work >= CpuSchedule{}.min_parallel_work) add(serial);
+  } else if (work >= CpuSchedule{}.min_parallel_work) {
+    add(serial);
+    CpuSchedule eager;  // parallel from smaller loop nests on
+    eager.min_parallel_work = 1 << 12;
+    if (work < (1 << 17)) add(eager);
+  }
+  return space;
 }
 
 GeneratedKernel generate_cpu_kernel(const PrimGraph& graph, const KernelDag& dag,
                                     const Candidate& c, const std::string& symbol,
-                                    const CpuSchedule&) {
-  return Generator(graph, dag, c).run(symbol);
+                                    const CpuSchedule& schedule) {
+  for (int v : c.members) {
+    const Primitive& p = graph.prims[dag.prim[v]];
+    if (!member_supported(graph, p))
+      throw Error("cpu codegen: " + p.describe() + " is not generated (kind or dtypes)");
+  }
+  return cpu_gen::KernelWriter(graph, dag, c, schedule).run(symbol);
 }
 
-std::string cpu_codegen_prelude() {
-  return R"(// Generated by kora (src/cpu/codegen.cc).
-#include <cmath>
-#include <cstdint>
-static inline float kora_sigmoid(float x) {
-  if (x >= 0) return 1.0f / (1.0f + std::exp(-x));
-  const float e = std::exp(x);
-  return e / (1.0f + e);
-}
-static inline float kora_rsqrt(float x) { return 1.0f / std::sqrt(x); }
-static inline float kora_relu(float x) { return x < 0 ? 0.0f : x; }
-static inline float kora_softplus(float x) {
-  return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-}
-static inline float kora_sign(float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x == 0 ? 0.0f : x; }
-static inline float kora_max(float x, float y) { return x != x ? x : y != y ? y : (x < y ? y : x); }
-static inline float kora_min(float x, float y) { return x != x ? x : y != y ? y : (y < x ? y : x); }
-static inline float kora_mod(float x, float y) {
-  float r = std::fmod(x, y);
-  if (r != 0 && ((r < 0) != (y < 0))) r += y;
-  return r;
-}
-)";
-}
+std::string cpu_codegen_prelude() { return cpu_gen::prelude_text(); }
 
 }  // namespace kora

@@ -1,9 +1,8 @@
 // CPU code generation (include/kora/cpu_codegen.h) against the reference interpreter: on
-// 15 random float32 graphs of elementwise and broadcast primitives (shapes [2, 3, 5] and
-// ones like [1, 3, 1], computed on and broadcast up; immediate operands, shared values),
-// every candidate kernel the generator supports is generated, all compiled into one
-// library, run on random inputs, and each written tensor compared with run_primitive()
-// applied member by member. Candidates with other primitives are refused.
+// 10 random float32 graphs of elementwise and broadcast primitives (shapes [2, 3, 5] and
+// ones like [1, 3, 1], computed on and broadcast up; immediate operands, shared values,
+// NaN and inf results), every candidate kernel x schedule goes through
+// tests/cpu/codegen_harness.h's check. Opaque primitives and float64 are refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/codegen_harness.h"
 #include "frontend/model_builder.h"
 #include "kora/candidates.h"
 #include "kora/cpu_codegen.h"
@@ -112,82 +112,17 @@ PrimGraph random_graph(std::mt19937& rng) {
   return g;
 }
 
-bool close(float got, float want) {
-  if (std::isnan(want)) return std::isnan(got);
-  if (std::isinf(want)) return got == want;
-  return std::fabs(got - want) <= 1e-5f * std::max(1.0f, std::fabs(want));
-}
-
 TEST(CpuCodegen, EveryCandidateMatchesTheInterpreter) {
   std::mt19937 rng(2026);
-  kora_test::TempDir dir;
-  CompileOptions options;
-  options.cache_dir = dir.file("kernels");
-  int kernels = 0, multi_output = 0;
-  for (int t = 0; t < 15; ++t) {
+  kora_codegen_test::CheckStats stats;
+  for (int t = 0; t < 10; ++t) {
     const PrimGraph g = random_graph(rng);
-    const KernelDag dag = kernel_dag_of(g);
-    CandidateOptions co;
-    co.max_size = 6;
-    const std::vector<Candidate> candidates = enumerate_candidates(dag, co);
-    std::string source = cpu_codegen_prelude();
-    std::vector<GeneratedKernel> generated;
-    std::vector<const Candidate*> which;
-    for (const Candidate& c : candidates) {
-      ASSERT_TRUE(cpu_codegen_supports(g, dag, c));
-      generated.push_back(
-          generate_cpu_kernel(g, dag, c, "kernel" + std::to_string(generated.size())));
-      source += generated.back().source;
-      which.push_back(&c);
-    }
-    const CompileResult lib = compile_shared(source, options);
-    for (size_t k = 0; k < generated.size(); ++k) {
-      const GeneratedKernel& gk = generated[k];
-      // Random inputs (constants as they are), then the reference member by member.
-      std::map<std::string, Tensor> values;
-      std::uniform_real_distribution<double> u(-3, 3);
-      for (const std::string& r : gk.reads) {
-        if (const Tensor* c = g.constant(r)) {
-          values[r] = *c;
-          continue;
-        }
-        Tensor x(DType::kFloat32, g.value(r).shape);
-        for (int64_t i = 0; i < x.numel(); ++i) set_element(x, i, u(rng));
-        values[r] = x;
-      }
-      for (int v : which[k]->members) {
-        const Primitive& p = g.prims[dag.prim[v]];
-        std::vector<const Tensor*> in;
-        for (const std::string& i : p.inputs) in.push_back(&values.at(i));
-        values[p.output()] = run_primitive(g, p, in).at(0);
-      }
-      std::vector<const float*> in;
-      for (const std::string& r : gk.reads)
-        in.push_back(reinterpret_cast<const float*>(values.at(r).bytes()));
-      std::vector<std::vector<float>> out_buffers;
-      std::vector<float*> out;
-      for (const std::string& w : gk.writes)
-        out_buffers.emplace_back(numel(g.value(w).shape), -7.0f);
-      for (auto& b : out_buffers) out.push_back(b.data());
-      using Fn = void (*)(const float* const*, float* const*);
-      reinterpret_cast<Fn>(lib.library->symbol(gk.symbol))(in.data(), out.data());
-      for (size_t w = 0; w < gk.writes.size(); ++w) {
-        const Tensor& want = values.at(gk.writes[w]);
-        const float* ref = reinterpret_cast<const float*>(want.bytes());
-        for (int64_t i = 0; i < want.numel(); ++i)
-          ASSERT_TRUE(close(out_buffers[w][i], ref[i]))
-              << "graph " << t << " kernel " << k << " output " << gk.writes[w] << " element " << i
-              << ": " << out_buffers[w][i] << " vs " << ref[i] << "\n"
-              << gk.source;
-      }
-      ++kernels;
-      multi_output += gk.writes.size() > 1;
-    }
+    kora_codegen_test::check_graph(g, 6, rng, stats);
   }
-  EXPECT_GT(kernels, 200);
-  EXPECT_GT(multi_output, 20);
-  std::printf("[ info     ] %d kernels (%d with several outputs) match the interpreter\n", kernels,
-              multi_output);
+  EXPECT_GT(stats.kernels, 150);
+  EXPECT_GT(stats.multi_output, 15);
+  std::printf("[ info     ] %d kernels (%d with several outputs) match the interpreter\n",
+              stats.kernels, stats.multi_output);
 }
 
 TEST(CpuCodegen, RefusesWhatItCannotGenerate) {
@@ -213,13 +148,35 @@ TEST(CpuCodegen, RefusesWhatItCannotGenerate) {
   less.attrs = ElementwiseAttrs{ScalarOp::kLess, {Operand{0, 0}, Operand{1, 0}}};
   less.inputs = {"a", "b"};
   less.outputs = {"m"};
-  g.prims = {mm, relu, less};
-  g.outputs = {"y", "m"};
+  g.values["d"] = {DType::kFloat64, {4, 4}};
+  Primitive cast;
+  cast.name = "cast";
+  cast.attrs = ElementwiseAttrs{ScalarOp::kCast, {Operand{0, 0}}};
+  cast.inputs = {"a"};
+  cast.outputs = {"d"};
+  g.values["v"] = {DType::kFloat32, {4, 2}};
+  g.values["ix"] = {DType::kInt64, {4, 2}};
+  Primitive top;
+  top.name = "top";
+  OpaqueAttrs op;
+  op.node.op_type = "TopK";
+  top.attrs = op;
+  top.inputs = {"b"};
+  top.outputs = {"v", "ix"};
+  g.prims = {mm, relu, less, cast, top};
+  g.outputs = {"y", "m", "d", "v"};
   const KernelDag dag = kernel_dag_of(g);
-  EXPECT_FALSE(cpu_codegen_supports(g, dag, make_candidate(dag, {0, 1})));  // linear
+  EXPECT_TRUE(cpu_codegen_supports(g, dag, make_candidate(dag, {0, 1})));
   EXPECT_TRUE(cpu_codegen_supports(g, dag, make_candidate(dag, {1})));
-  EXPECT_FALSE(cpu_codegen_supports(g, dag, make_candidate(dag, {2})));  // bool output
-  EXPECT_THROW(generate_cpu_kernel(g, dag, make_candidate(dag, {0, 1}), "k"), Error);
+  EXPECT_TRUE(cpu_codegen_supports(g, dag, make_candidate(dag, {2})));   // bool output
+  EXPECT_FALSE(cpu_codegen_supports(g, dag, make_candidate(dag, {3})));  // float64
+  EXPECT_FALSE(cpu_codegen_supports(g, dag, make_candidate(dag, {4})));  // opaque
+  try {
+    generate_cpu_kernel(g, dag, make_candidate(dag, {4}), "k");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'top'"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -1,0 +1,452 @@
+// Loop nests of a generated CPU kernel, one phase each: a tensor shape (and for reduce
+// and linear phases the member) in, nested loops over its dims out, the innermost dim
+// contiguous, the outer ones parallel (OpenMP) when the schedule says so and the work
+// pays for it.
+//   pointwise  stores written tensors of one shape, their values expanded per element;
+//   reduce     accumulates the (expanded) input over the reduced dims, in double for
+//              float32 (as the interpreter), into the member's buffer; when kept dims
+//              follow the reduced ones, a row of accumulators keeps the inner loop
+//              contiguous;
+//   matmul     rows of C in blocks (schedule rows x cols) accumulated in registers/L1
+//              from the expanded A and B, then the epilogue on each element;
+//   conv       direct: a block of output channels x one output row, the inner loop over
+//              the last output dim restricted to the input's range (no padding tests),
+//              then the epilogue.
+#include <algorithm>
+#include <limits>
+
+#include "cpu/codegen_internal.h"
+
+namespace kora::cpu_gen {
+namespace {
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+void KernelWriter::open_block(const std::string& header) {
+  line(header + " {");
+  const std::string indent = scope().indent + "  ";
+  scopes_.emplace_back();
+  scope().indent = indent;
+}
+
+void KernelWriter::close_block() {
+  const std::string text = scope().os.str();
+  scopes_.pop_back();
+  scope().os << text;
+  line("}");
+}
+
+bool KernelWriter::parallel_for(int64_t work) const {
+  return schedule_.parallel && work >= schedule_.min_parallel_work;
+}
+
+Coords KernelWriter::open_loops(const Shape& shape, bool parallel, size_t first, size_t end) {
+  end = std::min(end, shape.size());
+  Coords coords(shape.size(), "0");
+  int loops = 0;
+  for (size_t d = first; d < end; ++d) loops += shape[d] > 1;
+  if (parallel && loops > 0)
+    line(loops == 1 ? "#pragma omp parallel for"
+                    : "#pragma omp parallel for collapse(" + num(loops - 1) + ")");
+  for (size_t d = first; d < end; ++d) {
+    if (shape[d] == 1) continue;
+    coords[d] = fresh("i");
+    open_block("for (int64_t " + coords[d] + " = 0; " + coords[d] + " < " + num(shape[d]) + "; ++" +
+               coords[d] + ")");
+  }
+  return coords;
+}
+
+void KernelWriter::close_loops(const Shape& shape, size_t first, size_t end) {
+  end = std::min(end, shape.size());
+  for (size_t d = first; d < end; ++d)
+    if (shape[d] > 1) close_block();
+}
+
+void KernelWriter::pointwise_phase(const std::vector<std::string>& writes) {
+  const Shape& shape = graph_.value(writes[0]).shape;
+  line("// " + writes[0] + (writes.size() > 1 ? " and others of its shape" : ""));
+  const int64_t work = numel(shape) * static_cast<int64_t>(writes.size());
+  const Coords coords = open_loops(shape, parallel_for(work));
+  if (numel(shape) == 1) open_block("");
+  for (const std::string& w : writes) {
+    const std::string v = value(w, coords);
+    line(out_ptr_.at(w) + "[" + offset(shape, coords) + "] = " + v + ";");
+    done_.insert(w);
+  }
+  if (numel(shape) == 1) close_block();
+  close_loops(shape);
+}
+
+void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
+  const std::string& x = p.inputs.at(0);
+  const Shape& xs = graph_.value(x).shape;
+  const DType dt = graph_.value(x).dtype;
+  const std::string& out = buffer_.at(p.output());
+  const Shape& os = graph_.value(p.output()).shape;
+  std::vector<bool> reduced(xs.size(), false);
+  int64_t count = 1;
+  for (int64_t a : r.axes) reduced[a] = true, count *= xs[a];
+  const bool fl = dt == DType::kFloat32;
+  const std::string acc_t = fl ? "double" : "int64_t";
+  std::string init;
+  switch (r.op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kMean:
+      init = "0";
+      break;
+    case ReduceOp::kProd:
+      init = "1";
+      break;
+    case ReduceOp::kMax:
+      init = fl                    ? "-(double)INFINITY"
+             : dt == DType::kInt32 ? "(int64_t)INT32_MIN"
+             : dt == DType::kBool  ? "0"
+                                   : "INT64_MIN";
+      break;
+    case ReduceOp::kMin:
+      init = fl                    ? "(double)INFINITY"
+             : dt == DType::kInt32 ? "(int64_t)INT32_MAX"
+             : dt == DType::kBool  ? "1"
+                                   : "INT64_MAX";
+      break;
+  }
+  auto update = [&](const std::string& a, const std::string& v) -> std::string {
+    switch (r.op) {
+      case ReduceOp::kSum:
+      case ReduceOp::kMean:
+        return fl ? a + " += " + v + ";" : a + " = kora_wadd(" + a + ", " + v + ");";
+      case ReduceOp::kProd:
+        return fl ? a + " *= " + v + ";" : a + " = kora_wmul(" + a + ", " + v + ");";
+      case ReduceOp::kMax:
+        return a + " = (" + v + " > " + a + " || " + v + " != " + v + ") ? " + v + " : " + a + ";";
+      case ReduceOp::kMin:
+        return a + " = (" + v + " < " + a + " || " + v + " != " + v + ") ? " + v + " : " + a + ";";
+    }
+    return "";
+  };
+  auto result = [&](const std::string& a) -> std::string {
+    std::string v = a;
+    if (r.op == ReduceOp::kMean)
+      v = fl ? "(" + a + " / " + num(count) + ".0)"
+             : (count > 0 ? "(" + a + " / " + num(count) + ")" : a);
+    const DType od = graph_.value(p.output()).dtype;
+    if (od == DType::kBool) return "(uint8_t)(" + v + " != 0)";
+    return "(" + std::string(ctype(od)) + ")" + v;
+  };
+  const bool simd_ok = r.op == ReduceOp::kSum || r.op == ReduceOp::kMean;
+  line("// " + p.output() + " = reduce " + reduce_op_name(r.op) + " of " + x);
+  // Dims after the last reduced one (kept) stay the innermost loop, with a row of
+  // accumulators, when there are several of them.
+  size_t last_reduced = 0;
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (reduced[d] && xs[d] > 1) last_reduced = d + 1;
+  int64_t inner = 1;
+  for (size_t d = last_reduced; d < xs.size(); ++d) inner *= xs[d];
+  const int64_t outer_work = numel(os) / std::max<int64_t>(inner, 1);
+  if (inner > 1 && inner <= 4096 && last_reduced > 0) {
+    // outer kept dims | reduced dims and kept dims interleaved | inner kept dims (acc row)
+    Shape outer_shape = xs;
+    for (size_t d = 0; d < xs.size(); ++d)
+      if (reduced[d] || d >= last_reduced) outer_shape[d] = 1;
+    Coords c = open_loops(outer_shape, parallel_for(numel(xs)) && outer_work > 1);
+    if (outer_work == 1) open_block("");
+    const std::string acc = fresh("acc");
+    line(acc_t + " " + acc + "[" + num(inner) + "];");
+    line("for (int64_t j = 0; j < " + num(inner) + "; ++j) " + acc + "[j] = " + init + ";");
+    Shape red_shape = xs;
+    for (size_t d = 0; d < xs.size(); ++d)
+      if (!reduced[d] || d >= last_reduced) red_shape[d] = 1;
+    const Coords rc = open_loops(red_shape, false);
+    for (size_t d = 0; d < last_reduced; ++d)
+      if (reduced[d]) c[d] = rc[d];
+    Shape in_shape = xs;
+    for (size_t d = 0; d < last_reduced; ++d) in_shape[d] = 1;
+    line("#pragma omp simd");
+    const Coords ic = open_loops(in_shape, false, last_reduced);
+    for (size_t d = last_reduced; d < xs.size(); ++d) c[d] = ic[d];
+    Shape inner_shape(xs.begin() + last_reduced, xs.end());
+    Coords inner_coords(c.begin() + last_reduced, c.end());
+    const std::string j = offset(inner_shape, inner_coords);
+    const std::string v = value(x, c);
+    line(update(acc + "[" + j + "]", "(" + acc_t + ")" + v));
+    close_loops(in_shape, last_reduced);
+    close_loops(red_shape);
+    // store the row
+    Coords oc(os.size(), "0");
+    for (size_t d = 0; d < last_reduced; ++d)
+      if (!reduced[d]) oc[d] = c[d];
+    const Coords sc = open_loops(in_shape, false, last_reduced);
+    for (size_t d = last_reduced; d < xs.size(); ++d) oc[d] = sc[d];
+    line(
+        out + "[" + offset(os, oc) + "] = " +
+        result(acc + "[" + offset(inner_shape, Coords(sc.begin() + last_reduced, sc.end())) + "]") +
+        ";");
+    close_loops(in_shape, last_reduced);
+    if (outer_work == 1) close_block();
+    close_loops(outer_shape);
+    return;
+  }
+  // Plain: kept dims outside, reduced dims inside, one accumulator.
+  Shape kept = xs;
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (reduced[d]) kept[d] = 1;
+  Coords c = open_loops(kept, parallel_for(numel(xs)) && numel(os) > 1);
+  open_block("");
+  const std::string acc = fresh("acc");
+  line(acc_t + " " + acc + " = " + init + ";");
+  Shape red = xs;
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (!reduced[d]) red[d] = 1;
+  int red_loops = 0;
+  for (int64_t s : red) red_loops += s > 1;
+  const std::string& indent = scope().indent;
+  (void)indent;
+  // the simd pragma goes on the innermost reduced loop
+  Coords rc(xs.size(), "0");
+  int opened = 0;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (red[d] <= 1) continue;
+    if (++opened == red_loops && simd_ok && fl) line("#pragma omp simd reduction(+:" + acc + ")");
+    rc[d] = fresh("i");
+    open_block("for (int64_t " + rc[d] + " = 0; " + rc[d] + " < " + num(red[d]) + "; ++" + rc[d] +
+               ")");
+  }
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (reduced[d]) c[d] = rc[d];
+  const std::string v = value(x, c);
+  line(update(acc, "(" + acc_t + ")" + v));
+  for (int k = 0; k < opened; ++k) close_block();
+  Coords oc = c;
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (reduced[d]) oc[d] = "0";
+  line(out + "[" + offset(os, oc) + "] = " + result(acc) + ";");
+  close_block();
+  close_loops(kept);
+}
+
+void KernelWriter::epilogue(const Primitive& p, const Coords& coords, const std::string& acc) {
+  const Shape& shape = graph_.value(p.output()).shape;
+  bound_[p.output()] = {coords, acc};
+  if (auto b = buffer_.find(p.output()); b != buffer_.end())
+    line(b->second + "[" + offset(shape, coords) + "] = " + acc + ";");
+  for (const std::string& w : epilogue_writes_) {
+    const std::string v = value(w, coords);
+    line(out_ptr_.at(w) + "[" + offset(shape, coords) + "] = " + v + ";");
+  }
+  bound_.erase(p.output());
+}
+
+void KernelWriter::plan_epilogue(const Primitive& p) {
+  const std::string& t = p.output();
+  const Shape& shape = graph_.value(t).shape;
+  epilogue_writes_.clear();
+  // Materialized members computed so far.
+  std::set<std::string> ready = {t};
+  for (const auto& [name, buf] : buffer_) ready.insert(name);
+  std::set<std::string> ep;
+  for (const std::string& w : writes_) {
+    if (w == t || done_.count(w) || graph_.value(w).shape != shape) continue;
+    const PrimKind k = producer_.at(w)->kind();
+    if (k == PrimKind::kReduce || k == PrimKind::kLinear) continue;
+    const std::set<std::string>& d = deps(w);
+    if (!d.count(t) || !std::includes(ready.begin(), ready.end(), d.begin(), d.end())) continue;
+    // A dry run: does w read t only at its own coordinates?
+    Coords coords(shape.size());
+    for (size_t i = 0; i < shape.size(); ++i) coords[i] = shape[i] == 1 ? "0" : "e" + num(i);
+    scopes_.emplace_back();
+    const std::ostringstream::pos_type mark = statics_.tellp();
+    bound_[t] = {coords, "acc"};
+    bool ok = true;
+    try {
+      value(w, coords);
+    } catch (const NotAtBoundCoords&) {
+      ok = false;
+    }
+    bound_.erase(t);
+    scopes_.pop_back();
+    (void)mark;
+    if (ok) epilogue_writes_.push_back(w), ep.insert(w);
+  }
+  // The result needs a buffer when it is written or something else reads it.
+  bool needed = std::find(writes_.begin(), writes_.end(), t) != writes_.end();
+  for (const std::string& w : writes_)
+    if (!ep.count(w) && !done_.count(w) && w != t && deps(w).count(t)) needed = true;
+  for (int v : c_.members) {
+    const Primitive& q = graph_.prims[dag_.prim[v]];
+    if (q.kind() != PrimKind::kReduce && q.kind() != PrimKind::kLinear) continue;
+    if (&q == &p) continue;
+    for (const std::string& i : q.inputs)
+      if (deps(i).count(t)) needed = true;
+  }
+  if (needed) {
+    if (!buffer_.count(t)) buffer_[t] = scratch(graph_.value(t).dtype, numel(shape));
+  } else {
+    buffer_.erase(t);
+  }
+}
+
+void KernelWriter::matmul_phase(const Primitive& p) {
+  const std::string &a = p.inputs.at(0), &b = p.inputs.at(1);
+  const Shape &as = graph_.value(a).shape, &bs = graph_.value(b).shape;
+  const Shape& cs = graph_.value(p.output()).shape;
+  const size_t r = cs.size();
+  const int64_t m = cs[r - 2], n = cs[r - 1], k = as[r - 1];
+  const int64_t rows = std::min<int64_t>(schedule_.rows, m);
+  const int64_t cols = std::min<int64_t>(schedule_.cols, n);
+  line("// " + p.output() + " = matmul(" + a + ", " + b + ")");
+  // batch dims and row blocks, parallel
+  Shape outer(cs.begin(), cs.end() - 2);
+  outer.push_back((m + rows - 1) / rows);
+  outer.push_back((n + cols - 1) / cols);
+  const int64_t flops = 2 * numel(cs) * k;
+  Coords oc = open_loops(outer, parallel_for(flops / 8) && numel(outer) > 1);
+  if (numel(outer) == 1) open_block("");
+  const std::string i0 = oc[r - 2] == "0" ? "0" : "(" + oc[r - 2] + " * " + num(rows) + ")";
+  const std::string j0 = oc[r - 1] == "0" ? "0" : "(" + oc[r - 1] + " * " + num(cols) + ")";
+  const std::string acc = fresh("acc");
+  line("float " + acc + "[" + num(rows) + "][" + num(cols) + "] = {};");
+  const std::string jn = fresh("jn");
+  line("const int64_t " + jn + " = std::min<int64_t>(" + num(cols) + ", " + num(n) + " - " + j0 +
+       ");");
+  const std::string kk = fresh("k");
+  open_block("for (int64_t " + kk + " = 0; " + kk + " < " + num(k) + "; ++" + kk + ")");
+  Coords ac(r), bc(r);
+  for (size_t d = 0; d + 2 < r; ++d) {
+    ac[d] = as[d] == 1 ? "0" : oc[d];
+    bc[d] = bs[d] == 1 ? "0" : oc[d];
+  }
+  std::vector<std::string> av;
+  for (int64_t i = 0; i < rows; ++i) {
+    ac[r - 2] = m == 1 ? "0"
+                       : (rows * ((m + rows - 1) / rows) > m
+                              ? "std::min<int64_t>(" + i0 + " + " + num(i) + ", " + num(m - 1) + ")"
+                              : i0 + " + " + num(i));
+    ac[r - 1] = k == 1 ? "0" : kk;
+    av.push_back(value(a, ac));
+  }
+  const std::string j = fresh("j");
+  line("#pragma omp simd");
+  open_block("for (int64_t " + j + " = 0; " + j + " < " + jn + "; ++" + j + ")");
+  bc[r - 2] = k == 1 ? "0" : kk;
+  bc[r - 1] = n == 1 ? "0" : j0 + " + " + j;
+  const std::string bv = value(b, bc);
+  for (int64_t i = 0; i < rows; ++i)
+    line(acc + "[" + num(i) + "][" + j + "] += " + av[i] + " * " + bv + ";");
+  close_block();
+  close_block();
+  // epilogue
+  for (int64_t i = 0; i < rows; ++i) {
+    const std::string row = i0 == "0" ? num(i) : i0 + " + " + num(i);
+    if (rows * ((m + rows - 1) / rows) > m)
+      open_block("if (" + row + " < " + num(m) + ")");
+    else
+      open_block("");
+    const std::string jj = fresh("j");
+    open_block("for (int64_t " + jj + " = 0; " + jj + " < " + jn + "; ++" + jj + ")");
+    Coords c(r);
+    for (size_t d = 0; d + 2 < r; ++d) c[d] = oc[d];
+    c[r - 2] = m == 1 ? "0" : row;
+    c[r - 1] = n == 1 ? "0" : j0 + " + " + jj;
+    epilogue(p, c, acc + "[" + num(i) + "][" + jj + "]");
+    close_block();
+    close_block();
+  }
+  if (numel(outer) == 1) close_block();
+  close_loops(outer);
+}
+
+void KernelWriter::conv_phase(const Primitive& p, const ConvAttrs& at) {
+  const std::string &x = p.inputs.at(0), &w = p.inputs.at(1);
+  const Shape &xs = graph_.value(x).shape, &ws = graph_.value(w).shape;
+  const Shape& ys = graph_.value(p.output()).shape;
+  const size_t n = xs.size() - 2;
+  const int64_t group = at.group, m_total = ws[0], mg = m_total / group, cg = ws[1];
+  auto attr = [&](const std::vector<int64_t>& v, size_t i, int64_t dflt) {
+    return v.empty() ? dflt : v[i];
+  };
+  int64_t mb = 1;
+  for (int64_t cand : {schedule_.rows, int64_t{8}, int64_t{4}, int64_t{2}, int64_t{1}})
+    if (cand >= 1 && cand <= schedule_.rows && mg % cand == 0) {
+      mb = cand;
+      break;
+    }
+  line("// " + p.output() + " = conv(" + x + ", " + w + ")");
+  // loops: batch, channel blocks, all output dims but the last
+  Shape outer = {ys[0], m_total / mb};
+  for (size_t i = 0; i + 1 < n; ++i) outer.push_back(ys[2 + i]);
+  const int64_t flops = 2 * numel(ys) * cg * numel(Shape(ws.begin() + 2, ws.end()));
+  Coords oc = open_loops(outer, parallel_for(flops / 8) && numel(outer) > 1);
+  if (numel(outer) == 1) open_block("");
+  const int64_t ow = ys.back();
+  const std::string m0 = oc[1] == "0" ? "0" : "(" + oc[1] + " * " + num(mb) + ")";
+  const std::string g = mg == 1 ? m0 : "(" + m0 + " / " + num(mg) + ")";
+  const std::string acc = fresh("acc");
+  line("float " + acc + "[" + num(mb) + "][" + num(ow) + "] = {};");
+  const std::string c = fresh("c");
+  open_block("for (int64_t " + c + " = 0; " + c + " < " + num(cg) + "; ++" + c + ")");
+  Coords xc = {oc[0], cg == 1 && mg == 1 ? m0 : "(" + g + " * " + num(cg) + " + " + c + ")"};
+  if (group == 1) xc[1] = c;
+  if (xs[1] == 1) xc[1] = "0";
+  Coords wc = {"", cg == 1 ? "0" : c};
+  std::vector<std::string> kc(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t s = attr(at.strides, i, 1), dl = attr(at.dilations, i, 1),
+                  pb = attr(at.pads_begin, i, 0), kn = ws[2 + i];
+    kc[i] = kn == 1 ? "0" : fresh("k");
+    if (kn > 1)
+      open_block("for (int64_t " + kc[i] + " = 0; " + kc[i] + " < " + num(kn) + "; ++" + kc[i] +
+                 ")");
+    if (i + 1 < n) {
+      const std::string o = oc[2 + i];
+      const std::string ii = fresh("h");
+      line("const int64_t " + ii + " = " + (o == "0" ? "0" : o + " * " + num(s)) + " + " +
+           (kc[i] == "0" ? "0" : kc[i] + " * " + num(dl)) + " - " + num(pb) + ";");
+      line("if (" + ii + " < 0 || " + ii + " >= " + num(xs[2 + i]) + ") continue;");
+      xc.push_back(xs[2 + i] == 1 ? "0" : ii);
+    } else {
+      // the range of the last output dim whose input coordinate is inside
+      const std::string lo = fresh("lo"), hi = fresh("hi"), t = fresh("t");
+      const std::string koff = kc[i] == "0" ? "0" : kc[i] + " * " + num(dl);
+      line("const int64_t " + t + " = " + num(pb) + " - " + koff + ";");
+      line("const int64_t " + lo + " = " + t + " <= 0 ? 0 : (" + t + " + " + num(s - 1) + ") / " +
+           num(s) + ";");
+      line("const int64_t " + hi + " = " + num(xs.back() - 1) + " + " + t +
+           " < 0 ? 0 : std::min<int64_t>(" + num(ow) + ", (" + num(xs.back() - 1) + " + " + t +
+           ") / " + num(s) + " + 1);");
+      std::vector<std::string> wv;
+      for (int64_t q = 0; q < mb; ++q) {
+        Coords wcq = wc;
+        wcq[0] = m_total == 1 ? "0" : m0 + " + " + num(q);
+        for (size_t e = 0; e < n; ++e) wcq.push_back(kc[e]);
+        wv.push_back(value(w, wcq));
+      }
+      const std::string o = fresh("o");
+      line("#pragma omp simd");
+      open_block("for (int64_t " + o + " = " + lo + "; " + o + " < " + hi + "; ++" + o + ")");
+      xc.push_back(xs.back() == 1 ? "0" : "(" + o + " * " + num(s) + " - " + t + ")");
+      const std::string xv = value(x, xc);
+      for (int64_t q = 0; q < mb; ++q)
+        line(acc + "[" + num(q) + "][" + o + "] += " + wv[q] + " * " + xv + ";");
+      close_block();
+    }
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (ws[2 + i] > 1) close_block();
+  close_block();  // c
+  for (int64_t q = 0; q < mb; ++q) {
+    const std::string o = fresh("o");
+    open_block("for (int64_t " + o + " = 0; " + o + " < " + num(ow) + "; ++" + o + ")");
+    Coords yc = {oc[0], m_total == 1 ? "0" : m0 + " + " + num(q)};
+    for (size_t i = 0; i + 1 < n; ++i) yc.push_back(oc[2 + i]);
+    yc.push_back(ow == 1 ? "0" : o);
+    epilogue(p, yc, acc + "[" + num(q) + "][" + o + "]");
+    close_block();
+  }
+  if (numel(outer) == 1) close_block();
+  close_loops(outer);
+}
+
+}  // namespace kora::cpu_gen

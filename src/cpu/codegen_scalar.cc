@@ -1,0 +1,357 @@
+// Scalars in generated CPU code: a dtype in, its C type and literals out; an elementwise
+// primitive with its operands' C expressions in, the C expression of its result out. The
+// semantics are src/interpreter/elementwise.cc's: the computation domain follows the
+// value operands (float32 when all are float32, double when any is floating or the
+// non-predicate output is, else int64), integers wrap, Div truncates, Mod takes the
+// divisor's sign, Max/Min propagate NaN, float-to-integer conversion saturates.
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "cpu/codegen_internal.h"
+
+namespace kora::cpu_gen {
+namespace {
+
+enum class Domain { kF32, kF64, kI64 };
+
+const char* domain_type(Domain d) {
+  return d == Domain::kF32 ? "float" : d == Domain::kF64 ? "double" : "int64_t";
+}
+
+int64_t saturate_to_int64(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
+  if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
+std::string int_literal(int64_t v) {
+  if (v == std::numeric_limits<int64_t>::min()) return "((int64_t)(-9223372036854775807LL - 1))";
+  return "((int64_t)" + std::to_string(v) + "LL)";
+}
+
+std::string float_literal(double v, bool single) {
+  if (std::isnan(v)) return single ? "NAN" : "((double)NAN)";
+  if (std::isinf(v))
+    return std::string(v < 0 ? "(-" : "(") + (single ? "INFINITY)" : "(double)INFINITY)");
+  char buf[48];
+  if (single)
+    std::snprintf(buf, sizeof buf, "(%.9ef)", static_cast<double>(static_cast<float>(v)));
+  else
+    std::snprintf(buf, sizeof buf, "(%.17e)", v);
+  return buf;
+}
+
+std::string domain_literal(double v, Domain d) {
+  if (d == Domain::kI64) return int_literal(saturate_to_int64(v));
+  return float_literal(v, d == Domain::kF32);
+}
+
+std::string to_domain(const std::string& x, Domain d) {
+  if (d == Domain::kF32) return x;
+  return "((" + std::string(domain_type(d)) + ")" + x + ")";
+}
+
+std::string from_domain(const std::string& x, Domain d, DType out) {
+  switch (d) {
+    case Domain::kF32:
+      return out == DType::kBool ? "((uint8_t)" + x + ")" : x;
+    case Domain::kF64:
+      if (out == DType::kFloat32) return "((float)" + x + ")";
+      if (out == DType::kBool) return "((uint8_t)(" + x + " != 0))";
+      return "((" + std::string(ctype(out)) + ")kora_sat_i64(" + x + "))";
+    case Domain::kI64:
+      if (out == DType::kFloat32) return "((float)(double)" + x + ")";
+      if (out == DType::kBool) return "((uint8_t)(" + x + " != 0))";
+      return "((" + std::string(ctype(out)) + ")" + x + ")";
+  }
+  return x;
+}
+
+// run_cast(): element conversion from one dtype to another.
+std::string cast_expr(const std::string& x, DType from, DType to) {
+  if (from == to) return x;
+  if (from == DType::kFloat32) {
+    if (to == DType::kBool) return "((uint8_t)(" + x + " != 0))";
+    return "((" + std::string(ctype(to)) + ")kora_sat_i64((double)" + x + "))";
+  }
+  // from an integer or bool
+  if (to == DType::kFloat32) return "((float)(int64_t)" + x + ")";
+  if (to == DType::kBool) return "((uint8_t)((int64_t)" + x + " != 0))";
+  return "((" + std::string(ctype(to)) + ")(int64_t)" + x + ")";
+}
+
+bool float_only(ScalarOp op) {
+  switch (op) {
+    case ScalarOp::kExp:
+    case ScalarOp::kLog:
+    case ScalarOp::kSqrt:
+    case ScalarOp::kRsqrt:
+    case ScalarOp::kReciprocal:
+    case ScalarOp::kTanh:
+    case ScalarOp::kErf:
+    case ScalarOp::kSigmoid:
+    case ScalarOp::kSoftplus:
+    case ScalarOp::kSin:
+    case ScalarOp::kCos:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Domain domain_of(const PrimGraph& g, const Primitive& p, const ElementwiseAttrs& e) {
+  const ScalarOp op = e.op;
+  const DType out = g.value(p.output()).dtype;
+  const bool predicate = scalar_op_is_predicate(op);
+  bool any_tensor = false, all_f32 = true, any_floating = false;
+  for (size_t i = (op == ScalarOp::kWhere ? 1 : 0); i < e.operands.size(); ++i) {
+    const Operand& o = e.operands[i];
+    if (o.input < 0) continue;
+    const DType t = g.value(p.inputs[o.input]).dtype;
+    any_tensor = true;
+    all_f32 = all_f32 && t == DType::kFloat32;
+    any_floating = any_floating || is_floating(t);
+  }
+  if (!any_tensor) {
+    all_f32 = out == DType::kFloat32;
+    any_floating = is_floating(out);
+  }
+  if (all_f32 && ((predicate && out == DType::kBool) || (!predicate && out == DType::kFloat32)))
+    return Domain::kF32;
+  if (any_floating || (!predicate && is_floating(out))) return Domain::kF64;
+  return Domain::kI64;
+}
+
+// The function in domain d on operands already converted to it.
+std::string op_expr(ScalarOp op, Domain d, const std::vector<std::string>& a) {
+  const bool fl = d != Domain::kI64;
+  const std::string T = domain_type(d);
+  const std::string one = "(" + T + ")1", zero = "(" + T + ")0";
+  auto call = [&](const std::string& f) {
+    std::string s = f + "(";
+    for (size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + a[i];
+    return s + ")";
+  };
+  switch (op) {
+    case ScalarOp::kIdentity:
+    case ScalarOp::kCast:
+      return a[0];
+    case ScalarOp::kNeg:
+      return fl ? "(-" + a[0] + ")" : "kora_wsub((int64_t)0, " + a[0] + ")";
+    case ScalarOp::kAbs:
+      return fl ? call("std::fabs") : call("kora_iabs");
+    case ScalarOp::kRelu:
+      return "(" + a[0] + " < " + zero + " ? " + zero + " : " + a[0] + ")";
+    case ScalarOp::kSign:
+      return call("kora_sign");
+    case ScalarOp::kNot:
+      return "(" + T + ")(" + a[0] + " == " + zero + ")";
+    case ScalarOp::kFloor:
+      return fl ? call("std::floor") : a[0];
+    case ScalarOp::kCeil:
+      return fl ? call("std::ceil") : a[0];
+    case ScalarOp::kRound:
+      return fl ? call("std::nearbyint") : a[0];
+    case ScalarOp::kExp:
+      return call("std::exp");
+    case ScalarOp::kLog:
+      return call("std::log");
+    case ScalarOp::kSqrt:
+      return call("std::sqrt");
+    case ScalarOp::kRsqrt:
+      return "(" + one + " / std::sqrt(" + a[0] + "))";
+    case ScalarOp::kReciprocal:
+      return "(" + one + " / " + a[0] + ")";
+    case ScalarOp::kTanh:
+      return call("std::tanh");
+    case ScalarOp::kErf:
+      return call("std::erf");
+    case ScalarOp::kSigmoid:
+      return call("kora_sigmoid");
+    case ScalarOp::kSoftplus:
+      return call("kora_softplus");
+    case ScalarOp::kSin:
+      return call("std::sin");
+    case ScalarOp::kCos:
+      return call("std::cos");
+    case ScalarOp::kAdd:
+      return fl ? "(" + a[0] + " + " + a[1] + ")" : call("kora_wadd");
+    case ScalarOp::kSub:
+      return fl ? "(" + a[0] + " - " + a[1] + ")" : call("kora_wsub");
+    case ScalarOp::kMul:
+      return fl ? "(" + a[0] + " * " + a[1] + ")" : call("kora_wmul");
+    case ScalarOp::kDiv:
+      return fl ? "(" + a[0] + " / " + a[1] + ")" : call("kora_idiv");
+    case ScalarOp::kPow:
+      return fl ? call("std::pow") : call("kora_ipow");
+    case ScalarOp::kMax:
+      return call("kora_max");
+    case ScalarOp::kMin:
+      return call("kora_min");
+    case ScalarOp::kMod:
+      return fl ? call("kora_fmod_floor") : "kora_imod(" + a[0] + ", " + a[1] + ", true)";
+    case ScalarOp::kFmod:
+      return fl ? call("std::fmod") : "kora_imod(" + a[0] + ", " + a[1] + ", false)";
+    case ScalarOp::kEqual:
+      return "(" + T + ")(" + a[0] + " == " + a[1] + ")";
+    case ScalarOp::kLess:
+      return "(" + T + ")(" + a[0] + " < " + a[1] + ")";
+    case ScalarOp::kLessEqual:
+      return "(" + T + ")(" + a[0] + " <= " + a[1] + ")";
+    case ScalarOp::kGreater:
+      return "(" + T + ")(" + a[0] + " > " + a[1] + ")";
+    case ScalarOp::kGreaterEqual:
+      return "(" + T + ")(" + a[0] + " >= " + a[1] + ")";
+    case ScalarOp::kAnd:
+      return "(" + T + ")(" + a[0] + " != " + zero + " && " + a[1] + " != " + zero + ")";
+    case ScalarOp::kOr:
+      return "(" + T + ")(" + a[0] + " != " + zero + " || " + a[1] + " != " + zero + ")";
+    case ScalarOp::kXor:
+      return "(" + T + ")((" + a[0] + " != " + zero + ") != (" + a[1] + " != " + zero + "))";
+    case ScalarOp::kWhere:
+      return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")";
+  }
+  return a[0];
+}
+
+}  // namespace
+
+bool dtype_supported(DType t) {
+  return t == DType::kFloat32 || t == DType::kInt64 || t == DType::kInt32 || t == DType::kBool;
+}
+
+const char* ctype(DType t) {
+  switch (t) {
+    case DType::kFloat32:
+      return "float";
+    case DType::kInt64:
+      return "int64_t";
+    case DType::kInt32:
+      return "int32_t";
+    case DType::kBool:
+      return "uint8_t";
+    default:
+      throw Error(std::string("cpu codegen: dtype ") + dtype_name(t) + " is not generated");
+  }
+}
+
+std::string literal(double v, DType t) {
+  if (t == DType::kFloat32) return float_literal(v, true);
+  if (t == DType::kBool) return v != 0 ? "((uint8_t)1)" : "((uint8_t)0)";
+  const int64_t i = static_cast<int64_t>(std::trunc(v));
+  if (t == DType::kInt32) return "((int32_t)" + int_literal(static_cast<int32_t>(i)) + ")";
+  return int_literal(i);
+}
+
+bool elementwise_supported(const PrimGraph& g, const Primitive& p, const ElementwiseAttrs& e) {
+  if (static_cast<int>(e.operands.size()) != scalar_op_arity(e.op)) return false;
+  if (!dtype_supported(g.value(p.output()).dtype)) return false;
+  for (const Operand& o : e.operands)
+    if (o.input >= 0 && (o.input >= static_cast<int>(p.inputs.size()) ||
+                         !dtype_supported(g.value(p.inputs[o.input]).dtype)))
+      return false;
+  if (e.op == ScalarOp::kIdentity || e.op == ScalarOp::kCast) return true;
+  if (float_only(e.op) && domain_of(g, p, e) == Domain::kI64) return false;
+  return true;
+}
+
+std::string elementwise_expr(const PrimGraph& g, const Primitive& p, const ElementwiseAttrs& e,
+                             const std::vector<std::string>& args) {
+  if (!elementwise_supported(g, p, e))
+    throw Error("cpu codegen: " + p.describe() + " (" + scalar_op_name(e.op) +
+                ") is not generated for these dtypes");
+  const DType out = g.value(p.output()).dtype;
+  if (e.op == ScalarOp::kIdentity || e.op == ScalarOp::kCast) {
+    const Operand& o = e.operands[0];
+    if (o.input < 0) return literal(o.value, out);
+    return cast_expr(args[o.input], g.value(p.inputs[o.input]).dtype, out);
+  }
+  const Domain d = domain_of(g, p, e);
+  std::vector<std::string> a;
+  for (size_t i = 0; i < e.operands.size(); ++i) {
+    const Operand& o = e.operands[i];
+    if (e.op == ScalarOp::kWhere && i == 0) {  // the condition, as a C bool
+      if (o.input < 0) {
+        a.push_back(o.value != 0 ? "true" : "false");
+      } else {
+        const DType t = g.value(p.inputs[o.input]).dtype;
+        a.push_back(t == DType::kBool ? "(" + args[o.input] + " != 0)"
+                                      : "((double)" + args[o.input] + " != 0)");
+      }
+      continue;
+    }
+    a.push_back(o.input < 0 ? domain_literal(o.value, d) : to_domain(args[o.input], d));
+  }
+  return from_domain(op_expr(e.op, d, a), d, out);
+}
+
+std::string prelude_text() {
+  return R"(// Generated by kora (src/cpu/codegen*.cc).
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <algorithm>
+template <class T> static inline T kora_sigmoid(T x) {
+  if (x >= 0) return T(1) / (T(1) + std::exp(-x));
+  const T e = std::exp(x);
+  return e / (T(1) + e);
+}
+template <class T> static inline T kora_softplus(T x) {
+  return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
+template <class T> static inline T kora_sign(T x) {
+  return x > 0 ? T(1) : x < 0 ? T(-1) : x == 0 ? T(0) : x;
+}
+template <class T> static inline T kora_max(T x, T y) { return x != x ? x : y != y ? y : (x < y ? y : x); }
+template <class T> static inline T kora_min(T x, T y) { return x != x ? x : y != y ? y : (y < x ? y : x); }
+template <class T> static inline T kora_fmod_floor(T x, T y) {
+  T r = std::fmod(x, y);
+  if (r != 0 && ((r < 0) != (y < 0))) r += y;
+  return r;
+}
+static inline int64_t kora_wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static inline int64_t kora_wsub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static inline int64_t kora_wmul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+static inline int64_t kora_iabs(int64_t a) { return a < 0 ? kora_wsub(0, a) : a; }
+static inline int64_t kora_idiv(int64_t x, int64_t y) {
+  if (y == 0) return 0;
+  if (y == -1) return kora_wsub(0, x);
+  return x / y;
+}
+static inline int64_t kora_imod(int64_t x, int64_t y, bool floor_mod) {
+  if (y == 0 || y == -1) return 0;
+  int64_t r = x % y;
+  if (floor_mod && r != 0 && ((r < 0) != (y < 0))) r += y;
+  return r;
+}
+static inline int64_t kora_ipow(int64_t base, int64_t exp) {
+  if (exp < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (exp % 2 == 0) ? 1 : -1;
+    return 0;
+  }
+  uint64_t result = 1, b = (uint64_t)base;
+  for (uint64_t e = (uint64_t)exp; e; e >>= 1, b *= b)
+    if (e & 1) result *= b;
+  return (int64_t)result;
+}
+static inline int64_t kora_sat_i64(double v) {
+  if (v != v) return 0;
+  if (v >= 9.2233720368547758e18) return INT64_MAX;
+  if (v <= -9.2233720368547758e18) return INT64_MIN;
+  return (int64_t)v;
+}
+static inline int64_t kora_clamp(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
+static inline int64_t kora_reflect(int64_t q, int64_t n) {
+  if (n == 1) return 0;
+  const int64_t period = 2 * (n - 1);
+  int64_t m = q % period;
+  if (m < 0) m += period;
+  return m < n ? m : period - m;
+}
+)" + gemm_prelude();
+}
+
+}  // namespace kora::cpu_gen

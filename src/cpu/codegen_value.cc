@@ -1,0 +1,272 @@
+// KernelWriter::value: a tensor and C expressions of its coordinates in, the name of a
+// local holding its element there out (statements emitted into the current scope, one
+// local per (tensor, coordinates), so shared subexpressions are computed once). An
+// external tensor or a materialized member is a load; an elementwise member applies its
+// function to its operands at the same coordinates; broadcast and layout members map the
+// coordinates to their input's (index maps compose, no copies). Where a map has no input
+// element (pad, window, concat ranges) the coordinate is clamped so the load is always
+// safe, and the fill value is selected.
+#include <algorithm>
+#include <numeric>
+
+#include "cpu/codegen_internal.h"
+
+namespace kora::cpu_gen {
+namespace {
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+bool is_int(const std::string& s) {
+  if (s.empty()) return false;
+  size_t i = s[0] == '-' ? 1 : 0;
+  if (i == s.size()) return false;
+  for (; i < s.size(); ++i)
+    if (s[i] < '0' || s[i] > '9') return false;
+  return true;
+}
+
+// c * k + b with trivial cases folded.
+std::string affine(const std::string& c, int64_t k, int64_t b) {
+  if (is_int(c)) return num(std::stoll(c) * k + b);
+  std::string s = k == 1 ? c : "(" + c + ") * " + num(k);
+  if (b == 0) return k == 1 ? c : "(" + s + ")";
+  return "(" + s + (b > 0 ? " + " : " - ") + num(b > 0 ? b : -b) + ")";
+}
+
+std::string clamp(const std::string& c, int64_t lo, int64_t hi) {
+  if (lo == hi) return num(lo);
+  if (is_int(c)) return num(std::min<int64_t>(std::max<int64_t>(std::stoll(c), lo), hi));
+  return "kora_clamp(" + c + ", " + num(lo) + ", " + num(hi) + ")";
+}
+
+// Reshape: groups of non-1 dims of the output and input with equal products; within a
+// group, the input coordinates come from the group's row-major linear index.
+Coords reshape_coords(const Shape& out, const Shape& in, const Coords& coords) {
+  Coords result(in.size(), "0");
+  std::vector<size_t> od, id;
+  for (size_t d = 0; d < out.size(); ++d)
+    if (out[d] != 1) od.push_back(d);
+  for (size_t d = 0; d < in.size(); ++d)
+    if (in[d] != 1) id.push_back(d);
+  size_t i = 0, j = 0;
+  while (i < od.size() && j < id.size()) {
+    size_t i1 = i + 1, j1 = j + 1;
+    int64_t po = out[od[i]], pi = in[id[j]];
+    while (po != pi) {
+      if (po < pi)
+        po *= out[od[i1++]];
+      else
+        pi *= in[id[j1++]];
+    }
+    if (i1 - i == 1 && j1 - j == 1) {
+      result[id[j]] = coords[od[i]];
+    } else {
+      std::string flat;
+      for (size_t a = i; a < i1; ++a) {
+        int64_t stride = 1;
+        for (size_t b = a + 1; b < i1; ++b) stride *= out[od[b]];
+        const std::string term = stride == 1 ? coords[od[a]] : coords[od[a]] + " * " + num(stride);
+        flat += (flat.empty() ? "" : " + ") + term;
+      }
+      flat = "(" + flat + ")";
+      for (size_t b = j; b < j1; ++b) {
+        int64_t stride = 1;
+        for (size_t e = b + 1; e < j1; ++e) stride *= in[id[e]];
+        std::string c = stride == 1 ? flat : "(" + flat + " / " + num(stride) + ")";
+        if (b != j) c = "(" + c + " % " + num(in[id[b]]) + ")";
+        result[id[b]] = c;
+      }
+    }
+    i = i1, j = j1;
+  }
+  return result;
+}
+
+}  // namespace
+
+std::string KernelWriter::offset(const Shape& shape, const Coords& coords) const {
+  const std::vector<int64_t> strides = row_major_strides(shape);
+  std::string s;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1 || coords[d] == "0") continue;
+    s += (s.empty() ? "" : " + ") +
+         (strides[d] == 1 ? coords[d] : "(" + coords[d] + ") * " + num(strides[d]));
+  }
+  return s.empty() ? "0" : s;
+}
+
+std::string KernelWriter::emit_local(DType t, const std::string& expr) {
+  const std::string name = fresh("v");
+  scope().os << scope().indent << "const " << ctype(t) << " " << name << " = " << expr << ";\n";
+  return name;
+}
+
+std::string KernelWriter::value(const std::string& tensor, const Coords& coords) {
+  std::string key = tensor;
+  for (const std::string& c : coords) key += "|" + c;
+  for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
+    if (auto it = s->memo.find(key); it != s->memo.end()) return it->second;
+  if (auto b = bound_.find(tensor); b != bound_.end()) {
+    if (b->second.first != coords) throw NotAtBoundCoords{};
+    return b->second.second;
+  }
+  const ValueInfo& info = graph_.value(tensor);
+  std::string expr;
+  if (auto b = buffer_.find(tensor); b != buffer_.end()) {
+    expr = b->second + "[" + offset(info.shape, coords) + "]";
+  } else if (auto p = producer_.find(tensor); p != producer_.end()) {
+    const Primitive& prim = *p->second;
+    if (const auto* e = std::get_if<ElementwiseAttrs>(&prim.attrs)) {
+      std::vector<std::string> args(prim.inputs.size());
+      for (const Operand& o : e->operands)
+        if (o.input >= 0 && args[o.input].empty())
+          args[o.input] = value(prim.inputs[o.input], coords);
+      expr = elementwise_expr(graph_, prim, *e, args);
+    } else if (std::holds_alternative<BroadcastAttrs>(prim.attrs)) {
+      const Shape& in = graph_.value(prim.inputs[0]).shape;
+      Coords c = coords;
+      for (size_t d = 0; d < in.size(); ++d)
+        if (in[d] == 1) c[d] = "0";
+      return scope().memo[key] = value(prim.inputs[0], c);
+    } else if (const auto* l = std::get_if<LayoutAttrs>(&prim.attrs)) {
+      expr = layout_value(prim, *l, coords);
+      if (expr.rfind("v", 0) == 0 && expr.find_first_of(" ()[") == std::string::npos)
+        return scope().memo[key] = expr;  // a plain local: no new one
+    } else {
+      throw Error("cpu codegen: " + prim.describe() + " is not computed before its use");
+    }
+  } else if (auto r = in_ptr_.find(tensor); r != in_ptr_.end()) {
+    expr = r->second + "[" + offset(info.shape, coords) + "]";
+  } else {
+    throw Error("cpu codegen: tensor '" + tensor + "' is neither read nor computed");
+  }
+  return scope().memo[key] = emit_local(info.dtype, expr);
+}
+
+std::string KernelWriter::layout_value(const Primitive& p, const LayoutAttrs& attrs,
+                                       const Coords& coords) {
+  const ValueInfo& out = graph_.value(p.output());
+  const Shape& in = graph_.value(p.inputs[0]).shape;
+  const size_t rank = out.shape.size();
+  if (const auto* t = std::get_if<layout::Transpose>(&attrs)) {
+    Coords c(in.size());
+    for (size_t d = 0; d < rank; ++d) c[t->perm[d]] = coords[d];
+    return value(p.inputs[0], c);
+  }
+  if (std::holds_alternative<layout::Reshape>(attrs))
+    return value(p.inputs[0], reshape_coords(out.shape, in, coords));
+  if (const auto* s = std::get_if<layout::Slice>(&attrs)) {
+    Coords c(rank);
+    for (size_t d = 0; d < rank; ++d)
+      c[d] = in[d] == 1 ? "0" : affine(coords[d], s->steps[d], s->starts[d]);
+    return value(p.inputs[0], c);
+  }
+  if (const auto* t = std::get_if<layout::Tile>(&attrs)) {
+    (void)t;
+    Coords c(rank);
+    for (size_t d = 0; d < rank; ++d)
+      c[d] = in[d] == 1              ? "0"
+             : in[d] == out.shape[d] ? coords[d]
+                                     : "(" + coords[d] + " % " + num(in[d]) + ")";
+    return value(p.inputs[0], c);
+  }
+  if (const auto* g = std::get_if<layout::Gather>(&attrs)) {
+    const std::string table = fresh("gather");
+    statics_ << "  static const int64_t " << table << "[" << std::max<size_t>(1, g->indices.size())
+             << "] = {";
+    for (size_t i = 0; i < g->indices.size(); ++i) statics_ << (i ? ", " : "") << g->indices[i];
+    statics_ << "};\n";
+    Coords c = coords;
+    c[g->axis] = in[g->axis] == 1 ? "0" : table + "[" + coords[g->axis] + "]";
+    return value(p.inputs[0], c);
+  }
+  std::string fill, cond;
+  auto add_cond = [&](const std::string& x) { cond += (cond.empty() ? "" : " && ") + x; };
+  std::string inner;
+  if (const auto* pad = std::get_if<layout::Pad>(&attrs)) {
+    Coords c(rank);
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t n = in[d], b = pad->begin[d];
+      const int64_t st = pad->stride.empty() ? 1 : pad->stride[d];
+      if (b == 0 && st == 1 && n == out.shape[d]) {
+        c[d] = coords[d];
+        continue;
+      }
+      const std::string q = affine(coords[d], 1, -b);
+      if (pad->mode == layout::PadMode::kEdge) {
+        c[d] = clamp(q, 0, n - 1);
+      } else if (pad->mode == layout::PadMode::kReflect) {
+        c[d] = "kora_reflect(" + q + ", " + num(n) + ")";
+      } else if (st == 1) {
+        c[d] = clamp(q, 0, n - 1);
+        if (b > 0) add_cond(q + " >= 0");
+        if (out.shape[d] - b > n) add_cond(q + " < " + num(n));
+      } else {
+        c[d] = clamp("(" + q + ") / " + num(st), 0, n - 1);
+        add_cond("(" + q + ") >= 0 && (" + q + ") % " + num(st) + " == 0 && (" + q + ") / " +
+                 num(st) + " < " + num(n));
+      }
+    }
+    inner = value(p.inputs[0], c);
+    fill = literal(pad->value, out.dtype);
+  } else if (const auto* w = std::get_if<layout::Window>(&attrs)) {
+    const size_t n = in.size() - 2;
+    Coords c = {coords[0], coords[1]};
+    for (size_t i = 0; i < n; ++i) {
+      std::string e = affine(coords[2 + i], w->strides[i], -w->pads_begin[i]);
+      if (w->dilations[i] != 0 && coords[2 + n + i] != "0")
+        e = "(" + e + " + " + affine(coords[2 + n + i], w->dilations[i], 0) + ")";
+      const std::string name = fresh("w");
+      scope().os << scope().indent << "const int64_t " << name << " = " << e << ";\n";
+      c.push_back(clamp(name, 0, in[2 + i] - 1));
+      add_cond("(" + name + " >= 0 && " + name + " < " + num(in[2 + i]) + ")");
+    }
+    inner = value(p.inputs[0], c);
+    fill = literal(w->fill, out.dtype);
+  } else if (const auto* cat = std::get_if<layout::Concat>(&attrs)) {
+    const int64_t axis = cat->axis;
+    std::string expr;
+    int last = -1;
+    for (size_t k = 0; k < p.inputs.size(); ++k)
+      if (graph_.value(p.inputs[k]).shape[axis] > 0) last = static_cast<int>(k);
+    for (int k = 0; k <= last; ++k) {
+      const Shape& ks = graph_.value(p.inputs[k]).shape;
+      const int64_t n = ks[axis], off = cat->offsets[k];
+      if (n == 0) continue;
+      Coords c = coords;
+      for (size_t d = 0; d < rank; ++d)
+        if (ks[d] == 1) c[d] = "0";
+      c[axis] = n == 1 ? "0" : clamp(affine(coords[axis], 1, -off), 0, n - 1);
+      const std::string v = value(p.inputs[k], c);
+      if (k == last)
+        expr += v;
+      else
+        expr += "(" + coords[axis] + " < " + num(off + n) + ") ? " + v + " : ";
+    }
+    return expr;
+  } else {
+    throw Error("cpu codegen: " + p.describe() + ": unknown layout map");
+  }
+  if (cond.empty()) return inner;
+  return "(" + cond + ") ? " + inner + " : " + fill;
+}
+
+const std::set<std::string>& KernelWriter::deps(const std::string& tensor) {
+  if (auto it = deps_.find(tensor); it != deps_.end()) return it->second;
+  std::set<std::string> d;
+  auto p = producer_.find(tensor);
+  if (p != producer_.end()) {
+    const PrimKind k = p->second->kind();
+    if (k == PrimKind::kReduce || k == PrimKind::kLinear) {
+      d.insert(tensor);
+    } else {
+      for (const std::string& i : p->second->inputs) {
+        const std::set<std::string>& sub = deps(i);
+        d.insert(sub.begin(), sub.end());
+      }
+    }
+  }
+  return deps_[tensor] = d;
+}
+
+}  // namespace kora::cpu_gen
