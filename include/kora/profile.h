@@ -2,8 +2,9 @@
 // database and options in; every unique candidate kernel of the graph (the candidates
 // orchestrate() enumerates with the same partition and candidate options) measured and
 // stored under the device fingerprint out. Per kernel, its implementations are:
-//   generated code, one per schedule of cpu_schedule_space(), compiled many kernels per
-//   translation unit on all cores (include/kora/cpu_codegen.h, cpu_compile.h);
+//   generated code, per schedule of cpu_schedule_space() (the default for every kernel,
+//   the others where the search decides), compiled many kernels per translation unit on
+//   all cores (include/kora/cpu_codegen.h, cpu_compile.h);
 //   oneDNN, when the candidate fits a library call (include/kora/cpu_library.h);
 //   the interpreter, when nothing else computes the kernel (opaque primitives) or every
 //   other implementation failed.
@@ -39,9 +40,16 @@ struct ProfileOptions {
   PartitionOptions partition;
   MeasureOptions measure = {2, 5, 50, 0.25, 0.02};
   CompileOptions compile;
-  int kernels_per_unit = 16;         // generated kernels per translation unit
-  int compile_jobs = 0;              // compilers run at once; 0: all cores
-  double tolerance = 1e-4;           // relative L2 error vs the interpreter
+  int kernels_per_unit = 16;  // generated kernels per translation unit
+  int compile_jobs = 0;       // compilers run at once; 0: all cores
+  double tolerance = 1e-4;    // relative L2 error vs the interpreter
+  // The schedule search. Exhaustive: every schedule of every kernel. Otherwise two
+  // rounds: the default schedule (and library kernels) of every kernel, then the other
+  // schedules of kernels whose default came within `search_within` of their best
+  // implementation and whose best takes at least `search_min_ms`.
+  bool exhaustive = false;
+  double search_within = 1.5;
+  double search_min_ms = 0.02;
   std::ostream* progress = nullptr;  // progress lines and failures, when set
   bool terminal = false;             // progress as one rewritten line
   // More implementations per kernel, checked and measured like the others (plug-in
@@ -63,6 +71,7 @@ struct ProfileSummary {
   int64_t measured = 0;          // kernels measured now
   int64_t implementations = 0;   // implementations measured now (all schedules)
   int64_t interpreter_only = 0;  // kernels whose only working implementation is the interpreter
+  int64_t searched = 0;          // kernels whose other schedules were measured too
   std::vector<ProfileFailure> failures;  // implementations stored as failed
   int64_t units = 0, units_cached = 0;   // translation units compiled / found in the cache
   double enumerate_seconds = 0, generate_seconds = 0, compile_seconds = 0, measure_seconds = 0,

@@ -61,11 +61,16 @@ struct Implementation {
   }
 };
 
-// A unique kernel to profile: where it was first seen, and its implementations.
+// A unique kernel to profile: where it was first seen, its implementations not yet
+// measured, its schedule space and what was measured so far.
 struct Job {
   const KernelDag* dag = nullptr;
   const Candidate* candidate = nullptr;
   std::vector<Implementation> impls;
+  std::vector<CpuSchedule> schedules;  // generated code's space (empty: not generated)
+  std::string default_schedule;
+  double default_ms = -1;  // the default schedule's median, when it worked
+  double best_ms = 1e300;  // the fastest working implementation's
 };
 
 std::string kernel_name(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
@@ -244,9 +249,139 @@ void compile_all(std::vector<Job>& jobs, const ProfileOptions& options, ProfileS
   for (int i = 0; i < workers; ++i) threads.emplace_back(worker);
   for (std::thread& t : threads) t.join();
   progress.finish();
-  summary.units = static_cast<int64_t>(units.size());
-  summary.units_cached = cached_units;
+  summary.units += static_cast<int64_t>(units.size());
+  summary.units_cached += cached_units;
 }
+
+}  // namespace
+
+namespace {
+
+// The generated implementation of `job` with schedule number `s` of `schedules`.
+Implementation generated(const PrimGraph& graph, const Job& job,
+                         const std::vector<CpuSchedule>& schedules, size_t s) {
+  Implementation impl;
+  impl.schedule = "gen:" + schedules[s].key();
+  impl.symbol = "kora_" + signature_hex(job.candidate->signature) + "_" + std::to_string(s);
+  try {
+    impl.source =
+        generate_cpu_kernel(graph, *job.dag, *job.candidate, impl.symbol, schedules[s]).source;
+  } catch (const Error& e) {
+    impl.error = std::string("generate: ") + e.what();
+  }
+  return impl;
+}
+
+// Checks and measures the implementations the jobs hold, one job at a time, storing
+// records every few seconds; then drops the implementations. With `fallback`, a job
+// none of whose implementations works measures the interpreter kernel.
+class Measurer {
+ public:
+  Measurer(const PrimGraph& graph, ProfileDb& db, const ProfileOptions& options,
+           ProfileSummary& summary)
+      : graph_(graph), db_(db), options_(options), summary_(summary) {}
+
+  void run(std::vector<Job*>& jobs, const std::string& label, bool fallback) {
+    if (jobs.empty()) return;
+    if (values_.empty()) values_ = reference_values(graph_);
+    Progress progress(options_.progress, "kora profile: " + label,
+                      static_cast<int64_t>(jobs.size()), "kernels", options_.terminal);
+    auto last_store = std::chrono::steady_clock::now();
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      measure_job(*jobs[j], fallback);
+      if (seconds_since(last_store) > 2 || j + 1 == jobs.size()) {
+        db_.put(pending_);
+        pending_.clear();
+        last_store = std::chrono::steady_clock::now();
+      }
+      progress.update(static_cast<int64_t>(j + 1));
+    }
+    progress.finish();
+  }
+
+ private:
+  void measure_job(Job& job, bool fallback) {
+    const KernelDag& d = *job.dag;
+    const Candidate& c = *job.candidate;
+    const std::vector<std::string> reads = kernel_reads(graph_, d, c);
+    const std::vector<std::string> writes = kernel_writes(graph_, d, c);
+    Buffers buffers = make_buffers(graph_, values_, reads, writes);
+    bool any_ok = false;
+    auto record = [&](Implementation& impl) {
+      ProfileRecord r;
+      r.device = summary_.device;
+      r.signature = c.signature;
+      r.schedule = impl.schedule;
+      if (impl.error.empty()) {
+        try {
+          const Measurement m = measure(
+              [&](int i) {
+                const size_t k = static_cast<size_t>(i) % buffers.in_ptrs.size();
+                impl.run(buffers.in_ptrs[k].data(), buffers.out_ptrs[k].data());
+              },
+              options_.measure);
+          r.median_ms = m.median_ms;
+          r.spread_ms = m.spread_ms;
+          r.samples = m.samples;
+          ++summary_.implementations;
+          any_ok = true;
+          job.best_ms = std::min(job.best_ms, m.median_ms);
+          if (impl.schedule == job.default_schedule) job.default_ms = m.median_ms;
+        } catch (const Error& e) {
+          impl.error = std::string("run: ") + e.what();
+        }
+      }
+      if (!impl.error.empty()) {
+        r.failed = true;
+        r.error = impl.error;
+        summary_.failures.push_back(
+            {c.signature, impl.schedule, kernel_name(graph_, d, c), impl.error});
+        if (options_.progress && !options_.terminal)
+          *options_.progress << "kora profile: " << impl.schedule << " of kernel "
+                             << signature_hex(c.signature) << " (" << kernel_name(graph_, d, c)
+                             << ") failed: " << brief(impl.error) << std::endl;
+      }
+      pending_.push_back(std::move(r));
+    };
+    for (Implementation& impl : job.impls) {
+      if (impl.error.empty() && impl.make) {
+        try {
+          impl.object = impl.make();
+        } catch (const Error& e) {
+          impl.error = impl.schedule + ": " + e.what();
+        }
+      }
+      if (impl.error.empty()) {
+        try {
+          poison(buffers.out[0]);
+          impl.run(buffers.in_ptrs[0].data(), buffers.out_ptrs[0].data());
+          for (size_t o = 0; o < writes.size() && impl.error.empty(); ++o)
+            impl.error =
+                compare(writes[o], buffers.out[0][o], values_.at(writes[o]), options_.tolerance);
+          if (!impl.error.empty()) impl.error = "wrong result: " + impl.error;
+        } catch (const Error& e) {
+          impl.error = std::string("run: ") + e.what();
+        }
+      }
+      record(impl);
+    }
+    if (!any_ok && fallback) {  // nothing else computes it: the interpreter does
+      Implementation interp;
+      interp.schedule = "interpreter";
+      interp.object = make_interpreter_kernel(graph_, d, c);
+      record(interp);
+      if (any_ok) ++summary_.interpreter_only;
+    }
+    job.impls.clear();  // library objects, and the last reference to their libraries
+  }
+
+  const PrimGraph& graph_;
+  ProfileDb& db_;
+  const ProfileOptions& options_;
+  ProfileSummary& summary_;
+  std::map<std::string, Tensor> values_;
+  std::vector<ProfileRecord> pending_;
+};
 
 }  // namespace
 
@@ -280,26 +415,19 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
   summary.kernels = static_cast<int64_t>(seen.size());
   summary.enumerate_seconds = seconds_since(stage);
 
-  // Generate: every schedule's source, the library kernels (oneDNN's take the thread count
-  // current when they are built).
+  // Round 1. Generate: the default schedule (every schedule when exhaustive), the
+  // library kernels (oneDNN's take the thread count current when they are built).
   stage = std::chrono::steady_clock::now();
   omp_set_num_threads(threads);
   for (Job& job : jobs) {
     const KernelDag& d = *job.dag;
     const Candidate& c = *job.candidate;
     if (cpu_codegen_supports(graph, d, c)) {
-      const std::vector<CpuSchedule> schedules = cpu_schedule_space(graph, d, c);
-      for (size_t s = 0; s < schedules.size(); ++s) {
-        Implementation impl;
-        impl.schedule = "gen:" + schedules[s].key();
-        impl.symbol = "kora_" + signature_hex(c.signature) + "_" + std::to_string(s);
-        try {
-          impl.source = generate_cpu_kernel(graph, d, c, impl.symbol, schedules[s]).source;
-        } catch (const Error& e) {
-          impl.error = std::string("generate: ") + e.what();
-        }
-        job.impls.push_back(std::move(impl));
-      }
+      job.schedules = cpu_schedule_space(graph, d, c);
+      job.default_schedule = "gen:" + job.schedules[0].key();
+      const size_t first_round = options.exhaustive ? job.schedules.size() : 1;
+      for (size_t s = 0; s < first_round; ++s)
+        job.impls.push_back(generated(graph, job, job.schedules, s));
     }
     if (onednn_supports(graph, d, c)) {
       Implementation impl;
@@ -316,103 +444,40 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
       }
   }
   summary.generate_seconds = seconds_since(stage);
-
-  // Compile.
   stage = std::chrono::steady_clock::now();
   compile_all(jobs, options, summary);
   summary.compile_seconds = seconds_since(stage);
-
-  // Check and measure, one kernel at a time; records stored every few seconds.
   stage = std::chrono::steady_clock::now();
-  const std::map<std::string, Tensor> values =
-      jobs.empty() ? std::map<std::string, Tensor>{} : reference_values(graph);
-  Progress progress(options.progress, "kora profile: measure", static_cast<int64_t>(jobs.size()),
-                    "kernels", options.terminal);
-  std::vector<ProfileRecord> pending;
-  auto last_store = std::chrono::steady_clock::now();
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    Job& job = jobs[j];
-    const KernelDag& d = *job.dag;
-    const Candidate& c = *job.candidate;
-    const std::vector<std::string> reads = kernel_reads(graph, d, c);
-    const std::vector<std::string> writes = kernel_writes(graph, d, c);
-    Buffers buffers = make_buffers(graph, values, reads, writes);
-    std::vector<const Tensor*> want;
-    for (const std::string& t : writes) want.push_back(&values.at(t));
-    bool any_ok = false;
-    auto record = [&](Implementation& impl) {
-      ProfileRecord r;
-      r.device = summary.device;
-      r.signature = c.signature;
-      r.schedule = impl.schedule;
-      if (impl.error.empty()) {
-        try {
-          const Measurement m = measure(
-              [&](int i) {
-                const size_t k = static_cast<size_t>(i) % buffers.in_ptrs.size();
-                impl.run(buffers.in_ptrs[k].data(), buffers.out_ptrs[k].data());
-              },
-              options.measure);
-          r.median_ms = m.median_ms;
-          r.spread_ms = m.spread_ms;
-          r.samples = m.samples;
-          ++summary.implementations;
-          any_ok = true;
-        } catch (const Error& e) {
-          impl.error = std::string("run: ") + e.what();
-        }
-      }
-      if (!impl.error.empty()) {
-        r.failed = true;
-        r.error = impl.error;
-        summary.failures.push_back(
-            {c.signature, impl.schedule, kernel_name(graph, d, c), impl.error});
-        if (options.progress && !options.terminal)
-          *options.progress << "kora profile: " << impl.schedule << " of kernel "
-                            << signature_hex(c.signature) << " (" << kernel_name(graph, d, c)
-                            << ") failed: " << brief(impl.error) << std::endl;
-      }
-      pending.push_back(std::move(r));
-    };
-    for (Implementation& impl : job.impls) {
-      if (impl.error.empty() && impl.make) {
-        try {
-          impl.object = impl.make();
-        } catch (const Error& e) {
-          impl.error = impl.schedule + ": " + e.what();
-        }
-      }
-      if (impl.error.empty()) {
-        try {
-          poison(buffers.out[0]);
-          impl.run(buffers.in_ptrs[0].data(), buffers.out_ptrs[0].data());
-          for (size_t o = 0; o < writes.size() && impl.error.empty(); ++o)
-            impl.error = compare(writes[o], buffers.out[0][o], *want[o], options.tolerance);
-          if (!impl.error.empty()) impl.error = "wrong result: " + impl.error;
-        } catch (const Error& e) {
-          impl.error = std::string("run: ") + e.what();
-        }
-      }
-      record(impl);
-    }
-    if (!any_ok) {  // nothing else computes it: the interpreter does
-      Implementation interp;
-      interp.schedule = "interpreter";
-      interp.object = make_interpreter_kernel(graph, d, c);
-      record(interp);
-      if (any_ok) ++summary.interpreter_only;
-    }
-    ++summary.measured;
-    job.impls.clear();  // library objects, and the last reference to their libraries
-    if (seconds_since(last_store) > 2 || j + 1 == jobs.size()) {
-      db.put(pending);
-      pending.clear();
-      last_store = std::chrono::steady_clock::now();
-    }
-    progress.update(static_cast<int64_t>(j + 1));
-  }
-  progress.finish();
+  Measurer measurer(graph, db, options, summary);
+  std::vector<Job*> all;
+  for (Job& job : jobs) all.push_back(&job);
+  measurer.run(all, "measure", true);
+  summary.measured = static_cast<int64_t>(jobs.size());
   summary.measure_seconds = seconds_since(stage);
+
+  // Round 2, the schedule search: the other schedules of kernels whose default schedule
+  // worked, came within `search_within` of the kernel's best implementation and takes
+  // long enough to matter.
+  if (!options.exhaustive) {
+    stage = std::chrono::steady_clock::now();
+    std::vector<Job*> search;
+    for (Job& job : jobs) {
+      if (job.schedules.size() < 2 || job.default_ms <= 0) continue;
+      if (job.default_ms > options.search_within * job.best_ms) continue;
+      if (job.best_ms < options.search_min_ms) continue;
+      for (size_t s = 1; s < job.schedules.size(); ++s)
+        job.impls.push_back(generated(graph, job, job.schedules, s));
+      search.push_back(&job);
+    }
+    summary.searched = static_cast<int64_t>(search.size());
+    summary.generate_seconds += seconds_since(stage);
+    stage = std::chrono::steady_clock::now();
+    compile_all(jobs, options, summary);
+    summary.compile_seconds += seconds_since(stage);
+    stage = std::chrono::steady_clock::now();
+    measurer.run(search, "schedule search", false);
+    summary.measure_seconds += seconds_since(stage);
+  }
   summary.total_seconds = seconds_since(start);
   return summary;
 }
@@ -426,7 +491,7 @@ std::string format_profile_summary(const ProfileSummary& s) {
      << " from the database, " << s.failures.size() << " implementations failed\n";
   os << s.implementations << " implementations measured";
   if (s.interpreter_only) os << " (" << s.interpreter_only << " kernels only by the interpreter)";
-  os << "\n";
+  os << "; schedule search on " << s.searched << " kernels\n";
   os << "compiled " << s.units << " translation units (" << s.units_cached << " from the cache)\n";
   os << "time: enumerate " << s.enumerate_seconds << " s, generate " << s.generate_seconds
      << " s, compile " << s.compile_seconds << " s, measure " << s.measure_seconds << " s, total "
@@ -445,6 +510,7 @@ std::string profile_summary_json(const ProfileSummary& s) {
   j["measured"] = s.measured;
   j["implementations"] = s.implementations;
   j["interpreter_only"] = s.interpreter_only;
+  j["searched"] = s.searched;
   j["units"] = s.units;
   j["units_cached"] = s.units_cached;
   j["seconds"] = {{"enumerate", s.enumerate_seconds},

@@ -169,6 +169,10 @@ int main(int argc, char** argv) {
   profile->add_option("--compiler", prof.compile.compiler,
                       "C++ compiler of the generated kernels (default g++); part of the "
                       "device fingerprint");
+  profile->add_flag("--exhaustive", prof.exhaustive,
+                    "measure every schedule of every kernel (default: the default schedule "
+                    "of each, then the others for kernels where the generated code is "
+                    "competitive)");
   profile->add_flag("--json", prof_json, "print the summary as JSON");
 
   CLI::App* operators =

@@ -14,6 +14,7 @@
 #include "frontend/model_builder.h"
 #include "kora/cost.h"
 #include "kora/cpu_backend.h"
+#include "kora/cpu_codegen.h"
 #include "kora/error.h"
 #include "kora/fission.h"
 #include "kora/orchestration.h"
@@ -23,30 +24,34 @@ namespace {
 
 using namespace kora;
 
-PrimGraph small_model() {
+// conv + bias -> relu, and unless `conv_only`, -> softmax and -> TopK.
+PrimGraph small_model(bool conv_only = false) {
   kora_test::ModelBuilder m;
   std::vector<float> w(4 * 3 * 3 * 3), b(4);
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 37 % 17) - 8) / 16;
   for (size_t i = 0; i < b.size(); ++i) b[i] = 0.25f * static_cast<float>(i) - 0.5f;
-  m.input("x", {1, 3, 6, 6})
-      .init_f32("w", {4, 3, 3, 3}, w)
-      .init_f32("b", {4}, b)
-      .init_i64("k", {1}, {3})
-      .output("p")
-      .output("top")
-      .output("idx", onnx::TensorProto::INT64);
+  m.input("x", {1, 3, 6, 6}).init_f32("w", {4, 3, 3, 3}, w).init_f32("b", {4}, b);
   m.node("Conv", {"x", "w", "b"}, {"c"}, {kora_test::attr_is("pads", {1, 1, 1, 1})}, "conv");
   m.node("Relu", {"c"}, {"r"}, {}, "relu");
+  if (conv_only) {
+    m.output("r");
+    return fission(kora_test::import_model(m));
+  }
+  m.init_i64("k", {1}, {3}).output("p").output("top").output("idx", onnx::TensorProto::INT64);
   m.node("Softmax", {"r"}, {"p"}, {kora_test::attr_i("axis", 1)}, "softmax");
   m.node("TopK", {"r", "k"}, {"top", "idx"}, {kora_test::attr_i("axis", 3)}, "topk");
   return fission(kora_test::import_model(m));
 }
 
-ProfileOptions quick(const kora_test::TempDir& dir) {
+// Short measurements; kernels compiled at -O1 into one cache for the whole suite (the
+// tests check what is stored and chosen, not speed).
+ProfileOptions quick(const kora_test::TempDir&) {
+  static kora_test::TempDir cache;
   ProfileOptions o;
   o.threads = 1;
   o.measure = {1, 3, 5, 0.05, 0.05};
-  o.compile.cache_dir = dir.file("kernels");
+  o.compile.cache_dir = cache.file("kernels");
+  o.compile.flags = {"-O1", "-march=native", "-fPIC", "-shared", "-std=c++17", "-fopenmp"};
   return o;
 }
 
@@ -110,6 +115,44 @@ class ThrowingKernel : public CpuLibraryKernel {
   void run(const void* const*, void* const*) override { throw Error("out of luck"); }
   std::string schedule() const override { return "throws"; }
 };
+
+// Every schedule of every generated kernel is in the database after an exhaustive run;
+// after the default two-round search, at least the default schedule, and all schedules
+// of the kernels the search chose.
+TEST(ProfileModel, ScheduleSearchRecordsTheSchedules) {
+  const PrimGraph g = small_model(true);
+  const KernelDag dag = kernel_dag_of(g);
+  for (bool exhaustive : {true, false}) {
+    kora_test::TempDir dir;
+    ProfileDb db(dir.file("p.db"));
+    ProfileOptions o = quick(dir);
+    o.exhaustive = exhaustive;
+    const ProfileSummary s = profile_model(g, db, o);
+    EXPECT_TRUE(s.failures.empty());
+    int64_t with_all = 0, generated = 0;
+    std::set<uint64_t> done;
+    for (const Segment& seg : partition_dag(dag, {})) {
+      const SegmentCandidates sc = segment_candidates(g, dag, seg, {});
+      for (const Candidate& c : sc.candidates) {
+        if (!done.insert(c.signature).second || !cpu_codegen_supports(g, sc.sub, c)) continue;
+        std::set<std::string> recorded;
+        for (const ProfileRecord& r : db.records(s.device, c.signature))
+          recorded.insert(r.schedule);
+        const std::vector<CpuSchedule> space = cpu_schedule_space(g, sc.sub, c);
+        EXPECT_TRUE(recorded.count("gen:" + space[0].key()));
+        bool all = true;
+        for (const CpuSchedule& cs : space) all = all && recorded.count("gen:" + cs.key());
+        with_all += all;
+        ++generated;
+      }
+    }
+    EXPECT_GT(generated, 0);
+    if (exhaustive)
+      EXPECT_EQ(with_all, generated);
+    else
+      EXPECT_GE(with_all, s.searched);
+  }
+}
 
 TEST(ProfileModel, WrongAndThrowingImplementationsAreFailedAndNeverChosen) {
   kora_test::TempDir dir;
