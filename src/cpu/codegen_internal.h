@@ -48,6 +48,7 @@ bool gemm_by_default(int64_t m, int64_t n, int64_t k);
 struct GemmSpec {
   int64_t m = 0, n = 0, k = 0;
   Shape outer;
+  bool b_k_inner = false;  // pack B with k in the inner loop (else its columns)
   std::function<std::string(const Coords&, const std::string&, const std::string&)> a, b;
   std::function<Coords(const Coords&, const std::string&, const std::string&)> c;
 };

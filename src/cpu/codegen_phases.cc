@@ -294,8 +294,8 @@ void KernelWriter::matmul_phase(const Primitive& p) {
   const Shape& cs = graph_.value(p.output()).shape;
   const size_t r = cs.size();
   const int64_t m = cs[r - 2], n = cs[r - 1], k = as[r - 1];
-  const int64_t rows = std::min<int64_t>(schedule_.rows, m);
-  const int64_t cols = std::min<int64_t>(schedule_.cols, n);
+  const int64_t rows = std::min<int64_t>(std::min<int64_t>(schedule_.rows, 16), m);
+  const int64_t cols = std::min<int64_t>(std::min<int64_t>(schedule_.cols, 4096), n);
   line("// " + p.output() + " = matmul(" + a + ", " + b + ")");
   // batch dims and row blocks, parallel
   Shape outer(cs.begin(), cs.end() - 2);
@@ -384,7 +384,13 @@ void KernelWriter::conv_phase(const Primitive& p, const ConvAttrs& at) {
   const std::string m0 = oc[1] == "0" ? "0" : "(" + oc[1] + " * " + num(mb) + ")";
   const std::string g = mg == 1 ? m0 : "(" + m0 + " / " + num(mg) + ")";
   const std::string acc = fresh("acc");
-  line("float " + acc + "[" + num(mb) + "][" + num(ow) + "] = {};");
+  if (mb * ow <= 16384) {
+    line("float " + acc + "[" + num(mb) + "][" + num(ow) + "] = {};");
+  } else {  // long rows: on the heap, not the (OpenMP worker's) stack
+    line("std::vector<float> " + acc + "_row(" + num(mb * ow) + ");");
+    line("float (*" + acc + ")[" + num(ow) + "] = reinterpret_cast<float (*)[" + num(ow) + "]>(" +
+         acc + "_row.data());");
+  }
   const std::string c = fresh("c");
   open_block("for (int64_t " + c + " = 0; " + c + " < " + num(cg) + "; ++" + c + ")");
   Coords xc = {oc[0], cg == 1 && mg == 1 ? m0 : "(" + g + " * " + num(cg) + " + " + c + ")"};

@@ -293,6 +293,7 @@ std::string prelude_text() {
 #include <cstdint>
 #include <cstring>
 #include <algorithm>
+#include <vector>
 template <class T> static inline T kora_sigmoid(T x) {
   if (x >= 0) return T(1) / (T(1) + std::exp(-x));
   const T e = std::exp(x);
