@@ -42,16 +42,18 @@ bool KernelWriter::parallel_for(int64_t work) const {
   return schedule_.parallel && work >= schedule_.min_parallel_work;
 }
 
-Coords KernelWriter::open_loops(const Shape& shape, bool parallel, size_t first, size_t end) {
+Coords KernelWriter::open_loops(const Shape& shape, bool parallel, size_t first, size_t end,
+                                bool simd) {
   end = std::min(end, shape.size());
   Coords coords(shape.size(), "0");
-  int loops = 0;
+  int loops = 0, opened = 0;
   for (size_t d = first; d < end; ++d) loops += shape[d] > 1;
   if (parallel && loops > 0)
-    line(loops == 1 ? "#pragma omp parallel for"
+    line(loops == 1 ? (simd ? "#pragma omp parallel for simd" : "#pragma omp parallel for")
                     : "#pragma omp parallel for collapse(" + num(loops - 1) + ")");
   for (size_t d = first; d < end; ++d) {
     if (shape[d] == 1) continue;
+    if (++opened == loops && simd && !(parallel && loops == 1)) line("#pragma omp simd");
     coords[d] = fresh("i");
     open_block("for (int64_t " + coords[d] + " = 0; " + coords[d] + " < " + num(shape[d]) + "; ++" +
                coords[d] + ")");
@@ -69,7 +71,8 @@ void KernelWriter::pointwise_phase(const std::vector<std::string>& writes) {
   const Shape& shape = graph_.value(writes[0]).shape;
   line("// " + writes[0] + (writes.size() > 1 ? " and others of its shape" : ""));
   const int64_t work = numel(shape) * static_cast<int64_t>(writes.size());
-  const Coords coords = open_loops(shape, parallel_for(work));
+  // (iterations are independent: the innermost loop is declared simd)
+  const Coords coords = open_loops(shape, parallel_for(work), 0, SIZE_MAX, true);
   if (numel(shape) == 1) open_block("");
   for (const std::string& w : writes) {
     const std::string v = value(w, coords);

@@ -200,12 +200,12 @@ TEST(CpuCodegenLayout, EachMapAndPadMode) {
 TEST(CpuCodegenLayout, EveryCandidateMatchesTheInterpreter) {
   std::mt19937 rng(7);
   kora_codegen_test::CheckStats stats;
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < 7; ++round) {
     const PrimGraph g = random_graph(rng, round);
     kora_codegen_test::check_graph(g, 4, rng, stats);
     if (HasFatalFailure()) return;
   }
-  EXPECT_GT(stats.kernels, 100);
+  EXPECT_GT(stats.kernels, 70);
   std::printf("[ info     ] %d kernels of %d candidates match the interpreter\n", stats.kernels,
               stats.candidates);
 }

@@ -143,11 +143,11 @@ TEST(CpuCodegenMask, BertAttentionMaskMatchesTheInterpreter) {
 TEST(CpuCodegenMask, MixedDtypeChainsMatchTheInterpreter) {
   std::mt19937 rng(5);
   kora_codegen_test::CheckStats stats;
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < 7; ++round) {
     kora_codegen_test::check_graph(random_graph(rng), 4, rng, stats);
     if (HasFatalFailure()) return;
   }
-  EXPECT_GT(stats.kernels, 100);
+  EXPECT_GT(stats.kernels, 70);
   std::printf("[ info     ] %d kernels of %d candidates match the interpreter\n", stats.kernels,
               stats.candidates);
 }
