@@ -199,7 +199,15 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
   Coords c = open_loops(kept, parallel_for(numel(xs)) && numel(os) > 1);
   open_block("");
   const std::string acc = fresh("acc");
-  line(acc_t + " " + acc + " = " + init + ";");
+  // float max/min: a float accumulator (exact) and a NaN flag, so the loop vectorizes
+  const bool minmax = fl && (r.op == ReduceOp::kMax || r.op == ReduceOp::kMin);
+  const std::string nan = acc + "_nan";
+  if (minmax) {
+    line("float " + acc + " = " + (r.op == ReduceOp::kMax ? "-INFINITY" : "INFINITY") + ";");
+    line("int " + nan + " = 0;");
+  } else {
+    line(acc_t + " " + acc + " = " + init + ";");
+  }
   Shape red = xs;
   for (size_t d = 0; d < xs.size(); ++d)
     if (!reduced[d]) red[d] = 1;
@@ -213,6 +221,9 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
   for (size_t d = 0; d < xs.size(); ++d) {
     if (red[d] <= 1) continue;
     if (++opened == red_loops && simd_ok && fl) line("#pragma omp simd reduction(+:" + acc + ")");
+    if (opened == red_loops && minmax)
+      line("#pragma omp simd reduction(" + std::string(r.op == ReduceOp::kMax ? "max" : "min") +
+           ":" + acc + ") reduction(|:" + nan + ")");
     rc[d] = fresh("i");
     open_block("for (int64_t " + rc[d] + " = 0; " + rc[d] + " < " + num(red[d]) + "; ++" + rc[d] +
                ")");
@@ -220,8 +231,15 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
   for (size_t d = 0; d < xs.size(); ++d)
     if (reduced[d]) c[d] = rc[d];
   const std::string v = value(x, c);
-  line(update(acc, "(" + acc_t + ")" + v));
+  if (minmax) {
+    line(acc + " = " + v + (r.op == ReduceOp::kMax ? " > " : " < ") + acc + " ? " + v + " : " +
+         acc + ";");
+    line(nan + " |= " + v + " != " + v + ";");
+  } else {
+    line(update(acc, "(" + acc_t + ")" + v));
+  }
   for (int k = 0; k < opened; ++k) close_block();
+  if (minmax) line(acc + " = " + nan + " ? NAN : " + acc + ";");
   Coords oc = c;
   for (size_t d = 0; d < xs.size(); ++d)
     if (reduced[d]) oc[d] = "0";

@@ -211,3 +211,31 @@ TEST(CpuCodegenLayout, EveryCandidateMatchesTheInterpreter) {
 }
 
 }  // namespace
+
+namespace {
+
+// Max and min with NaN in some rows (sqrt of slightly negative values), over the last
+// axis (one accumulator, vectorized) and over a middle one (a row of accumulators).
+TEST(CpuCodegenLayout, MaxAndMinPropagateNaN) {
+  std::mt19937 rng(4);
+  GraphBuilder b(rng);
+  const Shape s = {3, 4, 37};
+  const std::string x = b.input(DType::kFloat32, s);
+  const std::string shifted = b.prim(
+      ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{-1, 1.9}}}, {x}, DType::kFloat32, s);
+  const std::string r =
+      b.prim(ElementwiseAttrs{ScalarOp::kSqrt, {Operand{0, 0}}}, {shifted}, DType::kFloat32, s);
+  std::vector<std::string> outs;
+  for (ReduceOp op : {ReduceOp::kMax, ReduceOp::kMin})
+    for (int64_t axis : {1, 2}) {
+      Shape o = s;
+      o[axis] = 1;
+      outs.push_back(b.prim(ReduceAttrs{op, {axis}}, {r}, DType::kFloat32, o));
+    }
+  b.g.outputs = outs;
+  kora_codegen_test::CheckStats stats;
+  kora_codegen_test::check_graph(b.g, 3, rng, stats);
+  EXPECT_GE(stats.kernels, 8);
+}
+
+}  // namespace
