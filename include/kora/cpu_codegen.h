@@ -11,9 +11,13 @@
 // The function: extern "C" void SYMBOL(const void* const* in, void* const* out), with
 // `in` in kernel_reads() order and `out` in kernel_writes() order (include/kora/candidates.h),
 // each pointer to its tensor's elements (float, int64_t, int32_t, uint8_t for bool).
+// Results match the reference interpreter's arithmetic (reductions of float32 in double,
+// matmul/conv in float with another summation order), except that float32 exp, tanh and
+// sigmoid are branch-free polynomials (about 1 ulp from the C library) so loops vectorize.
 // Kernels with scratch are not reentrant: one call at a time per kernel (the scratch is
-// function-static, sized at generation time). Parallel loops use OpenMP (the library is
-// compiled with -fopenmp); the caller sets the thread count with omp_set_num_threads()
+// function-static, sized at generation time; a packed GEMM holds its packed operands
+// there, 4 * (M * K + K * N) bytes rounded up to 6 x 16 tiles). Parallel loops use OpenMP (the
+// library is compiled with -fopenmp); the caller sets the thread count with omp_set_num_threads()
 // (the process shares one OpenMP runtime).
 #pragma once
 

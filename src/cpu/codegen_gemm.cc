@@ -74,14 +74,24 @@ void KernelWriter::gemm_phase(const Primitive& p, const GemmSpec& g) {
   if (numel(g.outer) == 1) open_block("");
   // pack B: panels of 16 columns
   if (par) line("#pragma omp parallel for");
+  // Loop order: k innermost when the spec asks (the index arithmetic of a column stays
+  // out of it), else columns innermost (contiguous rows of a row-major B).
   open_block("for (int64_t jp = 0; jp < " + num(np) + "; ++jp)");
-  open_block("for (int64_t kk = 0; kk < " + num(g.k) + "; ++kk)");
-  open_block("for (int64_t jj = 0; jj < " + num(kNr) + "; ++jj)");
   const bool n_edge = g.n % kNr != 0;
-  line("const int64_t j = " +
-       std::string(n_edge ? "std::min<int64_t>(jp * 16 + jj, " + num(g.n - 1) + ")"
-                          : "jp * 16 + jj") +
-       ";");
+  const std::string jline =
+      "const int64_t j = " +
+      std::string(n_edge ? "std::min<int64_t>(jp * 16 + jj, " + num(g.n - 1) + ")"
+                         : "jp * 16 + jj") +
+      ";";
+  if (g.b_k_inner) {
+    open_block("for (int64_t jj = 0; jj < " + num(kNr) + "; ++jj)");
+    line(jline);
+    open_block("for (int64_t kk = 0; kk < " + num(g.k) + "; ++kk)");
+  } else {
+    open_block("for (int64_t kk = 0; kk < " + num(g.k) + "; ++kk)");
+    open_block("for (int64_t jj = 0; jj < " + num(kNr) + "; ++jj)");
+    line(jline);
+  }
   {
     const std::string v = g.b(oc, g.k == 1 ? "0" : "kk", g.n == 1 ? "0" : "j");
     line(bp + "[(jp * " + num(g.k) + " + kk) * 16 + jj] = " +
@@ -93,13 +103,13 @@ void KernelWriter::gemm_phase(const Primitive& p, const GemmSpec& g) {
   // pack A: panels of 6 rows
   if (par) line("#pragma omp parallel for");
   open_block("for (int64_t ip = 0; ip < " + num(mp) + "; ++ip)");
-  open_block("for (int64_t kk = 0; kk < " + num(g.k) + "; ++kk)");
   open_block("for (int64_t ii = 0; ii < " + num(kMr) + "; ++ii)");
   const bool m_edge = g.m % kMr != 0;
   line(
       "const int64_t i = " +
       std::string(m_edge ? "std::min<int64_t>(ip * 6 + ii, " + num(g.m - 1) + ")" : "ip * 6 + ii") +
       ";");
+  open_block("for (int64_t kk = 0; kk < " + num(g.k) + "; ++kk)");
   {
     const std::string v = g.a(oc, g.m == 1 ? "0" : "i", g.k == 1 ? "0" : "kk");
     line(ap + "[(ip * " + num(g.k) + " + kk) * 6 + ii] = " +
@@ -188,6 +198,7 @@ void KernelWriter::conv_gemm(const Primitive& p, const ConvAttrs& at) {
   GemmSpec g;
   g.m = mg, g.k = cg * numel(kernel), g.n = numel(out);
   g.outer = {ys[0], group};
+  g.b_k_inner = numel(kernel) == 1;  // pointwise: B is X's [C, spatial] as it is
   auto attr = [&](const std::vector<int64_t>& v, size_t i, int64_t dflt) {
     return v.empty() ? dflt : v[i];
   };
@@ -231,11 +242,15 @@ void KernelWriter::conv_gemm(const Primitive& p, const ConvAttrs& at) {
       const std::string e = fresh("h");
       line("const int64_t " + e + " = " + jc[d] + " * " + num(s) + " + " + kc[1 + d] + " * " +
            num(dl) + " - " + num(pb) + ";");
+      if (pb == 0 && (out[d] - 1) * s + (kernel[d] - 1) * dl <= xs[2 + d] - 1) {
+        c.push_back(xs[2 + d] == 1 ? "0" : e);  // always inside
+        continue;
+      }
       cond += (cond.empty() ? "" : " && ") + ("(uint64_t)" + e + " < " + num(xs[2 + d]));
       c.push_back(xs[2 + d] == 1 ? "0" : "kora_clamp(" + e + ", 0, " + num(xs[2 + d] - 1) + ")");
     }
     const std::string v = value(x, c);
-    return "((" + cond + ") ? " + v + " : 0.0f)";
+    return cond.empty() ? v : "((" + cond + ") ? " + v + " : 0.0f)";
   };
   g.c = [&](const Coords& o, const std::string& i, const std::string& j) {
     Coords c = {

@@ -48,6 +48,7 @@ bool gemm_by_default(int64_t m, int64_t n, int64_t k);
 struct GemmSpec {
   int64_t m = 0, n = 0, k = 0;
   Shape outer;
+  bool b_k_inner = false;  // pack B with k in the inner loop (else its columns)
   std::function<std::string(const Coords&, const std::string&, const std::string&)> a, b;
   std::function<Coords(const Coords&, const std::string&, const std::string&)> c;
 };
@@ -102,9 +103,11 @@ class KernelWriter {
   void open_block(const std::string& header);
   void close_block();
   // Loops over the dims of `shape` of size > 1 (coordinate "0" for the others), the
-  // outer ones collapsed into one OpenMP loop when `parallel`; returns the coordinates.
+  // outer ones collapsed into one OpenMP loop when `parallel`, the innermost `omp simd`
+  // when `simd`; returns the coordinates.
   // close_loops() closes them.
-  Coords open_loops(const Shape& shape, bool parallel, size_t first = 0, size_t end = SIZE_MAX);
+  Coords open_loops(const Shape& shape, bool parallel, size_t first = 0, size_t end = SIZE_MAX,
+                    bool simd = false);
   void close_loops(const Shape& shape, size_t first = 0, size_t end = SIZE_MAX);
   std::string fresh(const std::string& prefix) { return prefix + std::to_string(counter_++); }
   std::string scratch(DType t, int64_t n);  // a function-static buffer

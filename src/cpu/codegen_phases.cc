@@ -42,16 +42,18 @@ bool KernelWriter::parallel_for(int64_t work) const {
   return schedule_.parallel && work >= schedule_.min_parallel_work;
 }
 
-Coords KernelWriter::open_loops(const Shape& shape, bool parallel, size_t first, size_t end) {
+Coords KernelWriter::open_loops(const Shape& shape, bool parallel, size_t first, size_t end,
+                                bool simd) {
   end = std::min(end, shape.size());
   Coords coords(shape.size(), "0");
-  int loops = 0;
+  int loops = 0, opened = 0;
   for (size_t d = first; d < end; ++d) loops += shape[d] > 1;
   if (parallel && loops > 0)
-    line(loops == 1 ? "#pragma omp parallel for"
+    line(loops == 1 ? (simd ? "#pragma omp parallel for simd" : "#pragma omp parallel for")
                     : "#pragma omp parallel for collapse(" + num(loops - 1) + ")");
   for (size_t d = first; d < end; ++d) {
     if (shape[d] == 1) continue;
+    if (++opened == loops && simd && !(parallel && loops == 1)) line("#pragma omp simd");
     coords[d] = fresh("i");
     open_block("for (int64_t " + coords[d] + " = 0; " + coords[d] + " < " + num(shape[d]) + "; ++" +
                coords[d] + ")");
@@ -69,7 +71,8 @@ void KernelWriter::pointwise_phase(const std::vector<std::string>& writes) {
   const Shape& shape = graph_.value(writes[0]).shape;
   line("// " + writes[0] + (writes.size() > 1 ? " and others of its shape" : ""));
   const int64_t work = numel(shape) * static_cast<int64_t>(writes.size());
-  const Coords coords = open_loops(shape, parallel_for(work));
+  // (iterations are independent: the innermost loop is declared simd)
+  const Coords coords = open_loops(shape, parallel_for(work), 0, SIZE_MAX, true);
   if (numel(shape) == 1) open_block("");
   for (const std::string& w : writes) {
     const std::string v = value(w, coords);
@@ -196,7 +199,15 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
   Coords c = open_loops(kept, parallel_for(numel(xs)) && numel(os) > 1);
   open_block("");
   const std::string acc = fresh("acc");
-  line(acc_t + " " + acc + " = " + init + ";");
+  // float max/min: a float accumulator (exact) and a NaN flag, so the loop vectorizes
+  const bool minmax = fl && (r.op == ReduceOp::kMax || r.op == ReduceOp::kMin);
+  const std::string nan = acc + "_nan";
+  if (minmax) {
+    line("float " + acc + " = " + (r.op == ReduceOp::kMax ? "-INFINITY" : "INFINITY") + ";");
+    line("int " + nan + " = 0;");
+  } else {
+    line(acc_t + " " + acc + " = " + init + ";");
+  }
   Shape red = xs;
   for (size_t d = 0; d < xs.size(); ++d)
     if (!reduced[d]) red[d] = 1;
@@ -210,6 +221,9 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
   for (size_t d = 0; d < xs.size(); ++d) {
     if (red[d] <= 1) continue;
     if (++opened == red_loops && simd_ok && fl) line("#pragma omp simd reduction(+:" + acc + ")");
+    if (opened == red_loops && minmax)
+      line("#pragma omp simd reduction(" + std::string(r.op == ReduceOp::kMax ? "max" : "min") +
+           ":" + acc + ") reduction(|:" + nan + ")");
     rc[d] = fresh("i");
     open_block("for (int64_t " + rc[d] + " = 0; " + rc[d] + " < " + num(red[d]) + "; ++" + rc[d] +
                ")");
@@ -217,8 +231,15 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
   for (size_t d = 0; d < xs.size(); ++d)
     if (reduced[d]) c[d] = rc[d];
   const std::string v = value(x, c);
-  line(update(acc, "(" + acc_t + ")" + v));
+  if (minmax) {
+    line(acc + " = " + v + (r.op == ReduceOp::kMax ? " > " : " < ") + acc + " ? " + v + " : " +
+         acc + ";");
+    line(nan + " |= " + v + " != " + v + ";");
+  } else {
+    line(update(acc, "(" + acc_t + ")" + v));
+  }
   for (int k = 0; k < opened; ++k) close_block();
+  if (minmax) line(acc + " = " + nan + " ? NAN : " + acc + ";");
   Coords oc = c;
   for (size_t d = 0; d < xs.size(); ++d)
     if (reduced[d]) oc[d] = "0";
@@ -294,8 +315,8 @@ void KernelWriter::matmul_phase(const Primitive& p) {
   const Shape& cs = graph_.value(p.output()).shape;
   const size_t r = cs.size();
   const int64_t m = cs[r - 2], n = cs[r - 1], k = as[r - 1];
-  const int64_t rows = std::min<int64_t>(schedule_.rows, m);
-  const int64_t cols = std::min<int64_t>(schedule_.cols, n);
+  const int64_t rows = std::min<int64_t>(std::min<int64_t>(schedule_.rows, 16), m);
+  const int64_t cols = std::min<int64_t>(std::min<int64_t>(schedule_.cols, 4096), n);
   line("// " + p.output() + " = matmul(" + a + ", " + b + ")");
   // batch dims and row blocks, parallel
   Shape outer(cs.begin(), cs.end() - 2);
@@ -384,7 +405,13 @@ void KernelWriter::conv_phase(const Primitive& p, const ConvAttrs& at) {
   const std::string m0 = oc[1] == "0" ? "0" : "(" + oc[1] + " * " + num(mb) + ")";
   const std::string g = mg == 1 ? m0 : "(" + m0 + " / " + num(mg) + ")";
   const std::string acc = fresh("acc");
-  line("float " + acc + "[" + num(mb) + "][" + num(ow) + "] = {};");
+  if (mb * ow <= 16384) {
+    line("float " + acc + "[" + num(mb) + "][" + num(ow) + "] = {};");
+  } else {  // long rows: on the heap, not the (OpenMP worker's) stack
+    line("std::vector<float> " + acc + "_row(" + num(mb * ow) + ");");
+    line("float (*" + acc + ")[" + num(ow) + "] = reinterpret_cast<float (*)[" + num(ow) + "]>(" +
+         acc + "_row.data());");
+  }
   const std::string c = fresh("c");
   open_block("for (int64_t " + c + " = 0; " + c + " < " + num(cg) + "; ++" + c + ")");
   Coords xc = {oc[0], cg == 1 && mg == 1 ? m0 : "(" + g + " * " + num(cg) + " + " + c + ")"};

@@ -155,7 +155,7 @@ std::string op_expr(ScalarOp op, Domain d, const std::vector<std::string>& a) {
     case ScalarOp::kRound:
       return fl ? call("std::nearbyint") : a[0];
     case ScalarOp::kExp:
-      return call("std::exp");
+      return call("kora_exp");
     case ScalarOp::kLog:
       return call("std::log");
     case ScalarOp::kSqrt:
@@ -165,7 +165,7 @@ std::string op_expr(ScalarOp op, Domain d, const std::vector<std::string>& a) {
     case ScalarOp::kReciprocal:
       return "(" + one + " / " + a[0] + ")";
     case ScalarOp::kTanh:
-      return call("std::tanh");
+      return call("kora_tanh");
     case ScalarOp::kErf:
       return call("std::erf");
     case ScalarOp::kSigmoid:
@@ -293,10 +293,38 @@ std::string prelude_text() {
 #include <cstdint>
 #include <cstring>
 #include <algorithm>
+#include <vector>
+// exp and tanh on floats without branches or calls, so loops over them vectorize
+// (Cephes' single-precision polynomials, about 1 ulp); double keeps the C library's.
+static inline float kora_exp(float x) {
+  const float t = x * 1.44269504088896341f;
+  const float fn = std::floor((t < -127.f ? -127.f : t > 127.f ? 127.f : t) + 0.5f);
+  float r = x - fn * 0.693359375f;
+  r = r + fn * 2.12194440e-4f;
+  float p = 1.9875691500E-4f;
+  p = p * r + 1.3981999507E-3f;
+  p = p * r + 8.3334519073E-3f;
+  p = p * r + 4.1665795894E-2f;
+  p = p * r + 1.6666665459E-1f;
+  p = p * r + 5.0000001201E-1f;
+  const float y = p * r * r + r + 1.0f;
+  const float scale = __builtin_bit_cast(float, ((int32_t)fn + 127) << 23);
+  return x > 88.7228394f ? INFINITY : x < -87.3365448f ? 0.0f : y * scale;
+}
+static inline double kora_exp(double x) { return std::exp(x); }
+static inline float kora_tanh(float x) {
+  const float a = std::fabs(x);
+  const float e = kora_exp(2.0f * a);
+  const float big = 1.0f - 2.0f / (e + 1.0f);
+  const float z = x * x;
+  const float small = ((((-5.70498872745E-3f * z + 2.06390887954E-2f) * z - 5.37397155531E-2f) * z +
+                        1.33314422036E-1f) * z - 3.33332819422E-1f) * z * x + x;
+  return a >= 0.625f ? (x < 0 ? -big : big) : small;
+}
+static inline double kora_tanh(double x) { return std::tanh(x); }
 template <class T> static inline T kora_sigmoid(T x) {
-  if (x >= 0) return T(1) / (T(1) + std::exp(-x));
-  const T e = std::exp(x);
-  return e / (T(1) + e);
+  const T e = kora_exp(x < 0 ? x : -x);
+  return x >= 0 ? T(1) / (T(1) + e) : e / (T(1) + e);
 }
 template <class T> static inline T kora_softplus(T x) {
   return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));

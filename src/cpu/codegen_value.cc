@@ -225,20 +225,23 @@ std::string KernelWriter::layout_value(const Primitive& p, const LayoutAttrs& at
     fill = literal(w->fill, out.dtype);
   } else if (const auto* cat = std::get_if<layout::Concat>(&attrs)) {
     const int64_t axis = cat->axis;
-    std::string expr;
-    int last = -1;
+    // The inputs in order of their offsets; the last one needs no test.
+    std::vector<size_t> order;
     for (size_t k = 0; k < p.inputs.size(); ++k)
-      if (graph_.value(p.inputs[k]).shape[axis] > 0) last = static_cast<int>(k);
-    for (int k = 0; k <= last; ++k) {
+      if (graph_.value(p.inputs[k]).shape[axis] > 0) order.push_back(k);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return cat->offsets[a] < cat->offsets[b]; });
+    std::string expr;
+    for (size_t q = 0; q < order.size(); ++q) {
+      const size_t k = order[q];
       const Shape& ks = graph_.value(p.inputs[k]).shape;
       const int64_t n = ks[axis], off = cat->offsets[k];
-      if (n == 0) continue;
       Coords c = coords;
       for (size_t d = 0; d < rank; ++d)
         if (ks[d] == 1) c[d] = "0";
       c[axis] = n == 1 ? "0" : clamp(affine(coords[axis], 1, -off), 0, n - 1);
       const std::string v = value(p.inputs[k], c);
-      if (k == last)
+      if (q + 1 == order.size())
         expr += v;
       else
         expr += "(" + coords[axis] + " < " + num(off + n) + ") ? " + v + " : ";

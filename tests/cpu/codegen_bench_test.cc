@@ -6,6 +6,8 @@
 // threads, the median of timed runs reported as GFLOP/s (GB/s for the softmax).
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 #include "cpu/codegen_harness.h"
 
@@ -30,6 +32,13 @@ void bench(const std::string& name, const PrimGraph& g, const std::vector<int>& 
   for (size_t i = 0; i < space.size(); ++i) {
     kernels.push_back(generate_cpu_kernel(g, dag, c, "bench" + std::to_string(i), space[i]));
     source += kernels.back().source;
+  }
+  if (const char* dump = std::getenv("KORA_BENCH_DUMP")) {  // the generated source, to read
+    FILE* f = std::fopen((std::string(dump) + "/" + name.substr(0, name.find(' ')) + "_" +
+                          std::to_string(kernels[0].source.size()) + ".cc")
+                             .c_str(),
+                         "w");
+    if (f) std::fputs(source.c_str(), f), std::fclose(f);
   }
   const CompileResult lib = compile_shared(source);
   using Fn = void (*)(const void* const*, void* const*);

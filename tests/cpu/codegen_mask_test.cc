@@ -116,7 +116,10 @@ PrimGraph random_graph(std::mt19937& rng) {
             b.prim(LayoutAttrs{layout::Slice{{0, 0, 0}, {1, 1, 1}}}, {x}, t, {2, 3, 2});
         const std::string hi =
             b.prim(LayoutAttrs{layout::Slice{{0, 0, 3}, {1, 1, -1}}}, {x}, t, {2, 3, 2});
-        add(LayoutAttrs{layout::Concat{2, {0, 2}}}, {hi, lo}, t);
+        // offsets in either order
+        add(LayoutAttrs{layout::Concat{
+                2, rng() % 2 ? std::vector<int64_t>{0, 2} : std::vector<int64_t>{2, 0}}},
+            {hi, lo}, t);
       }
     } else if (r == 7 && t != DType::kFloat32) {  // integer and bool reductions
       ReduceAttrs red{static_cast<ReduceOp>(rng() % 5), {rng() % 2 ? 2 : 1}};
@@ -143,11 +146,11 @@ TEST(CpuCodegenMask, BertAttentionMaskMatchesTheInterpreter) {
 TEST(CpuCodegenMask, MixedDtypeChainsMatchTheInterpreter) {
   std::mt19937 rng(5);
   kora_codegen_test::CheckStats stats;
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < 7; ++round) {
     kora_codegen_test::check_graph(random_graph(rng), 4, rng, stats);
     if (HasFatalFailure()) return;
   }
-  EXPECT_GT(stats.kernels, 100);
+  EXPECT_GT(stats.kernels, 70);
   std::printf("[ info     ] %d kernels of %d candidates match the interpreter\n", stats.kernels,
               stats.candidates);
 }

@@ -1,5 +1,5 @@
 // CPU code generation (include/kora/cpu_codegen.h) against the reference interpreter: on
-// 10 random float32 graphs of elementwise and broadcast primitives (shapes [2, 3, 5] and
+// 6 random float32 graphs of elementwise and broadcast primitives (shapes [2, 3, 5] and
 // ones like [1, 3, 1], computed on and broadcast up; immediate operands, shared values,
 // NaN and inf results), every candidate kernel x schedule goes through
 // tests/cpu/codegen_harness.h's check. Opaque primitives and float64 are refused.
@@ -115,12 +115,12 @@ PrimGraph random_graph(std::mt19937& rng) {
 TEST(CpuCodegen, EveryCandidateMatchesTheInterpreter) {
   std::mt19937 rng(2026);
   kora_codegen_test::CheckStats stats;
-  for (int t = 0; t < 10; ++t) {
+  for (int t = 0; t < 6; ++t) {
     const PrimGraph g = random_graph(rng);
     kora_codegen_test::check_graph(g, 6, rng, stats);
   }
-  EXPECT_GT(stats.kernels, 150);
-  EXPECT_GT(stats.multi_output, 15);
+  EXPECT_GT(stats.kernels, 90);
+  EXPECT_GT(stats.multi_output, 10);
   std::printf("[ info     ] %d kernels (%d with several outputs) match the interpreter\n",
               stats.kernels, stats.multi_output);
 }
