@@ -40,16 +40,19 @@ struct ProfileOptions {
   PartitionOptions partition;
   MeasureOptions measure = {2, 5, 50, 0.25, 0.02};
   CompileOptions compile;
-  int kernels_per_unit = 16;  // generated kernels per translation unit
+  int kernels_per_unit = 32;  // generated kernels per translation unit (fewer when that
+                              // leaves a compiler idle)
   int compile_jobs = 0;       // compilers run at once; 0: all cores
   double tolerance = 1e-4;    // relative L2 error vs the interpreter
   // The schedule search. Exhaustive: every schedule of every kernel. Otherwise two
   // rounds: the default schedule (and library kernels) of every kernel, then the other
   // schedules of kernels whose default came within `search_within` of their best
-  // implementation and whose best takes at least `search_min_ms`.
+  // implementation and whose best takes at least `search_min_ms`, the slowest
+  // `search_max_kernels` of them (compiling is the cost: about 0.3 s per kernel per core).
   bool exhaustive = false;
   double search_within = 1.5;
-  double search_min_ms = 0.02;
+  double search_min_ms = 0.05;
+  int search_max_kernels = 200;
   std::ostream* progress = nullptr;  // progress lines and failures, when set
   bool terminal = false;             // progress as one rewritten line
   // More implementations per kernel, checked and measured like the others (plug-in

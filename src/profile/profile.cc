@@ -194,16 +194,22 @@ void poison(std::vector<Tensor>& outs) {
 // unit, `jobs` compilers at once. A unit that fails is compiled again kernel by kernel,
 // so one bad kernel fails alone.
 void compile_all(std::vector<Job>& jobs, const ProfileOptions& options, ProfileSummary& summary) {
-  std::vector<std::vector<Implementation*>> units(1);
+  std::vector<Implementation*> pending;
   for (Job& job : jobs)
-    for (Implementation& impl : job.impls) {
-      if (impl.source.empty() || !impl.error.empty()) continue;
-      if (static_cast<int>(units.back().size()) >= std::max(1, options.kernels_per_unit))
-        units.emplace_back();
-      units.back().push_back(&impl);
-    }
-  if (units.back().empty()) units.pop_back();
-  if (units.empty()) return;
+    for (Implementation& impl : job.impls)
+      if (!impl.source.empty() && impl.error.empty() && !impl.fn) pending.push_back(&impl);
+  if (pending.empty()) return;
+  const int jobs_at_once = options.compile_jobs > 0
+                               ? options.compile_jobs
+                               : static_cast<int>(std::thread::hardware_concurrency());
+  // kernels_per_unit per unit, fewer when that would leave a compiler without a unit.
+  const size_t per_unit = std::max<size_t>(
+      1, std::min<size_t>(std::max(1, options.kernels_per_unit),
+                          (pending.size() + jobs_at_once - 1) / std::max(1, jobs_at_once)));
+  std::vector<std::vector<Implementation*>> units;
+  for (size_t i = 0; i < pending.size(); i += per_unit)
+    units.emplace_back(pending.begin() + i,
+                       pending.begin() + std::min(pending.size(), i + per_unit));
   const std::string prelude = cpu_codegen_prelude();
   auto compile_unit = [&](const std::vector<Implementation*>& unit, bool* cached) {
     std::string source = prelude;
@@ -465,10 +471,15 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
       if (job.schedules.size() < 2 || job.default_ms <= 0) continue;
       if (job.default_ms > options.search_within * job.best_ms) continue;
       if (job.best_ms < options.search_min_ms) continue;
-      for (size_t s = 1; s < job.schedules.size(); ++s)
-        job.impls.push_back(generated(graph, job, job.schedules, s));
       search.push_back(&job);
     }
+    std::stable_sort(search.begin(), search.end(),
+                     [](const Job* a, const Job* b) { return a->best_ms > b->best_ms; });
+    if (static_cast<int>(search.size()) > options.search_max_kernels)
+      search.resize(std::max(0, options.search_max_kernels));
+    for (Job* job : search)
+      for (size_t s = 1; s < job->schedules.size(); ++s)
+        job->impls.push_back(generated(graph, *job, job->schedules, s));
     summary.searched = static_cast<int64_t>(search.size());
     summary.generate_seconds += seconds_since(stage);
     stage = std::chrono::steady_clock::now();
