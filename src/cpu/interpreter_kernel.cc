@@ -1,7 +1,8 @@
 // The interpreter kernel (include/kora/cpu_library.h): a candidate in; a kernel that runs
 // the reference interpreter's run_primitive() member by member out. It copies the
 // kernel's inputs into tensors, keeps members' values as tensors and copies the written
-// ones out, so it is slow; it exists for opaque primitives and as the always-available
+// ones out (constants are used in place: the `in` pointer of a constant is ignored),
+// so it is slow; it exists for opaque primitives and as the always-available
 // implementation of any candidate.
 #include <cstring>
 #include <map>
@@ -23,6 +24,12 @@ class InterpreterKernel : public CpuLibraryKernel {
   void run(const void* const* in, void* const* out) override {
     std::map<std::string, Tensor> values;
     for (size_t i = 0; i < reads_.size(); ++i) {
+      // Constants are the graph's (known when the kernel is made, like oneDNN's weights):
+      // no copy of, say, a 94 MB embedding table per call.
+      if (const Tensor* constant = graph_.constant(reads_[i])) {
+        values[reads_[i]] = *constant;
+        continue;
+      }
       const ValueInfo& info = graph_.value(reads_[i]);
       values[reads_[i]] = Tensor(info.dtype, info.shape, in[i],
                                  dtype_size(info.dtype) * static_cast<size_t>(numel(info.shape)));
