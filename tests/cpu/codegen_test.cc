@@ -28,35 +28,14 @@ using namespace kora;
 const Shape kFull = {2, 3, 5};
 
 PrimGraph random_graph(std::mt19937& rng) {
-  PrimGraph g;
-  g.name = "random";
+  kora_codegen_test::GraphBuilder b(rng);
+  PrimGraph& g = b.g;
   std::map<Shape, std::vector<std::string>> pool;  // tensors by shape
-  int counter = 0;
-  auto fresh = [&](const std::string& prefix) { return prefix + std::to_string(counter++); };
   auto add_input = [&](const Shape& shape, bool constant) {
-    const std::string name = fresh(constant ? "w" : "x");
-    g.values[name] = {DType::kFloat32, shape};
-    if (constant) {
-      Tensor t(DType::kFloat32, shape);
-      std::uniform_real_distribution<double> u(-2, 2);
-      for (int64_t i = 0; i < t.numel(); ++i) set_element(t, i, u(rng));
-      g.constants[name] = t;
-    } else {
-      g.inputs.push_back(name);
-    }
-    pool[shape].push_back(name);
-    return name;
+    pool[shape].push_back(b.input(DType::kFloat32, shape, constant));
   };
   auto add_prim = [&](PrimAttrs attrs, std::vector<std::string> inputs, const Shape& shape) {
-    Primitive p;
-    p.name = fresh("p");
-    p.origin = p.name;
-    p.attrs = std::move(attrs);
-    p.inputs = std::move(inputs);
-    p.outputs = {fresh("t")};
-    g.values[p.outputs[0]] = {DType::kFloat32, shape};
-    g.prims.push_back(p);
-    pool[shape].push_back(p.outputs[0]);
+    pool[shape].push_back(b.prim(std::move(attrs), std::move(inputs), DType::kFloat32, shape));
   };
   auto any_of_shape = [&](const Shape& shape) {
     const std::vector<std::string>& v = pool[shape];

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/codegen_harness.h"
 #include "cpu/onednn_kernel.h"
 #include "kora/candidates.h"
 #include "kora/cpu_library.h"
@@ -28,36 +29,23 @@ namespace {
 using namespace kora;
 using S = ScalarOp;
 
+// The codegen tests' graph builder, with oneDNN-shaped helpers (conv, matmul, ...).
 class Builder {
+  std::mt19937 rng_{7};
+  kora_codegen_test::GraphBuilder builder_{rng_};
+
  public:
-  PrimGraph g;
+  PrimGraph& g = builder_.g;
 
   std::string input(const Shape& shape, DType dtype = DType::kFloat32) {
-    const std::string name = fresh("x");
-    g.values[name] = {dtype, shape};
-    g.inputs.push_back(name);
-    return name;
+    return builder_.input(dtype, shape);
   }
-  std::string constant(const Shape& shape) {
-    const std::string name = fresh("w");
-    g.values[name] = {DType::kFloat32, shape};
-    Tensor t(DType::kFloat32, shape);
-    std::uniform_real_distribution<double> u(-1, 1);
-    for (int64_t i = 0; i < t.numel(); ++i) set_element(t, i, u(rng_));
-    g.constants[name] = t;
-    return name;
+  std::string constant(const Shape& shape) {  // weights in [-1, 1)
+    return builder_.input(DType::kFloat32, shape, true, -1, 1);
   }
   std::string prim(PrimAttrs attrs, std::vector<std::string> inputs, const Shape& shape,
                    DType dtype = DType::kFloat32) {
-    Primitive p;
-    p.name = fresh("p");
-    p.origin = p.name;
-    p.attrs = std::move(attrs);
-    p.inputs = std::move(inputs);
-    p.outputs = {fresh("t")};
-    g.values[p.outputs[0]] = {dtype, shape};
-    g.prims.push_back(p);
-    return p.outputs[0];
+    return builder_.prim(std::move(attrs), std::move(inputs), dtype, shape);
   }
   const Shape& shape(const std::string& t) { return g.value(t).shape; }
 
@@ -123,11 +111,6 @@ class Builder {
     const std::string lin = ew(S::kAdd, ew(S::kMul, x, 1.0 / 6.0), 0.5);
     return ew(S::kMul, x, ew(S::kMax, ew(S::kMin, lin, 1.0), 0.0));
   }
-
- private:
-  std::string fresh(const std::string& prefix) { return prefix + std::to_string(counter_++); }
-  int counter_ = 0;
-  std::mt19937 rng_{7};
 };
 
 // Runs the candidate through oneDNN (the given layout) and through the interpreter; the
