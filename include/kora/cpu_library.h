@@ -6,7 +6,9 @@
 //               any kernel no faster implementation accepts (src/cpu/interpreter_kernel.cc).
 // Same calling convention as generated kernels (include/kora/cpu_codegen.h): `in` in
 // kernel_reads() order, `out` in kernel_writes() order, each pointer to its tensor's
-// elements. Threads: the process's OpenMP runtime (omp_set_num_threads).
+// elements; but a library kernel may take graph constants from the graph when built and
+// ignore their `in` pointers (oneDNN: the weights; the interpreter: every constant).
+// Threads: the process's OpenMP runtime (omp_set_num_threads).
 #pragma once
 
 #include <memory>
