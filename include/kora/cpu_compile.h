@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "kora/shared_library.h"
+
 namespace kora {
 
 struct CompileOptions {
@@ -20,22 +22,6 @@ struct CompileOptions {
       "-O3",      "-march=native",      "-fPIC",          "-shared", "-std=c++17",
       "-fopenmp", "-fno-trapping-math", "-fno-math-errno"};
   std::string cache_dir;  // empty: default_kernel_cache_dir()
-};
-
-// A dlopen()ed library, closed when the last reference goes.
-class SharedLibrary {
- public:
-  explicit SharedLibrary(const std::string& path);  // throws kora::Error naming the path
-  ~SharedLibrary();
-  SharedLibrary(const SharedLibrary&) = delete;
-  SharedLibrary& operator=(const SharedLibrary&) = delete;
-  // The symbol's address; throws kora::Error when the library does not define it.
-  void* symbol(const std::string& name) const;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  void* handle_ = nullptr;
 };
 
 struct CompileResult {

@@ -2,7 +2,6 @@
 // FNV-1a (base/fnv_hash.h) over the compiler's version line, the flags and the source. Cache
 // layout: DIR/KEY.cc (the source, kept for diagnostics) and DIR/KEY.so. The compiler's diagnostics
 // go to DIR/KEY.log.
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -49,22 +48,6 @@ std::string first_lines(const std::string& text, int lines) {
 }
 
 }  // namespace
-
-SharedLibrary::SharedLibrary(const std::string& path) : path_(path) {
-  handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle_) throw Error("cannot load kernel library '" + path + "': " + ::dlerror());
-}
-
-SharedLibrary::~SharedLibrary() {
-  if (handle_) ::dlclose(handle_);
-}
-
-void* SharedLibrary::symbol(const std::string& name) const {
-  ::dlerror();
-  void* p = ::dlsym(handle_, name.c_str());
-  if (!p) throw Error("kernel library '" + path_ + "' has no symbol '" + name + "'");
-  return p;
-}
 
 std::string compiler_version(const std::string& compiler) {
   static std::mutex mutex;
