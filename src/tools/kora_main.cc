@@ -19,59 +19,10 @@
 #include "kora/orchestration.h"
 #include "kora/profile.h"
 #include "kora/profile_db.h"
+#include "tools/cli_common.h"
+#include "tools/commands.h"
 
-namespace {
-
-// "name=value" -> (name, value); the value must be present.
-std::pair<std::string, std::string> split_binding(const std::string& s, const char* option) {
-  const size_t eq = s.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
-    throw kora::Error(std::string(option) + " expects NAME=VALUE, got '" + s + "'");
-  return {s.substr(0, eq), s.substr(eq + 1)};
-}
-
-struct ModelOptions {
-  std::string model;
-  std::vector<std::string> dims, constants;
-};
-
-void add_model_options(CLI::App* cmd, ModelOptions& m) {
-  cmd->add_option("model", m.model, "ONNX model file")->required();
-  cmd->add_option("--dim", m.dims, "bind a symbolic dimension, NAME=VALUE (default 1)");
-  cmd->add_option("--constant", m.constants,
-                  "bind a graph input to a constant value, NAME=FILE.npy");
-}
-
-kora::Graph load_model(const ModelOptions& m, bool verbose) {
-  kora::ImportOptions options;
-  for (const std::string& d : m.dims) {
-    auto [name, value] = split_binding(d, "--dim");
-    try {
-      options.dims[name] = std::stoll(value);
-    } catch (const std::exception&) {
-      throw kora::Error("--dim " + d + ": the value is not an integer");
-    }
-  }
-  for (const std::string& c : m.constants) {
-    auto [name, file] = split_binding(c, "--constant");
-    options.constant_inputs[name] = kora::read_npy(file);
-  }
-  if (verbose) options.trace = &std::cerr;
-  return kora::import_onnx(m.model, options);
-}
-
-// A random tensor for an input the user did not give: standard normal floats, integers
-// in [0, 100), random bools; fixed seed so runs repeat.
-// Output file name: characters outside [A-Za-z0-9_.-] become '_'.
-std::string npy_file_name(const std::string& tensor) {
-  std::string s;
-  for (char c : tensor)
-    s +=
-        (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-') ? c : '_';
-  return s + ".npy";
-}
-
-}  // namespace
+namespace cli = kora::cli;
 
 int main(int argc, char** argv) {
   CLI::App app{"kora: optimal kernel orchestration for ONNX models"};
@@ -79,35 +30,35 @@ int main(int argc, char** argv) {
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "trace each pipeline stage on stderr");
 
-  ModelOptions inspect_model;
+  cli::ModelOptions inspect_model;
   bool inspect_json = false;
   CLI::App* inspect = app.add_subcommand(
       "inspect", "print opset, inputs, outputs, operator histogram, parameters and FLOPs");
-  add_model_options(inspect, inspect_model);
+  cli::add_model_options(inspect, inspect_model);
   inspect->add_flag("--json", inspect_json, "print the report as JSON");
 
-  ModelOptions fission_model;
+  cli::ModelOptions fission_model;
   bool fission_json = false, fission_dot = false;
   CLI::App* fission =
       app.add_subcommand("fission", "print the primitive graph the model's operators split into");
-  add_model_options(fission, fission_model);
+  cli::add_model_options(fission, fission_model);
   fission->add_flag("--json", fission_json, "print the primitive graph as JSON");
   fission->add_flag("--dot", fission_dot, "print the primitive graph as Graphviz dot");
 
-  ModelOptions interpret_model;
+  cli::ModelOptions interpret_model;
   std::vector<std::string> interpret_inputs;
   std::string interpret_out = ".";
   uint64_t interpret_seed = 0;
   CLI::App* interpret = app.add_subcommand(
       "interpret", "run the model's primitive graph with the reference interpreter");
-  add_model_options(interpret, interpret_model);
+  cli::add_model_options(interpret, interpret_model);
   interpret->add_option("--input", interpret_inputs,
                         "an input's value, NAME=FILE.npy (inputs not given are random)");
   interpret->add_option("--output-dir", interpret_out,
                         "where to write one NAME.npy per output (default: .)");
   interpret->add_option("--seed", interpret_seed, "seed of the random inputs (default 0)");
 
-  ModelOptions orch_model;
+  cli::ModelOptions orch_model;
   std::string orch_costs, orch_strategy = "optimal", orch_device = "cpu", orch_target, orch_db;
   int orch_threads = 0;
   std::string orch_compiler;
@@ -115,7 +66,7 @@ int main(int argc, char** argv) {
   kora::OrchestrationOptions orch;
   CLI::App* orchestrate = app.add_subcommand(
       "orchestrate", "choose the kernels that compute the model's primitive graph at least cost");
-  add_model_options(orchestrate, orch_model);
+  cli::add_model_options(orchestrate, orch_model);
   orchestrate
       ->add_option("--strategy", orch_strategy,
                    "optimal (binary linear program, CBC), greedy (rule-based fusion) or "
@@ -147,7 +98,7 @@ int main(int argc, char** argv) {
                           "most primitives in one segment of the partition (default 100)");
   orchestrate->add_flag("--json", orch_json, "print the result as JSON");
 
-  ModelOptions prof_model;
+  cli::ModelOptions prof_model;
   std::string prof_target = "cpu", prof_db;
   kora::ProfileOptions prof;
   bool prof_json = false;
@@ -155,7 +106,7 @@ int main(int argc, char** argv) {
       "profile",
       "generate, check and measure every candidate kernel of the model on this machine, "
       "storing the results in the profile database");
-  add_model_options(profile, prof_model);
+  cli::add_model_options(profile, prof_model);
   profile->add_option("--target", prof_target, "cpu (default)")->check(CLI::IsMember({"cpu"}));
   profile->add_option("--db", prof_db,
                       "profile database (default $KORA_PROFILE_DB, else "
@@ -178,26 +129,28 @@ int main(int argc, char** argv) {
   CLI::App* operators =
       app.add_subcommand("operators", "list the ONNX operators kora supports, one per line");
 
+  cli::ArtifactCommands artifact_commands(app);
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (inspect->parsed()) {
-      const kora::Graph g = load_model(inspect_model, verbose);
+      const kora::Graph g = cli::load_model(inspect_model, verbose);
       const kora::InspectReport report = kora::inspect_graph(g);
       std::cout << (inspect_json ? kora::report_json(report) + "\n" : kora::format_report(report));
     } else if (fission->parsed()) {
       kora::FissionOptions options;
       if (verbose) options.trace = &std::cerr;
-      const kora::PrimGraph g = kora::fission(load_model(fission_model, verbose), options);
+      const kora::PrimGraph g = kora::fission(cli::load_model(fission_model, verbose), options);
       std::cout << (fission_json  ? kora::prim_graph_json(g) + "\n"
                     : fission_dot ? kora::prim_graph_dot(g)
                                   : kora::format_prim_graph(g));
     } else if (interpret->parsed()) {
       kora::FissionOptions options;
       if (verbose) options.trace = &std::cerr;
-      const kora::PrimGraph g = kora::fission(load_model(interpret_model, verbose), options);
+      const kora::PrimGraph g = kora::fission(cli::load_model(interpret_model, verbose), options);
       std::map<std::string, kora::Tensor> feeds;
       for (const std::string& in : interpret_inputs) {
-        auto [name, file] = split_binding(in, "--input");
+        auto [name, file] = cli::split_binding(in, "--input");
         feeds[name] = kora::read_npy(file);
       }
       std::mt19937_64 rng(interpret_seed);
@@ -208,7 +161,7 @@ int main(int argc, char** argv) {
       std::filesystem::create_directories(interpret_out);
       for (const std::string& name : g.outputs) {
         const std::string path =
-            (std::filesystem::path(interpret_out) / npy_file_name(name)).string();
+            (std::filesystem::path(interpret_out) / cli::npy_file_name(name)).string();
         kora::write_npy(path, outputs.at(name));
         std::cout << name << " " << kora::dtype_name(outputs.at(name).dtype()) << " "
                   << kora::shape_str(outputs.at(name).shape()) << " -> " << path << "\n";
@@ -216,7 +169,7 @@ int main(int argc, char** argv) {
     } else if (orchestrate->parsed()) {
       kora::FissionOptions options;
       if (verbose) options.trace = &std::cerr;
-      const kora::PrimGraph g = kora::fission(load_model(orch_model, verbose), options);
+      const kora::PrimGraph g = kora::fission(cli::load_model(orch_model, verbose), options);
       if (!orch_costs.empty() && (!orch_target.empty() || !orch_db.empty()))
         throw kora::Error("--costs and --target/--db exclude each other");
       std::unique_ptr<kora::CostModel> costs =
@@ -241,7 +194,7 @@ int main(int argc, char** argv) {
     } else if (profile->parsed()) {
       kora::FissionOptions options;
       if (verbose) options.trace = &std::cerr;
-      const kora::PrimGraph g = kora::fission(load_model(prof_model, verbose), options);
+      const kora::PrimGraph g = kora::fission(cli::load_model(prof_model, verbose), options);
       kora::ProfileDb db(prof_db.empty() ? kora::default_profile_db_path() : prof_db);
       prof.partition.min_size = std::min(prof.partition.min_size, prof.partition.max_size);
       prof.progress = &std::cerr;
@@ -251,6 +204,8 @@ int main(int argc, char** argv) {
         std::cout << kora::profile_summary_json(summary) << "\n";
       else
         std::cout << "database " << db.path() << "\n" << kora::format_profile_summary(summary);
+    } else if (artifact_commands.parsed()) {
+      return artifact_commands.run(verbose);
     } else if (operators->parsed()) {
       for (const std::string& op : kora::supported_operators()) std::cout << op << "\n";
     }

@@ -1,0 +1,69 @@
+// The kora runtime: an artifact directory written by `kora compile` (manifest.json, the
+// kernel libraries, weights.bin) in; a session that runs the compiled model out. Bind
+// the inputs, run, read the outputs. It needs only this library (libkora_runtime) and
+// the artifact: no compiler, solver or profile database.
+//
+// A session loads the kernel libraries, reads and verifies the weights (size and
+// checksum), builds the library kernels (oneDNN weights are reordered once here) and
+// allocates one arena for all intermediate tensors, placed by lifetime when compiled.
+// run() calls the kernels in the plan's order on the bound inputs. Not thread-safe: one
+// run at a time per session, and generated kernels keep function-static scratch, so two
+// sessions of the same artifact must not run at the same time either.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kora/tensor.h"
+
+namespace kora {
+
+struct SessionOptions {
+  int threads = 0;  // 0: the thread count the artifact was compiled (and measured) for
+};
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  Shape shape;
+};
+
+class Session {
+ public:
+  // Throws kora::Error naming the file and the problem (missing, corrupt, wrong version).
+  explicit Session(const std::string& artifact_dir, const SessionOptions& options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+
+  // Binds an input (kept by reference to its shared bytes, no copy). Throws kora::Error
+  // for an unknown name or a dtype or shape other than the model's.
+  void set_input(const std::string& name, const Tensor& value);
+  // Runs the model; throws kora::Error naming any input not bound.
+  void run();
+  // An output of the last run; valid until the next run.
+  const Tensor& output(const std::string& name) const;
+
+  // Binds, runs and returns copies of every output, by name.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
+
+  // The plan: strategy, predicted cost (sum of measured kernel costs), kernel count,
+  // peak activation memory (arena) and the sum of all intermediates.
+  std::string strategy() const;
+  double predicted_ms() const;
+  int kernels() const;
+  int64_t arena_bytes() const;
+  int64_t intermediate_bytes() const;
+  int threads() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kora

@@ -1,0 +1,114 @@
+// onnxruntime as the reference (include/kora/check.h): inputs written as .npy to a
+// temporary directory, a short Python program runs onnxruntime and writes the outputs
+// back as .npy, read here by position (names may hold any characters).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "kora/check.h"
+#include "kora/error.h"
+#include "kora/npy.h"
+
+namespace kora {
+namespace {
+
+namespace fs = std::filesystem;
+
+// argv: model, directory, threads. The directory holds in_<i>.npy and inputs.txt (one
+// name per line); the program writes out_<i>.npy and outputs.txt.
+constexpr const char* kProgram = R"(
+import sys, os
+import numpy as np
+import onnxruntime as ort
+model, d, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+names = open(os.path.join(d, "inputs.txt")).read().split("\n")[:-1]
+feeds = {n: np.load(os.path.join(d, "in_%d.npy" % i)) for i, n in enumerate(names)}
+so = ort.SessionOptions()
+so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+so.intra_op_num_threads = threads
+so.inter_op_num_threads = 1
+s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+outs = s.run(None, feeds)
+with open(os.path.join(d, "outputs.txt"), "w") as f:
+    for i, (o, v) in enumerate(zip(s.get_outputs(), outs)):
+        np.save(os.path.join(d, "out_%d.npy" % i), np.ascontiguousarray(v))
+        f.write(o.name + "\n")
+)";
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+std::map<std::string, Tensor> run_onnxruntime(const std::string& model,
+                                              const std::map<std::string, Tensor>& inputs,
+                                              int threads) {
+  char pattern[] = "/tmp/kora-ort-XXXXXX";
+  if (!::mkdtemp(pattern)) throw Error("cannot create a temporary directory for onnxruntime");
+  const fs::path dir(pattern);
+  struct Cleanup {
+    fs::path d;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+  } cleanup{dir};
+  {
+    std::ofstream names(dir / "inputs.txt");
+    int i = 0;
+    for (const auto& [name, value] : inputs) {
+      write_npy((dir / ("in_" + std::to_string(i++) + ".npy")).string(), value);
+      names << name << "\n";
+    }
+    std::ofstream(dir / "program.py") << kProgram;
+  }
+  const char* python = std::getenv("KORA_PYTHON");
+  const std::string command = quote(python && *python ? python : "python3") + " " +
+                              quote((dir / "program.py").string()) + " " + quote(model) + " " +
+                              quote(dir.string()) + " " + std::to_string(threads) + " 2>" +
+                              quote((dir / "stderr.txt").string());
+  const int status = std::system(command.c_str());
+  if (status != 0) {
+    std::ifstream err(dir / "stderr.txt");
+    std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+    const size_t last = text.find_last_not_of("\n");
+    text = last == std::string::npos ? "" : text.substr(0, last + 1);
+    const size_t line = text.rfind('\n');
+    throw Error("onnxruntime could not run '" + model + "': " +
+                (text.empty() ? "exit status " + std::to_string(WEXITSTATUS(status))
+                              : text.substr(line == std::string::npos ? 0 : line + 1)) +
+                " (needs python3 with the onnxruntime package; set KORA_PYTHON to choose "
+                "the interpreter)");
+  }
+  std::map<std::string, Tensor> outputs;
+  std::ifstream names(dir / "outputs.txt");
+  std::string name;
+  for (int i = 0; std::getline(names, name); ++i)
+    outputs[name] = read_npy((dir / ("out_" + std::to_string(i) + ".npy")).string());
+  return outputs;
+}
+
+double relative_l2(const Tensor& got, const Tensor& want) {
+  if (got.shape() != want.shape()) return INFINITY;
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double a = got.double_at(i), b = want.double_at(i);
+    if (std::isnan(b) && std::isnan(a)) continue;
+    if (std::isinf(b) && a == b) continue;
+    diff += (a - b) * (a - b);
+    norm += b * b;
+  }
+  if (std::isnan(diff)) return INFINITY;
+  if (norm == 0) return diff == 0 ? 0 : 1;
+  return std::sqrt(diff / norm);
+}
+
+}  // namespace kora

@@ -1,0 +1,361 @@
+// The artifact emitter (include/kora/artifact.h): chosen kernels in; per kernel an
+// implementation (the database's fastest working schedule), generated sources compiled
+// into a few libraries in parallel, the tensors' storage (inputs, weights, arena by
+// lifetime, outputs), weights.bin and manifest.json, written to a temporary directory
+// and renamed into place.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "emit/memory_plan.h"
+#include "kora/artifact.h"
+#include "kora/cpu_codegen.h"
+#include "kora/cpu_library.h"
+#include "kora/error.h"
+#include "kora/profile_db.h"
+#include "kora/progress.h"
+#include "runtime/manifest.h"
+
+namespace kora {
+namespace {
+
+namespace fs = std::filesystem;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
+
+std::string kernel_label(const PrimGraph& graph, const Candidate& c) {
+  std::string s;
+  for (size_t i = 0; i < c.members.size() && i < 3; ++i)
+    s += (i ? ", " : "") + graph.prims[c.members[i]].name;
+  if (c.members.size() > 3) s += ", ...";
+  return s;
+}
+
+// One chosen kernel on its way into the artifact.
+struct Emitted {
+  Candidate candidate;
+  ManifestKernel kernel;
+  std::string source;  // generated: the function's source
+};
+
+// The implementation of kernel `k`: the first working record of the database that can
+// be built now, else generated default, oneDNN, interpreter.
+void choose_implementation(const PrimGraph& graph, const KernelDag& dag, const ProfileDb* db,
+                           const ArtifactOptions& options, int index, uint64_t signature,
+                           Emitted& e) {
+  const Candidate& c = e.candidate;
+  std::vector<std::string> schedules;
+  if (db)
+    for (const ProfileRecord& r : db->records(options.device, signature))
+      if (!r.failed) schedules.push_back(r.schedule);
+  schedules.push_back("default");
+  const std::string symbol = "kora_k" + std::to_string(index);
+  for (const std::string& s : schedules) {
+    try {
+      if (s == "default" || s.rfind("gen:", 0) == 0) {
+        if (!cpu_codegen_supports(graph, dag, c)) continue;
+        const CpuSchedule schedule =
+            s == "default" ? CpuSchedule{} : CpuSchedule::from_key(s.substr(4));
+        e.source = generate_cpu_kernel(graph, dag, c, symbol, schedule).source;
+        e.kernel.impl = "generated";
+        e.kernel.symbol = symbol;
+        e.kernel.schedule = "gen:" + schedule.key();
+        return;
+      }
+      if (s == "onednn" && onednn_supports(graph, dag, c)) {
+        e.kernel.impl = "onednn";
+        e.kernel.schedule = s;
+        return;
+      }
+      if (s == "interpreter") break;
+    } catch (const Error&) {
+      // A schedule the generator no longer takes: try the next one.
+    }
+  }
+  if (onednn_supports(graph, dag, c)) {
+    e.kernel.impl = e.kernel.schedule = "onednn";
+    return;
+  }
+  e.kernel.impl = e.kernel.schedule = "interpreter";
+}
+
+// The kernel's primitives as a graph of their own, for a library kernel to be rebuilt
+// from at run time (constants carried by name; the session takes their bytes from the
+// weights).
+std::shared_ptr<PrimGraph> kernel_graph(const PrimGraph& graph, const Candidate& c,
+                                        const ManifestKernel& k, int index) {
+  auto g = std::make_shared<PrimGraph>();
+  g->name = "kernel " + std::to_string(index);
+  for (int v : c.members) {
+    const Primitive& p = graph.prims[v];
+    g->prims.push_back(p);
+    for (const std::string& t : p.inputs) {
+      g->values[t] = graph.value(t);
+      if (const Tensor* constant = graph.constant(t)) g->constants[t] = *constant;
+    }
+    for (const std::string& t : p.outputs) g->values[t] = graph.value(t);
+  }
+  for (const std::string& t : k.reads)
+    if (!graph.constant(t)) g->inputs.push_back(t);
+  g->outputs = k.writes;
+  return g;
+}
+
+// Compiles the generated kernels, `per_unit` to a library, all cores busy. A library
+// that fails to compile is compiled again kernel by kernel; a kernel that still fails
+// falls back to oneDNN or the interpreter (reported on the progress stream).
+void compile_kernels(const PrimGraph& graph, const KernelDag& dag, std::vector<Emitted>& emitted,
+                     const ArtifactOptions& options, const fs::path& tmp, Manifest& manifest) {
+  std::vector<Emitted*> pending;
+  for (Emitted& e : emitted)
+    if (e.kernel.impl == "generated") pending.push_back(&e);
+  if (pending.empty()) return;
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t per_unit = std::max<size_t>(
+      1, std::min<size_t>(std::max(1, options.kernels_per_unit),
+                          (pending.size() + cores - 1) / static_cast<size_t>(cores)));
+  std::vector<std::vector<Emitted*>> units;
+  for (size_t i = 0; i < pending.size(); i += per_unit)
+    units.emplace_back(pending.begin() + i,
+                       pending.begin() + std::min(pending.size(), i + per_unit));
+  const std::string prelude = cpu_codegen_prelude();
+  std::vector<std::string> library_paths(units.size());
+  std::vector<std::string> errors(units.size());
+  Progress progress(options.progress, "kora compile: kernels", static_cast<int64_t>(units.size()),
+                    "libraries", options.terminal);
+  std::atomic<size_t> next{0};
+  std::atomic<int64_t> done{0};
+  std::mutex mutex;
+  auto compile = [&](const std::vector<Emitted*>& unit) {
+    std::string source = prelude;
+    for (const Emitted* e : unit) source += "\n" + e->source;
+    return compile_shared(source, options.compile).library->path();
+  };
+  auto worker = [&]() {
+    for (size_t u; (u = next++) < units.size();) {
+      try {
+        library_paths[u] = compile(units[u]);
+      } catch (const Error& unit_error) {
+        // Find the kernels that fail; the rest are compiled without them.
+        std::vector<Emitted*> good;
+        for (Emitted* e : units[u]) {
+          try {
+            compile({e});
+            good.push_back(e);
+          } catch (const Error& err) {
+            std::lock_guard<std::mutex> lock(mutex);
+            errors[u] +=
+                "kernel " + e->kernel.symbol + " (" + kernel_label(graph, e->candidate) +
+                ") did not compile; using " +
+                (onednn_supports(graph, dag, e->candidate) ? "oneDNN" : "the interpreter") + ": " +
+                std::string(err.what()).substr(0, 300) + "\n";
+            e->kernel.impl = e->kernel.schedule =
+                onednn_supports(graph, dag, e->candidate) ? "onednn" : "interpreter";
+          }
+        }
+        units[u] = good;
+        if (!good.empty()) library_paths[u] = compile(good);
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      progress.update(++done);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < std::min<int>(cores, static_cast<int>(units.size())); ++i)
+    threads.emplace_back(worker);
+  for (std::thread& t : threads) t.join();
+  progress.finish();
+  for (size_t u = 0; u < units.size(); ++u) {
+    if (!errors[u].empty() && options.progress) *options.progress << errors[u];
+    if (units[u].empty()) continue;
+    const std::string name = "kernels_" + std::to_string(manifest.libraries.size()) + ".so";
+    fs::copy_file(library_paths[u], tmp / name);
+    for (Emitted* e : units[u]) e->kernel.library = static_cast<int>(manifest.libraries.size());
+    manifest.libraries.push_back(name);
+  }
+}
+
+// Replaces `dir` with `tmp`: an existing `dir` must be empty or an artifact.
+void move_into_place(const fs::path& tmp, const fs::path& dir) {
+  if (fs::exists(dir)) {
+    if (!fs::is_directory(dir) || (!fs::is_empty(dir) && !fs::exists(dir / "manifest.json")))
+      throw Error("'" + dir.string() +
+                  "' exists and is not a kora artifact; choose another output directory");
+    const fs::path old = dir.string() + ".old-" + std::to_string(::getpid());
+    fs::rename(dir, old);
+    fs::rename(tmp, dir);
+    fs::remove_all(old);
+  } else {
+    fs::rename(tmp, dir);
+  }
+}
+
+}  // namespace
+
+ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult& plan,
+                               const ProfileDb* db, const std::string& dir_name,
+                               const ArtifactOptions& options) {
+  ArtifactSummary summary;
+  const fs::path dir = fs::absolute(dir_name).lexically_normal();
+  if (dir.filename().empty()) throw Error("output directory '" + dir_name + "' has no name");
+  if (fs::exists(dir) &&
+      (!fs::is_directory(dir) || (!fs::is_empty(dir) && !fs::exists(dir / "manifest.json"))))
+    throw Error("'" + dir_name +
+                "' exists and is not a kora artifact; choose another output "
+                "directory");
+  fs::create_directories(dir.parent_path());
+  const fs::path tmp = dir.string() + ".tmp-" + std::to_string(::getpid());
+  fs::remove_all(tmp);
+  fs::create_directory(tmp);
+  try {
+    auto stage = std::chrono::steady_clock::now();
+    const KernelDag dag = kernel_dag_of(graph);
+    Manifest m;
+    m.model = graph.name;
+    m.device = options.device;
+    m.threads = options.threads > 0 ? options.threads
+                                    : static_cast<int>(std::thread::hardware_concurrency());
+    m.strategy = plan.strategy;
+    m.predicted_ms = plan.total_cost_ms;
+    m.proven_optimal = plan.proven_optimal;
+    m.inputs = graph.inputs;
+    m.outputs = graph.outputs;
+
+    // Implementations.
+    std::vector<Emitted> emitted(plan.kernels.size());
+    for (size_t i = 0; i < plan.kernels.size(); ++i) {
+      const ChosenKernel& chosen = plan.kernels[i];
+      Emitted& e = emitted[i];
+      e.candidate = make_candidate(dag, chosen.prims);
+      e.kernel.reads = kernel_reads(graph, dag, e.candidate);
+      e.kernel.writes = kernel_writes(graph, dag, e.candidate);
+      e.kernel.signature = signature_hex(chosen.signature);
+      e.kernel.predicted_ms = chosen.cost_ms;
+      for (int v : chosen.prims) e.kernel.primitives.push_back(graph.prims[v].name);
+      choose_implementation(graph, dag, db, options, static_cast<int>(i), chosen.signature, e);
+    }
+    summary.generate_seconds = seconds_since(stage);
+    stage = std::chrono::steady_clock::now();
+    compile_kernels(graph, dag, emitted, options, tmp, m);
+    summary.compile_seconds = seconds_since(stage);
+    stage = std::chrono::steady_clock::now();
+
+    // Storage of every tensor; lifetimes of the intermediates.
+    const std::set<std::string> graph_outputs(graph.outputs.begin(), graph.outputs.end());
+    std::map<std::string, int> produced_at;
+    std::vector<std::string> arena_tensors;
+    std::map<std::string, BufferLifetime> lifetimes;
+    std::vector<std::string> constants;
+    auto add_constant = [&](const std::string& t) {
+      if (!m.tensors.count(t)) {
+        m.tensors[t] = {graph.value(t), Storage::kConstant, 0};
+        constants.push_back(t);
+      }
+    };
+    for (const std::string& t : graph.inputs) m.tensors[t] = {graph.value(t), Storage::kInput, 0};
+    for (size_t i = 0; i < emitted.size(); ++i) {
+      const ManifestKernel& k = emitted[i].kernel;
+      for (const std::string& t : k.reads) {
+        if (graph.constant(t)) {
+          add_constant(t);
+        } else if (m.tensors.count(t) && m.tensors[t].storage == Storage::kInput) {
+        } else if (!produced_at.count(t)) {
+          throw Error("the plan's kernel " + std::to_string(i) + " (" +
+                      kernel_label(graph, emitted[i].candidate) + ") reads '" + t +
+                      "' before any kernel writes it");
+        } else if (lifetimes.count(t)) {
+          lifetimes[t].last = static_cast<int>(i);
+        }
+      }
+      for (const std::string& t : k.writes) {
+        if (produced_at.count(t))
+          throw Error("the plan writes '" + t + "' twice (kernels " +
+                      std::to_string(produced_at[t]) + " and " + std::to_string(i) + ")");
+        produced_at[t] = static_cast<int>(i);
+        const ValueInfo& v = graph.value(t);
+        if (graph_outputs.count(t)) {
+          m.tensors[t] = {v, Storage::kOutput, 0};
+        } else {
+          m.tensors[t] = {v, Storage::kArena, 0};
+          lifetimes[t] = {numel(v.shape) * static_cast<int64_t>(dtype_size(v.dtype)),
+                          static_cast<int>(i), static_cast<int>(i)};
+          arena_tensors.push_back(t);
+        }
+      }
+    }
+    for (const std::string& t : graph.outputs) {
+      if (m.tensors.count(t)) continue;
+      if (!graph.constant(t))
+        throw Error("the plan computes no value for the graph output '" + t + "'");
+      add_constant(t);
+    }
+    std::vector<BufferLifetime> buffers;
+    for (const std::string& t : arena_tensors) buffers.push_back(lifetimes.at(t));
+    const MemoryPlan memory = plan_memory(buffers, 64);
+    for (size_t i = 0; i < arena_tensors.size(); ++i)
+      m.tensors[arena_tensors[i]].offset = memory.offsets[i];
+    m.arena_bytes = memory.arena_bytes;
+    m.intermediate_bytes = memory.total_bytes;
+
+    // Weights.
+    int64_t weights_bytes = 0;
+    for (const std::string& t : constants) {
+      m.tensors[t].offset = weights_bytes;
+      weights_bytes = align64(weights_bytes + m.tensors[t].bytes());
+    }
+    std::vector<char> weights(static_cast<size_t>(weights_bytes), 0);
+    for (const std::string& t : constants) {
+      const Tensor* c = graph.constant(t);
+      std::copy(reinterpret_cast<const char*>(c->bytes()),
+                reinterpret_cast<const char*>(c->bytes()) + c->nbytes(),
+                weights.data() + m.tensors[t].offset);
+    }
+    m.weights_bytes = weights_bytes;
+    m.weights_checksum = weights_checksum(weights.data(), weights.size());
+    {
+      std::ofstream out(tmp / m.weights_file, std::ios::binary);
+      out.write(weights.data(), static_cast<std::streamsize>(weights.size()));
+      if (!out.flush()) throw Error("cannot write '" + (tmp / m.weights_file).string() + "'");
+    }
+
+    for (size_t i = 0; i < emitted.size(); ++i) {
+      ManifestKernel& k = emitted[i].kernel;
+      if (k.impl != "generated")
+        k.graph = kernel_graph(graph, emitted[i].candidate, k, static_cast<int>(i));
+      ++(k.impl == "generated" ? summary.generated
+         : k.impl == "onednn"  ? summary.onednn
+                               : summary.interpreter);
+      m.kernels.push_back(std::move(k));
+    }
+    {
+      std::ofstream out(tmp / "manifest.json");
+      out << manifest_to_json(m) << "\n";
+      if (!out.flush()) throw Error("cannot write '" + (tmp / "manifest.json").string() + "'");
+    }
+    move_into_place(tmp, dir);
+    summary.write_seconds = seconds_since(stage);
+    summary.kernels = static_cast<int64_t>(m.kernels.size());
+    summary.libraries = static_cast<int64_t>(m.libraries.size());
+    summary.predicted_ms = m.predicted_ms;
+    summary.arena_bytes = m.arena_bytes;
+    summary.intermediate_bytes = m.intermediate_bytes;
+    summary.weights_bytes = m.weights_bytes;
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  return summary;
+}
+
+}  // namespace kora

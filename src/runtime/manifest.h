@@ -1,0 +1,75 @@
+// The artifact's plan (manifest.json), between the emitter (src/emit/) that writes it and
+// the runtime (src/runtime/session.cc) that replays it: kernels in execution order, each
+// with the tensors it reads and writes; every tensor with its dtype, shape and storage
+// (a graph input, a constant in the weights file, a slot in the activation arena, or a
+// graph output buffer); the kernel libraries; the weights file's size and checksum.
+// Parsing checks every field and names the bad one: a corrupt manifest is an error,
+// never a crash.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kora/graph.h"
+#include "kora/primitive.h"
+
+namespace kora {
+
+constexpr int kManifestVersion = 1;
+
+enum class Storage { kInput, kConstant, kArena, kOutput };
+const char* storage_name(Storage s);
+
+struct ManifestTensor {
+  ValueInfo info;
+  Storage storage = Storage::kArena;
+  int64_t offset = 0;  // constant: in the weights file; arena: in the arena
+  int64_t bytes() const;
+};
+
+struct ManifestKernel {
+  std::string impl;    // "generated", "onednn" or "interpreter"
+  int library = -1;    // generated: index into Manifest::libraries
+  std::string symbol;  // generated: the function
+  std::vector<std::string> reads, writes;
+  std::string signature, schedule;  // as in the profile database
+  double predicted_ms = 0;
+  std::vector<std::string> primitives;  // names, for reports
+  // Library kernels: their primitives as a graph of their own (inputs: the reads that
+  // are not constants; outputs: the writes; constants by name only). Written from
+  // `graph`; read as `graph_json`, made a graph by kernel_graph_from_json.
+  std::shared_ptr<PrimGraph> graph;
+  std::string graph_json;
+};
+
+struct Manifest {
+  std::string model, target = "cpu", device, strategy;
+  int threads = 0;
+  double predicted_ms = 0;
+  bool proven_optimal = false;
+  std::vector<std::string> libraries;  // file names in the artifact directory
+  std::string weights_file = "weights.bin";
+  int64_t weights_bytes = 0;
+  uint64_t weights_checksum = 0;
+  int64_t arena_bytes = 0;         // peak activation memory
+  int64_t intermediate_bytes = 0;  // sum of all intermediates, had each its own buffer
+  std::vector<std::string> inputs, outputs;
+  std::map<std::string, ManifestTensor> tensors;  // every tensor a kernel or the graph names
+  std::vector<ManifestKernel> kernels;            // execution order
+};
+
+std::string manifest_to_json(const Manifest& m);
+// `source` names the file in errors. Throws kora::Error naming the field that is wrong.
+Manifest manifest_from_json(const std::string& text, const std::string& source);
+// A library kernel's graph; `constant` gives the value of each constant it names.
+PrimGraph kernel_graph_from_json(const std::string& graph_json, const std::string& where,
+                                 const std::function<Tensor(const std::string&)>& constant);
+
+// Checksum of the weights file: FNV-1a over 8-byte words (fast enough for 400 MB).
+uint64_t weights_checksum(const void* data, size_t bytes);
+
+}  // namespace kora

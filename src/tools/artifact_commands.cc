@@ -1,0 +1,302 @@
+// `kora compile`, `kora run`, `kora check` (tools/commands.h). compile runs every stage
+// (import, fission, profile, orchestrate, emit) with a progress line per stage on stderr
+// and a summary on stdout; run and check load the artifact with the runtime only.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "kora/artifact.h"
+#include "kora/check.h"
+#include "kora/cost.h"
+#include "kora/cpu_backend.h"
+#include "kora/error.h"
+#include "kora/fission.h"
+#include "kora/npy.h"
+#include "kora/profile.h"
+#include "kora/profile_db.h"
+#include "kora/runtime.h"
+#include "tools/cli_common.h"
+#include "tools/commands.h"
+
+namespace kora::cli {
+
+struct ArtifactCommands::Options {
+  CLI::App *compile = nullptr, *run = nullptr, *check = nullptr;
+  // compile
+  ModelOptions model;
+  std::string target = "cpu", out, strategy = "optimal", db, compiler;
+  int threads = 0;
+  bool no_measure = false, json = false;
+  OrchestrationOptions orch;
+  // run and check
+  std::string dir, check_model;
+  std::vector<std::string> inputs;
+  std::string output_dir;
+  int iters = 0, run_threads = 0;
+  uint64_t seed = 0;
+  double tolerance = 1e-4;
+};
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(digits);
+  os << v;
+  return os.str();
+}
+
+std::string megabytes(int64_t bytes) { return fixed(static_cast<double>(bytes) / 1e6, 1) + " MB"; }
+
+// The session's inputs: those given as NAME=FILE.npy, the rest random (seeded): floats
+// standard normal, integers and bools 0 or 1 (valid indices and masks for any model).
+std::map<std::string, Tensor> session_inputs(const Session& session,
+                                             const std::vector<std::string>& given, uint64_t seed) {
+  std::map<std::string, Tensor> feeds;
+  for (const std::string& in : given) {
+    auto [name, file] = split_binding(in, "--input");
+    feeds[name] = read_npy(file);
+  }
+  std::mt19937_64 rng(seed);
+  for (const TensorInfo& t : session.inputs())
+    if (!feeds.count(t.name)) feeds[t.name] = random_tensor(t.dtype, t.shape, rng, 1);
+  return feeds;
+}
+
+int compile_command(ArtifactCommands::Options& o, bool verbose) {
+  const auto start = std::chrono::steady_clock::now();
+  const bool terminal = ::isatty(2);
+  auto stage = std::chrono::steady_clock::now();
+  FissionOptions fission_options;
+  if (verbose) fission_options.trace = &std::cerr;
+  const PrimGraph graph = fission(load_model(o.model, verbose), fission_options);
+  const double import_seconds = seconds_since(stage);
+  std::cerr << "kora compile: import and fission: " << graph.prims.size() << " primitives ("
+            << fixed(import_seconds, 1) << " s)" << std::endl;
+
+  const int threads =
+      o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const std::string device = cpu_backend_fingerprint(threads, o.compiler);
+  auto db = std::make_shared<ProfileDb>(o.db.empty() ? default_profile_db_path() : o.db);
+  o.orch.partition.min_size = std::min(o.orch.partition.min_size, o.orch.partition.max_size);
+
+  double profile_seconds = 0;
+  if (!o.no_measure) {
+    stage = std::chrono::steady_clock::now();
+    ProfileOptions prof;
+    prof.threads = threads;
+    prof.candidates = o.orch.candidates;
+    prof.partition = o.orch.partition;
+    if (!o.compiler.empty()) prof.compile.compiler = o.compiler;
+    prof.progress = &std::cerr;
+    prof.terminal = terminal;
+    const ProfileSummary s = profile_model(graph, *db, prof);
+    profile_seconds = seconds_since(stage);
+    std::cerr << "kora compile: profile: " << s.kernels << " kernels, " << s.measured
+              << " measured now, " << s.from_db << " from the database " << db->path() << ", "
+              << s.failures.size() << " implementations failed (" << fixed(profile_seconds, 1)
+              << " s)" << std::endl;
+  }
+
+  stage = std::chrono::steady_clock::now();
+  ProfileDbCost costs(db, device, std::make_unique<RooflineCost>(device_params("cpu")));
+  o.orch.strategy = o.strategy;
+  o.orch.progress = verbose;
+  o.orch.progress_line = !verbose && terminal;
+  const OrchestrationResult plan = orchestrate(graph, costs, o.orch);
+  const double orchestrate_seconds = seconds_since(stage);
+  std::cerr << "kora compile: orchestrate: " << plan.strategy << ", " << plan.kernels.size()
+            << " kernels, predicted " << fixed(plan.total_cost_ms, 3) << " ms"
+            << (plan.strategy != "optimal" ? ""
+                : plan.proven_optimal      ? " (proven optimal)"
+                                           : " (gap " + fixed(plan.gap_ms, 3) + " ms)")
+            << "; " << costs.hits() << " kernel costs measured, " << costs.misses()
+            << " from the roofline model (" << fixed(orchestrate_seconds, 1) << " s)" << std::endl;
+
+  stage = std::chrono::steady_clock::now();
+  ArtifactOptions ao;
+  ao.device = device;
+  ao.threads = threads;
+  if (!o.compiler.empty()) ao.compile.compiler = o.compiler;
+  ao.progress = &std::cerr;
+  ao.terminal = terminal;
+  const ArtifactSummary a = write_artifact(graph, plan, db.get(), o.out, ao);
+  const double emit_seconds = seconds_since(stage);
+  const double total = seconds_since(start);
+  if (o.json) {
+    std::cout << "{\"artifact\": \"" << o.out << "\", \"strategy\": \"" << plan.strategy
+              << "\", \"kernels\": " << a.kernels << ", \"generated\": " << a.generated
+              << ", \"onednn\": " << a.onednn << ", \"interpreter\": " << a.interpreter
+              << ", \"predicted_ms\": " << a.predicted_ms
+              << ", \"proven_optimal\": " << (plan.proven_optimal ? "true" : "false")
+              << ", \"measured_costs\": " << costs.hits()
+              << ", \"roofline_costs\": " << costs.misses()
+              << ", \"arena_bytes\": " << a.arena_bytes
+              << ", \"intermediate_bytes\": " << a.intermediate_bytes
+              << ", \"weights_bytes\": " << a.weights_bytes
+              << ", \"seconds\": {\"import\": " << import_seconds
+              << ", \"profile\": " << profile_seconds
+              << ", \"orchestrate\": " << orchestrate_seconds << ", \"emit\": " << emit_seconds
+              << ", \"total\": " << total << "}}\n";
+    return 0;
+  }
+  std::cout << "kora compile: " << o.out << ": " << a.kernels << " kernels (" << a.generated
+            << " generated, " << a.onednn << " oneDNN, " << a.interpreter << " interpreter) in "
+            << a.libraries << " libraries; strategy " << plan.strategy << ", predicted "
+            << fixed(a.predicted_ms, 3) << " ms\n"
+            << "memory: activations " << megabytes(a.arena_bytes) << " in one arena (sum of "
+            << "intermediates " << megabytes(a.intermediate_bytes) << "), weights "
+            << megabytes(a.weights_bytes) << "\n"
+            << "time: import " << fixed(import_seconds, 1) << " s, profile "
+            << fixed(profile_seconds, 1) << " s, orchestrate " << fixed(orchestrate_seconds, 1)
+            << " s, emit " << fixed(emit_seconds, 1) << " s, total " << fixed(total, 1) << " s\n";
+  return 0;
+}
+
+int run_command(ArtifactCommands::Options& o) {
+  Session session(o.dir, SessionOptions{o.run_threads});
+  const std::map<std::string, Tensor> feeds = session_inputs(session, o.inputs, o.seed);
+  const std::map<std::string, Tensor> outputs = session.run(feeds);
+  if (!o.output_dir.empty()) std::filesystem::create_directories(o.output_dir);
+  for (const TensorInfo& t : session.outputs()) {
+    std::cout << t.name << " " << dtype_name(t.dtype) << " " << shape_str(t.shape);
+    if (!o.output_dir.empty()) {
+      const std::string path =
+          (std::filesystem::path(o.output_dir) / npy_file_name(t.name)).string();
+      write_npy(path, outputs.at(t.name));
+      std::cout << " -> " << path;
+    }
+    std::cout << "\n";
+  }
+  if (o.iters > 0) {
+    const int warmup = std::max(3, o.iters / 10);
+    for (int i = 0; i < warmup; ++i) session.run();
+    std::vector<double> ms;
+    for (int i = 0; i < o.iters; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      session.run();
+      ms.push_back(seconds_since(t0) * 1e3);
+    }
+    std::sort(ms.begin(), ms.end());
+    const double median =
+        ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+    const double p90 = ms[std::min(ms.size() - 1, static_cast<size_t>(0.9 * ms.size()))];
+    std::cout << "runs " << o.iters << " (after " << warmup << " warm-up), threads "
+              << session.threads() << "\n"
+              << "median " << fixed(median, 3) << " ms\n"
+              << "p90 " << fixed(p90, 3) << " ms\n";
+  }
+  return 0;
+}
+
+int check_command(ArtifactCommands::Options& o) {
+  Session session(o.dir, SessionOptions{o.run_threads});
+  const std::map<std::string, Tensor> feeds = session_inputs(session, o.inputs, o.seed);
+  const std::map<std::string, Tensor> ours = session.run(feeds);
+  const std::map<std::string, Tensor> reference =
+      run_onnxruntime(o.check_model, feeds, session.threads());
+  double worst = 0;
+  for (const TensorInfo& t : session.outputs()) {
+    auto it = reference.find(t.name);
+    if (it == reference.end())
+      throw Error("onnxruntime gives no output '" + t.name + "' for '" + o.check_model +
+                  "' (is it the model the artifact was compiled from?)");
+    const double err = relative_l2(ours.at(t.name), it->second);
+    worst = std::max(worst, err);
+    char line[64];
+    std::snprintf(line, sizeof line, "%.3g", err);
+    std::cout << t.name << " " << dtype_name(t.dtype) << " " << shape_str(t.shape) << " rel_l2 "
+              << line;
+    if (it->second.shape() != t.shape)
+      std::cout << " (onnxruntime's shape " << shape_str(it->second.shape()) << ")";
+    std::cout << "\n";
+  }
+  char line[64];
+  std::snprintf(line, sizeof line, "%.3g", worst);
+  std::cout << "max_rel_l2 " << line << std::endl;
+  return worst <= o.tolerance ? 0 : 1;
+}
+
+}  // namespace
+
+ArtifactCommands::ArtifactCommands(CLI::App& app) : o_(std::make_unique<Options>()) {
+  Options& o = *o_;
+  o.compile = app.add_subcommand(
+      "compile",
+      "optimize the model for this machine and write a runnable artifact directory "
+      "(profile, orchestrate, generate and compile kernels, plan memory)");
+  add_model_options(o.compile, o.model);
+  o.compile->add_option("--target", o.target, "cpu (default)")->check(CLI::IsMember({"cpu"}));
+  o.compile->add_option("-o,--output", o.out, "artifact directory to write")->required();
+  o.compile
+      ->add_option("--strategy", o.strategy,
+                   "optimal (binary linear program), greedy (rule-based fusion) or unfused "
+                   "(one kernel per primitive); default optimal")
+      ->check(CLI::IsMember({"optimal", "greedy", "unfused"}));
+  o.compile->add_option("--threads", o.threads, "threads per kernel (default: all cores)")
+      ->check(CLI::PositiveNumber);
+  o.compile->add_option("--db", o.db,
+                        "profile database (default $KORA_PROFILE_DB, else "
+                        "~/.cache/kora/profiles.db)");
+  o.compile->add_option("--compiler", o.compiler, "C++ compiler for the kernels (default g++)");
+  o.compile->add_flag("--no-measure", o.no_measure,
+                      "measure nothing: kernels the database lacks are costed by the roofline "
+                      "model (fast, plans less good)");
+  o.compile->add_option("--time-limit", o.orch.solve.time_limit_seconds,
+                        "solver time limit per segment in seconds (default 60)");
+  o.compile->add_option("--max-kernel-size", o.orch.candidates.max_size,
+                        "most primitives in one candidate kernel (default 16)");
+  o.compile->add_option("--max-segment", o.orch.partition.max_size,
+                        "most primitives in one segment of the partition (default 100)");
+  o.compile->add_flag("--json", o.json, "print the summary as JSON");
+
+  o.run = app.add_subcommand("run", "run a compiled artifact (random inputs unless given)");
+  o.run->add_option("artifact", o.dir, "artifact directory (kora compile -o)")->required();
+  o.run->add_option("--input", o.inputs, "an input's value, NAME=FILE.npy");
+  o.run->add_option("--output-dir", o.output_dir, "write one NAME.npy per output there");
+  o.run
+      ->add_option("--iters", o.iters,
+                   "time this many runs after a warm-up; prints median and p90 latency")
+      ->check(CLI::NonNegativeNumber);
+  o.run->add_option("--threads", o.run_threads, "threads (default: as compiled)")
+      ->check(CLI::PositiveNumber);
+  o.run->add_option("--seed", o.seed, "seed of the random inputs (default 0)");
+
+  o.check = app.add_subcommand(
+      "check", "run an artifact and onnxruntime on the same random inputs and compare");
+  o.check->add_option("artifact", o.dir, "artifact directory (kora compile -o)")->required();
+  o.check->add_option("model", o.check_model, "the ONNX model it was compiled from")->required();
+  o.check->add_option("--input", o.inputs, "an input's value, NAME=FILE.npy");
+  o.check->add_option("--threads", o.run_threads, "threads (default: as compiled)")
+      ->check(CLI::PositiveNumber);
+  o.check->add_option("--seed", o.seed, "seed of the random inputs (default 0)");
+  o.check->add_option("--tolerance", o.tolerance,
+                      "largest relative L2 error accepted (default 1e-4)");
+}
+
+ArtifactCommands::~ArtifactCommands() = default;
+
+bool ArtifactCommands::parsed() const {
+  return o_->compile->parsed() || o_->run->parsed() || o_->check->parsed();
+}
+
+int ArtifactCommands::run(bool verbose) {
+  if (o_->compile->parsed()) return compile_command(*o_, verbose);
+  if (o_->run->parsed()) return run_command(*o_);
+  return check_command(*o_);
+}
+
+}  // namespace kora::cli

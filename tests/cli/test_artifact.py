@@ -1,0 +1,311 @@
+"""End-to-end tests of `kora compile`, `kora run` and `kora check` on synthetic models:
+every strategy's artifact matches onnxruntime (kora check's own comparison, and outputs
+written by kora run compared here with numpy); latency is printed; a C program linked
+only against libkora_runtime runs an artifact; an unsupported operator, bad inputs and a
+corrupt artifact are one clear error line each and leave nothing half written.
+
+usage: test_artifact.py PATH_TO_KORA PATH_TO_C_EXAMPLE
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+KORA = None
+C_EXAMPLE = None
+
+
+def save(graph, path, opset=17):
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def conv_model(path):
+    """conv + bias -> relu -> residual -> global average pool -> gemm -> softmax, and
+    TopK on the pooled features (an opaque operator: int64 output)."""
+    rng = np.random.default_rng(1)
+    w = numpy_helper.from_array((rng.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "b")
+    w2 = numpy_helper.from_array((rng.standard_normal((8, 8, 3, 3)) * 0.2).astype(np.float32), "w2")
+    fc = numpy_helper.from_array((rng.standard_normal((8, 5)) * 0.5).astype(np.float32), "fc")
+    k = numpy_helper.from_array(np.array([2], np.int64), "k")
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], name="conv1"),
+        helper.make_node("Relu", ["c"], ["r"], name="relu1"),
+        helper.make_node("Conv", ["r", "w2"], ["c2"], pads=[1, 1, 1, 1], name="conv2"),
+        helper.make_node("Add", ["c2", "r"], ["a"], name="residual"),
+        helper.make_node("GlobalAveragePool", ["a"], ["g"], name="pool"),
+        helper.make_node("Flatten", ["g"], ["f"], name="flatten"),
+        helper.make_node("MatMul", ["f", "fc"], ["logits"], name="fc"),
+        helper.make_node("Softmax", ["logits"], ["probs"], axis=1, name="softmax"),
+        helper.make_node("TopK", ["f", "k"], ["top", "idx"], axis=1, name="topk"),
+    ]
+    graph = helper.make_graph(
+        nodes, "conv_model",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 12])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, 5]),
+         helper.make_tensor_value_info("top", TensorProto.FLOAT, [1, 2]),
+         helper.make_tensor_value_info("idx", TensorProto.INT64, [1, 2])],
+        [w, b, w2, fc, k])
+    return save(graph, path)
+
+
+def attention_model(path):
+    """A layer norm, a single-head self-attention with an additive mask from an int64
+    input, and a GELU MLP, with symbolic sequence length."""
+    rng = np.random.default_rng(2)
+    d = 16
+
+    def init(name, shape, scale=0.3):
+        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32),
+                                       name)
+
+    inits = [init("q", (d, d)), init("kw", (d, d)), init("v", (d, d)), init("m1", (d, 32)),
+             init("m2", (32, d)), init("gamma", (d,)), init("beta", (d,)),
+             numpy_helper.from_array(np.array(0.25, np.float32), "scale")]
+    nodes = [
+        helper.make_node("LayerNormalization", ["x", "gamma", "beta"], ["n"], axis=-1,
+                         name="ln"),
+        helper.make_node("MatMul", ["n", "q"], ["Q"], name="mq"),
+        helper.make_node("MatMul", ["n", "kw"], ["K"], name="mk"),
+        helper.make_node("MatMul", ["n", "v"], ["V"], name="mv"),
+        helper.make_node("Transpose", ["K"], ["Kt"], perm=[0, 2, 1], name="kt"),
+        helper.make_node("MatMul", ["Q", "Kt"], ["S"], name="qk"),
+        helper.make_node("Mul", ["S", "scale"], ["Ss"], name="scale"),
+        helper.make_node("Cast", ["mask"], ["mf"], to=TensorProto.FLOAT, name="cast"),
+        helper.make_node("Sub", ["mf", "one"], ["inv"], name="inv"),
+        helper.make_node("Mul", ["inv", "big"], ["bias"], name="bias"),
+        helper.make_node("Add", ["Ss", "bias"], ["Sm"], name="masked"),
+        helper.make_node("Softmax", ["Sm"], ["P"], axis=-1, name="softmax"),
+        helper.make_node("MatMul", ["P", "V"], ["O"], name="pv"),
+        helper.make_node("Add", ["O", "x"], ["h"], name="res1"),
+        helper.make_node("MatMul", ["h", "m1"], ["u"], name="fc1"),
+        helper.make_node("Erf", ["u"], ["eu"], name="erf"),
+        helper.make_node("MatMul", ["eu", "m2"], ["o2"], name="fc2"),
+        helper.make_node("Add", ["o2", "h"], ["y"], name="res2"),
+    ]
+    inits += [numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+              numpy_helper.from_array(np.array(1e4, np.float32), "big")]
+    graph = helper.make_graph(
+        nodes, "attention",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", d]),
+         helper.make_tensor_value_info("mask", TensorProto.INT64, [1, 1, "seq"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "seq", d])], inits)
+    return save(graph, path)
+
+
+def read(path, mode="r"):
+    with open(path, mode) as f:
+        return f.read()
+
+
+def write(path, data, mode="w"):
+    with open(path, mode) as f:
+        f.write(data)
+
+
+def kora(*args, env=None, timeout=300):
+    return subprocess.run([KORA, *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+class ArtifactTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="kora_artifact_")
+        cls.env = dict(os.environ, KORA_KERNEL_CACHE=os.path.join(cls.tmp, "kernels"))
+        cls.db = os.path.join(cls.tmp, "profiles.db")
+        cls.conv = conv_model(os.path.join(cls.tmp, "conv.onnx"))
+        cls.attention = attention_model(os.path.join(cls.tmp, "attention.onnx"))
+        cls.compiled = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def compile(self, model, out, *extra, measure=False):
+        args = ["compile", model, "-o", out, "--db", self.db, "--threads", "2", *extra]
+        if not measure:
+            args.append("--no-measure")
+        return kora(*args, env=self.env)
+
+    def artifact(self, name, model, *extra):
+        """The artifact compiled from `model` with `extra` options, compiled once."""
+        if name not in self.compiled:
+            out = os.path.join(self.tmp, name)
+            r = self.compile(model, out, *extra)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.compiled[name] = (out, r)
+        return self.compiled[name][0]
+
+    def check(self, artifact, model, *extra):
+        r = kora("check", artifact, model, *extra, env=self.env)
+        self.assertIn("max_rel_l2", r.stdout, r.stderr)
+        err = float(r.stdout.strip().splitlines()[-1].split()[1])
+        return r, err
+
+    def test_every_strategy_passes_check(self):
+        for model, dims in ((self.conv, []), (self.attention, ["--dim", "seq=7"])):
+            for strategy in ("optimal", "greedy", "unfused"):
+                with self.subTest(model=os.path.basename(model), strategy=strategy):
+                    name = os.path.basename(model) + "." + strategy
+                    out = self.artifact(name, model, "--strategy", strategy, *dims)
+                    summary = self.compiled[name][1].stdout
+                    self.assertRegex(summary, r"\d+ kernels \(\d+ generated, \d+ oneDNN, "
+                                              r"\d+ interpreter\)")
+                    self.assertIn(f"strategy {strategy}, predicted", summary)
+                    self.assertRegex(summary, r"activations [\d.]+ MB in one arena")
+                    r, err = self.check(out, model)
+                    self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                    self.assertLess(err, 1e-4)
+                    manifest = json.loads(read(os.path.join(out, "manifest.json")))
+                    self.assertEqual(manifest["strategy"], strategy)
+                    self.assertLessEqual(manifest["arena_bytes"], manifest["intermediate_bytes"])
+
+    def test_progress_per_stage(self):
+        out = self.artifact("conv.onnx.optimal", self.conv, "--strategy", "optimal")
+        stderr = self.compiled["conv.onnx.optimal"][1].stderr
+        for stage in ("import and fission", "orchestrate", "kernels"):
+            self.assertIn("kora compile: " + stage, stderr)
+        self.assertTrue(os.path.exists(os.path.join(out, "weights.bin")))
+
+    def test_measured_compile(self):
+        """Without --no-measure the profile stage runs and the plan uses measured costs."""
+        out = os.path.join(self.tmp, "conv_measured")
+        r = self.compile(self.conv, out, "--json", measure=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("kora compile: profile:", r.stderr)
+        summary = json.loads(r.stdout)
+        self.assertEqual(summary["roofline_costs"], 0)
+        self.assertGreater(summary["measured_costs"], 0)
+        r, err = self.check(out, self.conv)
+        self.assertEqual(r.returncode, 0, r.stdout)
+
+    def test_run_with_inputs_and_timing(self):
+        out = self.artifact("attention.onnx.optimal", self.attention, "--strategy", "optimal",
+                            "--dim", "seq=7")
+        rng = np.random.default_rng(5)
+        x = rng.standard_normal((1, 7, 16)).astype(np.float32)
+        mask = np.array([[[1, 1, 1, 1, 0, 1, 0]]], np.int64)
+        np.save(os.path.join(self.tmp, "x.npy"), x)
+        np.save(os.path.join(self.tmp, "mask.npy"), mask)
+        res = os.path.join(self.tmp, "outputs")
+        r = kora("run", out, "--input", "x=" + os.path.join(self.tmp, "x.npy"), "--input",
+                 "mask=" + os.path.join(self.tmp, "mask.npy"), "--output-dir", res,
+                 "--iters", "20", env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        median = re.search(r"^median ([\d.]+) ms$", r.stdout, re.M)
+        p90 = re.search(r"^p90 ([\d.]+) ms$", r.stdout, re.M)
+        self.assertTrue(median and p90, r.stdout)
+        self.assertLessEqual(float(median.group(1)), float(p90.group(1)))
+        sess = ort.InferenceSession(self.attention, providers=["CPUExecutionProvider"])
+        (want,) = sess.run(None, {"x": x, "mask": mask})
+        got = np.load(os.path.join(res, "y.npy"))
+        self.assertLess(np.linalg.norm(got - want) / np.linalg.norm(want), 1e-5)
+
+    def test_c_program_with_only_the_runtime_library(self):
+        out = self.artifact("conv.onnx.optimal", self.conv, "--strategy", "optimal")
+        ldd = subprocess.run(["ldd", C_EXAMPLE], capture_output=True, text=True).stdout
+        self.assertIn("libkora_runtime", ldd)
+        for lib in ("libCbc", "libsqlite3", "libprotobuf", "libonnx"):
+            self.assertNotIn(lib, ldd)
+        r = subprocess.run([C_EXAMPLE, out], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # It prints each output's first values; the input is all ones.
+        sess = ort.InferenceSession(self.conv, providers=["CPUExecutionProvider"])
+        probs = sess.run(None, {"x": np.ones((1, 3, 12, 12), np.float32)})[0]
+        line = [l for l in r.stdout.splitlines() if l.startswith("probs")][0]
+        got = [float(v) for v in line.split()[1:]]
+        np.testing.assert_allclose(got, probs.ravel()[:len(got)], rtol=1e-4)
+
+    def test_unsupported_operator_writes_nothing(self):
+        graph = helper.make_graph(
+            [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Hardmax", ["r"], ["y"], name="the_hardmax")], "unsupported",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+        model = save(graph, os.path.join(self.tmp, "unsupported.onnx"))
+        out = os.path.join(self.tmp, "unsupported_out")
+        r = self.compile(model, out)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("the_hardmax", r.stderr)
+        self.assertIn("Hardmax", r.stderr)
+        self.assertFalse(os.path.exists(out))
+        self.assertEqual([f for f in os.listdir(self.tmp) if ".tmp-" in f], [])
+
+    def test_output_directory_taken(self):
+        taken = os.path.join(self.tmp, "taken")
+        os.makedirs(taken, exist_ok=True)
+        write(os.path.join(taken, "notes.txt"), "mine")
+        r = self.compile(self.conv, taken)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("exists and is not a kora artifact", r.stderr)
+        self.assertEqual(read(os.path.join(taken, "notes.txt")), "mine")
+
+    def test_bad_inputs_and_corrupt_artifacts(self):
+        out = self.artifact("conv.onnx.greedy", self.conv, "--strategy", "greedy")
+        def fails(args, words):
+            r = kora(*args, env=self.env)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn(words, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        wrong = os.path.join(self.tmp, "wrong.npy")
+        np.save(wrong, np.zeros((1, 3, 12, 11), np.float32))
+        fails(["run", out, "--input", "x=" + wrong], "must be float32 [1, 3, 12, 12]")
+        fails(["run", out, "--input", "nope=" + wrong], "no input 'nope'")
+        fails(["run", out, "--input", "x=" + os.path.join(self.tmp, "missing.npy")],
+              "missing.npy")
+        fails(["run", os.path.join(self.tmp, "no_such_artifact")], "not a directory")
+        fails(["check", out, os.path.join(self.tmp, "no_such_model.onnx")], "onnxruntime")
+
+        def corrupt(name, edit):
+            bad = os.path.join(self.tmp, name)
+            shutil.rmtree(bad, ignore_errors=True)
+            shutil.copytree(out, bad)
+            edit(bad)
+            return bad
+        def truncate(path, keep):
+            data = read(path, "rb")
+            write(path, data[:keep(len(data))], "wb")
+        bad = corrupt("bad_manifest", lambda d: truncate(os.path.join(d, "manifest.json"),
+                                                         lambda n: n // 3))
+        fails(["run", bad], "manifest")
+        bad = corrupt("bad_weights", lambda d: truncate(os.path.join(d, "weights.bin"),
+                                                        lambda n: n - 100))
+        fails(["run", bad], "truncated")
+        def flip(d):
+            p = os.path.join(d, "weights.bin")
+            data = bytearray(read(p, "rb"))
+            data[len(data) // 2] ^= 1
+            write(p, bytes(data), "wb")
+        fails(["run", corrupt("flipped_weights", flip)], "corrupt")
+        def drop_kernel(d):
+            p = os.path.join(d, "manifest.json")
+            m = json.loads(read(p))
+            m["kernels"][0]["writes"] = ["x"]
+            write(p, json.dumps(m))
+        fails(["run", corrupt("bad_writes", drop_kernel)], "writes 'x', which is stored as input")
+
+    def test_check_fails_above_tolerance(self):
+        out = self.artifact("conv.onnx.greedy", self.conv, "--strategy", "greedy")
+        r, err = self.check(out, self.conv, "--tolerance", "0")
+        if err > 0:
+            self.assertEqual(r.returncode, 1)
+        r = kora("check", out, self.attention, env=self.env)  # another model
+        self.assertEqual(r.returncode, 1)
+
+
+if __name__ == "__main__":
+    KORA = os.path.abspath(sys.argv.pop(1))
+    C_EXAMPLE = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=1)
