@@ -30,6 +30,14 @@ struct TensorInfo {
   Shape shape;
 };
 
+// One kernel of the plan, for reports.
+struct KernelInfo {
+  std::string impl;         // "generated", "onednn" or "interpreter"
+  std::string schedule;     // as in the profile database
+  std::string primitives;   // its primitives' names, comma-separated
+  double predicted_ms = 0;  // its measured cost when compiled
+};
+
 class Session {
  public:
   // Throws kora::Error naming the file and the problem (missing, corrupt, wrong version).
@@ -52,6 +60,11 @@ class Session {
   // Binds, runs and returns copies of every output, by name.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
 
+  // Per kernel, the median over `iters` runs of its time inside the running plan (inputs
+  // must be bound), next to kernel_infos(): where end-to-end time goes, vs. predicted.
+  std::vector<double> profile_kernels(int iters);
+  const std::vector<KernelInfo>& kernel_infos() const;
+
   // The plan: strategy, predicted cost (sum of measured kernel costs), kernel count,
   // peak activation memory (arena) and the sum of all intermediates.
   std::string strategy() const;
@@ -62,6 +75,7 @@ class Session {
   int threads() const;
 
  private:
+  void run_steps(std::vector<double>* kernel_ms);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -6,6 +6,8 @@
 // are patched in on each run.
 #include <omp.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -66,6 +68,7 @@ struct Session::Impl {
   std::vector<Tensor> bound;          // per graph input; empty Tensor: not bound
   std::vector<Tensor> output_values;  // per graph output
   std::vector<Step> steps;
+  std::vector<KernelInfo> infos;
   // Outputs that no kernel writes (a graph input or a constant passed through).
   std::vector<std::pair<int, std::string>> copied_outputs;
 };
@@ -213,6 +216,9 @@ Session::Session(const std::string& artifact_dir, const SessionOptions& options)
       step.input_slots = std::move(slots);
     }
     s.steps.push_back(std::move(step));
+    std::string names;
+    for (const std::string& p : k.primitives) names += (names.empty() ? "" : ", ") + p;
+    s.infos.push_back({k.impl, k.schedule, names, k.predicted_ms});
   }
   for (const auto& [index, name] : s.copied_outputs)
     if (m.tensors.at(name).storage == Storage::kConstant)
@@ -242,19 +248,28 @@ void Session::set_input(const std::string& name, const Tensor& value) {
   throw Error("the model has no input '" + name + "' (its inputs: " + known + ")");
 }
 
-void Session::run() {
+void Session::run() { run_steps(nullptr); }
+
+void Session::run_steps(std::vector<double>* kernel_ms) {
   Impl& s = *impl_;
   for (size_t i = 0; i < s.inputs.size(); ++i)
     if (s.bound[i].nbytes() == 0 && numel(s.inputs[i].shape) > 0)
       throw Error("input '" + s.inputs[i].name + "' is not bound (" +
                   dtype_name(s.inputs[i].dtype) + " " + shape_str(s.inputs[i].shape) + ")");
   if (s.threads > 0 && omp_get_max_threads() != s.threads) omp_set_num_threads(s.threads);
-  for (Step& step : s.steps) {
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    Step& step = s.steps[i];
     for (const auto& [at, index] : step.input_slots) step.in[at] = s.bound[index].bytes();
+    const auto start =
+        kernel_ms ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (step.fn)
       step.fn(step.in.data(), step.out.data());
     else
       step.object->run(step.in.data(), step.out.data());
+    if (kernel_ms)
+      (*kernel_ms)[i] =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
   }
   for (const auto& [index, name] : s.copied_outputs) {
     if (s.manifest.tensors.at(name).storage != Storage::kInput) continue;
@@ -264,6 +279,25 @@ void Session::run() {
                     s.bound[i].nbytes());
   }
 }
+
+std::vector<double> Session::profile_kernels(int iters) {
+  const size_t n = impl_->steps.size();
+  std::vector<std::vector<double>> samples(n);
+  std::vector<double> one(n);
+  run_steps(&one);  // warm-up
+  for (int it = 0; it < std::max(1, iters); ++it) {
+    run_steps(&one);
+    for (size_t i = 0; i < n; ++i) samples[i].push_back(one[i]);
+  }
+  std::vector<double> median(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::sort(samples[i].begin(), samples[i].end());
+    median[i] = samples[i][samples[i].size() / 2];
+  }
+  return median;
+}
+
+const std::vector<KernelInfo>& Session::kernel_infos() const { return impl_->infos; }
 
 const Tensor& Session::output(const std::string& name) const {
   for (size_t i = 0; i < impl_->outputs.size(); ++i)

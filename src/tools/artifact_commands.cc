@@ -40,7 +40,7 @@ struct ArtifactCommands::Options {
   std::string dir, check_model;
   std::vector<std::string> inputs;
   std::string output_dir;
-  int iters = 0, run_threads = 0;
+  int iters = 0, run_threads = 0, profile = -1;
   uint64_t seed = 0;
   double tolerance = 1e-4;
 };
@@ -166,6 +166,30 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
   return 0;
 }
 
+// Per kernel: time inside the running plan vs the cost measured alone when profiled.
+void print_kernel_profile(Session& session, int iters, int show) {
+  const std::vector<double> ms = session.profile_kernels(iters);
+  const std::vector<KernelInfo>& infos = session.kernel_infos();
+  std::vector<size_t> order(ms.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ms[a] > ms[b]; });
+  double in_plan = 0, predicted = 0;
+  for (size_t i = 0; i < ms.size(); ++i) in_plan += ms[i], predicted += infos[i].predicted_ms;
+  std::cout << "kernel profile (median of " << iters << " runs): in plan " << fixed(in_plan, 3)
+            << " ms, predicted " << fixed(predicted, 3) << " ms" << std::endl;
+  std::cout << "    #  impl         in plan ms  predicted ms  primitives" << std::endl;
+  const size_t n = show > 0 ? std::min<size_t>(static_cast<size_t>(show), ms.size()) : ms.size();
+  for (size_t r = 0; r < n; ++r) {
+    const size_t i = order[r];
+    char line[128];
+    std::snprintf(line, sizeof line, "%5zu  %-11s %11.4f %13.4f  ", i, infos[i].impl.c_str(), ms[i],
+                  infos[i].predicted_ms);
+    std::string names = infos[i].primitives;
+    if (names.size() > 70) names = names.substr(0, 67) + "...";
+    std::cout << line << names << "\n";
+  }
+}
+
 int run_command(ArtifactCommands::Options& o) {
   Session session(o.dir, SessionOptions{o.run_threads});
   const std::map<std::string, Tensor> feeds = session_inputs(session, o.inputs, o.seed);
@@ -199,6 +223,7 @@ int run_command(ArtifactCommands::Options& o) {
               << "median " << fixed(median, 3) << " ms\n"
               << "p90 " << fixed(p90, 3) << " ms\n";
   }
+  if (o.profile >= 0) print_kernel_profile(session, o.iters > 0 ? o.iters : 20, o.profile);
   return 0;
 }
 
@@ -270,6 +295,11 @@ ArtifactCommands::ArtifactCommands(CLI::App& app) : o_(std::make_unique<Options>
   o.run
       ->add_option("--iters", o.iters,
                    "time this many runs after a warm-up; prints median and p90 latency")
+      ->check(CLI::NonNegativeNumber);
+  o.run
+      ->add_option("--profile", o.profile,
+                   "time each kernel inside the running plan (over --iters runs, default 20) "
+                   "and print the N slowest (0: all) next to their predicted cost")
       ->check(CLI::NonNegativeNumber);
   o.run->add_option("--threads", o.run_threads, "threads (default: as compiled)")
       ->check(CLI::PositiveNumber);

@@ -208,6 +208,14 @@ class ArtifactTest(unittest.TestCase):
         p90 = re.search(r"^p90 ([\d.]+) ms$", r.stdout, re.M)
         self.assertTrue(median and p90, r.stdout)
         self.assertLessEqual(float(median.group(1)), float(p90.group(1)))
+        # --profile: every kernel's time inside the plan next to its prediction.
+        manifest = json.loads(read(os.path.join(out, "manifest.json")))
+        r = kora("run", out, "--iters", "3", "--profile", "0", env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("kernel profile (median of 3 runs): in plan", r.stdout)
+        rows = [l for l in r.stdout.splitlines() if re.match(r"^\s+\d+  (generated|onednn|"
+                                                              r"interpreter) ", l)]
+        self.assertEqual(len(rows), len(manifest["kernels"]))
         sess = ort.InferenceSession(self.attention, providers=["CPUExecutionProvider"])
         (want,) = sess.run(None, {"x": x, "mask": mask})
         got = np.load(os.path.join(res, "y.npy"))
