@@ -67,6 +67,11 @@ std::map<std::string, Tensor> session_inputs(const Session& session,
                                              const std::vector<std::string>& given, uint64_t seed) {
   std::map<std::string, Tensor> feeds;
   for (const std::string& in : given) {
+    // A bare FILE.npy binds the only input of a one-input model.
+    if (in.find('=') == std::string::npos && session.inputs().size() == 1) {
+      feeds[session.inputs()[0].name] = read_npy(in);
+      continue;
+    }
     auto [name, file] = split_binding(in, "--input");
     feeds[name] = read_npy(file);
   }
@@ -290,7 +295,8 @@ ArtifactCommands::ArtifactCommands(CLI::App& app) : o_(std::make_unique<Options>
 
   o.run = app.add_subcommand("run", "run a compiled artifact (random inputs unless given)");
   o.run->add_option("artifact", o.dir, "artifact directory (kora compile -o)")->required();
-  o.run->add_option("--input", o.inputs, "an input's value, NAME=FILE.npy");
+  o.run->add_option("--input", o.inputs,
+                    "an input's value, NAME=FILE.npy (just FILE.npy for a one-input model)");
   o.run->add_option("--output-dir", o.output_dir, "write one NAME.npy per output there");
   o.run
       ->add_option("--iters", o.iters,

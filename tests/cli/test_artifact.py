@@ -270,6 +270,7 @@ class ArtifactTest(unittest.TestCase):
         wrong = os.path.join(self.tmp, "wrong.npy")
         np.save(wrong, np.zeros((1, 3, 12, 11), np.float32))
         fails(["run", out, "--input", "x=" + wrong], "must be float32 [1, 3, 12, 12]")
+        fails(["run", out, "--input", wrong], "must be float32 [1, 3, 12, 12]")  # bare file
         fails(["run", out, "--input", "nope=" + wrong], "no input 'nope'")
         fails(["run", out, "--input", "x=" + os.path.join(self.tmp, "missing.npy")],
               "missing.npy")
