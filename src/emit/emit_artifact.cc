@@ -5,6 +5,7 @@
 // and renamed into place.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -278,9 +279,14 @@ ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult
         }
       }
       for (const std::string& t : k.writes) {
-        if (produced_at.count(t))
-          throw Error("the plan writes '" + t + "' twice (kernels " +
-                      std::to_string(produced_at[t]) + " and " + std::to_string(i) + ")");
+        // A primitive that two kernels compute (the plan recomputes it rather than
+        // reading it) is written by both, the same value into the same buffer: it
+        // stays live until the later writer is done.
+        if (produced_at.count(t)) {
+          if (lifetimes.count(t))
+            lifetimes[t].last = std::max(lifetimes[t].last, static_cast<int>(i));
+          continue;
+        }
         produced_at[t] = static_cast<int>(i);
         const ValueInfo& v = graph.value(t);
         if (graph_outputs.count(t)) {

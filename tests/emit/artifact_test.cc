@@ -66,6 +66,19 @@ PrimGraph chain_model() {
   return fission(kora_test::import_model(m));
 }
 
+// a = relu(x); b = -a; c = exp(a); d = b + c: a plan may compute `a` in two kernels,
+// {a, b} and {a, c}, each writing it.
+PrimGraph diamond_model() {
+  kora_test::ModelBuilder m;
+  m.input("x", {16, 16});
+  m.node("Relu", {"x"}, {"a"}, {}, "relu");
+  m.node("Neg", {"a"}, {"b"}, {}, "neg");
+  m.node("Exp", {"a"}, {"c"}, {}, "exp");
+  m.node("Add", {"b", "c"}, {"d"}, {}, "add");
+  m.output("d");
+  return fission(kora_test::import_model(m));
+}
+
 ArtifactOptions quick_options() {
   static kora_test::TempDir cache;
   ArtifactOptions o;
@@ -197,6 +210,21 @@ TEST(Artifact, IntermediatesShareTheArena) {
   const int64_t one = 64 * 64 * 4;
   EXPECT_EQ(s.intermediate_bytes, 7 * one);  // 8 kernels, the last writes the output
   EXPECT_EQ(s.arena_bytes, 2 * one);
+  expect_matches_interpreter(g, dir.file("a"));
+}
+
+TEST(Artifact, RecomputedPrimitivesAreWrittenByEachKernel) {
+  kora_test::TempDir dir;
+  const PrimGraph g = diamond_model();
+  ASSERT_EQ(g.prims.size(), 4u);
+  OrchestrationResult plan;
+  plan.strategy = "optimal";
+  for (std::vector<int> members : {std::vector<int>{0, 1}, {0, 2}, {3}}) {
+    ChosenKernel k;
+    k.prims = members;
+    plan.kernels.push_back(k);
+  }
+  write_artifact(g, plan, nullptr, dir.file("a"), quick_options());
   expect_matches_interpreter(g, dir.file("a"));
 }
 
