@@ -8,7 +8,7 @@
 //   weights.bin     every constant a kernel reads, 64-byte aligned.
 // Each kernel's implementation is its fastest working schedule in the database
 // ("gen:..." generated code, "onednn", "interpreter"); a kernel the database lacks takes
-// generated code's default schedule, else oneDNN, else the interpreter. Intermediate
+// oneDNN where it fits, else generated code's default schedule, else the interpreter. Intermediate
 // tensors share one arena, placed by lifetime (src/emit/memory_plan.h). The directory is
 // written under a temporary name and renamed into place: a failed compile leaves no half
 // artifact, and an existing artifact at the path is replaced only on success.
