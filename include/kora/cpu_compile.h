@@ -16,13 +16,17 @@ namespace kora {
 
 struct CompileOptions {
   std::string compiler = "g++";
-  // No FP traps and no errno from math functions: the same values, but loops with
-  // conditional expressions and math calls vectorize (softmax's exp: 4x faster).
-  std::vector<std::string> flags = {
-      "-O3",      "-march=native",      "-fPIC",          "-shared", "-std=c++17",
-      "-fopenmp", "-fno-trapping-math", "-fno-math-errno"};
-  std::string cache_dir;  // empty: default_kernel_cache_dir()
+  std::vector<std::string> flags;  // empty: default_compile_flags(compiler)
+  std::string cache_dir;           // empty: default_kernel_cache_dir()
 };
+
+// The flags kernels are compiled with by default. Both: -march=native -fPIC -shared
+// -std=c++17 -fopenmp, and no FP traps and no errno from math functions (the same values,
+// but loops with conditional expressions and math calls vectorize: softmax's exp 4x
+// faster). GCC: -O2 with -O3's vectorizer cost model and loop peeling, which kept the
+// generated kernels as fast as at -O3 (BERT) or faster (MobileNetV2) in 0.8x the compile
+// time (docs/benchmarks.md); clang (its name or version line says so): -O3.
+std::vector<std::string> default_compile_flags(const std::string& compiler);
 
 struct CompileResult {
   std::shared_ptr<SharedLibrary> library;

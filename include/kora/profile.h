@@ -13,7 +13,9 @@
 // (relative L2 error above the tolerance) is stored as failed with the reason, never
 // measured and never used. The rest are measured (include/kora/measure.h) with inputs
 // rotated through copies so that they do not sit in cache unrealistically. Kernels the
-// database already knows for the device are not measured again.
+// database already knows for the device are not measured again. Generated code that is
+// the same for two kernels (comments aside; e.g. they differ by a reshape) is compiled
+// and measured once, and checked for each.
 #pragma once
 
 #include <cstdint>
@@ -77,6 +79,8 @@ struct ProfileSummary {
   int64_t searched = 0;          // kernels whose other schedules were measured too
   std::vector<ProfileFailure> failures;  // implementations stored as failed
   int64_t units = 0, units_cached = 0;   // translation units compiled / found in the cache
+  int64_t same_code = 0;  // generated implementations with another's code: compiled and
+                          // measured once (each still checked)
   double enumerate_seconds = 0, generate_seconds = 0, compile_seconds = 0, measure_seconds = 0,
          total_seconds = 0;
 };

@@ -104,13 +104,13 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
       init = "1";
       break;
     case ReduceOp::kMax:
-      init = fl                    ? "-(double)INFINITY"
+      init = fl                    ? "-(double)KORA_INF"
              : dt == DType::kInt32 ? "(int64_t)INT32_MIN"
              : dt == DType::kBool  ? "0"
                                    : "INT64_MIN";
       break;
     case ReduceOp::kMin:
-      init = fl                    ? "(double)INFINITY"
+      init = fl                    ? "(double)KORA_INF"
              : dt == DType::kInt32 ? "(int64_t)INT32_MAX"
              : dt == DType::kBool  ? "1"
                                    : "INT64_MAX";
@@ -203,7 +203,7 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
   const bool minmax = fl && (r.op == ReduceOp::kMax || r.op == ReduceOp::kMin);
   const std::string nan = acc + "_nan";
   if (minmax) {
-    line("float " + acc + " = " + (r.op == ReduceOp::kMax ? "-INFINITY" : "INFINITY") + ";");
+    line("float " + acc + " = " + (r.op == ReduceOp::kMax ? "-KORA_INF" : "KORA_INF") + ";");
     line("int " + nan + " = 0;");
   } else {
     line(acc_t + " " + acc + " = " + init + ";");
@@ -239,7 +239,7 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
     line(update(acc, "(" + acc_t + ")" + v));
   }
   for (int k = 0; k < opened; ++k) close_block();
-  if (minmax) line(acc + " = " + nan + " ? NAN : " + acc + ";");
+  if (minmax) line(acc + " = " + nan + " ? KORA_NAN : " + acc + ";");
   Coords oc = c;
   for (size_t d = 0; d < xs.size(); ++d)
     if (reduced[d]) oc[d] = "0";
@@ -330,8 +330,9 @@ void KernelWriter::matmul_phase(const Primitive& p) {
   const std::string acc = fresh("acc");
   line("float " + acc + "[" + num(rows) + "][" + num(cols) + "] = {};");
   const std::string jn = fresh("jn");
-  line("const int64_t " + jn + " = std::min<int64_t>(" + num(cols) + ", " + num(n) + " - " + j0 +
-       ");");
+  line("const int64_t " + jn + " = " +
+       (n % cols == 0 ? num(cols) : "kora_imin(" + num(cols) + ", " + num(n) + " - " + j0 + ")") +
+       ";");
   const std::string kk = fresh("k");
   open_block("for (int64_t " + kk + " = 0; " + kk + " < " + num(k) + "; ++" + kk + ")");
   Coords ac(r), bc(r);
@@ -343,7 +344,7 @@ void KernelWriter::matmul_phase(const Primitive& p) {
   for (int64_t i = 0; i < rows; ++i) {
     ac[r - 2] = m == 1 ? "0"
                        : (rows * ((m + rows - 1) / rows) > m
-                              ? "std::min<int64_t>(" + i0 + " + " + num(i) + ", " + num(m - 1) + ")"
+                              ? "kora_imin(" + i0 + " + " + num(i) + ", " + num(m - 1) + ")"
                               : i0 + " + " + num(i));
     ac[r - 1] = k == 1 ? "0" : kk;
     av.push_back(value(a, ac));
@@ -408,9 +409,9 @@ void KernelWriter::conv_phase(const Primitive& p, const ConvAttrs& at) {
   if (mb * ow <= 16384) {
     line("float " + acc + "[" + num(mb) + "][" + num(ow) + "] = {};");
   } else {  // long rows: on the heap, not the (OpenMP worker's) stack
-    line("std::vector<float> " + acc + "_row(" + num(mb * ow) + ");");
+    line("kora_buffer " + acc + "_row(" + num(mb * ow) + ");");
     line("float (*" + acc + ")[" + num(ow) + "] = reinterpret_cast<float (*)[" + num(ow) + "]>(" +
-         acc + "_row.data());");
+         acc + "_row.p);");
   }
   const std::string c = fresh("c");
   open_block("for (int64_t " + c + " = 0; " + c + " < " + num(cg) + "; ++" + c + ")");
@@ -441,8 +442,8 @@ void KernelWriter::conv_phase(const Primitive& p, const ConvAttrs& at) {
       line("const int64_t " + lo + " = " + t + " <= 0 ? 0 : (" + t + " + " + num(s - 1) + ") / " +
            num(s) + ";");
       line("const int64_t " + hi + " = " + num(xs.back() - 1) + " + " + t +
-           " < 0 ? 0 : std::min<int64_t>(" + num(ow) + ", (" + num(xs.back() - 1) + " + " + t +
-           ") / " + num(s) + " + 1);");
+           " < 0 ? 0 : kora_imin(" + num(ow) + ", (" + num(xs.back() - 1) + " + " + t + ") / " +
+           num(s) + " + 1);");
       std::vector<std::string> wv;
       for (int64_t q = 0; q < mb; ++q) {
         Coords wcq = wc;

@@ -62,6 +62,33 @@ std::string compiler_version(const std::string& compiler) {
   return known[compiler] = name + " " + version;
 }
 
+std::vector<std::string> default_compile_flags(const std::string& compiler) {
+  static std::mutex mutex;
+  static std::map<std::string, bool> clang;
+  bool is_clang;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = clang.find(compiler);
+    if (it == clang.end()) {
+      std::string output;
+      run_command(quote(compiler) + " --version", output);
+      const std::string name = fs::path(compiler).filename().string();
+      it = clang
+               .emplace(compiler, name.find("clang") != std::string::npos ||
+                                      first_lines(output, 1).find("clang") != std::string::npos)
+               .first;
+    }
+    is_clang = it->second;
+  }
+  std::vector<std::string> flags =
+      is_clang ? std::vector<std::string>{"-O3"}
+               : std::vector<std::string>{"-O2", "-fvect-cost-model=dynamic", "-fpeel-loops"};
+  for (const char* f : {"-march=native", "-fPIC", "-shared", "-std=c++17", "-fopenmp",
+                        "-fno-trapping-math", "-fno-math-errno"})
+    flags.push_back(f);
+  return flags;
+}
+
 std::string default_kernel_cache_dir() {
   if (const char* p = std::getenv("KORA_KERNEL_CACHE"); p && *p) return p;
   return (fs::path(default_profile_db_path()).parent_path() / "kernels").string();
@@ -70,7 +97,9 @@ std::string default_kernel_cache_dir() {
 CompileResult compile_shared(const std::string& source, const CompileOptions& options) {
   const fs::path dir = options.cache_dir.empty() ? default_kernel_cache_dir() : options.cache_dir;
   std::string flags;
-  for (const std::string& f : options.flags) flags += " " + quote(f);
+  for (const std::string& f :
+       options.flags.empty() ? default_compile_flags(options.compiler) : options.flags)
+    flags += " " + quote(f);
   FnvHash hash;
   hash.str(compiler_version(options.compiler));
   hash.str(flags);

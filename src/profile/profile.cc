@@ -3,7 +3,9 @@
 // in the profile database out. Four stages: enumerate (as orchestrate() does), generate
 // (sources per schedule, library kernels), compile (translation units of many kernels,
 // several compilers at once), check and measure (one kernel at a time, stored in batches
-// so that an interrupted run keeps what it measured).
+// so that an interrupted run keeps what it measured). Implementations whose generated code
+// is the same (different candidates often are: a reshape more or less, repeated layers)
+// are compiled and measured once.
 #include "kora/profile.h"
 
 #include <omp.h>
@@ -22,6 +24,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "base/fnv_hash.h"
 #include "kora/cpu_backend.h"
 #include "kora/cpu_codegen.h"
 #include "kora/cpu_library.h"
@@ -45,6 +48,8 @@ struct Implementation {
   std::string schedule;
   // Generated code: its source until compiled, then the function.
   std::string symbol, source;
+  // Generated code: the hash of its code (code_key()); 0 for library kernels.
+  uint64_t code = 0;
   std::shared_ptr<SharedLibrary> library;
   KernelFn fn = nullptr;
   // Library kernels (oneDNN, interpreter); `make` builds the object when the kernel is
@@ -190,14 +195,41 @@ void poison(std::vector<Tensor>& outs) {
   for (Tensor& t : outs) std::memset(t.mutable_bytes(), 0xff, t.nbytes());
 }
 
+// What makes a generated kernel compute and cost what it does: its source without the
+// comments (tensor names) and with its symbol blanked, and which inputs are constants
+// (measuring keeps those in one buffer). Equal keys: one compilation, one measurement.
+uint64_t code_key(const PrimGraph& graph, const GeneratedKernel& k) {
+  FnvHash hash;
+  std::istringstream in(k.source);
+  for (std::string line; std::getline(in, line);) {
+    const size_t first = line.find_first_not_of(' ');
+    if (first != std::string::npos && line.compare(first, 2, "//") == 0) continue;
+    if (const size_t at = line.find(k.symbol); at != std::string::npos)
+      line.replace(at, k.symbol.size(), "@");
+    hash.str(line);
+  }
+  for (const std::string& t : k.reads) hash.u64(graph.constant(t) ? 1 : 0);
+  return hash.h;
+}
+
 // Compiles the generated implementations of `jobs`, kernels_per_unit per translation
-// unit, `jobs` compilers at once. A unit that fails is compiled again kernel by kernel,
-// so one bad kernel fails alone.
+// unit, `jobs` compilers at once; an implementation whose code another one pending has
+// takes that one's function. A unit that fails is compiled again kernel by kernel, so one
+// bad kernel fails alone.
 void compile_all(std::vector<Job>& jobs, const ProfileOptions& options, ProfileSummary& summary) {
   std::vector<Implementation*> pending;
+  std::vector<std::pair<Implementation*, const Implementation*>> same;  // (copy, compiled)
+  std::map<uint64_t, const Implementation*> by_code;
   for (Job& job : jobs)
-    for (Implementation& impl : job.impls)
-      if (!impl.source.empty() && impl.error.empty() && !impl.fn) pending.push_back(&impl);
+    for (Implementation& impl : job.impls) {
+      if (impl.source.empty() || !impl.error.empty() || impl.fn) continue;
+      if (auto [it, fresh] = by_code.emplace(impl.code, &impl); !fresh && impl.code != 0) {
+        same.emplace_back(&impl, it->second);
+        continue;
+      }
+      pending.push_back(&impl);
+    }
+  summary.same_code += static_cast<int64_t>(same.size());
   if (pending.empty()) return;
   const int jobs_at_once = options.compile_jobs > 0
                                ? options.compile_jobs
@@ -255,6 +287,11 @@ void compile_all(std::vector<Job>& jobs, const ProfileOptions& options, ProfileS
   for (int i = 0; i < workers; ++i) threads.emplace_back(worker);
   for (std::thread& t : threads) t.join();
   progress.finish();
+  for (auto [copy, compiled] : same) {
+    copy->library = compiled->library;
+    copy->fn = compiled->fn;
+    if (!compiled->error.empty()) copy->error = compiled->error;
+  }
   summary.units += static_cast<int64_t>(units.size());
   summary.units_cached += cached_units;
 }
@@ -270,8 +307,10 @@ Implementation generated(const PrimGraph& graph, const Job& job,
   impl.schedule = "gen:" + schedules[s].key();
   impl.symbol = "kora_" + signature_hex(job.candidate->signature) + "_" + std::to_string(s);
   try {
-    impl.source =
-        generate_cpu_kernel(graph, *job.dag, *job.candidate, impl.symbol, schedules[s]).source;
+    GeneratedKernel k =
+        generate_cpu_kernel(graph, *job.dag, *job.candidate, impl.symbol, schedules[s]);
+    impl.code = code_key(graph, k);
+    impl.source = std::move(k.source);
   } catch (const Error& e) {
     impl.error = std::string("generate: ") + e.what();
   }
@@ -280,7 +319,9 @@ Implementation generated(const PrimGraph& graph, const Job& job,
 
 // Checks and measures the implementations the jobs hold, one job at a time, storing
 // records every few seconds; then drops the implementations. With `fallback`, a job
-// none of whose implementations works measures the interpreter kernel.
+// none of whose implementations works measures the interpreter kernel. Generated code
+// measured before (the same code_key(), for another kernel or schedule) is checked, not
+// measured again: it takes the earlier measurement.
 class Measurer {
  public:
   Measurer(const PrimGraph& graph, ProfileDb& db, const ProfileOptions& options,
@@ -320,12 +361,17 @@ class Measurer {
       r.schedule = impl.schedule;
       if (impl.error.empty()) {
         try {
-          const Measurement m = measure(
-              [&](int i) {
-                const size_t k = static_cast<size_t>(i) % buffers.in_ptrs.size();
-                impl.run(buffers.in_ptrs[k].data(), buffers.out_ptrs[k].data());
-              },
-              options_.measure);
+          auto known = impl.code ? measured_.find(impl.code) : measured_.end();
+          const Measurement m =
+              known != measured_.end()
+                  ? known->second
+                  : measure(
+                        [&](int i) {
+                          const size_t k = static_cast<size_t>(i) % buffers.in_ptrs.size();
+                          impl.run(buffers.in_ptrs[k].data(), buffers.out_ptrs[k].data());
+                        },
+                        options_.measure);
+          if (impl.code) measured_.emplace(impl.code, m);
           r.median_ms = m.median_ms;
           r.spread_ms = m.spread_ms;
           r.samples = m.samples;
@@ -386,6 +432,7 @@ class Measurer {
   const ProfileOptions& options_;
   ProfileSummary& summary_;
   std::map<std::string, Tensor> values_;
+  std::map<uint64_t, Measurement> measured_;  // by code_key()
   std::vector<ProfileRecord> pending_;
 };
 
@@ -503,7 +550,9 @@ std::string format_profile_summary(const ProfileSummary& s) {
   os << s.implementations << " implementations measured";
   if (s.interpreter_only) os << " (" << s.interpreter_only << " kernels only by the interpreter)";
   os << "; schedule search on " << s.searched << " kernels\n";
-  os << "compiled " << s.units << " translation units (" << s.units_cached << " from the cache)\n";
+  os << "compiled " << s.units << " translation units (" << s.units_cached << " from the cache)";
+  if (s.same_code) os << "; " << s.same_code << " implementations had another's code";
+  os << "\n";
   os << "time: enumerate " << s.enumerate_seconds << " s, generate " << s.generate_seconds
      << " s, compile " << s.compile_seconds << " s, measure " << s.measure_seconds << " s, total "
      << s.total_seconds << " s\n";
@@ -524,6 +573,7 @@ std::string profile_summary_json(const ProfileSummary& s) {
   j["searched"] = s.searched;
   j["units"] = s.units;
   j["units_cached"] = s.units_cached;
+  j["same_code"] = s.same_code;
   j["seconds"] = {{"enumerate", s.enumerate_seconds},
                   {"generate", s.generate_seconds},
                   {"compile", s.compile_seconds},
