@@ -85,8 +85,9 @@ ArtifactOptions quick_options() {
   o.threads = 1;
   o.device = cpu_backend_fingerprint(1);
   o.compile.cache_dir = cache.file("kernels");
-  std::replace(o.compile.flags.begin(), o.compile.flags.end(), std::string("-O3"),
-               std::string("-O1"));
+  o.compile.flags = default_compile_flags(o.compile.compiler);
+  for (std::string& f : o.compile.flags)
+    if (f.rfind("-O", 0) == 0) f = "-O1";
   return o;
 }
 
