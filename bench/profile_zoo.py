@@ -2,7 +2,8 @@
 `kora profile` twice into a fresh profile database and kernel cache (a temporary
 directory): first empty (everything generated, compiled, checked and measured), then warm
 (nothing new). Prints a markdown table: unique kernels, implementations measured,
-translation units, failures, seconds per stage of the empty run, wall seconds of both
+translation units, implementations that had another's generated code (compiled and
+measured once), failures, seconds per stage of the empty run, wall seconds of both
 runs, and then the optimal plan's cost from the measurements (`kora orchestrate --db`)
 next to greedy's and unfused's.
 
@@ -39,9 +40,9 @@ def main():
     tmp = None if args.keep else tempfile.TemporaryDirectory()
     root = args.keep or tmp.name
     print(f"threads {args.threads}")
-    print("| model | kernels | impls | units | failed | compile s | measure s | empty s "
-          "| warm s | optimal ms | greedy ms | unfused ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| model | kernels | impls | units | same code | failed | compile s | measure s "
+          "| empty s | warm s | optimal ms | greedy ms | unfused ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
         path = os.path.join(args.zoo, name + ".onnx")
         work = os.path.join(root, name)
@@ -58,7 +59,7 @@ def main():
                            str(args.threads), "--strategy", strategy, "--json"], env)
             costs[strategy] = orch["total_cost_ms"]
         print(f"| {name} | {empty['kernels']} | {empty['implementations']} | {empty['units']} "
-              f"| {len(empty['failures'])} | {empty['seconds']['compile']:.0f} "
+              f"| {empty.get('same_code', 0)} | {len(empty['failures'])} | {empty['seconds']['compile']:.0f} "
               f"| {empty['seconds']['measure']:.0f} | {empty_s:.0f} | {warm_s:.1f} "
               f"| {costs['optimal']:.3f} | {costs['greedy']:.3f} | {costs['unfused']:.3f} |",
               flush=True)
