@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test build setup clean format zoo test-zoo
+.PHONY: demo test build setup clean format zoo test-zoo bench
 
 setup:
 	@bash scripts/setup.sh
@@ -35,6 +35,18 @@ zoo: $(ZOO_VENV)/.installed
 
 test-zoo: build zoo
 	@$(ZOO_VENV)/bin/python tests/zoo/test_zoo.py $(BUILD)/kora models/zoo
+
+# kora against onnxruntime, TVM, PyTorch eager and torch.compile on the zoo
+# (bench/peers.py): `make bench`, or `make bench BENCH_ARGS="--quick"` / "--models a,b".
+# Results in bench/results/; not part of `make test`.
+BENCH_ARGS ?=
+$(ZOO_VENV)/.bench-installed: $(ZOO_VENV)/.installed bench/requirements.txt
+	@echo "kora bench: installing bench/requirements.txt into $(ZOO_VENV)"
+	@$(ZOO_VENV)/bin/python -m pip install -q --disable-pip-version-check -r bench/requirements.txt
+	@touch $@
+
+bench: build zoo $(ZOO_VENV)/.bench-installed
+	@$(ZOO_VENV)/bin/python bench/peers.py $(BUILD)/kora models/zoo $(BENCH_ARGS)
 
 format:
 	@clang-format -i $$(git ls-files '*.h' '*.cc')

@@ -7,7 +7,10 @@ measured once), failures, seconds per stage of the empty run, wall seconds of bo
 runs, and then the optimal plan's cost from the measurements (`kora orchestrate --db`)
 next to greedy's and unfused's.
 
-usage: python3 bench/profile_zoo.py KORA ZOO_DIR [--threads N] [--keep DIR] [NAME ...]
+usage: python3 bench/profile_zoo.py KORA ZOO_DIR [NAME ...] [--threads N] [--keep DIR]
+With --keep, DIR/NAME/ keeps the database (profiles.db), the kernel cache (kernels/) and
+profile.json (both runs' wall seconds, the date, the empty run's summary): the layout
+bench/peers.py --cache reuses.
 """
 import argparse
 import json
@@ -53,6 +56,11 @@ def main():
         empty, empty_s = run(prof, env)
         warm, warm_s = run(prof, env)
         assert warm["measured"] == 0, warm
+        if args.keep:  # bench/peers.py reads this: the empty database's profiling time
+            with open(os.path.join(work, "profile.json"), "w") as f:
+                json.dump({"empty_s": empty_s, "warm_s": warm_s, "threads": args.threads,
+                           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                           "summary": empty}, f, indent=1)
         costs = {}
         for strategy in ("optimal", "greedy", "unfused"):
             orch, _ = run([args.kora, "orchestrate", path, "--db", db, "--threads",

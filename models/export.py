@@ -128,11 +128,23 @@ def rerandomise(model, gen):
                 t.copy_(torch.randn(t.shape, generator=gen) * 0.02)
 
 
-def export(name, out_dir):
+def seeded(name):
+    """(module in eval mode, example inputs, input names, output names), with the zoo's
+    weights: the same on every call, so the ONNX file and the module compute the same."""
     torch.manual_seed(SEED)
     model, args, input_names, output_names = build(name)
     model.eval()
     rerandomise(model, torch.Generator().manual_seed(SEED + 1))
+    return model, args, input_names, output_names
+
+
+def original_model(name):
+    """The PyTorch module models/zoo/NAME.onnx was exported from (benchmarks run it)."""
+    return seeded(name)[0]
+
+
+def export(name, out_dir):
+    model, args, input_names, output_names = seeded(name)
     path = os.path.join(out_dir, name + ".onnx")
     start = time.time()
     with torch.no_grad():

@@ -1,0 +1,116 @@
+"""One peer system running one zoo model, in a process of its own (so that its peak
+memory is its own): loads or builds the model, runs it on the given inputs, times RUNS
+runs after max(3, RUNS / 10) warm-up runs (the warm-up `kora run --iters` does), writes
+the first output to OUT.npy and prints one line of JSON: median_ms, p90_ms, setup_s
+(loading, building or compiling, and the first run).
+
+Systems:
+  onnxruntime     onnxruntime's CPU provider, all graph optimizations
+  tvm             apache-tvm: the Relax ONNX importer, relax.build for llvm with the host
+                  CPU's -mcpu, default schedules (no tuning)
+  torch-eager     the original PyTorch model (models/export.py builds it, same seeds and
+                  weights as the ONNX file), torch.inference_mode
+  torch-compile   the same model under torch.compile (inductor, default mode)
+
+Threads: onnxruntime's intra-op pool, torch.set_num_threads, TVM_NUM_THREADS (the caller
+sets it before this process starts; TVM reads it once).
+
+usage: python bench/peer_run.py SYSTEM MODEL.onnx INPUT_DIR OUT.npy --threads N --runs R
+INPUT_DIR holds NAME.npy for each graph input.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import onnx
+
+
+def load_inputs(model, input_dir):
+    names = [i.name for i in onnx.load(model, load_external_data=False).graph.input]
+    return names, [np.load(os.path.join(input_dir, n + ".npy")) for n in names]
+
+
+def onnxruntime_runner(model, names, arrays, threads):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    feeds = dict(zip(names, arrays))
+    return lambda: sess.run(None, feeds)[0]
+
+
+def tvm_runner(model, names, arrays, threads):
+    import tvm
+    from tvm import relax
+    from tvm.relax.frontend.onnx import from_onnx
+    from tvm.target import codegen
+    mod = from_onnx(onnx.load(model))
+    target = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu()})
+    vm = relax.VirtualMachine(relax.build(mod, target=target), tvm.cpu())
+    tensors = [tvm.runtime.tensor(a) for a in arrays]
+
+    def run():
+        out = vm["main"](*tensors)
+        return (out if hasattr(out, "numpy") else out[0]).numpy()
+    return run
+
+
+def torch_runner(model, names, arrays, threads, compiled):
+    import torch
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+    import export  # models/export.py: the zoo's PyTorch definitions and seeds
+    torch.set_num_threads(threads)
+    torch.set_grad_enabled(False)
+    torch.backends.mha.set_fastpath_enabled(False)
+    net = export.original_model(os.path.basename(model)[:-len(".onnx")])
+    if compiled:
+        net = torch.compile(net)
+    tensors = [torch.from_numpy(a) for a in arrays]
+
+    def run():
+        with torch.inference_mode():
+            return net(*tensors).numpy()
+    return run
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("system", choices=["onnxruntime", "tvm", "torch-eager", "torch-compile"])
+    ap.add_argument("model")
+    ap.add_argument("inputs")
+    ap.add_argument("out")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--runs", type=int, default=50)
+    args = ap.parse_args()
+    names, arrays = load_inputs(args.model, args.inputs)
+    start = time.perf_counter()
+    if args.system == "onnxruntime":
+        run = onnxruntime_runner(args.model, names, arrays, args.threads)
+    elif args.system == "tvm":
+        run = tvm_runner(args.model, names, arrays, args.threads)
+    else:
+        run = torch_runner(args.model, names, arrays, args.threads,
+                           args.system == "torch-compile")
+    np.save(args.out, np.ascontiguousarray(run()))
+    setup_s = time.perf_counter() - start
+    for _ in range(max(3, args.runs // 10)):
+        run()
+    ms = []
+    for _ in range(args.runs):
+        t = time.perf_counter()
+        run()
+        ms.append((time.perf_counter() - t) * 1e3)
+    ms.sort()
+    print(json.dumps({"median_ms": statistics.median(ms),
+                      "p90_ms": ms[min(len(ms) - 1, int(0.9 * len(ms)))],
+                      "runs": args.runs, "setup_s": setup_s}))
+
+
+if __name__ == "__main__":
+    main()
