@@ -16,6 +16,7 @@ Threads: onnxruntime's intra-op pool, torch.set_num_threads, TVM_NUM_THREADS (th
 sets it before this process starts; TVM reads it once).
 
 usage: python bench/peer_run.py SYSTEM MODEL.onnx INPUT_DIR OUT.npy --threads N --runs R
+                                [--max-seconds S]
 INPUT_DIR holds NAME.npy for each graph input.
 """
 import argparse
@@ -87,6 +88,8 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--max-seconds", type=float, default=0,
+                    help="fewer runs (at least 10) where RUNS would take longer than this")
     args = ap.parse_args()
     names, arrays = load_inputs(args.model, args.inputs)
     start = time.perf_counter()
@@ -99,17 +102,22 @@ def main():
                            args.system == "torch-compile")
     np.save(args.out, np.ascontiguousarray(run()))
     setup_s = time.perf_counter() - start
-    for _ in range(max(3, args.runs // 10)):
+    t = time.perf_counter()
+    run()  # the first warm-up run
+    runs = args.runs
+    if args.max_seconds > 0:  # a slow system: fewer runs, at least 10
+        runs = max(10, min(runs, int(args.max_seconds / (time.perf_counter() - t))))
+    for _ in range(max(3, runs // 10) - 1):
         run()
     ms = []
-    for _ in range(args.runs):
+    for _ in range(runs):
         t = time.perf_counter()
         run()
         ms.append((time.perf_counter() - t) * 1e3)
     ms.sort()
     print(json.dumps({"median_ms": statistics.median(ms),
                       "p90_ms": ms[min(len(ms) - 1, int(0.9 * len(ms)))],
-                      "runs": args.runs, "setup_s": setup_s}))
+                      "runs": runs, "setup_s": setup_s}))
 
 
 if __name__ == "__main__":

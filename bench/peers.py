@@ -15,7 +15,7 @@ Peak memory is the running process's maximum resident set (wait4), libraries inc
 
 usage: python bench/peers.py KORA ZOO_DIR [--models a,b] [--systems a,b] [--quick]
            [--runs N] [--threads N] [--cache DIR] [--json FILE] [--chart FILE.png]
-           [--kora-args '...']
+           [--kora-args '...'] [--max-seconds S]
   --quick   10 runs instead of 50 (and the model list, unless --models, the small ones)
 Prints a markdown table (latency normalized to kora optimal) and writes the JSON
 (default bench/results/DATE-MACHINE.json) and the chart (bench/chart.py).
@@ -135,7 +135,7 @@ def kora_model(args, name, model, inputs, work, systems):
         median = float(re.search(r"^median ([\d.]+) ms", out, re.M).group(1))
         p90 = float(re.search(r"^p90 ([\d.]+) ms", out, re.M).group(1))
         output = sorted(os.listdir(os.path.join(work, system + ".out")))[0]
-        results[system] = {"median_ms": median, "p90_ms": p90, "peak_mb": peak,
+        results[system] = {"median_ms": median, "p90_ms": p90, "peak_mb": peak, "runs": args.runs,
                            "kernels": summary["kernels"], "predicted_ms": summary["predicted_ms"],
                            "output": os.path.join(work, system + ".out", output)}
     return results, optimization
@@ -147,7 +147,8 @@ def peer_model(args, name, model, input_dir, work, system):
     log(f"[{name}] {system}")
     out, _, peak = run_measured([sys.executable, os.path.join(HERE, "peer_run.py"), system,
                                  model, input_dir, output, "--threads", str(args.threads),
-                                 "--runs", str(args.runs)], env)
+                                 "--runs", str(args.runs), "--max-seconds",
+                                 str(args.max_seconds)], env)
     result = json.loads(out.strip().splitlines()[-1])
     result.update(peak_mb=peak, output=output)
     return result
@@ -183,7 +184,7 @@ def geomean(xs):
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
 
 
-def table(results, systems):
+def table(results, systems, runs):
     lines = ["| model | " + " | ".join(systems) + " |", "|---|" + "---|" * len(systems)]
     for name, res in results.items():
         base = res.get("kora-optimal", {}).get("median_ms")
@@ -194,11 +195,15 @@ def table(results, systems):
                 cells.append(r.get("error", "-")[:40])
             else:
                 ratio = f" ({r['median_ms'] / base:.2f}x)" if base else ""
-                cells.append(f"{r['median_ms']:.2f}{ratio}")
+                fewer = f" [{r['runs']} runs]" if r.get("runs", runs) < runs else ""
+                cells.append(f"{r['median_ms']:.2f}{ratio}{fewer}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines.append("| geomean vs kora optimal | " + " | ".join(
-        f"{geomean([res[s]['median_ms'] / res['kora-optimal']['median_ms'] for res in results.values() if 'median_ms' in res.get(s, {}) and 'median_ms' in res.get('kora-optimal', {})]):.2f}x"
-        for s in systems) + " |")
+    def ratios(s):
+        return [res[s]["median_ms"] / res["kora-optimal"]["median_ms"]
+                for res in results.values()
+                if "median_ms" in res.get(s, {}) and "median_ms" in res.get("kora-optimal", {})]
+    lines.append("| geomean vs kora optimal | " +
+                 " | ".join(f"{geomean(ratios(s)):.2f}x" for s in systems) + " |")
     return "\n".join(lines)
 
 
@@ -210,6 +215,9 @@ def main():
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--runs", type=int, default=0)
+    ap.add_argument("--max-seconds", type=float, default=0,
+                    help="a peer whose RUNS runs would take longer gets fewer (at least 10; "
+                         "the results record how many)")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--cache", default=os.path.join(os.path.expanduser("~"), ".cache", "kora",
                                                     "bench"))
@@ -275,7 +283,7 @@ def main():
             json.dump(report, f, indent=1)
     print(f"{cpu}, {cores} cores, {args.threads} threads, median of {args.runs} runs (ms); "
           f"in parentheses, the time relative to kora optimal")
-    print(table({n: e["systems"] for n, e in report["models"].items()}, systems))
+    print(table({n: e["systems"] for n, e in report["models"].items()}, systems, args.runs))
     print("\nkora optimization time (s): model, empty database (profile + compile), warm")
     for n, e in report["models"].items():
         o = e.get("kora_optimization", {})

@@ -14,6 +14,10 @@ struct MeasureOptions {
   int max_samples = 200;
   double max_seconds = 2.0;     // stop sampling after this long (after min_samples)
   double stable_within = 0.01;  // stop when 5 more samples move the median less than this
+  // A kernel whose first warm-up call takes at least this long (0: never) is slow enough
+  // that timer and cache noise are small against it: no more warm-up, and min_samples
+  // at most 3 (profiling time goes mostly to such kernels on large-activation models).
+  double slow_ms = 0;
 };
 
 struct Measurement {

@@ -40,7 +40,7 @@ struct ProfileOptions {
   int threads = 0;  // 0: all cores
   CandidateOptions candidates;
   PartitionOptions partition;
-  MeasureOptions measure = {2, 5, 50, 0.25, 0.02};
+  MeasureOptions measure = {2, 5, 50, 0.25, 0.02, 20.0};
   CompileOptions compile;
   int kernels_per_unit = 32;  // generated kernels per translation unit (fewer when that
                               // leaves a compiler idle)

@@ -1,6 +1,8 @@
 // Latency measurement (include/kora/measure.h): each sample times one call with the
 // steady clock; every 5 samples past the minimum, the median is compared with the one
-// 5 samples earlier and sampling stops once it moved by less than `stable_within`.
+// 5 samples earlier and sampling stops once it moved by less than `stable_within`. A
+// first warm-up call of at least `slow_ms` cuts the warm-up to that call and the minimum
+// to 3 samples.
 #include "kora/measure.h"
 
 #include <algorithm>
@@ -28,7 +30,16 @@ Measurement measure(const std::function<void(int)>& run, const MeasureOptions& o
     throw Error("measure: need 1 <= min_samples <= max_samples");
   using clock = std::chrono::steady_clock;
   int index = 0;
-  for (int i = 0; i < options.warmup; ++i) run(index++);
+  int warmup = options.warmup, min_samples = options.min_samples;
+  for (int i = 0; i < warmup; ++i) {
+    const auto t0 = clock::now();
+    run(index++);
+    if (i == 0 && options.slow_ms > 0 &&
+        std::chrono::duration<double, std::milli>(clock::now() - t0).count() >= options.slow_ms) {
+      warmup = 1;
+      min_samples = std::min(min_samples, 3);
+    }
+  }
   std::vector<double> ms;
   const auto start = clock::now();
   double previous = -1;
@@ -37,7 +48,7 @@ Measurement measure(const std::function<void(int)>& run, const MeasureOptions& o
     run(index++);
     ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
     const int n = static_cast<int>(ms.size());
-    if (n < options.min_samples || (n - options.min_samples) % 5 != 0) continue;
+    if (n < min_samples || (n - min_samples) % 5 != 0) continue;
     const double median = quantile(ms, 0.5);
     if (previous >= 0 && std::abs(median - previous) <= options.stable_within * previous) break;
     if (std::chrono::duration<double>(clock::now() - start).count() > options.max_seconds) break;

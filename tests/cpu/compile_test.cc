@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kora/cpu_compile.h"
@@ -102,6 +103,29 @@ TEST(Measure, WarmsUpRotatesAndBoundsSamples) {
   EXPECT_GE(m.spread_ms, 0);
   options.min_samples = 0;
   EXPECT_THROW(kora::measure(busy, options), kora::Error);
+}
+
+TEST(Measure, SlowKernelsGetOneWarmUpAndThreeSamples) {
+  int calls = 0;
+  auto sleepy = [&](int) {
+    ++calls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(6));
+  };
+  kora::MeasureOptions options;
+  options.warmup = 3;
+  options.min_samples = 10;
+  options.max_samples = 10;
+  options.max_seconds = 0.001;  // stop at the minimum
+  options.slow_ms = 5;          // the first call (>= 6 ms) is slow
+  const kora::Measurement slow = kora::measure(sleepy, options);
+  EXPECT_EQ(slow.samples, 3);
+  EXPECT_EQ(calls, 1 + 3);
+  EXPECT_GE(slow.median_ms, 6.0);
+  calls = 0;
+  options.slow_ms = 50;  // not slow: the options as given
+  const kora::Measurement normal = kora::measure(sleepy, options);
+  EXPECT_EQ(normal.samples, 10);
+  EXPECT_EQ(calls, 3 + 10);
 }
 
 }  // namespace
