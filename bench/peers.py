@@ -29,7 +29,7 @@ import re
 import shlex
 import subprocess
 import sys
-import threading
+import tempfile
 import time
 
 import numpy as np
@@ -54,21 +54,18 @@ def log(msg):
 
 
 def run_measured(cmd, env=None):
-    """Runs cmd; returns (stdout, wall seconds, peak resident MB of that process alone)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
-    err = []
-    reader = threading.Thread(target=lambda: err.append(proc.stderr.read()))
-    reader.start()
-    out = proc.stdout.read()
-    reader.join()
-    _, status, usage = os.wait4(proc.pid, 0)  # this child's rusage alone
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[0][-3000:]}")
-    return out, wall, usage.ru_maxrss / 1024.0
+    """Runs cmd; returns (stdout, wall seconds, peak resident MB of that process). The peak
+    comes from GNU time: a child forked from this Python process would report this
+    process's own resident set as its maximum (Linux carries it across exec)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        start = time.perf_counter()
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name] + cmd,
+                              capture_output=True, text=True, env=env)
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
+                               f"{proc.stderr[-3000:]}")
+        return proc.stdout, wall, int(rss.read().split()[-1]) / 1024.0
 
 
 def make_inputs(model, directory, seed=0):
@@ -236,6 +233,8 @@ def main():
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
         raise SystemExit(f"unknown systems {unknown}; choose from {SYSTEMS}")
+    if not os.path.exists("/usr/bin/time"):
+        raise SystemExit("bench needs GNU time for peak memory: apt-get install time")
     cpu, cores = machine()
     stamp = time.strftime("%Y-%m-%d")
     slug = re.sub(r"[^a-z0-9]+", "-", cpu.lower()).strip("-") + f"-{cores}c"
@@ -264,7 +263,9 @@ def main():
                     res[system] = peer_model(args, name, model, os.path.join(work, "inputs"),
                                              work, system)
             except Exception as e:  # one system failing does not stop the others
-                res[system] = {"error": str(e).strip().splitlines()[-1][:300]}
+                lines = str(e).strip().splitlines()
+                errors = [l for l in lines if "Error" in l or "error:" in l]
+                res[system] = {"error": (errors or lines)[-1].strip()[:300]}
                 log(f"[{name}] {system} failed: {e}")
         reference = res.get("onnxruntime", {}).get("output")
         for system, r in res.items():

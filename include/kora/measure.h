@@ -18,6 +18,10 @@ struct MeasureOptions {
   // that timer and cache noise are small against it: no more warm-up, and min_samples
   // at most 3 (profiling time goes mostly to such kernels on large-activation models).
   double slow_ms = 0;
+  // A first warm-up call that takes at least this long (0: never) ends the measurement
+  // there: one sample, that call's time (a schedule search drops schedules far slower
+  // than the kernel's best this way).
+  double abandon_ms = 0;
 };
 
 struct Measurement {

@@ -55,6 +55,9 @@ struct ProfileOptions {
   double search_within = 1.5;
   double search_min_ms = 0.05;
   int search_max_kernels = 200;
+  // ... and the search stops after this many seconds of measuring (0: no limit); a
+  // schedule whose first call takes twice the kernel's best so far is not measured further.
+  double search_max_seconds = 300;
   std::ostream* progress = nullptr;  // progress lines and failures, when set
   bool terminal = false;             // progress as one rewritten line
   // More implementations per kernel, checked and measured like the others (plug-in

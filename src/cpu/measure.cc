@@ -2,7 +2,7 @@
 // steady clock; every 5 samples past the minimum, the median is compared with the one
 // 5 samples earlier and sampling stops once it moved by less than `stable_within`. A
 // first warm-up call of at least `slow_ms` cuts the warm-up to that call and the minimum
-// to 3 samples.
+// to 3 samples; one of at least `abandon_ms` is the only sample.
 #include "kora/measure.h"
 
 #include <algorithm>
@@ -34,8 +34,10 @@ Measurement measure(const std::function<void(int)>& run, const MeasureOptions& o
   for (int i = 0; i < warmup; ++i) {
     const auto t0 = clock::now();
     run(index++);
-    if (i == 0 && options.slow_ms > 0 &&
-        std::chrono::duration<double, std::milli>(clock::now() - t0).count() >= options.slow_ms) {
+    if (i > 0) continue;
+    const double first = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    if (options.abandon_ms > 0 && first >= options.abandon_ms) return {first, 0, 1};
+    if (options.slow_ms > 0 && first >= options.slow_ms) {
       warmup = 1;
       min_samples = std::min(min_samples, 3);
     }

@@ -328,25 +328,41 @@ class Measurer {
            ProfileSummary& summary)
       : graph_(graph), db_(db), options_(options), summary_(summary) {}
 
-  void run(std::vector<Job*>& jobs, const std::string& label, bool fallback) {
-    if (jobs.empty()) return;
+  // Measures the jobs in order; with max_seconds > 0, stops once that long has passed
+  // and returns how many were measured. The schedule search (fallback false) drops a
+  // schedule whose first call takes twice the kernel's best so far.
+  size_t run(std::vector<Job*>& jobs, const std::string& label, bool fallback,
+             double max_seconds = 0) {
+    if (jobs.empty()) return 0;
+    const auto start = std::chrono::steady_clock::now();
     if (values_.empty()) values_ = reference_values(graph_);
     Progress progress(options_.progress, "kora profile: " + label,
                       static_cast<int64_t>(jobs.size()), "kernels", options_.terminal);
     auto last_store = std::chrono::steady_clock::now();
-    for (size_t j = 0; j < jobs.size(); ++j) {
+    size_t j = 0;
+    while (j < jobs.size()) {
       measure_job(*jobs[j], fallback);
-      if (seconds_since(last_store) > 2 || j + 1 == jobs.size()) {
+      ++j;
+      const bool out_of_time = max_seconds > 0 && seconds_since(start) > max_seconds;
+      if (seconds_since(last_store) > 2 || j == jobs.size() || out_of_time) {
         db_.put(pending_);
         pending_.clear();
         last_store = std::chrono::steady_clock::now();
       }
-      progress.update(static_cast<int64_t>(j + 1));
+      progress.update(static_cast<int64_t>(j));
+      if (out_of_time) break;
     }
     progress.finish();
+    return j;
   }
 
  private:
+  MeasureOptions measure_options(const Job& job, bool fallback) const {
+    MeasureOptions m = options_.measure;
+    if (!fallback && job.best_ms < 1e300) m.abandon_ms = 2 * job.best_ms;
+    return m;
+  }
+
   void measure_job(Job& job, bool fallback) {
     const KernelDag& d = *job.dag;
     const Candidate& c = *job.candidate;
@@ -370,8 +386,8 @@ class Measurer {
                           const size_t k = static_cast<size_t>(i) % buffers.in_ptrs.size();
                           impl.run(buffers.in_ptrs[k].data(), buffers.out_ptrs[k].data());
                         },
-                        options_.measure);
-          if (impl.code) measured_.emplace(impl.code, m);
+                        measure_options(job, fallback));
+          if (impl.code && m.samples > 1) measured_.emplace(impl.code, m);  // not abandoned
           r.median_ms = m.median_ms;
           r.spread_ms = m.spread_ms;
           r.samples = m.samples;
@@ -533,7 +549,15 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
     compile_all(jobs, options, summary);
     summary.compile_seconds += seconds_since(stage);
     stage = std::chrono::steady_clock::now();
-    measurer.run(search, "schedule search", false);
+    const size_t searched =
+        measurer.run(search, "schedule search", false, options.search_max_seconds);
+    if (searched < search.size()) {
+      summary.searched = static_cast<int64_t>(searched);
+      if (options.progress)
+        *options.progress << "kora profile: schedule search stopped after "
+                          << options.search_max_seconds << " s (" << searched << " of "
+                          << search.size() << " kernels)" << std::endl;
+    }
     summary.measure_seconds += seconds_since(stage);
   }
   summary.total_seconds = seconds_since(start);

@@ -124,6 +124,9 @@ int main(int argc, char** argv) {
                     "measure every schedule of every kernel (default: the default schedule "
                     "of each, then the others for kernels where the generated code is "
                     "competitive)");
+  profile->add_option("--search-seconds", prof.search_max_seconds,
+                      "stop the schedule search after this many seconds of measuring (default "
+                      "300; 0: no limit)");
   profile->add_flag("--json", prof_json, "print the summary as JSON");
 
   CLI::App* operators =

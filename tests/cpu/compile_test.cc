@@ -128,4 +128,18 @@ TEST(Measure, SlowKernelsGetOneWarmUpAndThreeSamples) {
   EXPECT_EQ(calls, 3 + 10);
 }
 
+TEST(Measure, AbandonsACallFarSlowerThanTheBest) {
+  int calls = 0;
+  auto sleepy = [&](int) {
+    ++calls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(4));
+  };
+  kora::MeasureOptions options;
+  options.abandon_ms = 3;
+  const kora::Measurement m = kora::measure(sleepy, options);
+  EXPECT_EQ(m.samples, 1);
+  EXPECT_EQ(calls, 1);
+  EXPECT_GE(m.median_ms, 4.0);
+}
+
 }  // namespace
