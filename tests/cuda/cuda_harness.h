@@ -162,7 +162,6 @@ inline void run_graph(CudaDevice& device, const PrimGraph& g, int max_size, std:
       device.to_device(args.back(), t.bytes(), t.nbytes());
     }
     std::vector<size_t> sizes;
-    const std::vector<unsigned char> poison(1 << 20, 0xA5);
     for (const std::string& w : ck.writes) {
       sizes.push_back(numel(g.value(w).shape) * dtype_size(g.value(w).dtype));
       args.push_back(device.alloc(sizes.back() + 1));
