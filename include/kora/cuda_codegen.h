@@ -33,8 +33,14 @@ namespace kora {
 bool cuda_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 
 // How a reduce member's output elements (rows) map to threads: one thread, one warp or
-// one block per row; kAuto picks per reduce from its sizes (cuda_reduce_strategy_for).
-enum class CudaReduce { kAuto, kThread, kWarp, kBlock };
+// one block per row, a launch per reduce member; kAuto picks per reduce from its sizes
+// (cuda_reduce_strategy_for). The row-fused strategies take a warp or a block per row for
+// the whole kernel, in one launch: every reduce member of the row in turn (each result
+// shared by the row's threads), then the row's outputs; they apply to kernels whose reduce
+// members all reduce the same shape over the same axes and whose outputs read the reduce
+// results only at their own row (cuda_row_fusible), and fall back to kWarp / kBlock
+// elsewhere.
+enum class CudaReduce { kAuto, kThread, kWarp, kBlock, kRowWarp, kRowBlock };
 
 // The hyperparameters of a generated CUDA kernel. key() is the stable text the profile
 // database stores as the schedule ("default" for the default schedule).
@@ -52,7 +58,11 @@ struct CudaSchedule {
   }
 };
 
-const char* cuda_reduce_name(CudaReduce r);  // "auto", "thread", "warp", "block"
+// "auto", "thread", "warp", "block", "row_warp", "row_block"
+const char* cuda_reduce_name(CudaReduce r);
+
+// Whether the row-fused strategies apply to this candidate (see CudaReduce).
+bool cuda_row_fusible(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 
 // The strategy kAuto takes for a reduce of `rows` output elements of `count` inputs each,
 // whose reduced elements are contiguous (`inner_reduced`: the last dim of size > 1 is
@@ -60,7 +70,8 @@ const char* cuda_reduce_name(CudaReduce r);  // "auto", "thread", "warp", "block
 CudaReduce cuda_reduce_strategy_for(int64_t rows, int64_t count, bool inner_reduced);
 
 // The schedules worth measuring for this candidate, the default first: block sizes x
-// elements per thread, and for kernels with a reduce member each reduce strategy too.
+// elements per thread; for kernels with a reduce member each reduce strategy at each block
+// size and, for the separate-launch ones when the kernel is not row-fusible, 2 and 4 items.
 std::vector<CudaSchedule> cuda_schedule_space(const PrimGraph& graph, const KernelDag& dag,
                                               const Candidate& c);
 

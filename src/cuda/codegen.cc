@@ -1,9 +1,10 @@
 // CUDA code generation (include/kora/cuda_codegen.h): a candidate in, the source of a few
-// __global__ functions and their launches out. This file plans them: a launch per reduce
-// member in topological order (writing the output, or module-scope scratch when only the
-// kernel reads it), then one launch per shape of the remaining written tensors, each
-// element's value expanded through the fused members. Also: what is supported, the
-// schedule space and schedule keys.
+// __global__ functions and their launches out. This file plans them: one row-fused launch
+// when the schedule asks for it (or, by default, when the kernel allows it and its rows
+// are long enough), else a launch per reduce member in topological order (writing the
+// output, or module-scope scratch when only the kernel reads it), then one launch per
+// shape of the remaining written tensors, each element's value expanded through the fused
+// members. Also: what is supported, the schedule space and schedule keys.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -16,7 +17,20 @@ namespace cuda_gen {
 
 KernelWriter::KernelWriter(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
                            const CudaSchedule& schedule, const std::string& symbol)
-    : ValueWriter(graph, dag, c), schedule_(schedule), symbol_(symbol) {}
+    : ValueWriter(graph, dag, c), schedule_(schedule), symbol_(symbol) {
+  for (size_t i = 0; i < reads_.size(); ++i) {
+    in_ptr_[reads_[i]] = "in" + std::to_string(i);
+    params_ += std::string(i ? ", " : "") + "const " +
+               codegen::ctype(graph_.value(reads_[i]).dtype) + "* __restrict__ in" +
+               std::to_string(i);
+  }
+  for (size_t i = 0; i < writes_.size(); ++i) {
+    out_ptr_[writes_[i]] = "out" + std::to_string(i);
+    params_ += std::string(params_.empty() ? "" : ", ") +
+               codegen::ctype(graph_.value(writes_[i]).dtype) + "* __restrict__ out" +
+               std::to_string(i);
+  }
+}
 
 std::string KernelWriter::index_table(const std::vector<int64_t>& values) {
   const std::string table = symbol_ + "_" + fresh("gather");
@@ -35,22 +49,25 @@ std::string KernelWriter::scratch(DType t, int64_t n) {
 }
 
 CudaKernel KernelWriter::run() {
-  for (size_t i = 0; i < reads_.size(); ++i) {
-    in_ptr_[reads_[i]] = "in" + std::to_string(i);
-    params_ += std::string(i ? ", " : "") + "const " +
-               codegen::ctype(graph_.value(reads_[i]).dtype) + "* __restrict__ in" +
-               std::to_string(i);
-  }
-  for (size_t i = 0; i < writes_.size(); ++i) {
-    out_ptr_[writes_[i]] = "out" + std::to_string(i);
-    params_ += std::string(params_.empty() ? "" : ", ") +
-               codegen::ctype(graph_.value(writes_[i]).dtype) + "* __restrict__ out" +
-               std::to_string(i);
-  }
   if (writes_.empty()) return {symbol_, "", reads_, writes_, {}};  // dead members only
   auto written = [&](const std::string& t) {
     return std::find(writes_.begin(), writes_.end(), t) != writes_.end();
   };
+  // One row-fused launch, or a launch per reduce member and per output shape.
+  CudaReduce strategy = schedule_.reduce;
+  const std::vector<const Primitive*> rs = reduces();
+  if (strategy == CudaReduce::kAuto && !rs.empty() && row_fusible()) {
+    const int64_t count =
+        codegen::reduce_code(graph_, *rs[0], std::get<ReduceAttrs>(rs[0]->attrs)).count;
+    if (count >= 32) strategy = count >= 1024 ? CudaReduce::kRowBlock : CudaReduce::kRowWarp;
+  }
+  if ((strategy == CudaReduce::kRowWarp || strategy == CudaReduce::kRowBlock) && row_fusible()) {
+    fused_row_launch(strategy);
+    return {symbol_, statics_.str() + functions_.str(), reads_, writes_, launches_};
+  }
+  reduce_ = strategy == CudaReduce::kRowWarp    ? CudaReduce::kWarp
+            : strategy == CudaReduce::kRowBlock ? CudaReduce::kBlock
+                                                : strategy;
   std::vector<std::string> done;
   for (int v : c_.members) {
     const Primitive& p = graph_.prims[dag_.prim[v]];
@@ -111,8 +128,9 @@ bool has_reduce(const PrimGraph& graph, const KernelDag& dag, const Candidate& c
   return false;
 }
 
-constexpr CudaReduce kStrategies[] = {CudaReduce::kAuto, CudaReduce::kThread, CudaReduce::kWarp,
-                                      CudaReduce::kBlock};
+constexpr CudaReduce kStrategies[] = {CudaReduce::kAuto,    CudaReduce::kThread,
+                                      CudaReduce::kWarp,    CudaReduce::kBlock,
+                                      CudaReduce::kRowWarp, CudaReduce::kRowBlock};
 
 }  // namespace
 
@@ -133,6 +151,10 @@ const char* cuda_reduce_name(CudaReduce r) {
       return "warp";
     case CudaReduce::kBlock:
       return "block";
+    case CudaReduce::kRowWarp:
+      return "row_warp";
+    case CudaReduce::kRowBlock:
+      return "row_block";
   }
   return "?";
 }
@@ -182,11 +204,23 @@ std::vector<CudaSchedule> cuda_schedule_space(const PrimGraph& graph, const Kern
       for (int items : {1, 2, 4}) add(block, items, CudaReduce::kAuto);
     return space;
   }
+  const bool fusible = cuda_row_fusible(graph, dag, c);
   for (CudaReduce r : {CudaReduce::kThread, CudaReduce::kWarp, CudaReduce::kBlock}) {
     for (int block : {128, 256, 512}) add(block, 1, r);
-    for (int items : {2, 4}) add(256, items, r);
+    if (!fusible)
+      for (int items : {2, 4}) add(256, items, r);
   }
+  if (fusible)
+    for (CudaReduce r : {CudaReduce::kRowWarp, CudaReduce::kRowBlock}) {
+      for (int block : {128, 256, 512}) add(block, 1, r);
+      for (int items : {2, 4}) add(256, items, r);
+    }
   return space;
+}
+
+bool cuda_row_fusible(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  if (!cuda_codegen_supports(graph, dag, c)) return false;
+  return cuda_gen::KernelWriter(graph, dag, c, CudaSchedule{}, "k").row_fusible();
 }
 
 CudaKernel generate_cuda_kernel(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,

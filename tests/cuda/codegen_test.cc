@@ -83,31 +83,49 @@ TEST(CudaCodegen, ScheduleKeys) {
   const CudaSchedule s{128, 4, CudaReduce::kWarp};
   EXPECT_EQ(s.key(), "block=128;items=4;reduce=warp");
   EXPECT_EQ(CudaSchedule::from_key(s.key()), s);
+  const CudaSchedule fused{512, 2, CudaReduce::kRowBlock};
+  EXPECT_EQ(fused.key(), "block=512;items=2;reduce=row_block");
+  EXPECT_EQ(CudaSchedule::from_key(fused.key()), fused);
   EXPECT_EQ(CudaSchedule::from_key("default"), CudaSchedule{});
-  for (const char* bad : {"", "block=100;items=1;reduce=warp", "block=256;items=0;reduce=auto",
-                          "block=256;items=1;reduce=grid", "block=256;items=1;reduce=auto",
-                          "par=1;minpar=32768;rows=4;cols=256;gemm=-1;mc=96;nc=128"})
+  for (const char* bad :
+       {"", "block=100;items=1;reduce=warp", "block=256;items=0;reduce=auto",
+        "block=256;items=1;reduce=grid", "block=256;items=1;reduce=auto",
+        "block=256;items=1;reduce=row", "par=1;minpar=32768;rows=4;cols=256;gemm=-1;mc=96;nc=128"})
     EXPECT_THROW(CudaSchedule::from_key(bad), Error) << bad;
 }
 
-// Softmax over [4, 1000]: launches reduce max, reduce sum (warp per row by default: rows of
-// 1000 contiguous elements), then the division; grids from the sizes and the schedule.
+// Softmax over [4, 1000]: by default one row-fused launch, a warp per row (rows of 1000
+// contiguous elements); with separate-launch strategies reduce max, reduce sum, then the
+// division; grids from the sizes and the schedule.
 TEST(CudaCodegen, LaunchGeometryOfASoftmax) {
   std::mt19937 rng(1);
   const PrimGraph g = kora_cuda_test::softmax_graph(rng, 4, 1000);
   const KernelDag dag = kernel_dag_of(g);
   const Candidate all = make_candidate(dag, {0, 1, 2, 3, 4, 5, 6});
   ASSERT_TRUE(cuda_codegen_supports(g, dag, all));
+  EXPECT_TRUE(cuda_row_fusible(g, dag, all));
   const std::vector<CudaSchedule> space = cuda_schedule_space(g, dag, all);
-  EXPECT_EQ(space.size(), 16u);  // default + 3 strategies x (3 block sizes + 2 item counts)
+  // default + 3 separate strategies x 3 block sizes + 2 row-fused x (3 block sizes + 2 items)
+  EXPECT_EQ(space.size(), 20u);
   CudaKernel k = generate_cuda_kernel(g, dag, all, "softmax");
-  ASSERT_EQ(k.launches.size(), 3u);
+  ASSERT_EQ(k.launches.size(), 1u);
   EXPECT_EQ(k.writes.size(), 1u);
   EXPECT_EQ(k.launches[0].function, "softmax_0");
   EXPECT_EQ(k.launches[0].work, 4);
   EXPECT_EQ(k.launches[0].per_block, 8);  // 256 threads = 8 warps, a row each
   EXPECT_EQ(k.launches[0].grid(), 1);
-  EXPECT_NE(k.source.find("warp per row"), std::string::npos);
+  EXPECT_NE(k.source.find("a warp per row"), std::string::npos);
+  EXPECT_EQ(k.source.find("scratch"), std::string::npos);  // max and sum stay in registers
+  k = generate_cuda_kernel(g, dag, all, "softmax", {512, 1, CudaReduce::kRowBlock});
+  ASSERT_EQ(k.launches.size(), 1u);
+  EXPECT_EQ(k.launches[0].per_block, 1);
+  EXPECT_EQ(k.launches[0].grid(), 4);
+  EXPECT_NE(k.source.find("__syncthreads"), std::string::npos);
+  k = generate_cuda_kernel(g, dag, all, "softmax", {256, 1, CudaReduce::kWarp});
+  ASSERT_EQ(k.launches.size(), 3u);
+  EXPECT_EQ(k.launches[0].work, 4);
+  EXPECT_EQ(k.launches[0].per_block, 8);
+  EXPECT_NE(k.source.find("(warp per row)"), std::string::npos);
   EXPECT_EQ(k.launches[2].work, 4000);
   EXPECT_EQ(k.launches[2].per_block, 256);
   EXPECT_EQ(k.launches[2].grid(), 16);
@@ -119,14 +137,33 @@ TEST(CudaCodegen, LaunchGeometryOfASoftmax) {
   EXPECT_EQ(k.launches[0].grid(), 4);
   EXPECT_EQ(k.launches[2].per_block, 512);
   EXPECT_EQ(k.launches[2].grid(), 8);
-  EXPECT_NE(k.source.find("__shared__ double partial[4]"), std::string::npos);
+  EXPECT_NE(k.source.find("__shared__ double acc_partial[4]"), std::string::npos);
   k = generate_cuda_kernel(g, dag, all, "softmax", {512, 2, CudaReduce::kThread});
   EXPECT_EQ(k.launches[0].per_block, 1024);
   EXPECT_EQ(k.launches[0].grid(), 1);
   // An elementwise-only candidate: nine schedules, one launch.
   const Candidate tail = make_candidate(dag, {2, 3});
+  EXPECT_FALSE(cuda_row_fusible(g, dag, tail));
   EXPECT_EQ(cuda_schedule_space(g, dag, tail).size(), 9u);
   EXPECT_EQ(generate_cuda_kernel(g, dag, tail, "t").launches.size(), 1u);
+}
+
+// Row fusion needs every reduce over the same shape and axes: sums over both axes of one
+// tensor are two launches whatever the schedule asks.
+TEST(CudaCodegen, RowFusionNeedsOneRowShape) {
+  std::mt19937 rng(2);
+  kora_codegen_test::GraphBuilder b(rng);
+  const std::string x = b.input(DType::kFloat32, {40, 60});
+  const std::string rows = b.prim(ReduceAttrs{ReduceOp::kSum, {1}}, {x}, DType::kFloat32, {40, 1});
+  const std::string cols = b.prim(ReduceAttrs{ReduceOp::kSum, {0}}, {x}, DType::kFloat32, {1, 60});
+  b.g.outputs = {rows, cols};
+  const KernelDag dag = kernel_dag_of(b.g);
+  const Candidate both = make_candidate(dag, {0, 1});
+  EXPECT_FALSE(cuda_row_fusible(b.g, dag, both));
+  EXPECT_TRUE(cuda_row_fusible(b.g, dag, make_candidate(dag, {0})));
+  EXPECT_EQ(
+      generate_cuda_kernel(b.g, dag, both, "k", {256, 1, CudaReduce::kRowBlock}).launches.size(),
+      2u);
 }
 
 TEST(CudaCodegen, AutoStrategy) {

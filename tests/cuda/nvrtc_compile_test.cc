@@ -63,7 +63,9 @@ TEST(NvrtcCompile, ErrorsCarryTheLog) {
       const std::string what = e.what();
       EXPECT_NE(what.find("undefined_name"), std::string::npos) << what;
       EXPECT_NE(what.find("source kept at"), std::string::npos) << what;
-      if (attempt == 1) EXPECT_NE(what.find("failed before"), std::string::npos) << what;
+      if (attempt == 1) {
+        EXPECT_NE(what.find("failed before"), std::string::npos) << what;
+      }
     }
   }
 }
