@@ -18,6 +18,13 @@ namespace cuda_gen {
 KernelWriter::KernelWriter(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
                            const CudaSchedule& schedule, const std::string& symbol)
     : ValueWriter(graph, dag, c), schedule_(schedule), symbol_(symbol) {
+  int64_t largest = 0;
+  for (int v : c.members) {
+    const Primitive& p = graph.prims[dag.prim[v]];
+    for (const std::string& t : p.inputs) largest = std::max(largest, numel(graph.value(t).shape));
+    largest = std::max(largest, numel(graph.value(p.output()).shape));
+  }
+  if (largest < (int64_t{1} << 30)) index_ = "int";
   for (size_t i = 0; i < reads_.size(); ++i) {
     in_ptr_[reads_[i]] = "in" + std::to_string(i);
     params_ += std::string(i ? ", " : "") + "const " +

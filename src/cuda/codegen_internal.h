@@ -73,6 +73,10 @@ class KernelWriter : public codegen::ValueWriter {
   CudaSchedule schedule_;
   CudaReduce reduce_ = CudaReduce::kAuto;  // the separate-launch strategy (or kAuto)
   int row_fusible_ = -1;                   // row_fusible(), once known
+  // The type of flat indices and coordinates: "int" when every tensor of the kernel has
+  // fewer than 2^30 elements (32-bit division by constants is a multiply and a shift;
+  // 64-bit is several), else "int64_t".
+  std::string index_ = "int64_t";
   std::string symbol_;
   std::string params_;            // the parameter list
   std::ostringstream statics_;    // module-scope tables and scratch

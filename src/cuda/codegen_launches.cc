@@ -54,7 +54,7 @@ Coords KernelWriter::unflatten(const std::string& flat, const Shape& shape) {
       continue;
     }
     coords[d] = fresh("i");
-    line("[[maybe_unused]] const int64_t " + coords[d] + " = " + expr + ";");
+    line("[[maybe_unused]] const " + index_ + " " + coords[d] + " = " + expr + ";");
   }
   return coords;
 }
@@ -63,12 +63,13 @@ void KernelWriter::pointwise_launch(const std::vector<std::string>& writes) {
   const Shape& shape = graph_.value(writes[0]).shape;
   const int64_t n = numel(shape), block = schedule_.block, items = schedule_.items;
   begin_function(writes[0] + (writes.size() > 1 ? " and others of its shape" : ""));
-  line("const int64_t base = (int64_t)blockIdx.x * " + num(block * items) + " + threadIdx.x;");
+  line("const " + index_ + " base = (" + index_ + ")blockIdx.x * " + num(block * items) + " + (" +
+       index_ + ")threadIdx.x;");
   std::string idx = "base";
   if (items > 1) {
     line("#pragma unroll");
     open_block("for (int j = 0; j < " + num(items) + "; ++j)");
-    line("const int64_t idx = base + j * " + num(block) + ";");
+    line("const " + index_ + " idx = base + j * " + num(block) + ";");
     idx = "idx";
   }
   open_block("if (" + idx + " < " + num(n) + ")");
@@ -113,13 +114,13 @@ struct ReduceShape {
 void KernelWriter::row_loop(const std::string& first, int64_t stride, const Shape& red,
                             const std::function<void(const Coords&)>& body) {
   const int64_t count = numel(red), items = schedule_.items;
-  open_block("for (int64_t rb = " + first + "; rb < " + num(count) +
+  open_block("for (" + index_ + " rb = " + first + "; rb < " + num(count) +
              "; rb += " + num(stride * items) + ")");
   std::string r = "rb";
   if (items > 1) {
     line("#pragma unroll");
     open_block("for (int j = 0; j < " + num(items) + "; ++j)");
-    line("const int64_t r = rb + j * " + num(stride) + ";");
+    line("const " + index_ + " r = rb + j * " + num(stride) + ";");
     open_block("if (r < " + num(count) + ")");
     r = "r";
   }
@@ -178,7 +179,8 @@ void KernelWriter::reduce_launch(const Primitive& p, const ReduceAttrs& r) {
   switch (strategy) {
     case CudaReduce::kWarp: {
       line("const int lane = threadIdx.x & 31;");
-      line("const int64_t row = (int64_t)blockIdx.x * " + num(warps) + " + (threadIdx.x >> 5);");
+      line("const " + index_ + " row = (" + index_ + ")blockIdx.x * " + num(warps) +
+           " + (threadIdx.x >> 5);");
       // (row is the same for a whole warp: the shuffles below have every lane)
       open_block("if (row < " + num(rows) + ")");
       const Coords kc = unflatten("row", os);
@@ -191,7 +193,7 @@ void KernelWriter::reduce_launch(const Primitive& p, const ReduceAttrs& r) {
       return;
     }
     case CudaReduce::kBlock: {
-      line("const int64_t row = blockIdx.x;");
+      line("const " + index_ + " row = blockIdx.x;");
       const Coords kc = unflatten("row", os);
       line(code.acc_type + " " + acc + " = " + code.init + ";");
       row_loop("threadIdx.x", block, rs.red, fold(kc));
@@ -201,12 +203,13 @@ void KernelWriter::reduce_launch(const Primitive& p, const ReduceAttrs& r) {
       return;
     }
     default: {  // a thread per row
-      line("const int64_t base = (int64_t)blockIdx.x * " + num(block * items) + " + threadIdx.x;");
+      line("const " + index_ + " base = (" + index_ + ")blockIdx.x * " + num(block * items) +
+           " + (" + index_ + ")threadIdx.x;");
       std::string row = "base";
       if (items > 1) {
         line("#pragma unroll");
         open_block("for (int j = 0; j < " + num(items) + "; ++j)");
-        line("const int64_t row = base + j * " + num(block) + ";");
+        line("const " + index_ + " row = base + j * " + num(block) + ";");
         row = "row";
       }
       open_block("if (" + row + " < " + num(rows) + ")");
@@ -217,8 +220,8 @@ void KernelWriter::reduce_launch(const Primitive& p, const ReduceAttrs& r) {
       for (size_t d = 0; d < rs.in.size(); ++d) {
         if (rs.red[d] <= 1) continue;
         rc[d] = fresh("r");
-        open_block("for (int64_t " + rc[d] + " = 0; " + rc[d] + " < " + num(rs.red[d]) + "; ++" +
-                   rc[d] + ")");
+        open_block("for (" + index_ + " " + rc[d] + " = 0; " + rc[d] + " < " + num(rs.red[d]) +
+                   "; ++" + rc[d] + ")");
         ++loops;
       }
       line(code.update(acc, value(x, rs.coords(kc, rc))));
@@ -299,11 +302,12 @@ void KernelWriter::fused_row_launch(CudaReduce group) {
   std::string tid = "threadIdx.x";
   if (warp) {
     line("const int lane = threadIdx.x & 31;");
-    line("const int64_t row = (int64_t)blockIdx.x * " + num(warps) + " + (threadIdx.x >> 5);");
+    line("const " + index_ + " row = (" + index_ + ")blockIdx.x * " + num(warps) +
+         " + (threadIdx.x >> 5);");
     open_block("if (row < " + num(rows) + ")");  // (the same for a whole warp)
     tid = "lane";
   } else {
-    line("const int64_t row = blockIdx.x;");
+    line("const " + index_ + " row = blockIdx.x;");
   }
   const Coords kc = unflatten("row", os);
   auto written = [&](const std::string& t) {

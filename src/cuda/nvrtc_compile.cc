@@ -34,6 +34,7 @@ namespace fs = std::filesystem;
 }
 #endif
 
+#ifdef KORA_HAVE_CUDA
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
@@ -59,7 +60,6 @@ std::string first_lines(const std::string& text, int lines) {
   return out;
 }
 
-#ifdef KORA_HAVE_CUDA
 void check(nvrtcResult r, const char* what) {
   if (r != NVRTC_SUCCESS) throw Error(std::string(what) + ": " + nvrtcGetErrorString(r));
 }
