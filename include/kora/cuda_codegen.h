@@ -33,14 +33,16 @@ namespace kora {
 bool cuda_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 
 // How a reduce member's output elements (rows) map to threads: one thread, one warp or
-// one block per row, a launch per reduce member; kAuto picks per reduce from its sizes
+// one block per row, a launch per reduce member; or several blocks per row (kMultiBlock:
+// each block folds a chunk of the row into a partial, a second launch combines a row's
+// partials; for few long rows); kAuto picks per reduce from its sizes
 // (cuda_reduce_strategy_for). The row-fused strategies take a warp or a block per row for
 // the whole kernel, in one launch: every reduce member of the row in turn (each result
 // shared by the row's threads), then the row's outputs; they apply to kernels whose reduce
 // members all reduce the same shape over the same axes and whose outputs read the reduce
 // results only at their own row (cuda_row_fusible), and fall back to kWarp / kBlock
 // elsewhere.
-enum class CudaReduce { kAuto, kThread, kWarp, kBlock, kRowWarp, kRowBlock };
+enum class CudaReduce { kAuto, kThread, kWarp, kBlock, kMultiBlock, kRowWarp, kRowBlock };
 
 // The hyperparameters of a generated CUDA kernel. key() is the stable text the profile
 // database stores as the schedule ("default" for the default schedule).
@@ -58,7 +60,7 @@ struct CudaSchedule {
   }
 };
 
-// "auto", "thread", "warp", "block", "row_warp", "row_block"
+// "auto", "thread", "warp", "block", "multi_block", "row_warp", "row_block"
 const char* cuda_reduce_name(CudaReduce r);
 
 // Whether the row-fused strategies apply to this candidate (see CudaReduce).
@@ -66,7 +68,8 @@ bool cuda_row_fusible(const PrimGraph& graph, const KernelDag& dag, const Candid
 
 // The strategy kAuto takes for a reduce of `rows` output elements of `count` inputs each,
 // whose reduced elements are contiguous (`inner_reduced`: the last dim of size > 1 is
-// reduced) or not: thread per row for short or strided rows, else warp, else block.
+// reduced) or not: thread per row for short or strided rows, several blocks per row for
+// few long rows, else block for long rows, else warp.
 CudaReduce cuda_reduce_strategy_for(int64_t rows, int64_t count, bool inner_reduced);
 
 // The schedules worth measuring for this candidate, the default first: block sizes x

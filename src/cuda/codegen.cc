@@ -48,10 +48,11 @@ std::string KernelWriter::index_table(const std::vector<int64_t>& values) {
   return table;
 }
 
-std::string KernelWriter::scratch(DType t, int64_t n) {
+std::string KernelWriter::scratch(DType t, int64_t n) { return scratch(codegen::ctype(t), n); }
+
+std::string KernelWriter::scratch(const std::string& ctype, int64_t n) {
   const std::string name = symbol_ + "_" + fresh("scratch");
-  statics_ << "__device__ " << codegen::ctype(t) << " " << name << "[" << std::max<int64_t>(n, 1)
-           << "];\n";
+  statics_ << "__device__ " << ctype << " " << name << "[" << std::max<int64_t>(n, 1) << "];\n";
   return name;
 }
 
@@ -66,7 +67,10 @@ CudaKernel KernelWriter::run() {
   if (strategy == CudaReduce::kAuto && !rs.empty() && row_fusible()) {
     const int64_t count =
         codegen::reduce_code(graph_, *rs[0], std::get<ReduceAttrs>(rs[0]->attrs)).count;
-    if (count >= 32) strategy = count >= 1024 ? CudaReduce::kRowBlock : CudaReduce::kRowWarp;
+    const int64_t rows = numel(graph_.value(rs[0]->output()).shape);
+    // (few long rows: several blocks per row in separate launches fill the device better)
+    if (count >= 32 && cuda_reduce_strategy_for(rows, count, true) != CudaReduce::kMultiBlock)
+      strategy = count >= 1024 ? CudaReduce::kRowBlock : CudaReduce::kRowWarp;
   }
   if ((strategy == CudaReduce::kRowWarp || strategy == CudaReduce::kRowBlock) && row_fusible()) {
     fused_row_launch(strategy);
@@ -135,9 +139,9 @@ bool has_reduce(const PrimGraph& graph, const KernelDag& dag, const Candidate& c
   return false;
 }
 
-constexpr CudaReduce kStrategies[] = {CudaReduce::kAuto,    CudaReduce::kThread,
-                                      CudaReduce::kWarp,    CudaReduce::kBlock,
-                                      CudaReduce::kRowWarp, CudaReduce::kRowBlock};
+constexpr CudaReduce kStrategies[] = {
+    CudaReduce::kAuto,       CudaReduce::kThread,  CudaReduce::kWarp,    CudaReduce::kBlock,
+    CudaReduce::kMultiBlock, CudaReduce::kRowWarp, CudaReduce::kRowBlock};
 
 }  // namespace
 
@@ -158,6 +162,8 @@ const char* cuda_reduce_name(CudaReduce r) {
       return "warp";
     case CudaReduce::kBlock:
       return "block";
+    case CudaReduce::kMultiBlock:
+      return "multi_block";
     case CudaReduce::kRowWarp:
       return "row_warp";
     case CudaReduce::kRowBlock:
@@ -171,6 +177,7 @@ CudaReduce cuda_reduce_strategy_for(int64_t rows, int64_t count, bool inner_redu
   // Reduced elements strided in memory: neighbouring threads take neighbouring rows, so
   // their loads coalesce, as long as there are rows enough to fill the device.
   if (!inner_reduced && rows >= 2048) return CudaReduce::kThread;
+  if (count >= 8192 && rows <= 128) return CudaReduce::kMultiBlock;  // fill the device
   if (count >= 2048 && rows < (1 << 16)) return CudaReduce::kBlock;
   return CudaReduce::kWarp;
 }
@@ -212,7 +219,8 @@ std::vector<CudaSchedule> cuda_schedule_space(const PrimGraph& graph, const Kern
     return space;
   }
   const bool fusible = cuda_row_fusible(graph, dag, c);
-  for (CudaReduce r : {CudaReduce::kThread, CudaReduce::kWarp, CudaReduce::kBlock}) {
+  for (CudaReduce r :
+       {CudaReduce::kThread, CudaReduce::kWarp, CudaReduce::kBlock, CudaReduce::kMultiBlock}) {
     for (int block : {128, 256, 512}) add(block, 1, r);
     if (!fusible)
       for (int items : {2, 4}) add(256, items, r);

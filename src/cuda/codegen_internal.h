@@ -42,6 +42,7 @@ class KernelWriter : public codegen::ValueWriter {
   std::string index_table(const std::vector<int64_t>& values) override;
   // A module-scope __device__ array of n elements (one run at a time per module).
   std::string scratch(DType t, int64_t n);
+  std::string scratch(const std::string& ctype, int64_t n);
 
   // codegen_launches.cc
   // A launch storing the written tensors of one shape, their values expanded per element.
@@ -58,10 +59,11 @@ class KernelWriter : public codegen::ValueWriter {
   void begin_function(const std::string& comment);
   void end_function(int64_t work, int64_t per_block);
   // A loop of the row's threads over the `red` elements of a row (flattened), each
-  // thread from `first` on, `stride` apart, schedule.items per step (unrolled); body gets
-  // the coordinates of one element in `red` (dims of size 1: "0").
+  // thread from `first` on, `stride` apart, schedule.items per step (unrolled), up to
+  // `end` (an expression; empty: the row's end); body gets the coordinates of one element
+  // in `red` (dims of size 1: "0").
   void row_loop(const std::string& first, int64_t stride, const Shape& red,
-                const std::function<void(const Coords&)>& body);
+                const std::function<void(const Coords&)>& body, const std::string& end = "");
   // Combine the accumulators `acc` of a warp (into lane 0) or of a block (into thread 0,
   // or every thread when `to_all`), through shuffles and shared memory.
   void combine_warp(const codegen::ReduceCode& code, const std::string& acc);

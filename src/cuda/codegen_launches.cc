@@ -7,8 +7,11 @@
 //   reduce     output elements are rows. thread: a thread per row (`items` rows per
 //              thread), loops over the reduced dims; warp: a warp per row, lanes stride
 //              over the row's flattened reduced elements and combine with shuffles;
-//              block: a block per row, warps combine through shared memory. Float32
-//              accumulates in double, as the interpreter.
+//              block: a block per row, warps combine through shared memory; multi-block:
+//              blocks fold chunks of a row into partials (scratch), a second launch
+//              combines each row's. Float32 accumulates in double, as the interpreter.
+//   row-fused  a warp or block per row computes each reduce member in turn (the result
+//              shared by the row's threads), then the row's outputs, in one launch.
 #include <algorithm>
 #include <functional>
 
@@ -112,16 +115,18 @@ struct ReduceShape {
 }  // namespace
 
 void KernelWriter::row_loop(const std::string& first, int64_t stride, const Shape& red,
-                            const std::function<void(const Coords&)>& body) {
-  const int64_t count = numel(red), items = schedule_.items;
-  open_block("for (" + index_ + " rb = " + first + "; rb < " + num(count) +
+                            const std::function<void(const Coords&)>& body,
+                            const std::string& end) {
+  const int64_t items = schedule_.items;
+  const std::string limit = end.empty() ? num(numel(red)) : end;
+  open_block("for (" + index_ + " rb = " + first + "; rb < " + limit +
              "; rb += " + num(stride * items) + ")");
   std::string r = "rb";
   if (items > 1) {
     line("#pragma unroll");
     open_block("for (int j = 0; j < " + num(items) + "; ++j)");
     line("const " + index_ + " r = rb + j * " + num(stride) + ";");
-    open_block("if (r < " + num(count) + ")");
+    open_block("if (r < " + limit + ")");
     r = "r";
   }
   body(unflatten(r, red));
@@ -200,6 +205,38 @@ void KernelWriter::reduce_launch(const Primitive& p, const ReduceAttrs& r) {
       combine_block(code, acc, false);
       line("if (threadIdx.x == 0) " + out + "[row] = " + code.result(acc) + ";");
       end_function(rows, 1);
+      return;
+    }
+    case CudaReduce::kMultiBlock: {
+      // Each of `splits` blocks per row folds a chunk of it into a partial; then a thread
+      // per row combines the row's partials.
+      const int64_t splits =
+          std::max<int64_t>(1, std::min((count + block * items * 4 - 1) / (block * items * 4),
+                                        (1024 + rows - 1) / std::max<int64_t>(rows, 1)));
+      const int64_t chunk = (count + splits - 1) / splits;
+      const std::string partials = scratch(code.acc_type, rows * splits);
+      line("[[maybe_unused]] const " + index_ + " row = blockIdx.x / " + num(splits) + ";");
+      line("const " + index_ + " begin = blockIdx.x % " + num(splits) + " * " + num(chunk) + ";");
+      line("const " + index_ + " end = begin + " + num(chunk) + " < " + num(count) + " ? begin + " +
+           num(chunk) + " : " + num(count) + ";");
+      const Coords kc = unflatten("row", os);
+      line(code.acc_type + " " + acc + " = " + code.init + ";");
+      row_loop("begin + (" + index_ + ")threadIdx.x", block, rs.red, fold(kc), "end");
+      combine_block(code, acc, false);
+      line("if (threadIdx.x == 0) " + partials + "[blockIdx.x] = " + acc + ";");
+      end_function(rows * splits, 1);
+      begin_function(p.output() + ": the partials of each row combined (" + num(splits) +
+                     " per row)");
+      line("const " + index_ + " row = (" + index_ + ")blockIdx.x * " + num(block) + " + (" +
+           index_ + ")threadIdx.x;");
+      open_block("if (row < " + num(rows) + ")");
+      line(code.acc_type + " " + acc + " = " + partials + "[row * " + num(splits) + "];");
+      open_block("for (int s = 1; s < " + num(splits) + "; ++s)");
+      line(code.update(acc, partials + "[row * " + num(splits) + " + s]"));
+      close_block();
+      line(out + "[row] = " + code.result(acc) + ";");
+      close_block();
+      end_function(rows, block);
       return;
     }
     default: {  // a thread per row

@@ -83,6 +83,8 @@ TEST(CudaCodegen, ScheduleKeys) {
   const CudaSchedule s{128, 4, CudaReduce::kWarp};
   EXPECT_EQ(s.key(), "block=128;items=4;reduce=warp");
   EXPECT_EQ(CudaSchedule::from_key(s.key()), s);
+  EXPECT_EQ(CudaSchedule::from_key("block=128;items=1;reduce=multi_block").reduce,
+            CudaReduce::kMultiBlock);
   const CudaSchedule fused{512, 2, CudaReduce::kRowBlock};
   EXPECT_EQ(fused.key(), "block=512;items=2;reduce=row_block");
   EXPECT_EQ(CudaSchedule::from_key(fused.key()), fused);
@@ -105,8 +107,8 @@ TEST(CudaCodegen, LaunchGeometryOfASoftmax) {
   ASSERT_TRUE(cuda_codegen_supports(g, dag, all));
   EXPECT_TRUE(cuda_row_fusible(g, dag, all));
   const std::vector<CudaSchedule> space = cuda_schedule_space(g, dag, all);
-  // default + 3 separate strategies x 3 block sizes + 2 row-fused x (3 block sizes + 2 items)
-  EXPECT_EQ(space.size(), 20u);
+  // default + 4 separate strategies x 3 block sizes + 2 row-fused x (3 block sizes + 2 items)
+  EXPECT_EQ(space.size(), 23u);
   CudaKernel k = generate_cuda_kernel(g, dag, all, "softmax");
   ASSERT_EQ(k.launches.size(), 1u);
   EXPECT_EQ(k.writes.size(), 1u);
@@ -166,11 +168,35 @@ TEST(CudaCodegen, RowFusionNeedsOneRowShape) {
       2u);
 }
 
+// A global mean of 15,000 elements: one row, so several blocks fold chunks of it into
+// partials and a second launch combines them.
+TEST(CudaCodegen, MultiBlockReduction) {
+  std::mt19937 rng(3);
+  kora_codegen_test::GraphBuilder b(rng);
+  const std::string x = b.input(DType::kFloat32, {2, 3, 50, 50});
+  b.prim(ReduceAttrs{ReduceOp::kMean, {0, 1, 2, 3}}, {x}, DType::kFloat32, {1, 1, 1, 1});
+  b.g.outputs = {b.g.prims.back().output()};
+  const KernelDag dag = kernel_dag_of(b.g);
+  const Candidate c = make_candidate(dag, {0});
+  // One reduce is row-fusible too (default + 4 x 3 separate + 2 x 5 row-fused), but the
+  // default does not fuse one row: it would be one block.
+  EXPECT_EQ(cuda_schedule_space(b.g, dag, c).size(), 23u);
+  const CudaKernel k = generate_cuda_kernel(b.g, dag, c, "mean");
+  ASSERT_EQ(k.launches.size(), 2u);
+  EXPECT_EQ(k.launches[0].work, 15);  // 15 chunks of 1,000 (256 threads x 4 steps each)
+  EXPECT_EQ(k.launches[0].per_block, 1);
+  EXPECT_EQ(k.launches[1].work, 1);
+  EXPECT_NE(k.source.find("__device__ double mean_scratch"), std::string::npos);
+  EXPECT_NE(k.source.find("(15 per row)"), std::string::npos);
+}
+
 TEST(CudaCodegen, AutoStrategy) {
+  EXPECT_EQ(cuda_reduce_strategy_for(1, 15000, true), CudaReduce::kMultiBlock);
+  EXPECT_EQ(cuda_reduce_strategy_for(512, 15000, true), CudaReduce::kBlock);
   EXPECT_EQ(cuda_reduce_strategy_for(1000, 8, true), CudaReduce::kThread);
   EXPECT_EQ(cuda_reduce_strategy_for(4096, 300, false), CudaReduce::kThread);
   EXPECT_EQ(cuda_reduce_strategy_for(64, 768, true), CudaReduce::kWarp);
-  EXPECT_EQ(cuda_reduce_strategy_for(64, 50000, true), CudaReduce::kBlock);
+  EXPECT_EQ(cuda_reduce_strategy_for(64, 50000, true), CudaReduce::kMultiBlock);
 }
 
 TEST(CudaCodegen, RefusesLinearOpaqueAndFloat64) {
