@@ -6,10 +6,12 @@
 //
 // The model is the CPU backend's (include/kora/cpu_codegen.h), from the same shared value
 // expansion (src/codegen/): a member's value is computed where it is used (elementwise,
-// broadcast and layout members are index maps and scalar functions composed per element);
-// each reduce member gets a launch of its own writing its output or, when only members of
-// the kernel read it, module-scope scratch (__device__ arrays sized at generation time: one
-// run at a time per loaded module); then one launch per shape of the remaining outputs.
+// broadcast and layout members are index maps and scalar functions composed per element).
+// A kernel whose reduce members share their rows is one row-fused launch (see CudaReduce);
+// otherwise each reduce member gets a launch of its own (two for multi-block) writing its
+// output or, when only members of the kernel read it, module-scope scratch (__device__
+// arrays sized at generation time: one run at a time per loaded module), then one launch
+// per shape of the remaining outputs.
 // Results follow the reference interpreter's arithmetic (float32 sums in double); float32
 // exp, tanh, erf, ... are CUDA's math functions (a few ulp).
 //
