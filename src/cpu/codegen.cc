@@ -15,13 +15,15 @@ namespace cpu_gen {
 
 KernelWriter::KernelWriter(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
                            const CpuSchedule& schedule)
-    : graph_(graph),
-      dag_(dag),
-      c_(c),
-      schedule_(schedule),
-      reads_(kernel_reads(graph, dag, c)),
-      writes_(kernel_writes(graph, dag, c)) {
-  for (int v : c.members) producer_[graph.prims[dag.prim[v]].output()] = &graph.prims[dag.prim[v]];
+    : ValueWriter(graph, dag, c), schedule_(schedule) {}
+
+std::string KernelWriter::index_table(const std::vector<int64_t>& values) {
+  const std::string table = fresh("gather");
+  statics_ << "  static const int64_t " << table << "[" << std::max<size_t>(1, values.size())
+           << "] = {";
+  for (size_t i = 0; i < values.size(); ++i) statics_ << (i ? ", " : "") << values[i];
+  statics_ << "};\n";
+  return table;
 }
 
 std::string KernelWriter::scratch(DType t, int64_t n) {
@@ -117,12 +119,12 @@ namespace {
 
 bool member_supported(const PrimGraph& graph, const Primitive& p) {
   for (const std::string& t : p.inputs)
-    if (!cpu_gen::dtype_supported(graph.value(t).dtype)) return false;
+    if (!codegen::dtype_supported(graph.value(t).dtype)) return false;
   for (const std::string& t : p.outputs)
-    if (!cpu_gen::dtype_supported(graph.value(t).dtype)) return false;
+    if (!codegen::dtype_supported(graph.value(t).dtype)) return false;
   switch (p.kind()) {
     case PrimKind::kElementwise:
-      return cpu_gen::elementwise_supported(graph, p, std::get<ElementwiseAttrs>(p.attrs));
+      return codegen::elementwise_supported(graph, p, std::get<ElementwiseAttrs>(p.attrs));
     case PrimKind::kBroadcast:
     case PrimKind::kReduce:
       return p.inputs.size() == 1;

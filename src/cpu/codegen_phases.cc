@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "codegen/reduce.h"
 #include "cpu/codegen_internal.h"
 
 namespace kora::cpu_gen {
@@ -23,20 +24,6 @@ namespace {
 std::string num(int64_t v) { return std::to_string(v); }
 
 }  // namespace
-
-void KernelWriter::open_block(const std::string& header) {
-  line(header + " {");
-  const std::string indent = scope().indent + "  ";
-  scopes_.emplace_back();
-  scope().indent = indent;
-}
-
-void KernelWriter::close_block() {
-  const std::string text = scope().os.str();
-  scopes_.pop_back();
-  scope().os << text;
-  line("}");
-}
 
 bool KernelWriter::parallel_for(int64_t work) const {
   return schedule_.parallel && work >= schedule_.min_parallel_work;
@@ -86,59 +73,14 @@ void KernelWriter::pointwise_phase(const std::vector<std::string>& writes) {
 void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
   const std::string& x = p.inputs.at(0);
   const Shape& xs = graph_.value(x).shape;
-  const DType dt = graph_.value(x).dtype;
   const std::string& out = buffer_.at(p.output());
   const Shape& os = graph_.value(p.output()).shape;
   std::vector<bool> reduced(xs.size(), false);
-  int64_t count = 1;
-  for (int64_t a : r.axes) reduced[a] = true, count *= xs[a];
-  const bool fl = dt == DType::kFloat32;
-  const std::string acc_t = fl ? "double" : "int64_t";
-  std::string init;
-  switch (r.op) {
-    case ReduceOp::kSum:
-    case ReduceOp::kMean:
-      init = "0";
-      break;
-    case ReduceOp::kProd:
-      init = "1";
-      break;
-    case ReduceOp::kMax:
-      init = fl                    ? "-(double)KORA_INF"
-             : dt == DType::kInt32 ? "(int64_t)INT32_MIN"
-             : dt == DType::kBool  ? "0"
-                                   : "INT64_MIN";
-      break;
-    case ReduceOp::kMin:
-      init = fl                    ? "(double)KORA_INF"
-             : dt == DType::kInt32 ? "(int64_t)INT32_MAX"
-             : dt == DType::kBool  ? "1"
-                                   : "INT64_MAX";
-      break;
-  }
-  auto update = [&](const std::string& a, const std::string& v) -> std::string {
-    switch (r.op) {
-      case ReduceOp::kSum:
-      case ReduceOp::kMean:
-        return fl ? a + " += " + v + ";" : a + " = kora_wadd(" + a + ", " + v + ");";
-      case ReduceOp::kProd:
-        return fl ? a + " *= " + v + ";" : a + " = kora_wmul(" + a + ", " + v + ");";
-      case ReduceOp::kMax:
-        return a + " = (" + v + " > " + a + " || " + v + " != " + v + ") ? " + v + " : " + a + ";";
-      case ReduceOp::kMin:
-        return a + " = (" + v + " < " + a + " || " + v + " != " + v + ") ? " + v + " : " + a + ";";
-    }
-    return "";
-  };
-  auto result = [&](const std::string& a) -> std::string {
-    std::string v = a;
-    if (r.op == ReduceOp::kMean)
-      v = fl ? "(" + a + " / " + num(count) + ".0)"
-             : (count > 0 ? "(" + a + " / " + num(count) + ")" : a);
-    const DType od = graph_.value(p.output()).dtype;
-    if (od == DType::kBool) return "(uint8_t)(" + v + " != 0)";
-    return "(" + std::string(ctype(od)) + ")" + v;
-  };
+  for (int64_t a : r.axes) reduced[a] = true;
+  const codegen::ReduceCode code = codegen::reduce_code(graph_, p, r);
+  const bool fl = code.floating;
+  const std::string& acc_t = code.acc_type;
+  const std::string& init = code.init;
   const bool simd_ok = r.op == ReduceOp::kSum || r.op == ReduceOp::kMean;
   line("// " + p.output() + " = reduce " + reduce_op_name(r.op) + " of " + x);
   // Dims after the last reduced one (kept) stay the innermost loop, with a row of
@@ -174,7 +116,7 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
     Coords inner_coords(c.begin() + last_reduced, c.end());
     const std::string j = offset(inner_shape, inner_coords);
     const std::string v = value(x, c);
-    line(update(acc + "[" + j + "]", "(" + acc_t + ")" + v));
+    line(code.update(acc + "[" + j + "]", v));
     close_loops(in_shape, last_reduced);
     close_loops(red_shape);
     // store the row
@@ -183,10 +125,10 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
       if (!reduced[d]) oc[d] = c[d];
     const Coords sc = open_loops(in_shape, false, last_reduced);
     for (size_t d = last_reduced; d < xs.size(); ++d) oc[d] = sc[d];
-    line(
-        out + "[" + offset(os, oc) + "] = " +
-        result(acc + "[" + offset(inner_shape, Coords(sc.begin() + last_reduced, sc.end())) + "]") +
-        ";");
+    line(out + "[" + offset(os, oc) + "] = " +
+         code.result(acc + "[" + offset(inner_shape, Coords(sc.begin() + last_reduced, sc.end())) +
+                     "]") +
+         ";");
     close_loops(in_shape, last_reduced);
     if (outer_work == 1) close_block();
     close_loops(outer_shape);
@@ -236,14 +178,14 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
          acc + ";");
     line(nan + " |= " + v + " != " + v + ";");
   } else {
-    line(update(acc, "(" + acc_t + ")" + v));
+    line(code.update(acc, v));
   }
   for (int k = 0; k < opened; ++k) close_block();
   if (minmax) line(acc + " = " + nan + " ? KORA_NAN : " + acc + ";");
   Coords oc = c;
   for (size_t d = 0; d < xs.size(); ++d)
     if (reduced[d]) oc[d] = "0";
-  line(out + "[" + offset(os, oc) + "] = " + result(acc) + ";");
+  line(out + "[" + offset(os, oc) + "] = " + code.result(acc) + ";");
   close_block();
   close_loops(kept);
 }

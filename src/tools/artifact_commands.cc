@@ -17,6 +17,8 @@
 #include "kora/check.h"
 #include "kora/cost.h"
 #include "kora/cpu_backend.h"
+#include "kora/cuda_compile.h"
+#include "kora/cuda_driver.h"
 #include "kora/error.h"
 #include "kora/fission.h"
 #include "kora/npy.h"
@@ -82,6 +84,14 @@ std::map<std::string, Tensor> session_inputs(const Session& session,
 }
 
 int compile_command(ArtifactCommands::Options& o, bool verbose) {
+  if (o.target == "cuda") {
+    if (!cuda_built()) throw Error("--target cuda: kora was built without CUDA");
+    const std::string why = cuda_device_unavailable();
+    throw Error(std::string("--target cuda: CUDA artifacts are not emitted yet, and choosing "
+                            "their kernels needs them measured on a GPU") +
+                (why.empty() ? "" : " (" + why + ")") +
+                "; kora profile --target cuda generates and compiles the kernels");
+  }
   const auto start = std::chrono::steady_clock::now();
   const bool terminal = ::isatty(2);
   auto stage = std::chrono::steady_clock::now();
@@ -269,7 +279,10 @@ ArtifactCommands::ArtifactCommands(CLI::App& app) : o_(std::make_unique<Options>
       "optimize the model for this machine and write a runnable artifact directory "
       "(profile, orchestrate, generate and compile kernels, plan memory)");
   add_model_options(o.compile, o.model);
-  o.compile->add_option("--target", o.target, "cpu (default)")->check(CLI::IsMember({"cpu"}));
+  o.compile
+      ->add_option("--target", o.target,
+                   "cpu (default) or cuda (not emitted yet: see kora profile --target cuda)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   o.compile->add_option("-o,--output", o.out, "artifact directory to write")->required();
   o.compile
       ->add_option("--strategy", o.strategy,

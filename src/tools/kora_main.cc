@@ -10,6 +10,9 @@
 
 #include "kora/cost.h"
 #include "kora/cpu_backend.h"
+#include "kora/cuda_compile.h"
+#include "kora/cuda_driver.h"
+#include "kora/cuda_kernels.h"
 #include "kora/error.h"
 #include "kora/fission.h"
 #include "kora/frontend.h"
@@ -99,7 +102,7 @@ int main(int argc, char** argv) {
   orchestrate->add_flag("--json", orch_json, "print the result as JSON");
 
   cli::ModelOptions prof_model;
-  std::string prof_target = "cpu", prof_db;
+  std::string prof_target = "cpu", prof_db, prof_arch = "sm_80";
   kora::ProfileOptions prof;
   bool prof_json = false;
   CLI::App* profile = app.add_subcommand(
@@ -107,7 +110,13 @@ int main(int argc, char** argv) {
       "generate, check and measure every candidate kernel of the model on this machine, "
       "storing the results in the profile database");
   cli::add_model_options(profile, prof_model);
-  profile->add_option("--target", prof_target, "cpu (default)")->check(CLI::IsMember({"cpu"}));
+  profile
+      ->add_option("--target", prof_target,
+                   "cpu (default) or cuda (generates and compiles the CUDA kernels with NVRTC, "
+                   "no GPU needed; measuring them needs one)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  profile->add_option("--arch", prof_arch, "GPU architecture of --target cuda (default sm_80)")
+      ->check(CLI::IsMember({"sm_80", "sm_86", "sm_89", "sm_90"}));
   profile->add_option("--db", prof_db,
                       "profile database (default $KORA_PROFILE_DB, else "
                       "~/.cache/kora/profiles.db)");
@@ -198,6 +207,21 @@ int main(int argc, char** argv) {
       kora::FissionOptions options;
       if (verbose) options.trace = &std::cerr;
       const kora::PrimGraph g = kora::fission(cli::load_model(prof_model, verbose), options);
+      if (prof_target == "cuda") {
+        kora::CudaKernelsOptions cuda;
+        cuda.arch = prof_arch;
+        cuda.candidates = prof.candidates;
+        cuda.partition = prof.partition;
+        cuda.partition.min_size = std::min(cuda.partition.min_size, cuda.partition.max_size);
+        if (verbose) cuda.progress = &std::cerr;
+        std::cout << kora::format_cuda_kernels_summary(kora::compile_cuda_kernels(g, cuda));
+        const std::string why = kora::cuda_device_unavailable();
+        throw kora::Error(
+            why.empty() ? "measuring CUDA kernels is not implemented yet (the kernels above are "
+                          "compiled and cached)"
+                        : "measuring CUDA kernels needs a GPU: " + why +
+                              " (the kernels above are compiled and cached)");
+      }
       kora::ProfileDb db(prof_db.empty() ? kora::default_profile_db_path() : prof_db);
       prof.partition.min_size = std::min(prof.partition.min_size, prof.partition.max_size);
       prof.progress = &std::cerr;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/codegen_graphs.h"
 #include "cpu/codegen_harness.h"
 #include "frontend/model_builder.h"
 #include "kora/candidates.h"
@@ -25,77 +26,11 @@ namespace {
 
 using namespace kora;
 
-const Shape kFull = {2, 3, 5};
-
-PrimGraph random_graph(std::mt19937& rng) {
-  kora_codegen_test::GraphBuilder b(rng);
-  PrimGraph& g = b.g;
-  std::map<Shape, std::vector<std::string>> pool;  // tensors by shape
-  auto add_input = [&](const Shape& shape, bool constant) {
-    pool[shape].push_back(b.input(DType::kFloat32, shape, constant));
-  };
-  auto add_prim = [&](PrimAttrs attrs, std::vector<std::string> inputs, const Shape& shape) {
-    pool[shape].push_back(b.prim(std::move(attrs), std::move(inputs), DType::kFloat32, shape));
-  };
-  auto any_of_shape = [&](const Shape& shape) {
-    const std::vector<std::string>& v = pool[shape];
-    return v[rng() % v.size()];
-  };
-  add_input(kFull, false);
-  // Every float scalar function the generator writes (NaN and inf results included:
-  // both sides must agree on them too).
-  const ScalarOp unary[] = {
-      ScalarOp::kNeg,     ScalarOp::kAbs,   ScalarOp::kTanh,       ScalarOp::kErf,
-      ScalarOp::kSigmoid, ScalarOp::kRelu,  ScalarOp::kExp,        ScalarOp::kSoftplus,
-      ScalarOp::kFloor,   ScalarOp::kSign,  ScalarOp::kIdentity,   ScalarOp::kLog,
-      ScalarOp::kSqrt,    ScalarOp::kRsqrt, ScalarOp::kReciprocal, ScalarOp::kCeil,
-      ScalarOp::kRound,   ScalarOp::kSin,   ScalarOp::kCos,        ScalarOp::kCast};
-  const ScalarOp binary[] = {ScalarOp::kAdd, ScalarOp::kSub,  ScalarOp::kMul,
-                             ScalarOp::kDiv, ScalarOp::kMax,  ScalarOp::kMin,
-                             ScalarOp::kMod, ScalarOp::kFmod, ScalarOp::kPow};
-  const int prims = 4 + rng() % 9;
-  while (static_cast<int>(g.prims.size()) < prims) {
-    const int r = rng() % 10;
-    // Elementwise work happens on the full shape mostly, sometimes on a small shape
-    // (then broadcast up, so members of a kernel have different shapes).
-    std::vector<Shape> small;
-    for (const auto& [shape, names] : pool)
-      if (shape != kFull) small.push_back(shape);
-    if (r < 2 || (r < 3 && small.empty())) {
-      Shape shape = kFull;
-      for (int64_t& d : shape)
-        if (rng() % 2) d = 1;
-      add_input(shape, rng() % 2);
-      continue;
-    }
-    if (r < 4 && !small.empty()) {
-      add_prim(BroadcastAttrs{}, {any_of_shape(small[rng() % small.size()])}, kFull);
-      continue;
-    }
-    const Shape shape = !small.empty() && rng() % 4 == 0 ? small[rng() % small.size()] : kFull;
-    if (r < 6) {
-      add_prim(ElementwiseAttrs{unary[rng() % std::size(unary)], {Operand{0, 0}}},
-               {any_of_shape(shape)}, shape);
-    } else {
-      ElementwiseAttrs e{binary[rng() % std::size(binary)], {Operand{0, 0}, Operand{1, 0}}};
-      if (rng() % 4 == 0) {
-        e.operands[1] = Operand{-1, 0.75};  // immediate
-        add_prim(e, {any_of_shape(shape)}, shape);
-      } else {
-        add_prim(e, {any_of_shape(shape), any_of_shape(shape)}, shape);
-      }
-    }
-  }
-  g.outputs = {g.prims.back().output()};
-  if (g.prims.size() > 3) g.outputs.push_back(g.prims[g.prims.size() / 2].output());
-  return g;
-}
-
 TEST(CpuCodegen, EveryCandidateMatchesTheInterpreter) {
   std::mt19937 rng(2026);
   kora_codegen_test::CheckStats stats;
   for (int t = 0; t < 6; ++t) {
-    const PrimGraph g = random_graph(rng);
+    const PrimGraph g = kora_codegen_test::random_elementwise_graph(rng);
     kora_codegen_test::check_graph(g, 6, rng, stats);
   }
   EXPECT_GT(stats.kernels, 90);

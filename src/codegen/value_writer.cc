@@ -1,17 +1,19 @@
-// KernelWriter::value: a tensor and C expressions of its coordinates in, the name of a
-// local holding its element there out (statements emitted into the current scope, one
-// local per (tensor, coordinates), so shared subexpressions are computed once). An
-// external tensor or a materialized member is a load; an elementwise member applies its
-// function to its operands at the same coordinates; broadcast and layout members map the
-// coordinates to their input's (index maps compose, no copies). Where a map has no input
-// element (pad, window, concat ranges) the coordinate is clamped so the load is always
-// safe, and the fill value is selected.
+// ValueWriter (codegen/value_writer.h), shared by the CPU and CUDA generators: a tensor
+// and C expressions of its coordinates in, the name of a local holding its element there
+// out (statements emitted into the current scope, one local per (tensor, coordinates), so
+// shared subexpressions are computed once). An external tensor or a materialized member
+// is a load; an elementwise member applies its function to its operands at the same
+// coordinates; broadcast and layout members map the coordinates to their input's (index
+// maps compose, no copies). Where a map has no input element (pad, window, concat ranges)
+// the coordinate is clamped so the load is always safe, and the fill value is selected.
+#include "codegen/value_writer.h"
+
 #include <algorithm>
 #include <numeric>
 
-#include "cpu/codegen_internal.h"
+#include "kora/error.h"
 
-namespace kora::cpu_gen {
+namespace kora::codegen {
 namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
@@ -84,7 +86,32 @@ Coords reshape_coords(const Shape& out, const Shape& in, const Coords& coords) {
 
 }  // namespace
 
-std::string KernelWriter::offset(const Shape& shape, const Coords& coords) const {
+ValueWriter::ValueWriter(const PrimGraph& graph, const KernelDag& dag, const Candidate& c)
+    : graph_(graph),
+      dag_(dag),
+      c_(c),
+      reads_(kernel_reads(graph, dag, c)),
+      writes_(kernel_writes(graph, dag, c)) {
+  for (int v : c.members) producer_[graph.prims[dag.prim[v]].output()] = &graph.prims[dag.prim[v]];
+}
+
+void ValueWriter::open_block(const std::string& header) {
+  line(header + " {");
+  const std::string indent = scope().indent + "  ";
+  scopes_.emplace_back();
+  scope().indent = indent;
+}
+
+void ValueWriter::close_block() {
+  const std::string text = scope().os.str();
+  scopes_.pop_back();
+  scope().os << text;
+  line("}");
+}
+
+std::string ValueWriter::offset(const Shape& shape, const Coords& coords) const {
+  if (!known_offsets_.empty())
+    if (auto k = known_offsets_.find({coords, shape}); k != known_offsets_.end()) return k->second;
   const std::vector<int64_t> strides = row_major_strides(shape);
   std::string s;
   for (size_t d = 0; d < shape.size(); ++d) {
@@ -95,13 +122,13 @@ std::string KernelWriter::offset(const Shape& shape, const Coords& coords) const
   return s.empty() ? "0" : s;
 }
 
-std::string KernelWriter::emit_local(DType t, const std::string& expr) {
+std::string ValueWriter::emit_local(DType t, const std::string& expr) {
   const std::string name = fresh("v");
   scope().os << scope().indent << "const " << ctype(t) << " " << name << " = " << expr << ";\n";
   return name;
 }
 
-std::string KernelWriter::value(const std::string& tensor, const Coords& coords) {
+std::string ValueWriter::value(const std::string& tensor, const Coords& coords) {
   std::string key = tensor;
   for (const std::string& c : coords) key += "|" + c;
   for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
@@ -133,18 +160,18 @@ std::string KernelWriter::value(const std::string& tensor, const Coords& coords)
       if (expr.rfind("v", 0) == 0 && expr.find_first_of(" ()[") == std::string::npos)
         return scope().memo[key] = expr;  // a plain local: no new one
     } else {
-      throw Error("cpu codegen: " + prim.describe() + " is not computed before its use");
+      throw Error("codegen: " + prim.describe() + " is not computed before its use");
     }
   } else if (auto r = in_ptr_.find(tensor); r != in_ptr_.end()) {
     expr = r->second + "[" + offset(info.shape, coords) + "]";
   } else {
-    throw Error("cpu codegen: tensor '" + tensor + "' is neither read nor computed");
+    throw Error("codegen: tensor '" + tensor + "' is neither read nor computed");
   }
   return scope().memo[key] = emit_local(info.dtype, expr);
 }
 
-std::string KernelWriter::layout_value(const Primitive& p, const LayoutAttrs& attrs,
-                                       const Coords& coords) {
+std::string ValueWriter::layout_value(const Primitive& p, const LayoutAttrs& attrs,
+                                      const Coords& coords) {
   const ValueInfo& out = graph_.value(p.output());
   const Shape& in = graph_.value(p.inputs[0]).shape;
   const size_t rank = out.shape.size();
@@ -171,11 +198,7 @@ std::string KernelWriter::layout_value(const Primitive& p, const LayoutAttrs& at
     return value(p.inputs[0], c);
   }
   if (const auto* g = std::get_if<layout::Gather>(&attrs)) {
-    const std::string table = fresh("gather");
-    statics_ << "  static const int64_t " << table << "[" << std::max<size_t>(1, g->indices.size())
-             << "] = {";
-    for (size_t i = 0; i < g->indices.size(); ++i) statics_ << (i ? ", " : "") << g->indices[i];
-    statics_ << "};\n";
+    const std::string table = index_table(g->indices);
     Coords c = coords;
     c[g->axis] = in[g->axis] == 1 ? "0" : table + "[" + coords[g->axis] + "]";
     return value(p.inputs[0], c);
@@ -248,13 +271,13 @@ std::string KernelWriter::layout_value(const Primitive& p, const LayoutAttrs& at
     }
     return expr;
   } else {
-    throw Error("cpu codegen: " + p.describe() + ": unknown layout map");
+    throw Error("codegen: " + p.describe() + ": unknown layout map");
   }
   if (cond.empty()) return inner;
   return "(" + cond + ") ? " + inner + " : " + fill;
 }
 
-const std::set<std::string>& KernelWriter::deps(const std::string& tensor) {
+const std::set<std::string>& ValueWriter::deps(const std::string& tensor) {
   if (auto it = deps_.find(tensor); it != deps_.end()) return it->second;
   std::set<std::string> d;
   auto p = producer_.find(tensor);
@@ -272,4 +295,4 @@ const std::set<std::string>& KernelWriter::deps(const std::string& tensor) {
   return deps_[tensor] = d;
 }
 
-}  // namespace kora::cpu_gen
+}  // namespace kora::codegen

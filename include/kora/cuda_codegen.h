@@ -1,0 +1,111 @@
+// CUDA code generation for a candidate kernel: the primitive graph, its kernel DAG and a
+// candidate in; CUDA C++ source of one or a few `extern "C" __global__` functions out,
+// launched in order on one stream, that together compute every output of the kernel.
+// Elementwise, broadcast, layout and reduce members of dtypes float32, int64, int32 and
+// bool (1 byte, 0/1); linear members go to cuBLAS/cuDNN, opaque ones are not generated.
+//
+// The model is the CPU backend's (include/kora/cpu_codegen.h), from the same shared value
+// expansion (src/codegen/): a member's value is computed where it is used (elementwise,
+// broadcast and layout members are index maps and scalar functions composed per element).
+// A kernel whose reduce members share their rows is one row-fused launch (see CudaReduce);
+// otherwise each reduce member gets a launch of its own (two for multi-block) writing its
+// output or, when only members of the kernel read it, module-scope scratch (__device__
+// arrays sized at generation time: one run at a time per loaded module), then one launch
+// per shape of the remaining outputs.
+// Results follow the reference interpreter's arithmetic (float32 sums in double); float32
+// exp, tanh, erf, ... are CUDA's math functions (a few ulp).
+//
+// Every function of a kernel takes the same parameters: one device pointer per tensor of
+// kernel_reads() (const), then one per tensor of kernel_writes() (include/kora/candidates.h),
+// each to its elements (float, int64_t, int32_t, uint8_t for bool). Launch geometry is 1-D
+// and known at generation time (shapes are static): CudaLaunch says it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kora/candidates.h"
+#include "kora/kernel_dag.h"
+#include "kora/primitive.h"
+
+namespace kora {
+
+// Whether generate_cuda_kernel can compute this candidate.
+bool cuda_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
+
+// How a reduce member's output elements (rows) map to threads: one thread, one warp or
+// one block per row, a launch per reduce member; or several blocks per row (kMultiBlock:
+// each block folds a chunk of the row into a partial, a second launch combines a row's
+// partials; for few long rows); kAuto picks per reduce from its sizes
+// (cuda_reduce_strategy_for). The row-fused strategies take a warp or a block per row for
+// the whole kernel, in one launch: every reduce member of the row in turn (each result
+// shared by the row's threads), then the row's outputs; they apply to kernels whose reduce
+// members all reduce the same shape over the same axes and whose outputs read the reduce
+// results only at their own row (cuda_row_fusible), and fall back to kWarp / kBlock
+// elsewhere.
+enum class CudaReduce { kAuto, kThread, kWarp, kBlock, kMultiBlock, kRowWarp, kRowBlock };
+
+// The hyperparameters of a generated CUDA kernel. key() is the stable text the profile
+// database stores as the schedule ("default" for the default schedule).
+struct CudaSchedule {
+  int block = 256;  // threads per block: 128, 256, 512 (a multiple of 32, at most 1024)
+  int items = 1;    // elements (pointwise) or rows (thread per row) per thread, unrolled;
+                    // warp and block reductions load `items` elements per thread and step
+  CudaReduce reduce = CudaReduce::kAuto;
+  // "default" for the default values, else all fields, e.g. "block=128;items=4;reduce=warp".
+  std::string key() const;
+  // The schedule of a key(); throws kora::Error on a text key() cannot give.
+  static CudaSchedule from_key(const std::string& key);
+  bool operator==(const CudaSchedule& o) const {
+    return block == o.block && items == o.items && reduce == o.reduce;
+  }
+};
+
+// "auto", "thread", "warp", "block", "multi_block", "row_warp", "row_block"
+const char* cuda_reduce_name(CudaReduce r);
+
+// Whether the row-fused strategies apply to this candidate (see CudaReduce).
+bool cuda_row_fusible(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
+
+// The strategy kAuto takes for a reduce of `rows` output elements of `count` inputs each,
+// whose reduced elements are contiguous (`inner_reduced`: the last dim of size > 1 is
+// reduced) or not: thread per row for short or strided rows, several blocks per row for
+// few long rows, else block for long rows, else warp.
+CudaReduce cuda_reduce_strategy_for(int64_t rows, int64_t count, bool inner_reduced);
+
+// The schedules worth measuring for this candidate, the default first: block sizes x
+// elements per thread; for kernels with a reduce member each reduce strategy at each block
+// size and, for the separate-launch ones when the kernel is not row-fusible, 2 and 4 items.
+std::vector<CudaSchedule> cuda_schedule_space(const PrimGraph& graph, const KernelDag& dag,
+                                              const Candidate& c);
+
+// One launch of a generated kernel: `function`, `block` threads per block and grid() blocks
+// covering `work` items (output elements or reduce rows), `per_block` per block. A launch
+// with no work (empty tensors) is skipped.
+struct CudaLaunch {
+  std::string function;
+  int64_t work = 0;
+  int64_t per_block = 1;
+  int block = 256;
+  int64_t grid() const { return (work + per_block - 1) / per_block; }
+};
+
+struct CudaKernel {
+  std::string symbol;
+  std::string source;  // module-scope tables and scratch, then the functions; prepend
+                       // cuda_codegen_prelude() once per compiled program
+  std::vector<std::string> reads, writes;
+  std::vector<CudaLaunch> launches;  // in order
+};
+
+// Throws kora::Error naming the primitive it cannot generate. `symbol` prefixes every
+// module-scope name of the kernel (functions SYMBOL_0, SYMBOL_1, ...), so many kernels can
+// share one program.
+CudaKernel generate_cuda_kernel(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+                                const std::string& symbol, const CudaSchedule& schedule = {});
+
+// Types, limits and helpers the generated functions use (no headers: NVRTC needs none).
+std::string cuda_codegen_prelude();
+
+}  // namespace kora

@@ -1,0 +1,59 @@
+// The CUDA driver, opened at run time: libcuda is loaded with dlopen (never linked), so kora
+// and its tests start on machines without a GPU or driver and learn here why no device is
+// usable. A CudaDevice holds a device's primary context and runs generated kernels: device
+// memory, copies, cubin modules, launches. Library path: $KORA_CUDA_DRIVER, else
+// libcuda.so.1. In a kora built without the CUDA toolkit no device ever opens.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kora {
+
+class CudaDevice {
+ public:
+  // Device `ordinal`, or nullptr with *why saying what is missing (the driver library,
+  // cuInit, a device; or CUDA in this build).
+  static std::unique_ptr<CudaDevice> open(int ordinal, std::string* why);
+  ~CudaDevice();
+  CudaDevice(const CudaDevice&) = delete;
+  CudaDevice& operator=(const CudaDevice&) = delete;
+
+  const std::string& name() const { return name_; }
+  // "sm_90": the architecture to compile cubins for (compute capability).
+  std::string arch() const { return "sm_" + std::to_string(major_ * 10 + minor_); }
+
+  using Ptr = uint64_t;  // a device address (CUdeviceptr)
+  Ptr alloc(size_t bytes);
+  void free(Ptr p);
+  void to_device(Ptr dst, const void* src, size_t bytes);
+  void to_host(void* dst, Ptr src, size_t bytes);
+
+  // A loaded cubin; unloaded when the last reference goes.
+  class Module;
+  std::shared_ptr<Module> load(const std::string& cubin);
+  // An extern "C" __global__ function of a module (valid while the module is loaded).
+  void* function(Module& module, const std::string& name);
+  // Launches `fn` on the default stream: 1-D grid and block, pointer arguments in order.
+  void launch(void* fn, int64_t grid, int block, const std::vector<Ptr>& args);
+  void synchronize();
+
+ private:
+  CudaDevice() = default;
+  int ordinal_ = 0, major_ = 0, minor_ = 0;
+  int device_ = 0;
+  void* context_ = nullptr;
+  std::string name_;
+};
+
+// Why no CUDA device can be used here ("" when device 0 can).
+std::string cuda_device_unavailable();
+
+// Why the driver library at `library` cannot be used: "" when it loads, has every function
+// kora calls and cuInit succeeds. (Loads it afresh; the process's driver is unaffected.)
+std::string cuda_driver_unavailable(const std::string& library);
+
+}  // namespace kora

@@ -1,0 +1,31 @@
+// Internal: scalars in generated code, shared by the CPU (src/cpu/codegen*.cc) and CUDA
+// (src/cuda/codegen*.cc) backends. A dtype in, its C type and literals out; an elementwise
+// primitive with its operands' C expressions in, the C expression of its result out. The
+// expressions call helpers named kora_* (kora_wadd, kora_idiv, kora_max, kora_exp, ...):
+// scalar_helpers_text() defines the backend-neutral ones, each backend's prelude the math
+// functions (kora_exp, kora_log, ... for float and double) and KORA_FN, KORA_INF, KORA_NAN,
+// the fixed-width integer types and their limits.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kora/primitive.h"
+
+namespace kora::codegen {
+
+bool dtype_supported(DType t);           // float32, int64, int32, bool
+const char* ctype(DType t);              // "float", "int64_t", "int32_t", "uint8_t"
+std::string literal(double v, DType t);  // `v` converted to dtype t as set_element() does
+// Elementwise primitive `p` as a C expression of its output dtype; args[i] is the C
+// expression of input i (in that input's dtype). Throws kora::Error when not generated.
+std::string elementwise_expr(const PrimGraph& g, const Primitive& p, const ElementwiseAttrs& e,
+                             const std::vector<std::string>& args);
+bool elementwise_supported(const PrimGraph& g, const Primitive& p, const ElementwiseAttrs& e);
+// The kora_* helpers that need no math library: integer arithmetic with the interpreter's
+// wrapping and rounding, NaN-propagating max/min, sigmoid, softplus, sign, saturating
+// conversion, index clamping and reflection. Each is declared KORA_FN (the backend's
+// "static inline" or "__device__ __forceinline__").
+std::string scalar_helpers_text();
+
+}  // namespace kora::codegen

@@ -1,0 +1,90 @@
+// Internals of CUDA code generation (include/kora/cuda_codegen.h), shared by the
+// src/cuda/codegen*.cc files:
+//   codegen.cc          planning (a launch per reduce member, then per output shape, or
+//                       one row-fused launch), what is supported, schedules and their
+//                       keys, the API;
+//   codegen_launches.cc the __global__ functions: pointwise (elements per thread, flat
+//                       index unflattened into coordinates), reduce (a row per thread,
+//                       warp or block, shuffles and shared memory combining partials) and
+//                       row-fused (every reduce and output of a row in one launch);
+//   codegen_prelude.cc  the prelude.
+// A tensor's value at coordinate expressions comes from the shared ValueWriter
+// (src/codegen/value_writer.h), as on the CPU.
+#pragma once
+
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "codegen/reduce.h"
+#include "codegen/value_writer.h"
+#include "kora/cuda_codegen.h"
+
+namespace kora::cuda_gen {
+
+using codegen::Coords;
+
+class KernelWriter : public codegen::ValueWriter {
+ public:
+  KernelWriter(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+               const CudaSchedule& schedule, const std::string& symbol);
+  CudaKernel run();
+  // Whether one launch can compute the whole kernel a row at a time (CudaReduce::kRowWarp,
+  // kRowBlock): its reduce members reduce one shape over the same axes, every written
+  // tensor has that shape or the reduced one, and values read the reduce results only at
+  // their own row (a dry run of every value with the results bound to the row's
+  // coordinates).
+  bool row_fusible();
+
+ private:
+  // A module-scope __device__ table.
+  std::string index_table(const std::vector<int64_t>& values) override;
+  // A module-scope __device__ array of n elements (one run at a time per module).
+  std::string scratch(DType t, int64_t n);
+  std::string scratch(const std::string& ctype, int64_t n);
+
+  // codegen_launches.cc
+  // A launch storing the written tensors of one shape, their values expanded per element.
+  void pointwise_launch(const std::vector<std::string>& writes);
+  // A launch computing the reduce member `p` into its buffer.
+  void reduce_launch(const Primitive& p, const ReduceAttrs& r);
+  // One launch computing every reduce member and written tensor a row at a time, a warp
+  // (kRowWarp) or a block (kRowBlock) per row.
+  void fused_row_launch(CudaReduce group);
+  // The reduce members in topological order.
+  std::vector<const Primitive*> reduces() const;
+  // Starts a __global__ function (its parameters are every launch's); end_function()
+  // appends it to the source and records the launch.
+  void begin_function(const std::string& comment);
+  void end_function(int64_t work, int64_t per_block);
+  // A loop of the row's threads over the `red` elements of a row (flattened), each
+  // thread from `first` on, `stride` apart, schedule.items per step (unrolled), up to
+  // `end` (an expression; empty: the row's end); body gets the coordinates of one element
+  // in `red` (dims of size 1: "0").
+  void row_loop(const std::string& first, int64_t stride, const Shape& red,
+                const std::function<void(const Coords&)>& body, const std::string& end = "");
+  // Combine the accumulators `acc` of a warp (into lane 0) or of a block (into thread 0,
+  // or every thread when `to_all`), through shuffles and shared memory.
+  void combine_warp(const codegen::ReduceCode& code, const std::string& acc);
+  void combine_block(const codegen::ReduceCode& code, const std::string& acc, bool to_all);
+  // Locals holding the coordinates of the row-major flat index `flat` in `shape` ("0" for
+  // dims of size 1); the flat index is below numel(shape).
+  Coords unflatten(const std::string& flat, const Shape& shape);
+
+  CudaSchedule schedule_;
+  CudaReduce reduce_ = CudaReduce::kAuto;  // the separate-launch strategy (or kAuto)
+  int row_fusible_ = -1;                   // row_fusible(), once known
+  // The type of flat indices and coordinates: "int" when every tensor of the kernel has
+  // fewer than 2^30 elements (32-bit division by constants is a multiply and a shift;
+  // 64-bit is several), else "int64_t".
+  std::string index_ = "int64_t";
+  std::string symbol_;
+  std::string params_;            // the parameter list
+  std::ostringstream statics_;    // module-scope tables and scratch
+  std::ostringstream functions_;  // the __global__ functions
+  std::vector<CudaLaunch> launches_;
+  std::string function_;  // the function being written
+};
+
+}  // namespace kora::cuda_gen

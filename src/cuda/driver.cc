@@ -1,0 +1,216 @@
+// The CUDA driver API through dlopen (include/kora/cuda_driver.h): the library path in;
+// a table of the driver functions kora calls out, or why it could not be had; and a
+// device wrapper over them (primary context, memory, modules, launches). Every driver
+// error throws kora::Error naming the call and the driver's message.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "kora/cuda_driver.h"
+#include "kora/error.h"
+
+#ifdef KORA_HAVE_CUDA
+#include <cuda.h>
+#endif
+
+namespace kora {
+
+#ifdef KORA_HAVE_CUDA
+namespace {
+
+// cuda.h maps most names to versioned symbols (cuMemAlloc -> cuMemAlloc_v2): the members
+// are call_<name>, typed from the declaration, and KORA_SYMBOL gives the versioned string
+// dlsym needs.
+#define KORA_STRING(x) #x
+#define KORA_SYMBOL(x) KORA_STRING(x)
+// clang-format off
+#define KORA_DRIVER_FUNCTIONS(X)                                                         \
+  X(cuInit) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)    \
+  X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)      \
+  X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)     \
+  X(cuMemcpyDtoH) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)          \
+  X(cuLaunchKernel)
+// clang-format on
+
+struct Driver {
+#define KORA_MEMBER(f) decltype(&f) call_##f = nullptr;
+  KORA_DRIVER_FUNCTIONS(KORA_MEMBER)
+#undef KORA_MEMBER
+  std::string unavailable;  // why the table is not usable ("" when it is)
+};
+
+// The driver library at `path`, its functions and cuInit's verdict.
+Driver load_driver(const std::string& path) {
+  Driver d;
+  void* lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    d.unavailable = "no CUDA driver (" + path + ": " + ::dlerror() + ")";
+    return d;
+  }
+#define KORA_LOAD(f)                                                                               \
+  if (d.unavailable.empty()) {                                                                     \
+    d.call_##f = reinterpret_cast<decltype(d.call_##f)>(::dlsym(lib, KORA_SYMBOL(f)));             \
+    if (!d.call_##f) d.unavailable = path + " lacks " + std::string(KORA_SYMBOL(f)) + ": too old"; \
+  }
+  KORA_DRIVER_FUNCTIONS(KORA_LOAD)
+#undef KORA_LOAD
+  if (!d.unavailable.empty()) return d;
+  if (const CUresult r = d.call_cuInit(0); r != CUDA_SUCCESS) {
+    const char* msg = nullptr;
+    if (d.call_cuGetErrorString(r, &msg) != CUDA_SUCCESS || !msg) msg = "unknown error";
+    d.unavailable = "cuInit failed (" + path + "): " + msg + " (error " +
+                    std::to_string(static_cast<int>(r)) + ")";
+  }
+  return d;  // the library stays loaded: its functions are in the table
+}
+
+// The driver of this process ($KORA_CUDA_DRIVER or libcuda.so.1), loaded once.
+const Driver& driver() {
+  static const Driver d = [] {
+    const char* env = std::getenv("KORA_CUDA_DRIVER");
+    return load_driver(env && *env ? env : "libcuda.so.1");
+  }();
+  return d;
+}
+
+void check(CUresult r, const char* call) {
+  if (r == CUDA_SUCCESS) return;
+  const char* msg = nullptr;
+  if (driver().call_cuGetErrorString(r, &msg) != CUDA_SUCCESS || !msg) msg = "unknown error";
+  throw Error(std::string(call) + " failed: " + msg + " (CUDA error " +
+              std::to_string(static_cast<int>(r)) + ")");
+}
+
+}  // namespace
+
+class CudaDevice::Module {
+ public:
+  explicit Module(CUmodule m) : module(m) {}
+  ~Module() { driver().call_cuModuleUnload(module); }
+  CUmodule module;
+};
+
+std::unique_ptr<CudaDevice> CudaDevice::open(int ordinal, std::string* why) {
+  const Driver& d = driver();
+  auto fail = [&](const std::string& reason) {
+    if (why) *why = reason;
+    return std::unique_ptr<CudaDevice>();
+  };
+  if (!d.unavailable.empty()) return fail(d.unavailable);
+  int count = 0;
+  if (d.call_cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0)
+    return fail("the CUDA driver reports no device");
+  if (ordinal < 0 || ordinal >= count)
+    return fail("no CUDA device " + std::to_string(ordinal) + " (" + std::to_string(count) +
+                " present)");
+  std::unique_ptr<CudaDevice> dev(new CudaDevice);
+  dev->ordinal_ = ordinal;
+  CUdevice device;
+  check(d.call_cuDeviceGet(&device, ordinal), "cuDeviceGet");
+  dev->device_ = device;
+  char name[256] = {};
+  check(d.call_cuDeviceGetName(name, sizeof name, device), "cuDeviceGetName");
+  dev->name_ = name;
+  check(d.call_cuDeviceGetAttribute(&dev->major_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                    device),
+        "cuDeviceGetAttribute");
+  check(d.call_cuDeviceGetAttribute(&dev->minor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                    device),
+        "cuDeviceGetAttribute");
+  CUcontext context;
+  check(d.call_cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
+  dev->context_ = context;
+  check(d.call_cuCtxSetCurrent(context), "cuCtxSetCurrent");
+  return dev;
+}
+
+CudaDevice::~CudaDevice() {
+  if (context_) driver().call_cuDevicePrimaryCtxRelease(device_);
+}
+
+CudaDevice::Ptr CudaDevice::alloc(size_t bytes) {
+  CUdeviceptr p = 0;
+  check(driver().call_cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc");
+  return p;
+}
+
+void CudaDevice::free(Ptr p) {
+  if (p) driver().call_cuMemFree(p);
+}
+
+void CudaDevice::to_device(Ptr dst, const void* src, size_t bytes) {
+  if (bytes) check(driver().call_cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
+}
+
+void CudaDevice::to_host(void* dst, Ptr src, size_t bytes) {
+  if (bytes) check(driver().call_cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
+}
+
+std::shared_ptr<CudaDevice::Module> CudaDevice::load(const std::string& cubin) {
+  check(driver().call_cuCtxSetCurrent(static_cast<CUcontext>(context_)), "cuCtxSetCurrent");
+  CUmodule m;
+  check(driver().call_cuModuleLoadData(&m, cubin.data()), "cuModuleLoadData");
+  return std::make_shared<Module>(m);
+}
+
+void* CudaDevice::function(Module& module, const std::string& name) {
+  CUfunction f;
+  const CUresult r = driver().call_cuModuleGetFunction(&f, module.module, name.c_str());
+  if (r == CUDA_ERROR_NOT_FOUND) throw Error("no function '" + name + "' in the module");
+  check(r, "cuModuleGetFunction");
+  return f;
+}
+
+void CudaDevice::launch(void* fn, int64_t grid, int block, const std::vector<Ptr>& args) {
+  if (grid <= 0) return;
+  if (grid > 0x7fffffff) throw Error("a grid of " + std::to_string(grid) + " blocks is too large");
+  std::vector<CUdeviceptr> values(args.begin(), args.end());
+  std::vector<void*> params;
+  for (CUdeviceptr& v : values) params.push_back(&v);
+  check(driver().call_cuLaunchKernel(static_cast<CUfunction>(fn), static_cast<unsigned>(grid), 1, 1,
+                                     static_cast<unsigned>(block), 1, 1, 0, nullptr, params.data(),
+                                     nullptr),
+        "cuLaunchKernel");
+}
+
+void CudaDevice::synchronize() { check(driver().call_cuCtxSynchronize(), "cuCtxSynchronize"); }
+
+std::string cuda_device_unavailable() {
+  std::string why;
+  return CudaDevice::open(0, &why) ? "" : why;
+}
+
+std::string cuda_driver_unavailable(const std::string& library) {
+  return load_driver(library).unavailable;
+}
+
+#else  // built without the CUDA toolkit
+
+class CudaDevice::Module {};
+
+std::unique_ptr<CudaDevice> CudaDevice::open(int, std::string* why) {
+  if (why) *why = "kora was built without CUDA";
+  return nullptr;
+}
+CudaDevice::~CudaDevice() = default;
+CudaDevice::Ptr CudaDevice::alloc(size_t) { throw Error("kora was built without CUDA"); }
+void CudaDevice::free(Ptr) {}
+void CudaDevice::to_device(Ptr, const void*, size_t) { throw Error("kora was built without CUDA"); }
+void CudaDevice::to_host(void*, Ptr, size_t) { throw Error("kora was built without CUDA"); }
+std::shared_ptr<CudaDevice::Module> CudaDevice::load(const std::string&) {
+  throw Error("kora was built without CUDA");
+}
+void* CudaDevice::function(Module&, const std::string&) {
+  throw Error("kora was built without CUDA");
+}
+void CudaDevice::launch(void*, int64_t, int, const std::vector<Ptr>&) {
+  throw Error("kora was built without CUDA");
+}
+void CudaDevice::synchronize() {}
+std::string cuda_device_unavailable() { return "kora was built without CUDA"; }
+std::string cuda_driver_unavailable(const std::string&) { return "kora was built without CUDA"; }
+
+#endif
+
+}  // namespace kora

@@ -1,0 +1,97 @@
+// Reduction graphs for the CUDA tests, sized so that every reduce strategy meets long,
+// short, contiguous and strided rows: softmax over rows of 2500 (block per row by
+// default), layer normalization over 768 (warp per row), a reduce over the outer axis of
+// [300, 40] (strided rows: thread per row), over the middle axis of [4, 300, 10], a global
+// mean of 3 x 50 x 50 elements, and int64 and bool reductions.
+#pragma once
+
+#include <random>
+#include <string>
+
+#include "cpu/codegen_harness.h"
+
+namespace kora_cuda_test {
+
+using kora_codegen_test::GraphBuilder;
+
+// Softmax (max, sub, exp, sum, div) over the last axis of [rows, n].
+inline kora::PrimGraph softmax_graph(std::mt19937& rng, int64_t rows, int64_t n) {
+  using namespace kora;
+  GraphBuilder b(rng);
+  const DType F = DType::kFloat32;
+  const Shape s = {rows, n}, r = {rows, 1};
+  const std::string x = b.input(F, s);
+  const std::string mx = b.prim(ReduceAttrs{ReduceOp::kMax, {1}}, {x}, F, r);
+  const std::string mb = b.prim(BroadcastAttrs{}, {mx}, F, s);
+  const std::string d =
+      b.prim(ElementwiseAttrs{ScalarOp::kSub, {Operand{0, 0}, Operand{1, 0}}}, {x, mb}, F, s);
+  const std::string e = b.prim(ElementwiseAttrs{ScalarOp::kExp, {Operand{0, 0}}}, {d}, F, s);
+  const std::string sum = b.prim(ReduceAttrs{ReduceOp::kSum, {1}}, {e}, F, r);
+  const std::string sb = b.prim(BroadcastAttrs{}, {sum}, F, s);
+  b.prim(ElementwiseAttrs{ScalarOp::kDiv, {Operand{0, 0}, Operand{1, 0}}}, {e, sb}, F, s);
+  b.g.outputs = {b.g.prims.back().output()};
+  return b.g;
+}
+
+// Layer normalization over the last axis of [rows, n]: mean, sub, square, mean, add eps,
+// rsqrt, mul, then scale and shift by constants.
+inline kora::PrimGraph layer_norm_graph(std::mt19937& rng, int64_t rows, int64_t n) {
+  using namespace kora;
+  GraphBuilder b(rng);
+  const DType F = DType::kFloat32;
+  const Shape s = {rows, n}, r = {rows, 1}, w = {1, n};
+  auto binary = [&](ScalarOp op, const std::string& a, const std::string& c, const Shape& sh) {
+    return b.prim(ElementwiseAttrs{op, {Operand{0, 0}, Operand{1, 0}}}, {a, c}, F, sh);
+  };
+  const std::string x = b.input(F, s);
+  const std::string mean = b.prim(ReduceAttrs{ReduceOp::kMean, {1}}, {x}, F, r);
+  const std::string d = binary(ScalarOp::kSub, x, b.prim(BroadcastAttrs{}, {mean}, F, s), s);
+  const std::string sq = binary(ScalarOp::kMul, d, d, s);
+  const std::string var = b.prim(ReduceAttrs{ReduceOp::kMean, {1}}, {sq}, F, r);
+  const std::string eps =
+      b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{-1, 1e-5}}}, {var}, F, r);
+  const std::string inv = b.prim(ElementwiseAttrs{ScalarOp::kRsqrt, {Operand{0, 0}}}, {eps}, F, r);
+  const std::string norm = binary(ScalarOp::kMul, d, b.prim(BroadcastAttrs{}, {inv}, F, s), s);
+  const std::string scale = b.prim(BroadcastAttrs{}, {b.input(F, w, true)}, F, s);
+  const std::string shift = b.prim(BroadcastAttrs{}, {b.input(F, w, true)}, F, s);
+  binary(ScalarOp::kAdd, binary(ScalarOp::kMul, norm, scale, s), shift, s);
+  b.g.outputs = {b.g.prims.back().output(), mean};
+  return b.g;
+}
+
+// Independent reductions of every op over strided, middle and whole-tensor axes, of
+// float32 (through an elementwise member), int64 and bool tensors.
+inline kora::PrimGraph strided_reductions_graph(std::mt19937& rng) {
+  using namespace kora;
+  GraphBuilder b(rng);
+  const DType F = DType::kFloat32;
+  std::vector<std::string> outs;
+  auto reduce = [&](ReduceOp op, const std::string& x, std::vector<int64_t> axes) {
+    Shape o = b.info(x).shape;
+    for (int64_t a : axes) o[a] = 1;
+    outs.push_back(b.prim(ReduceAttrs{op, axes}, {x}, b.info(x).dtype, o));
+  };
+  const std::string a = b.input(F, {300, 40});
+  const std::string ta =
+      b.prim(ElementwiseAttrs{ScalarOp::kTanh, {Operand{0, 0}}}, {a}, F, {300, 40});
+  reduce(ReduceOp::kSum, ta, {0});
+  reduce(ReduceOp::kMax, ta, {0});
+  const std::string m = b.input(F, {4, 300, 10});
+  reduce(ReduceOp::kMean, m, {1});
+  reduce(ReduceOp::kMin, m, {0, 2});
+  const std::string img = b.input(F, {2, 3, 50, 50});
+  reduce(ReduceOp::kMean, img, {1, 2, 3});
+  reduce(ReduceOp::kSum, img, {0, 1, 2, 3});
+  const std::string p = b.input(F, {6, 40}, false, 0.9, 1.1);
+  reduce(ReduceOp::kProd, p, {1});
+  const std::string i = b.input(DType::kInt64, {5, 70});
+  reduce(ReduceOp::kSum, i, {1});
+  reduce(ReduceOp::kMax, i, {0});
+  const std::string q = b.input(DType::kBool, {3, 90});
+  reduce(ReduceOp::kMax, q, {1});
+  reduce(ReduceOp::kMin, q, {0});
+  b.g.outputs = outs;
+  return b.g;
+}
+
+}  // namespace kora_cuda_test
