@@ -86,6 +86,9 @@ struct ProfileSummary {
                           // measured once (each still checked)
   double enumerate_seconds = 0, generate_seconds = 0, compile_seconds = 0, measure_seconds = 0,
          total_seconds = 0;
+  // Before each kernel measured, whether more tasks were runnable than kora's threads
+  // (other work on the machine: the times are then inflated): how often, of how many looks.
+  int64_t busy_looks = 0, load_looks = 0;
 };
 
 // The device fingerprint is cpu_backend_fingerprint(threads).

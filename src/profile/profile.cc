@@ -25,6 +25,7 @@
 #include <unordered_set>
 
 #include "base/fnv_hash.h"
+#include "cpu/machine_load.h"
 #include "kora/cpu_backend.h"
 #include "kora/cpu_codegen.h"
 #include "kora/cpu_library.h"
@@ -341,6 +342,11 @@ class Measurer {
     auto last_store = std::chrono::steady_clock::now();
     size_t j = 0;
     while (j < jobs.size()) {
+      const int runnable = runnable_tasks();  // kora's own: its threads at most
+      if (runnable > 0) {
+        ++summary_.load_looks;
+        summary_.busy_looks += runnable > omp_get_max_threads();
+      }
       measure_job(*jobs[j], fallback);
       ++j;
       const bool out_of_time = max_seconds > 0 && seconds_since(start) > max_seconds;
@@ -561,6 +567,13 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
     summary.measure_seconds += seconds_since(stage);
   }
   summary.total_seconds = seconds_since(start);
+  if (options.progress && summary.load_looks > 0 &&
+      summary.busy_looks * 5 > summary.load_looks)  // more than 20% of the looks
+    *options.progress << "kora profile: warning: other processes were running during "
+                      << 100 * summary.busy_looks / summary.load_looks
+                      << "% of the measurements; their times are inflated (profile on an idle "
+                         "machine for plans to trust)"
+                      << std::endl;
   return summary;
 }
 
@@ -577,6 +590,9 @@ std::string format_profile_summary(const ProfileSummary& s) {
   os << "compiled " << s.units << " translation units (" << s.units_cached << " from the cache)";
   if (s.same_code) os << "; " << s.same_code << " implementations had another's code";
   os << "\n";
+  if (s.busy_looks > 0)
+    os << "other processes were running during " << 100 * s.busy_looks / s.load_looks
+       << "% of the measurements\n";
   os << "time: enumerate " << s.enumerate_seconds << " s, generate " << s.generate_seconds
      << " s, compile " << s.compile_seconds << " s, measure " << s.measure_seconds << " s, total "
      << s.total_seconds << " s\n";
@@ -598,6 +614,9 @@ std::string profile_summary_json(const ProfileSummary& s) {
   j["units"] = s.units;
   j["units_cached"] = s.units_cached;
   j["same_code"] = s.same_code;
+  j["busy_fraction"] = s.load_looks > 0
+                           ? static_cast<double>(s.busy_looks) / static_cast<double>(s.load_looks)
+                           : 0.0;
   j["seconds"] = {{"enumerate", s.enumerate_seconds},
                   {"generate", s.generate_seconds},
                   {"compile", s.compile_seconds},
