@@ -7,9 +7,11 @@
 //   kernels_N.so    the generated kernels (a few libraries, compiled in parallel);
 //   weights.bin     every constant a kernel reads, 64-byte aligned.
 // Each kernel's implementation is its fastest working schedule in the database
-// ("gen:..." generated code, "onednn", "interpreter"); a kernel the database lacks takes
-// oneDNN where it fits, else generated code's default schedule, else the interpreter. Intermediate
-// tensors share one arena, placed by lifetime (src/emit/memory_plan.h). The directory is
+// ("gen:..." generated code, "onednn" or "onednn:native", "interpreter"); a kernel the
+// database lacks takes oneDNN where it fits, else generated code's default schedule, else
+// the interpreter. Intermediate tensors share one arena, placed by lifetime
+// (src/emit/memory_plan.h); a tensor between two oneDNN convolutions is stored in their
+// native blocked layout (manifest "layout") instead of being reordered twice. The directory is
 // written under a temporary name and renamed into place: a failed compile leaves no half
 // artifact, and an existing artifact at the path is replaced only on success.
 #pragma once
@@ -40,6 +42,7 @@ struct ArtifactSummary {
   int64_t libraries = 0;
   double predicted_ms = 0;
   int64_t arena_bytes = 0, intermediate_bytes = 0, weights_bytes = 0;
+  int64_t blocked_tensors = 0;  // kept in a blocked layout between oneDNN convolutions
   double generate_seconds = 0, compile_seconds = 0, write_seconds = 0;
 };
 

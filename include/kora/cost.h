@@ -24,10 +24,25 @@ namespace kora {
 
 class ProfileDb;
 
+// What blocked layouts change for a candidate (the LayoutProblem of orchestrate.h):
+// whether it computes on any layout, and its native implementation, if any: cost with
+// every blocked side reordered from and to plain, cost with none, and the sides (tensor
+// -> layout).
+struct LayoutCost {
+  bool agnostic = false;
+  double blocked_ms = -1, native_ms = -1;  // < 0: no native implementation
+  std::map<std::string, std::string> sides;
+};
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
+  // On plain tensors.
   virtual double cost_ms(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) = 0;
+  // Models that know nothing of layouts: none.
+  virtual LayoutCost layout_cost(const PrimGraph&, const KernelDag&, const Candidate&) {
+    return {};
+  }
   virtual std::string describe() const = 0;
 };
 
@@ -86,16 +101,21 @@ class MeasuredCostTable : public TableCost {
   std::string path_;
 };
 
-// The profile database's fastest non-failed schedule per kernel on `device`, read once
-// when constructed.
+// The profile database's fastest non-failed schedule per kernel on `device` on plain
+// tensors, read once when constructed; and the layout costs of oneDNN convolutions
+// measured in their native layouts (kOnednnNative, kOnednnBlocked) and of elementwise
+// kernels.
 class ProfileDbCost : public TableCost {
  public:
   ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string device,
                 std::unique_ptr<CostModel> fallback);
+  LayoutCost layout_cost(const PrimGraph& graph, const KernelDag& dag,
+                         const Candidate& c) override;
   std::string describe() const override;
 
  private:
   std::string path_, device_;
+  std::map<uint64_t, double> native_, blocked_;
 };
 
 }  // namespace kora

@@ -11,6 +11,7 @@
 // Threads: the process's OpenMP runtime (omp_set_num_threads).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -24,15 +25,47 @@ class CpuLibraryKernel {
  public:
   virtual ~CpuLibraryKernel() = default;
   virtual void run(const void* const* in, void* const* out) = 0;
+  // run() on plain row-major tensors, whatever layouts the kernel was built for
+  // (TensorLayouts): what the profile checks against the interpreter.
+  virtual void run_plain(const void* const* in, void* const* out) { run(in, out); }
   // The schedule name stored in the profile database ("onednn", "interpreter").
   virtual std::string schedule() const = 0;
 };
 
+// Where a kernel's float32 activations are stored: tensor name -> a oneDNN layout name
+// ("acdb": channels last; "aBcd8b", "aBcd16b": channels in blocks of 8 or 16; likewise
+// for rank 3 and 5). A tensor not named is plain row-major. Only oneDNN convolutions
+// take blocked tensors, as their source, destination or full-shape post-op operands.
+using TensorLayouts = std::map<std::string, std::string>;
+// The profile database's schedule for a oneDNN convolution measured in its native
+// layouts (onednn_native_layouts: no reorders, as between two such convolutions in an
+// artifact); "onednn" is the same kernel on plain tensors, reorders included.
+inline constexpr char kOnednnNative[] = "onednn:native";
+// The same native primitive on plain tensors, reordering every blocked side at the kernel
+// boundary (what the native implementation costs where no neighbour keeps a side blocked).
+inline constexpr char kOnednnBlocked[] = "onednn:blocked";
+
 // Whether make_onednn_kernel accepts the candidate.
 bool onednn_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
-// Throws kora::Error naming the candidate's primitives when it is not supported.
+// Throws kora::Error naming the candidate's primitives when it is not supported, or when
+// `layouts` names a layout it cannot take. `schedule` kOnednnBlocked runs a convolution's
+// blocked primitive whatever its tensors' layouts (else the faster for its shape).
 std::unique_ptr<CpuLibraryKernel> make_onednn_kernel(const PrimGraph& graph, const KernelDag& dag,
-                                                     const Candidate& c);
+                                                     const Candidate& c,
+                                                     const TensorLayouts& layouts = {},
+                                                     const std::string& schedule = "onednn");
+// The layouts a oneDNN convolution with constant weights runs in without reorders: the
+// blocked source and destination its direct (jit) implementation picks, and the
+// destination's for full-shape operands; a side that is plain, padded beyond the plain
+// size or not among the names above is left out. Empty for matmuls, gemm-based
+// convolutions and candidates oneDNN does not take.
+TensorLayouts onednn_native_layouts(const PrimGraph& graph, const KernelDag& dag,
+                                    const Candidate& c);
+// Whether generated code computes the candidate the same on any layout: elementwise
+// members only (so every tensor it touches has one shape, and element i of an output
+// depends on element i of the inputs alone), float32 throughout, no constants read. Its
+// tensors must then all share one layout.
+bool layout_agnostic(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 
 // Every candidate; slow, but always available.
 std::unique_ptr<CpuLibraryKernel> make_interpreter_kernel(const PrimGraph& graph,

@@ -8,12 +8,30 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kora/candidates.h"
 #include "kora/kernel_dag.h"
 
 namespace kora {
+
+// Blocked layouts as a choice of the program (solve_optimal, optional). A candidate with
+// a native implementation (a oneDNN convolution) can run it on some of the nodes it reads
+// or writes (its sides) stored in a blocked layout, saving the reorder of each such side;
+// a candidate that is layout-agnostic (elementwise) computes on any layout when all the
+// nodes it touches share it; every other candidate needs its nodes plain. A node stored
+// blocked is so for every chosen kernel that reads or writes it.
+struct NativeOption {
+  double blocked_ms = -1;         // the native implementation, every side reordered; < 0: none
+  std::vector<int> nodes;         // its sides: nodes it reads or writes
+  std::vector<int> layouts;       // per side: the layout (an id) it takes the node in
+  std::vector<double> saved_ms;   // per side: the reorder saved when the node is blocked
+};
+struct LayoutProblem {
+  std::vector<NativeOption> native;  // per candidate (empty: no layout choices at all)
+  std::vector<char> agnostic;        // per candidate
+};
 
 struct Plan {
   std::vector<int> kernels;  // candidate indices, in an order they can run in
@@ -24,14 +42,26 @@ struct Plan {
   double solve_seconds = 0;
   int cycle_cuts = 0;  // schedulability cuts added (optimal only)
   int solves = 0;      // CBC runs (optimal only)
+  // With a LayoutProblem: the chosen kernels that run their native implementation, and
+  // the nodes stored blocked with their layouts (ids).
+  std::vector<int> native;
+  std::vector<std::pair<int, int>> blocked;
 };
 
 struct SolveOptions {
   double time_limit_seconds = 60;  // over all CBC runs of one problem
 };
 
+// With `layouts`, cost[k] is the candidate's cost on plain tensors, and the program also
+// chooses which nodes are blocked and which kernels run native (LayoutProblem above):
+//   z_k <= x_k (k runs native), w_ks <= z_k, w_ks <= b_u (side s on node u read or
+//   written blocked), b_u <= y_u, and for each candidate j touching a node u that may be
+//   blocked: x_j + b_u - w_ju <= 1 (j takes u natively), x_j + b_u - b_v <= 1 for the
+//   other nodes v of an agnostic j, x_j + b_u <= 1 otherwise; cost adds
+//   (blocked_ms - cost_k) z_k - saved_ks w_ks.
 Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidates,
-                   const std::vector<double>& cost, const SolveOptions& options = {});
+                   const std::vector<double>& cost, const SolveOptions& options = {},
+                   const LayoutProblem* layouts = nullptr);
 Plan plan_unfused(const KernelDag& dag, const std::vector<Candidate>& candidates,
                   const std::vector<double>& cost);
 Plan plan_greedy(const KernelDag& dag, const std::vector<Candidate>& candidates,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct ChosenKernel {
   double cost_ms = 0;
   uint64_t signature = 0;
   int segment = 0;
+  bool native = false;  // runs its native implementation (blocked layouts, optimal only)
 };
 
 struct OrchestrationResult {
@@ -43,6 +45,10 @@ struct OrchestrationResult {
   int64_t primitives = 0, candidates = 0, unique_signatures = 0, segments = 0;
   int64_t seeds_capped = 0, cycle_cuts = 0;
   int64_t segments_reused = 0;  // segments whose problem equalled an earlier one's
+  // Optimal with a cost model that knows layouts (CostModel::layout_cost): the solver
+  // chose which tensors are stored blocked (tensor -> layout); the emitter follows it.
+  bool layouts_decided = false;
+  std::map<std::string, std::string> layouts;
 };
 
 // One segment's sub-DAG and its candidates, signatures computed: what orchestrate() solves

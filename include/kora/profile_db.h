@@ -46,8 +46,13 @@ class ProfileDb {
   std::vector<ProfileRecord> records(const std::string& device, uint64_t signature) const;
   // The fastest schedule that did not fail, if any.
   std::optional<ProfileRecord> best(const std::string& device, uint64_t signature) const;
-  // Per kernel measured on the device, the median of its fastest non-failed schedule.
+  // Per kernel measured on the device, the median of its fastest non-failed schedule
+  // (`only`: that schedule; `except`: any other).
   std::map<uint64_t, double> fastest(const std::string& device) const;
+  std::map<uint64_t, double> fastest_only(const std::string& device,
+                                          const std::string& only) const;
+  std::map<uint64_t, double> fastest_except(const std::string& device,
+                                            const std::string& except) const;
   // True when the kernel has any record on the device (measured or failed).
   bool known(const std::string& device, uint64_t signature) const;
   // Records on `device` (all devices when empty).

@@ -1,7 +1,9 @@
 // Costs from the profile database (include/kora/cost.h, ProfileDbCost): the fastest
-// non-failed schedule of each kernel measured on the device, read in one query into the
-// table that TableCost looks candidates up in.
+// non-failed schedule of each kernel measured on the device on plain tensors, read in one
+// query into the table that TableCost looks candidates up in; the native-layout records
+// of oneDNN convolutions for their layout costs.
 #include "kora/cost.h"
+#include "kora/cpu_library.h"
 #include "kora/error.h"
 #include "kora/profile_db.h"
 
@@ -14,7 +16,23 @@ ProfileDbCost::ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string de
       device_(std::move(device)) {
   if (!db) throw Error("ProfileDbCost needs a database");
   path_ = db->path();
-  table_ = db->fastest(device_);
+  table_ = db->fastest_except(device_, kOnednnNative);
+  native_ = db->fastest_only(device_, kOnednnNative);
+  blocked_ = db->fastest_only(device_, kOnednnBlocked);
+}
+
+LayoutCost ProfileDbCost::layout_cost(const PrimGraph& graph, const KernelDag& dag,
+                                      const Candidate& c) {
+  LayoutCost l;
+  if (native_.empty()) return l;  // no convolution measured natively: nothing to choose
+  l.agnostic = layout_agnostic(graph, dag, c);
+  const auto native = native_.find(c.signature), blocked = blocked_.find(c.signature);
+  if (native == native_.end() || blocked == blocked_.end()) return l;
+  l.sides = onednn_native_layouts(graph, dag, c);
+  if (l.sides.empty()) return l;
+  l.native_ms = native->second;
+  l.blocked_ms = blocked->second;
+  return l;
 }
 
 std::string ProfileDbCost::describe() const {

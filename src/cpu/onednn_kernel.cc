@@ -10,9 +10,12 @@
 // to the graph. Convolutions take src and dst in blocked layouts chosen by oneDNN and
 // reorder them from/to the plain NCHW tensors at the kernel boundary (ConvLayout::kBlocked;
 // full-shape post-op operands are reordered in too), or run on the plain tensors (kPlain);
-// kAuto picks by measured speed (blocked_is_faster). run() only binds pointers and
-// executes; it is not reentrant (one kernel object per calling thread), and `out` must not
-// alias any `in`.
+// kAuto picks by measured speed (blocked_is_faster). A tensor named in the kernel's
+// TensorLayouts is stored in that blocked layout, so no reorder is made for it: an
+// artifact keeps the tensors between two such convolutions blocked (src/emit/), and
+// run_plain() reorders from and to plain tensors around the same primitive (the profile
+// checks such a kernel that way). run() only binds pointers and executes; it is not
+// reentrant (one kernel object per calling thread), and `out` must not alias any `in`.
 //
 // Threads: Debian's oneDNN 2.6.3 uses the OpenMP runtime (cpu_runtime = OMP). Its direct
 // (jit) convolutions keep the thread count omp_get_max_threads() had at construction,
@@ -28,6 +31,7 @@
 #include <unordered_map>
 
 #include "cpu/onednn_plan.h"
+#include "kora/candidates.h"
 #include "kora/cpu_library.h"
 #include "kora/error.h"
 
@@ -52,6 +56,47 @@ memory::desc strided(const Shape& dims, const Shape& strides) {
 memory::desc any(const Shape& dims) {
   return memory::desc(Dims(dims.begin(), dims.end()), memory::data_type::f32,
                       memory::format_tag::any);
+}
+
+// The blocked layouts a tensor may be stored in between kernels, by rank: channels last,
+// or channels in blocks of 4, 8 or 16 (oneDNN's names; the first dim is the batch).
+const std::vector<std::pair<const char*, memory::format_tag>>& layout_tags(size_t rank) {
+  using T = memory::format_tag;
+  static const std::vector<std::pair<const char*, T>> r3 = {
+      {"acb", T::acb}, {"aBc4b", T::aBc4b}, {"aBc8b", T::aBc8b}, {"aBc16b", T::aBc16b}};
+  static const std::vector<std::pair<const char*, T>> r4 = {
+      {"acdb", T::acdb}, {"aBcd4b", T::aBcd4b}, {"aBcd8b", T::aBcd8b}, {"aBcd16b", T::aBcd16b}};
+  static const std::vector<std::pair<const char*, T>> r5 = {{"acdeb", T::acdeb},
+                                                            {"aBcde4b", T::aBcde4b},
+                                                            {"aBcde8b", T::aBcde8b},
+                                                            {"aBcde16b", T::aBcde16b}};
+  static const std::vector<std::pair<const char*, T>> none;
+  return rank == 3 ? r3 : rank == 4 ? r4 : rank == 5 ? r5 : none;
+}
+
+// The name of md's layout among layout_tags, or "" (plain, or one kora does not keep)
+// when it is not one of them or takes more bytes than the plain tensor (padded blocks).
+std::string layout_name(const memory::desc& md, const Shape& dims) {
+  if (md.get_size() > static_cast<size_t>(numel(dims)) * sizeof(float)) return "";
+  for (const auto& [name, tag] : layout_tags(dims.size()))
+    if (md == memory::desc(Dims(dims.begin(), dims.end()), memory::data_type::f32, tag))
+      return name;
+  return "";
+}
+
+// The descriptor of a tensor stored in layout `name`; throws kora::Error for a name kora
+// does not know or a layout larger than the plain tensor.
+memory::desc laid_out(const Shape& dims, const std::string& name, const std::string& tensor) {
+  for (const auto& [n, tag] : layout_tags(dims.size()))
+    if (name == n) {
+      const memory::desc md(Dims(dims.begin(), dims.end()), memory::data_type::f32, tag);
+      if (md.get_size() > static_cast<size_t>(numel(dims)) * sizeof(float))
+        throw Error("oneDNN kernel: tensor '" + tensor + "' " + shape_str(dims) +
+                    " does not fit layout " + name + " in its plain size");
+      return md;
+    }
+  throw Error("oneDNN kernel: tensor '" + tensor + "' " + shape_str(dims) + " has layout '" +
+              name + "', which kora does not know for rank " + std::to_string(dims.size()));
 }
 
 dnnl::algorithm eltwise_alg(Eltwise e) {
@@ -129,11 +174,13 @@ bool is_full(const Plan& p, const PostOp& op) {
   return op.binary && op.operand >= 0 && op.operand_dims == p.dst_dims;
 }
 
-// The primitive descriptor for a plan: src/dst plain or `any` (blocked), weights `any`
-// when constant (reordered once) else plain. Binary operands of the full output shape
-// are plain, or in layout `*full` (then dst is too), or left out (skip_full).
+// The primitive descriptor for a plan: src/dst plain or `any` (blocked), or src in layout
+// `*src_fixed`; weights `any` when constant (reordered once) else plain. Binary operands
+// of the full output shape are plain, or in layout `*full` (then dst is too), or left out
+// (skip_full).
 dnnl::primitive_desc make_pd(const Plan& p, bool blocked, bool constant_weights,
-                             const memory::desc* full = nullptr, bool skip_full = false) {
+                             const memory::desc* full = nullptr, bool skip_full = false,
+                             const memory::desc* src_fixed = nullptr) {
   dnnl::post_ops po;
   for (const PostOp& op : p.post_ops) {
     if (!op.binary) {
@@ -160,7 +207,7 @@ dnnl::primitive_desc make_pd(const Plan& p, bool blocked, bool constant_weights,
   const ConvAttrs& a = p.conv_attrs;
   Dims dilations;
   for (int64_t d : a.dilations) dilations.push_back(d - 1);
-  const memory::desc src = blocked ? any(p.src_dims) : plain(p.src_dims);
+  const memory::desc src = src_fixed ? *src_fixed : blocked ? any(p.src_dims) : plain(p.src_dims);
   const memory::desc dst = full ? *full : blocked ? any(p.dst_dims) : plain(p.dst_dims);
   const dnnl::convolution_forward::desc d(
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, w, bias, dst,
@@ -183,7 +230,18 @@ struct Choice {
 // shape) and oneDNN has a non-reference implementation for it, else plain. A blocked
 // convolution whose post-ops read a full-shape tensor takes that tensor in dst's layout
 // (oneDNN's jit kernels do not read a plain one there).
-Choice choose_pd(const Plan& p, ConvLayout layout, bool constant_weights) {
+//
+// With src or dst stored in a given layout (src_fixed, dst_fixed) the convolution runs
+// blocked: the given sides in their layouts, the others `any`, full-shape operands in
+// dst's layout.
+Choice choose_pd(const Plan& p, ConvLayout layout, bool constant_weights,
+                 const memory::desc* src_fixed = nullptr, const memory::desc* dst_fixed = nullptr) {
+  if (src_fixed || dst_fixed) {
+    memory::desc dst = dst_fixed ? *dst_fixed
+                                 : make_pd(p, true, constant_weights, nullptr, true, src_fixed)
+                                       .query_md(dnnl::query::dst_md);
+    return {make_pd(p, true, constant_weights, &dst, false, src_fixed), true, dst};
+  }
   bool want = p.conv && constant_weights && layout != ConvLayout::kPlain;
   if (want && layout == ConvLayout::kAuto) want = blocked_is_faster(p);
   if (!want) return {make_pd(p, false, constant_weights), false, {}};
@@ -214,20 +272,47 @@ Choice choose_pd(const Plan& p, ConvLayout layout, bool constant_weights) {
 
 class OnednnKernel : public CpuLibraryKernel {
  public:
-  OnednnKernel(const PrimGraph& graph, Plan plan, ConvLayout layout)
+  // `reads`/`write`: the kernel's tensors in kernel_reads()/kernel_writes() order, to look
+  // their layouts up in `layouts`.
+  OnednnKernel(const PrimGraph& graph, Plan plan, ConvLayout layout,
+               const std::vector<std::string>& reads, const std::string& write,
+               const TensorLayouts& layouts)
       : plan_(std::move(plan)), stream_(cpu_engine()) {
     dnnl::engine& eng = cpu_engine();
+    auto stored = [&](const std::string& tensor, const Shape& dims) -> std::optional<memory::desc> {
+      auto it = layouts.find(tensor);
+      if (it == layouts.end() || it->second.empty()) return std::nullopt;
+      if (!plan_.conv)
+        throw Error("oneDNN kernel: tensor '" + tensor + "' has layout " + it->second +
+                    ", but only convolutions take blocked layouts");
+      if (graph.value(tensor).shape != dims)  // read through a reshape
+        throw Error("oneDNN kernel: tensor '" + tensor + "' has layout " + it->second +
+                    ", but the convolution sees it as " + shape_str(dims));
+      return laid_out(dims, it->second, tensor);
+    };
+    const std::optional<memory::desc> src_stored = stored(reads.at(plan_.src), plan_.src_dims);
+    const std::optional<memory::desc> dst_stored = stored(write, plan_.dst_dims);
+    std::vector<std::optional<memory::desc>> operand_stored(plan_.post_ops.size());
+    std::optional<memory::desc> dst_fixed = dst_stored;
+    for (size_t i = 0; i < plan_.post_ops.size(); ++i)
+      if (is_full(plan_, plan_.post_ops[i])) {
+        operand_stored[i] = stored(reads.at(plan_.post_ops[i].operand), plan_.dst_dims);
+        if (operand_stored[i] && !dst_fixed) dst_fixed = operand_stored[i];
+      }
     const Tensor* weights = graph.constant(plan_.weights_tensor);
-    const Choice choice = choose_pd(plan_, layout, weights != nullptr);
+    const Choice choice = choose_pd(plan_, layout, weights != nullptr,
+                                    src_stored ? &*src_stored : nullptr,
+                                    dst_fixed ? &*dst_fixed : nullptr);
     const dnnl::primitive_desc& pd = choice.pd;
     impl_ = pd.impl_info_str();
     prim_ = dnnl::primitive(pd);
 
     // src: bound to `in` directly, or reordered into the primitive's layout.
-    const memory::desc src_plain = strided(plan_.src_dims, plan_.src_strides);
-    src_user_ = memory(src_plain, eng, DNNL_MEMORY_NONE);
+    const memory::desc src_user =
+        src_stored ? *src_stored : strided(plan_.src_dims, plan_.src_strides);
+    src_user_ = memory(src_user, eng, DNNL_MEMORY_NONE);
     const memory::desc src_md = pd.query_md(dnnl::query::src_md);
-    if (src_md != src_plain) {
+    if (src_md != src_user) {
       src_ = memory(src_md, eng);
       src_reorder_ = dnnl::reorder(src_user_, src_);
     } else {
@@ -235,10 +320,10 @@ class OnednnKernel : public CpuLibraryKernel {
     }
     args_[DNNL_ARG_SRC] = src_;
 
-    const memory::desc dst_plain = plain(plan_.dst_dims);
-    dst_user_ = memory(dst_plain, eng, DNNL_MEMORY_NONE);
+    const memory::desc dst_user = dst_stored ? *dst_stored : plain(plan_.dst_dims);
+    dst_user_ = memory(dst_user, eng, DNNL_MEMORY_NONE);
     const memory::desc dst_md = pd.query_md(dnnl::query::dst_md);
-    if (dst_md != dst_plain) {
+    if (dst_md != dst_user) {
       dst_ = memory(dst_md, eng);
       dst_reorder_ = dnnl::reorder(dst_, dst_user_);
     } else {
@@ -278,9 +363,10 @@ class OnednnKernel : public CpuLibraryKernel {
         scalars_[i] = op.scalar;
         args_[arg] = memory(plain(Shape(plan_.dst_dims.size(), 1)), eng, &scalars_[i]);
       } else {
-        memory m(plain(op.operand_dims), eng, DNNL_MEMORY_NONE);
+        memory m(operand_stored[i] ? *operand_stored[i] : plain(op.operand_dims), eng,
+                 DNNL_MEMORY_NONE);
         bound_.push_back({op.operand, m});
-        if (choice.full_blocked && is_full(plan_, op)) {
+        if (choice.full_blocked && is_full(plan_, op) && m.get_desc() != choice.full) {
           memory blocked(choice.full, eng);
           operand_reorders_.push_back({dnnl::reorder(m, blocked), m, blocked});
           args_[arg] = blocked;
@@ -288,6 +374,31 @@ class OnednnKernel : public CpuLibraryKernel {
           args_[arg] = m;
         }
       }
+    }
+
+    // run_plain(): each tensor stored in a layout gets a buffer in it and a reorder from
+    // (to, for dst) its plain form.
+    reads_ = reads.size();
+    for (size_t r = 0; r < reads.size(); ++r) {
+      const ValueInfo& v = graph.value(reads[r]);
+      const std::optional<memory::desc> md =
+          v.dtype == DType::kFloat32 ? stored(reads[r], v.shape) : std::nullopt;
+      if (!md) continue;
+      bool taken = static_cast<int>(r) == plan_.src;  // as src or a full-shape operand
+      for (const PostOp& op : plan_.post_ops)
+        taken = taken || (is_full(plan_, op) && op.operand == static_cast<int>(r));
+      if (!taken)
+        throw Error("oneDNN kernel: tensor '" + reads[r] + "' has layout " +
+                    layouts.at(reads[r]) + ", but the kernel reads it as neither its source " +
+                    "nor a full-shape operand");
+      PlainView view{r, memory(plain(v.shape), eng, DNNL_MEMORY_NONE), memory(*md, eng), {}};
+      view.reorder = dnnl::reorder(view.plain, view.laid);
+      plain_in_.push_back(std::move(view));
+    }
+    if (dst_stored) {
+      plain_out_ = PlainView{0, memory(plain(plan_.dst_dims), eng, DNNL_MEMORY_NONE),
+                             memory(*dst_stored, eng), {}};
+      plain_out_->reorder = dnnl::reorder(plain_out_->laid, plain_out_->plain);
     }
   }
 
@@ -302,10 +413,34 @@ class OnednnKernel : public CpuLibraryKernel {
     stream_.wait();
   }
 
+  void run_plain(const void* const* in, void* const* out) override {
+    std::vector<const void*> laid_in(in, in + reads_);
+    for (PlainView& v : plain_in_) {
+      v.plain.set_data_handle(const_cast<void*>(in[v.index]));
+      v.reorder.execute(stream_, v.plain, v.laid);
+      laid_in[v.index] = v.laid.get_data_handle();
+    }
+    void* laid_dst[] = {plain_out_ ? plain_out_->laid.get_data_handle() : out[0]};
+    stream_.wait();
+    run(laid_in.data(), laid_dst);
+    if (plain_out_) {
+      plain_out_->plain.set_data_handle(out[0]);
+      plain_out_->reorder.execute(stream_, plain_out_->laid, plain_out_->plain);
+      stream_.wait();
+    }
+  }
+
   std::string schedule() const override { return "onednn"; }
   const std::string& implementation() const { return impl_; }
 
  private:
+  // A tensor stored in a layout, seen plain by run_plain().
+  struct PlainView {
+    size_t index;  // in `in` (reads) or `out`
+    memory plain, laid;
+    dnnl::reorder reorder;  // plain -> laid for reads, laid -> plain for the write
+  };
+
   Plan plan_;
   dnnl::stream stream_;
   dnnl::primitive prim_;
@@ -316,6 +451,9 @@ class OnednnKernel : public CpuLibraryKernel {
   std::vector<std::tuple<dnnl::reorder, memory, memory>> operand_reorders_;
   std::unique_ptr<float[]> scalars_;
   std::string impl_;
+  size_t reads_ = 0;
+  std::vector<PlainView> plain_in_;
+  std::optional<PlainView> plain_out_;
 };
 
 Plan plan_or_throw(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
@@ -347,10 +485,13 @@ bool blocked_is_faster(const Plan& p) {
 
 std::unique_ptr<CpuLibraryKernel> make_kernel(const PrimGraph& graph, const KernelDag& dag,
                                               const Candidate& c, ConvLayout layout,
-                                              std::string* implementation) {
+                                              std::string* implementation,
+                                              const TensorLayouts& layouts) {
   Plan plan = plan_or_throw(graph, dag, c);
   try {
-    auto k = std::make_unique<OnednnKernel>(graph, std::move(plan), layout);
+    auto k = std::make_unique<OnednnKernel>(graph, std::move(plan), layout,
+                                            kernel_reads(graph, dag, c),
+                                            kernel_writes(graph, dag, c).at(0), layouts);
     if (implementation) *implementation = k->implementation();
     return k;
   } catch (const dnnl::error& e) {
@@ -371,9 +512,57 @@ bool onednn_supports(const PrimGraph& graph, const KernelDag& dag, const Candida
   }
 }
 
+TensorLayouts onednn_native_layouts(const PrimGraph& graph, const KernelDag& dag,
+                                    const Candidate& c) {
+  const std::optional<onednn::Plan> plan = onednn::plan_kernel(graph, dag, c, nullptr);
+  if (!plan || !plan->conv || !graph.constant(plan->weights_tensor)) return {};
+  try {
+    const onednn::Choice choice = onednn::choose_pd(*plan, onednn::ConvLayout::kBlocked, true);
+    const std::string impl = choice.pd.impl_info_str();
+    if (impl.rfind("ref", 0) == 0 || impl.find("gemm") != std::string::npos) return {};
+    const std::vector<std::string> reads = kernel_reads(graph, dag, c);
+    const std::string src =
+        onednn::layout_name(choice.pd.query_md(dnnl::query::src_md), plan->src_dims);
+    const std::string dst =
+        onednn::layout_name(choice.pd.query_md(dnnl::query::dst_md), plan->dst_dims);
+    TensorLayouts layouts;
+    // A tensor read twice (src and operand) must want one layout; one the convolution
+    // sees through a reshape keeps its plain form.
+    auto put = [&](const std::string& tensor, const std::string& name, const Shape& seen_as) {
+      const std::string fits = graph.value(tensor).shape == seen_as ? name : "";
+      auto [it, fresh] = layouts.emplace(tensor, fits);
+      if (!fresh && it->second != fits) it->second.clear();
+    };
+    if (!src.empty()) put(reads.at(plan->src), src, plan->src_dims);
+    if (!dst.empty()) {
+      put(kernel_writes(graph, dag, c).at(0), dst, plan->dst_dims);
+      for (const onednn::PostOp& op : plan->post_ops)
+        if (onednn::is_full(*plan, op)) put(reads.at(op.operand), dst, plan->dst_dims);
+    }
+    for (auto it = layouts.begin(); it != layouts.end();)
+      it = it->second.empty() ? layouts.erase(it) : std::next(it);
+    return layouts;
+  } catch (const dnnl::error&) {
+    return {};
+  }
+}
+
 std::unique_ptr<CpuLibraryKernel> make_onednn_kernel(const PrimGraph& graph, const KernelDag& dag,
-                                                     const Candidate& c) {
-  return onednn::make_kernel(graph, dag, c, onednn::ConvLayout::kAuto, nullptr);
+                                                     const Candidate& c, const TensorLayouts& layouts,
+                                                     const std::string& schedule) {
+  const onednn::ConvLayout policy =
+      schedule == kOnednnBlocked ? onednn::ConvLayout::kBlocked : onednn::ConvLayout::kAuto;
+  return onednn::make_kernel(graph, dag, c, policy, nullptr, layouts);
+}
+
+bool layout_agnostic(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  for (int v : c.members)
+    if (graph.prims[dag.prim[v]].kind() != PrimKind::kElementwise) return false;
+  for (const std::string& t : kernel_reads(graph, dag, c))
+    if (graph.constant(t) || graph.value(t).dtype != DType::kFloat32) return false;
+  for (const std::string& t : kernel_writes(graph, dag, c))
+    if (graph.value(t).dtype != DType::kFloat32) return false;
+  return true;
 }
 
 }  // namespace kora

@@ -21,6 +21,7 @@ bool blocked_is_faster(const Plan& plan);
 
 std::unique_ptr<CpuLibraryKernel> make_kernel(const PrimGraph& graph, const KernelDag& dag,
                                               const Candidate& c, ConvLayout layout,
-                                              std::string* implementation = nullptr);
+                                              std::string* implementation = nullptr,
+                                              const TensorLayouts& layouts = {});
 
 }  // namespace kora::onednn

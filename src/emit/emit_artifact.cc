@@ -1,7 +1,8 @@
 // The artifact emitter (include/kora/artifact.h): chosen kernels in; per kernel an
 // implementation (the database's fastest working schedule), generated sources compiled
 // into a few libraries in parallel, the tensors' storage (inputs, weights, arena by
-// lifetime, outputs), weights.bin and manifest.json, written to a temporary directory
+// lifetime, outputs; blocked layouts between oneDNN convolutions), weights.bin and
+// manifest.json, written to a temporary directory
 // and renamed into place.
 #include <unistd.h>
 
@@ -9,8 +10,10 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -47,18 +50,30 @@ struct Emitted {
   Candidate candidate;
   ManifestKernel kernel;
   std::string source;  // generated: the function's source
+  // oneDNN convolutions: whether to run in native blocked layouts when its neighbours
+  // allow (false where the database measured that slower than on plain tensors).
+  bool native_ok = true;
 };
 
 // The implementation of kernel `k`: the first working record of the database that can
 // be built now, else oneDNN, generated code's default schedule, the interpreter.
 void choose_implementation(const PrimGraph& graph, const KernelDag& dag, const ProfileDb* db,
-                           const ArtifactOptions& options, int index, uint64_t signature,
-                           Emitted& e) {
+                           const ArtifactOptions& options, int index, const ChosenKernel& chosen,
+                           bool layouts_decided, Emitted& e) {
+  const uint64_t signature = chosen.signature;
   const Candidate& c = e.candidate;
   std::vector<std::string> schedules;
+  double plain_ms = -1, native_ms = -1;
   if (db)
     for (const ProfileRecord& r : db->records(options.device, signature))
-      if (!r.failed) schedules.push_back(r.schedule);
+      if (!r.failed) {
+        schedules.push_back(r.schedule);
+        if (r.schedule == "onednn") plain_ms = r.median_ms;
+        if (r.schedule == kOnednnNative) native_ms = r.median_ms;
+      }
+  // The solver decided which kernels run native; without it, those measured faster so.
+  e.native_ok = layouts_decided ? chosen.native : !(plain_ms >= 0 && native_ms > plain_ms);
+  if (chosen.native) schedules.insert(schedules.begin(), kOnednnNative);
   // Not measured: oneDNN where it fits (it won 94 of the 137 ResNet-50 kernels it
   // supports), else generated code's default schedule.
   schedules.push_back("onednn");
@@ -76,7 +91,8 @@ void choose_implementation(const PrimGraph& graph, const KernelDag& dag, const P
         e.kernel.schedule = "gen:" + schedule.key();
         return;
       }
-      if (s == "onednn" && onednn_supports(graph, dag, c)) {
+      if ((s == "onednn" || s == kOnednnNative || s == kOnednnBlocked) &&
+          onednn_supports(graph, dag, c)) {
         e.kernel.impl = "onednn";
         e.kernel.schedule = s;
         return;
@@ -185,6 +201,68 @@ void compile_kernels(const PrimGraph& graph, const KernelDag& dag, std::vector<E
   }
 }
 
+// Layout assignment. oneDNN convolutions usually run fastest on their native blocked
+// layouts (onednn_native_layouts; the profile measures them so, kOnednnNative), and elementwise
+// kernels run on any layout (layout_agnostic). Tensors joined by elementwise kernels form
+// a group; a group of arena tensors whose every other writer and reader is a oneDNN
+// convolution wanting the same layout for it is stored in that layout, so the reorders
+// to and from plain between those kernels disappear. When the solver chose the blocked
+// tensors and native kernels (`decided`, OrchestrationResult::layouts), only those are
+// blocked (and only where every user can take them, after fallbacks); otherwise (greedy,
+// unfused, unmeasured) every group that can be, except at kernels measured slower native
+// than plain. Returns how many tensors are blocked.
+int64_t assign_layouts(const PrimGraph& graph, const KernelDag& dag,
+                       const std::vector<Emitted>& emitted,
+                       const std::map<std::string, std::string>* decided, Manifest& m) {
+  std::vector<TensorLayouts> native(emitted.size());
+  std::vector<bool> agnostic(emitted.size());
+  std::map<std::string, std::vector<size_t>> users;  // writers and readers
+  std::map<std::string, std::string> group;          // tensor -> its group's first tensor
+  std::function<std::string(const std::string&)> find = [&](const std::string& t) {
+    auto it = group.find(t);
+    if (it == group.end() || it->second == t) return t;
+    return it->second = find(it->second);
+  };
+  for (size_t i = 0; i < emitted.size(); ++i) {
+    const ManifestKernel& k = emitted[i].kernel;
+    if (k.impl == "onednn" && emitted[i].native_ok)
+      native[i] = onednn_native_layouts(graph, dag, emitted[i].candidate);
+    agnostic[i] = k.impl == "generated" && layout_agnostic(graph, dag, emitted[i].candidate);
+    for (const auto* list : {&k.reads, &k.writes})
+      for (const std::string& t : *list) {
+        users[t].push_back(i);
+        if (agnostic[i]) group[find(t)] = find(k.writes.at(0));
+      }
+  }
+  // Per group: the layout every oneDNN user wants, or "" when some user cannot take one.
+  std::map<std::string, std::optional<std::string>> layout;
+  for (const auto& [t, kernels] : users) {
+    std::optional<std::string>& want = layout[find(t)];
+    const ManifestTensor& tensor = m.tensors.at(t);
+    bool ok = tensor.storage == Storage::kArena && !(want && want->empty());
+    if (decided) {  // only what the solver chose, as it chose it
+      auto it = decided->find(t);
+      ok = ok && it != decided->end() && (!want || *want == it->second);
+      if (ok) want = it->second;
+    }
+    for (size_t i : kernels) {
+      if (!ok || agnostic[i]) continue;
+      auto it = native[i].find(t);
+      ok = it != native[i].end() && (!want || *want == it->second);
+      if (ok) want = it->second;
+    }
+    if (!ok) want = std::string();
+  }
+  int64_t blocked = 0;
+  for (const auto& [t, kernels] : users) {
+    const std::optional<std::string>& want = layout[find(t)];
+    if (!want || want->empty()) continue;  // no oneDNN user, or one that cannot
+    m.tensors.at(t).layout = *want;
+    ++blocked;
+  }
+  return blocked;
+}
+
 // Replaces `dir` with `tmp`: an existing `dir` must be empty or an artifact.
 void move_into_place(const fs::path& tmp, const fs::path& dir) {
   if (fs::exists(dir)) {
@@ -242,7 +320,8 @@ ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult
       e.kernel.signature = signature_hex(chosen.signature);
       e.kernel.predicted_ms = chosen.cost_ms;
       for (int v : chosen.prims) e.kernel.primitives.push_back(graph.prims[v].name);
-      choose_implementation(graph, dag, db, options, static_cast<int>(i), chosen.signature, e);
+      choose_implementation(graph, dag, db, options, static_cast<int>(i), chosen,
+                            plan.layouts_decided, e);
     }
     summary.generate_seconds = seconds_since(stage);
     stage = std::chrono::steady_clock::now();
@@ -258,11 +337,11 @@ ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult
     std::vector<std::string> constants;
     auto add_constant = [&](const std::string& t) {
       if (!m.tensors.count(t)) {
-        m.tensors[t] = {graph.value(t), Storage::kConstant, 0};
+        m.tensors[t] = {graph.value(t), Storage::kConstant, 0, ""};
         constants.push_back(t);
       }
     };
-    for (const std::string& t : graph.inputs) m.tensors[t] = {graph.value(t), Storage::kInput, 0};
+    for (const std::string& t : graph.inputs) m.tensors[t] = {graph.value(t), Storage::kInput, 0, ""};
     for (size_t i = 0; i < emitted.size(); ++i) {
       const ManifestKernel& k = emitted[i].kernel;
       for (const std::string& t : k.reads) {
@@ -289,9 +368,9 @@ ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult
         produced_at[t] = static_cast<int>(i);
         const ValueInfo& v = graph.value(t);
         if (graph_outputs.count(t)) {
-          m.tensors[t] = {v, Storage::kOutput, 0};
+          m.tensors[t] = {v, Storage::kOutput, 0, ""};
         } else {
-          m.tensors[t] = {v, Storage::kArena, 0};
+          m.tensors[t] = {v, Storage::kArena, 0, ""};
           lifetimes[t] = {numel(v.shape) * static_cast<int64_t>(dtype_size(v.dtype)),
                           static_cast<int>(i), static_cast<int>(i)};
           arena_tensors.push_back(t);
@@ -311,6 +390,8 @@ ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult
       m.tensors[arena_tensors[i]].offset = memory.offsets[i];
     m.arena_bytes = memory.arena_bytes;
     m.intermediate_bytes = memory.total_bytes;
+    summary.blocked_tensors =
+        assign_layouts(graph, dag, emitted, plan.layouts_decided ? &plan.layouts : nullptr, m);
 
     // Weights.
     int64_t weights_bytes = 0;

@@ -19,6 +19,10 @@
 // then come from outside S, i.e. from P: so the cut removes no schedulable plan, and it
 // removes the current one (no kernel of P is chosen, or S's kernels would not wait).
 //
+// With a LayoutProblem the program also chooses blocked layouts (the rows are in
+// include/kora/orchestrate.h): which nodes are stored blocked and which kernels run
+// their native implementation on them.
+//
 // Two things make CBC prove optimality in well under a second on most segments:
 // dominated candidates are left out (orchestrate/dominance.h), and the cover and edge
 // inequalities below (add_valid_inequalities) keep the linear relaxation from
@@ -32,6 +36,7 @@
 #include <coin/OsiClpSolverInterface.hpp>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 
@@ -51,11 +56,13 @@ struct Row {
 
 struct Outcome {
   std::vector<int> chosen;
+  std::vector<char> set;  // every column's value (auxiliary ones included)
   bool found = false, proven = false;
   double objective = 0, bound = 0;
 };
 
-// Columns 0 .. kernels-1 are the candidates; the rest are auxiliary (cost 0).
+// Columns 0 .. kernels-1 are the candidates; the rest are auxiliary (cost 0, or the
+// layout terms of a LayoutProblem).
 Outcome solve_once(const std::vector<double>& cost, int kernels, const std::vector<Row>& rows,
                    double seconds) {
   const int n = static_cast<int>(cost.size());
@@ -93,7 +100,10 @@ Outcome solve_once(const std::vector<double>& cost, int kernels, const std::vect
     for (int k = 0; k < kernels; ++k)
       if (x[k] > 0.5) out.chosen.push_back(k);
     out.objective = 0;
-    for (int k : out.chosen) out.objective += cost[k];
+    for (int c = 0; c < n; ++c) {
+      out.set.push_back(x[c] > 0.5);
+      if (x[c] > 0.5) out.objective += cost[c];
+    }
   }
   out.proven = out.found && model.isProvenOptimal();
   // Costs are >= 0, so 0 bounds the optimum when CBC proved nothing better.
@@ -149,7 +159,8 @@ void add_valid_inequalities(const KernelDag& dag, const std::vector<Candidate>& 
 }  // namespace
 
 Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidates,
-                   const std::vector<double>& cost, const SolveOptions& options) {
+                   const std::vector<double>& cost, const SolveOptions& options,
+                   const LayoutProblem* layouts) {
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -162,8 +173,30 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
       throw Error("orchestration: candidate " + std::to_string(k) + " has cost " +
                   std::to_string(cost[k]) + " (costs must be finite and >= 0)");
 
+  if (layouts && layouts->native.empty()) layouts = nullptr;
+  if (layouts && (layouts->native.size() != candidates.size() ||
+                  layouts->agnostic.size() != candidates.size()))
+    throw Error("orchestration: layout options for " + std::to_string(layouts->native.size()) +
+                " of " + std::to_string(candidates.size()) + " candidates");
+  // Nodes that may be stored blocked: each in the layout the first side wanting it names.
+  std::vector<int> layout_of(dag.size(), -1);
+  std::vector<char> fixed;  // candidates dominance leaves alone
+  if (layouts) {
+    for (const NativeOption& o : layouts->native)
+      if (o.blocked_ms >= 0)
+        for (size_t i = 0; i < o.nodes.size(); ++i)
+          if (!dag.required[o.nodes[i]] && layout_of[o.nodes[i]] < 0)
+            layout_of[o.nodes[i]] = o.layouts[i];
+    fixed.assign(candidates.size(), 0);
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      fixed[k] = layouts->native[k].blocked_ms >= 0;
+      for (const auto* nodes : {&candidates[k].inputs, &candidates[k].outputs})
+        for (int u : *nodes) fixed[k] = fixed[k] || layout_of[u] >= 0;
+    }
+  }
+
   // Only undominated candidates enter the program: column k is candidate active[k].
-  const std::vector<char> keep = undominated(dag, candidates, cost);
+  const std::vector<char> keep = undominated(dag, candidates, cost, layouts ? &fixed : nullptr);
   std::vector<int> active, column_of(candidates.size(), -1);
   for (size_t k = 0; k < candidates.size(); ++k)
     if (keep[k]) column_of[k] = static_cast<int>(active.size()), active.push_back(k);
@@ -204,6 +237,63 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
     rows.push_back(std::move(r));
   }
 
+  // Blocked layouts (LayoutProblem; the rows in orchestrate.h): b_u per node that may be
+  // blocked, z_k per candidate with a native implementation, w per side of it.
+  std::vector<int> b_of(dag.size(), -1), z_of(active.size(), -1);
+  if (layouts) {
+    auto column = [&](double c) {
+      column_cost.push_back(c);
+      return static_cast<int>(column_cost.size()) - 1;
+    };
+    auto at_most = [&](std::vector<int> index, std::vector<double> value, double upper) {
+      rows.push_back({std::move(index), std::move(value), -COIN_DBL_MAX, upper});
+    };
+    for (int u = 0; u < dag.size(); ++u) {
+      if (layout_of[u] < 0 || y_of[u] < 0) continue;  // y_u: someone reads u
+      b_of[u] = column(0.0);
+      at_most({b_of[u], y_of[u]}, {1.0, -1.0}, 0.0);
+    }
+    std::vector<std::map<int, int>> side_of(active.size());  // node -> w column
+    for (size_t k = 0; k < active.size(); ++k) {
+      const NativeOption& o = layouts->native[active[k]];
+      if (o.blocked_ms < 0) continue;
+      const int x = static_cast<int>(k);
+      z_of[k] = column(o.blocked_ms - cost[active[k]]);
+      at_most({z_of[k], x}, {1.0, -1.0}, 0.0);
+      for (size_t i = 0; i < o.nodes.size(); ++i) {
+        const int u = o.nodes[i];
+        if (b_of[u] < 0 || layout_of[u] != o.layouts[i] || side_of[k].count(u)) continue;
+        const int w = column(-o.saved_ms[i]);
+        at_most({w, z_of[k]}, {1.0, -1.0}, 0.0);
+        at_most({w, b_of[u]}, {1.0, -1.0}, 0.0);
+        side_of[k][u] = w;
+      }
+    }
+    for (size_t k = 0; k < active.size(); ++k) {
+      const Candidate& c = candidates[active[k]];
+      std::vector<int> touched = c.inputs;
+      touched.insert(touched.end(), c.outputs.begin(), c.outputs.end());
+      const int x = static_cast<int>(k);
+      for (int u : touched) {
+        if (b_of[u] < 0) continue;
+        auto side = side_of[k].find(u);
+        if (side != side_of[k].end()) {
+          at_most({x, b_of[u], side->second}, {1.0, 1.0, -1.0}, 1.0);
+        } else if (layouts->agnostic[active[k]]) {
+          for (int v : touched) {
+            if (v == u) continue;
+            if (b_of[v] >= 0 && layout_of[v] == layout_of[u])
+              at_most({x, b_of[u], b_of[v]}, {1.0, 1.0, -1.0}, 1.0);
+            else
+              at_most({x, b_of[u]}, {1.0, 1.0}, 1.0);
+          }
+        } else {
+          at_most({x, b_of[u]}, {1.0, 1.0}, 1.0);
+        }
+      }
+    }
+  }
+
   Plan plan;
   while (true) {
     const double left = options.time_limit_seconds - elapsed();
@@ -227,6 +317,10 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
     if (stuck.empty()) {
       plan.kernels = std::move(order);
       plan.cost = out.objective;
+      for (size_t k = 0; k < active.size(); ++k)
+        if (z_of[k] >= 0 && out.set[z_of[k]]) plan.native.push_back(active[k]);
+      for (int u = 0; u < dag.size(); ++u)
+        if (b_of[u] >= 0 && out.set[b_of[u]]) plan.blocked.emplace_back(u, layout_of[u]);
       plan.gap = out.proven ? 0.0 : std::max(0.0, out.objective - out.bound);
       if (!out.proven) {
         // Stopped by the time limit: never return worse than the greedy plan.
@@ -235,6 +329,8 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
           plan.kernels = std::move(greedy.kernels);
           plan.cost = greedy.cost;
           plan.gap = std::max(0.0, greedy.cost - out.bound);
+          plan.native.clear();
+          plan.blocked.clear();
         }
       }
       break;

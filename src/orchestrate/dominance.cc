@@ -7,7 +7,7 @@
 namespace kora {
 
 std::vector<char> undominated(const KernelDag& dag, const std::vector<Candidate>& candidates,
-                              const std::vector<double>& cost) {
+                              const std::vector<double>& cost, const std::vector<char>* fixed) {
   const size_t words = (static_cast<size_t>(dag.size()) + 63) / 64;
   const size_t count = candidates.size();
   std::vector<uint64_t> reads(count * words, 0), writes(count * words, 0);
@@ -29,10 +29,11 @@ std::vector<char> undominated(const KernelDag& dag, const std::vector<Candidate>
   };
   std::vector<char> keep(count, 1);
   for (size_t k = 0; k < count; ++k) {
-    if (candidates[k].outputs.empty()) continue;
+    if (candidates[k].outputs.empty() || (fixed && (*fixed)[k])) continue;
     for (int j : writers[candidates[k].outputs.front()]) {
       const size_t jj = static_cast<size_t>(j);
       if (jj == k || !keep[jj] || cost[jj] > cost[k] || !covers(jj, k)) continue;
+      if (fixed && (*fixed)[jj]) continue;
       // Mutual domination (a tie): keep the first of the two.
       if (cost[jj] == cost[k] && jj > k && covers(k, jj)) continue;
       keep[k] = 0;

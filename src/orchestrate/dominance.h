@@ -16,7 +16,10 @@
 
 namespace kora {
 
+// Candidates with `fixed[k]` set (when given) are kept and dominate nothing: the blocked
+// layout choices make their cost depend on more than their reads and writes.
 std::vector<char> undominated(const KernelDag& dag, const std::vector<Candidate>& candidates,
-                              const std::vector<double>& cost);
+                              const std::vector<double>& cost,
+                              const std::vector<char>* fixed = nullptr);
 
 }  // namespace kora

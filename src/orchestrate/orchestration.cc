@@ -1,9 +1,11 @@
 // The orchestration driver (include/kora/orchestration.h): a primitive graph and a cost
 // model in, the chosen kernels of the whole graph out. Per segment of the partition:
 // candidates are enumerated on the segment's sub-DAG, each distinct canonical signature
-// is costed once, and the strategy chooses; kernels are mapped back to primitive indices.
+// is costed once, and the strategy chooses (optimal: blocked layouts too, when the cost
+// model knows them); kernels are mapped back to primitive indices.
 #include "kora/orchestration.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -36,6 +38,54 @@ std::string problem_key(const KernelDag& sub, const std::vector<double>& cost) {
   return key;
 }
 
+// The segment's LayoutProblem from the cost model's layout costs: each native side's
+// tensor mapped to the node writing it (a tensor from outside the segment stays plain),
+// the reorders the native implementation pays (blocked - native) shared among its sides
+// by bytes; agnostic only when every tensor it reads comes from inside. Layout names get
+// ids in `names`. Empty when no candidate has a native implementation.
+LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& segment,
+                             CostModel& costs, std::vector<std::string>& names) {
+  const KernelDag& sub = segment.sub;
+  const std::vector<Candidate>& candidates = segment.candidates;
+  std::unordered_map<std::string, int> node_of;
+  for (int v = 0; v < sub.size(); ++v) node_of[graph.prims[sub.prim[v]].outputs.at(0)] = v;
+  auto id = [&](const std::string& name) {
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it != names.end()) return static_cast<int>(it - names.begin());
+    names.push_back(name);
+    return static_cast<int>(names.size()) - 1;
+  };
+  LayoutProblem p;
+  p.native.resize(candidates.size());
+  p.agnostic.resize(candidates.size());
+  bool any = false;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    const LayoutCost l = costs.layout_cost(graph, sub, candidates[k]);
+    if (l.agnostic) {
+      bool inside = true;
+      for (const std::string& t : kernel_reads(graph, sub, candidates[k]))
+        inside = inside && node_of.count(t);
+      p.agnostic[k] = inside;
+    }
+    if (l.blocked_ms < 0 || l.sides.empty()) continue;
+    double bytes = 0;
+    for (const auto& [t, layout] : l.sides) bytes += static_cast<double>(numel(graph.value(t).shape));
+    const double reorders = std::max(0.0, l.blocked_ms - l.native_ms);
+    NativeOption& o = p.native[k];
+    o.blocked_ms = l.blocked_ms;
+    for (const auto& [t, layout] : l.sides) {
+      auto node = node_of.find(t);
+      if (node == node_of.end()) continue;
+      o.nodes.push_back(node->second);
+      o.layouts.push_back(id(layout));
+      o.saved_ms.push_back(reorders * static_cast<double>(numel(graph.value(t).shape)) / bytes);
+    }
+    any = true;
+  }
+  if (!any) return {};
+  return p;
+}
+
 }  // namespace
 
 SegmentCandidates segment_candidates(const PrimGraph& graph, const KernelDag& dag,
@@ -61,6 +111,7 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
   result.proven_optimal = options.strategy == "optimal";
 
   std::unordered_map<uint64_t, double> cost_of_signature;
+  std::vector<std::string> layout_names;  // ids of the LayoutProblems
   std::unordered_map<std::string, Plan> solved;  // by problem_key
   for (size_t s = 0; s < segments.size(); ++s) {
     if (options.progress_line)
@@ -86,10 +137,21 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
                  .first;
       cost[k] = it->second;
     }
+    const LayoutProblem layouts = options.strategy == "optimal"
+                                      ? layout_problem(graph, segment, costs, layout_names)
+                                      : LayoutProblem{};
     result.cost_seconds += seconds_since(start);
 
     start = std::chrono::steady_clock::now();
-    const std::string key = problem_key(sub, cost);
+    std::string key = problem_key(sub, cost);
+    for (const NativeOption& o : layouts.native) {  // the layout terms, when any
+      key.append(reinterpret_cast<const char*>(&o.blocked_ms), sizeof(double));
+      key.append(reinterpret_cast<const char*>(o.nodes.data()), o.nodes.size() * sizeof(int));
+      key.append(reinterpret_cast<const char*>(o.layouts.data()), o.layouts.size() * sizeof(int));
+      key.append(reinterpret_cast<const char*>(o.saved_ms.data()),
+                 o.saved_ms.size() * sizeof(double));
+    }
+    key.append(layouts.agnostic.begin(), layouts.agnostic.end());
     auto known = solved.find(key);
     const bool reused = known != solved.end();
     Plan plan;
@@ -97,7 +159,8 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
       plan = known->second;
       ++result.segments_reused;
     } else {
-      plan = options.strategy == "optimal"  ? solve_optimal(sub, candidates, cost, options.solve)
+      plan = options.strategy == "optimal"
+                 ? solve_optimal(sub, candidates, cost, options.solve, &layouts)
              : options.strategy == "greedy" ? plan_greedy(sub, candidates, cost)
                                             : plan_unfused(sub, candidates, cost);
       solved.emplace(key, plan);
@@ -117,8 +180,12 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
       kernel.cost_ms = cost[k];
       kernel.signature = candidates[k].signature;
       kernel.segment = static_cast<int>(s);
+      kernel.native = std::count(plan.native.begin(), plan.native.end(), k) > 0;
       result.kernels.push_back(std::move(kernel));
     }
+    if (!layouts.native.empty()) result.layouts_decided = true;
+    for (const auto& [node, layout] : plan.blocked)
+      result.layouts[graph.prims[sub.prim[node]].outputs.at(0)] = layout_names.at(layout);
     if (options.progress)
       std::cerr << "segment " << s + 1 << "/" << segments.size() << ": " << sub.size()
                 << " primitives, " << candidates.size() << " candidates, " << plan.kernels.size()

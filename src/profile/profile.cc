@@ -65,6 +65,14 @@ struct Implementation {
     else
       object->run(in, out);
   }
+  // On plain tensors, for the check against the interpreter (a oneDNN kernel measured
+  // in its native layouts reorders around the same primitive).
+  void run_plain(const void* const* in, void* const* out) const {
+    if (fn)
+      fn(in, out);
+    else
+      object->run_plain(in, out);
+  }
 };
 
 // A unique kernel to profile: where it was first seen, its implementations not yet
@@ -77,6 +85,9 @@ struct Job {
   std::string default_schedule;
   double default_ms = -1;  // the default schedule's median, when it worked
   double best_ms = 1e300;  // the fastest working implementation's
+  // A oneDNN convolution's native layouts: measured as schedule kOnednnNative too.
+  TensorLayouts native_layouts;
+  bool native_only = false;  // known to the database but for the native measurement
 };
 
 std::string kernel_name(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
@@ -428,7 +439,7 @@ class Measurer {
       if (impl.error.empty()) {
         try {
           poison(buffers.out[0]);
-          impl.run(buffers.in_ptrs[0].data(), buffers.out_ptrs[0].data());
+          impl.run_plain(buffers.in_ptrs[0].data(), buffers.out_ptrs[0].data());
           for (size_t o = 0; o < writes.size() && impl.error.empty(); ++o)
             impl.error =
                 compare(writes[o], buffers.out[0][o], values_.at(writes[o]), options_.tolerance);
@@ -478,13 +489,21 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
   for (const SegmentCandidates& s : segments)
     for (const Candidate& c : s.candidates) {
       if (!seen.insert(c.signature).second) continue;
-      if (db.known(summary.device, c.signature)) {
-        ++summary.from_db;
-        continue;
-      }
       Job job;
       job.dag = &s.sub;
       job.candidate = &c;
+      job.native_layouts = onednn_native_layouts(graph, s.sub, c);
+      if (db.known(summary.device, c.signature)) {
+        // A database from before native layouts were measured gets just those.
+        int native = 0;
+        for (const ProfileRecord& r : db.records(summary.device, c.signature))
+          native += r.schedule == kOnednnNative || r.schedule == kOnednnBlocked;
+        if (job.native_layouts.empty() || native == 2) {
+          ++summary.from_db;
+          continue;
+        }
+        job.native_only = true;
+      }
       jobs.push_back(std::move(job));
     }
   summary.kernels = static_cast<int64_t>(seen.size());
@@ -497,20 +516,32 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
   for (Job& job : jobs) {
     const KernelDag& d = *job.dag;
     const Candidate& c = *job.candidate;
-    if (cpu_codegen_supports(graph, d, c)) {
+    if (!job.native_only && cpu_codegen_supports(graph, d, c)) {
       job.schedules = cpu_schedule_space(graph, d, c);
       job.default_schedule = "gen:" + job.schedules[0].key();
       const size_t first_round = options.exhaustive ? job.schedules.size() : 1;
       for (size_t s = 0; s < first_round; ++s)
         job.impls.push_back(generated(graph, job, job.schedules, s));
     }
-    if (onednn_supports(graph, d, c)) {
+    if (!job.native_only && onednn_supports(graph, d, c)) {
       Implementation impl;
       impl.schedule = "onednn";
       impl.make = [&graph, &d, &c]() { return make_onednn_kernel(graph, d, c); };
       job.impls.push_back(std::move(impl));
     }
-    if (options.extra_kernels)
+    if (!job.native_layouts.empty()) {  // the native primitive, then with reorders
+      Implementation impl;
+      impl.schedule = kOnednnNative;
+      impl.make = [&graph, &d, &c, layouts = job.native_layouts]() {
+        return make_onednn_kernel(graph, d, c, layouts);
+      };
+      job.impls.push_back(std::move(impl));
+      Implementation blocked;
+      blocked.schedule = kOnednnBlocked;
+      blocked.make = [&graph, &d, &c]() { return make_onednn_kernel(graph, d, c, {}, kOnednnBlocked); };
+      job.impls.push_back(std::move(blocked));
+    }
+    if (options.extra_kernels && !job.native_only)
       for (std::unique_ptr<CpuLibraryKernel>& k : options.extra_kernels(graph, d, c)) {
         Implementation impl;
         impl.schedule = k->schedule();

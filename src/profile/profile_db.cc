@@ -181,10 +181,28 @@ std::optional<ProfileRecord> ProfileDb::best(const std::string& device, uint64_t
 }
 
 std::map<uint64_t, double> ProfileDb::fastest(const std::string& device) const {
+  return fastest_except(device, "");
+}
+
+std::map<uint64_t, double> ProfileDb::fastest_only(const std::string& device,
+                                                   const std::string& only) const {
   Statement select(db_, path_,
                    "SELECT signature, MIN(median_ms) FROM profiles"
-                   " WHERE device = ? AND failed = 0 GROUP BY signature");
+                   " WHERE device = ? AND failed = 0 AND schedule = ? GROUP BY signature");
   select.bind(1, device);
+  select.bind(2, only);
+  std::map<uint64_t, double> out;
+  while (select.step()) out[std::strtoull(select.text(0).c_str(), nullptr, 16)] = select.real(1);
+  return out;
+}
+
+std::map<uint64_t, double> ProfileDb::fastest_except(const std::string& device,
+                                                     const std::string& except) const {
+  Statement select(db_, path_,
+                   "SELECT signature, MIN(median_ms) FROM profiles"
+                   " WHERE device = ? AND failed = 0 AND schedule != ? GROUP BY signature");
+  select.bind(1, device);
+  select.bind(2, except);
   std::map<uint64_t, double> out;
   while (select.step()) out[std::strtoull(select.text(0).c_str(), nullptr, 16)] = select.real(1);
   return out;

@@ -140,6 +140,7 @@ std::string manifest_to_json(const Manifest& m) {
     e["name"] = name;
     e["storage"] = storage_name(t.storage);
     if (t.storage == Storage::kConstant || t.storage == Storage::kArena) e["offset"] = t.offset;
+    if (!t.layout.empty()) e["layout"] = t.layout;
     tensors.push_back(std::move(e));
   }
   j["tensors"] = std::move(tensors);
@@ -175,8 +176,8 @@ Manifest manifest_from_json(const std::string& text, const std::string& source) 
   if (!j.is_object() || !j.contains("format") || j["format"] != "kora-artifact")
     r.fail("not a kora artifact manifest (no \"format\": \"kora-artifact\")");
   const int64_t version = r.integer(j, "version", "manifest");
-  if (version != kManifestVersion)
-    r.fail("format version " + std::to_string(version) + ", this kora reads version " +
+  if (version < 1 || version > kManifestVersion)
+    r.fail("format version " + std::to_string(version) + ", this kora reads versions 1 to " +
            std::to_string(kManifestVersion) + " (compile the model again)");
   Manifest m;
   m.model = r.str(j, "model", "manifest");
@@ -233,6 +234,11 @@ Manifest manifest_from_json(const std::string& text, const std::string& source) 
                std::to_string(t.offset) + ") lies outside the " +
                (t.storage == Storage::kConstant ? "weights" : "arena") + " (" +
                std::to_string(limit) + " bytes)");
+    }
+    if (e.contains("layout")) {
+      t.layout = r.str(e, "layout", where);
+      if (t.storage != Storage::kArena || t.layout.empty())
+        r.fail(where + ": only arena tensors have a \"layout\", and it names one");
     }
     if (!m.tensors.emplace(name, std::move(t)).second) r.fail(where + " is listed twice");
   }

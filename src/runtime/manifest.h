@@ -2,7 +2,7 @@
 // the runtime (src/runtime/session.cc) that replays it: kernels in execution order, each
 // with the tensors it reads and writes; every tensor with its dtype, shape and storage
 // (a graph input, a constant in the weights file, a slot in the activation arena, or a
-// graph output buffer); the kernel libraries; the weights file's size and checksum.
+// graph output buffer) and, for a blocked arena tensor, its layout; the kernel libraries; the weights file's size and checksum.
 // Parsing checks every field and names the bad one: a corrupt manifest is an error,
 // never a crash.
 #pragma once
@@ -19,7 +19,8 @@
 
 namespace kora {
 
-constexpr int kManifestVersion = 1;
+// 2: tensors may have a "layout" (a reader of version 1 would take them as plain).
+constexpr int kManifestVersion = 2;
 
 enum class Storage { kInput, kConstant, kArena, kOutput };
 const char* storage_name(Storage s);
@@ -28,6 +29,10 @@ struct ManifestTensor {
   ValueInfo info;
   Storage storage = Storage::kArena;
   int64_t offset = 0;  // constant: in the weights file; arena: in the arena
+  // Arena tensors between oneDNN convolutions: the blocked layout they are stored in
+  // (TensorLayouts in include/kora/cpu_library.h), no bigger than the plain tensor;
+  // empty: plain row-major.
+  std::string layout;
   int64_t bytes() const;
 };
 

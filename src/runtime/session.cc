@@ -1,7 +1,8 @@
 // The runtime session (include/kora/runtime.h): an artifact directory in; its kernels
 // bound to their tensors' memory and run in order out. Loading: manifest, weights
 // (size and checksum checked), kernel libraries (dlopen), library kernels (rebuilt from
-// their primitive graphs, constants from the weights), the arena. Each kernel gets a
+// their primitive graphs, constants from the weights; oneDNN ones told which of their
+// tensors are stored blocked), the arena. Each kernel gets a
 // fixed array of pointers into weights, arena and output buffers; only graph inputs
 // are patched in on each run.
 #include <omp.h>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "kora/cpu_library.h"
@@ -164,6 +166,22 @@ Session::Session(const std::string& artifact_dir, const SessionOptions& options)
       step.in.push_back(address(t));
     }
     for (const std::string& t : k.writes) step.out.push_back(address(t));
+    // Its tensors stored blocked: oneDNN kernels are told; a generated (elementwise)
+    // kernel computes the same on any layout, as long as all its tensors share it.
+    TensorLayouts layouts;
+    std::set<std::string> seen;
+    for (const auto* list : {&k.reads, &k.writes})
+      for (const std::string& t : *list) {
+        const ManifestTensor& info = m.tensors.at(t);
+        if (!info.layout.empty()) layouts[t] = info.layout;
+        if (info.storage != Storage::kConstant) seen.insert(info.layout);
+      }
+    if (!layouts.empty() && (k.impl == "interpreter" || (k.impl == "generated" && seen.size() > 1)))
+      throw Error("artifact manifest: kernel " + std::to_string(s.steps.size()) + " (" + k.impl +
+                  ") uses '" + layouts.begin()->first + "', stored in layout " +
+                  layouts.begin()->second +
+                  (k.impl == "generated" ? ", with tensors in other layouts"
+                                         : "; the interpreter takes plain tensors only"));
     if (k.impl == "generated") {
       step.fn = reinterpret_cast<KernelFn>(s.libraries.at(k.library)->symbol(k.symbol));
     } else {
@@ -185,7 +203,8 @@ Session::Session(const std::string& artifact_dir, const SessionOptions& options)
       for (int i = 0; i < dag.size(); ++i) members[i] = i;
       const Candidate c = make_candidate(dag, members);
       step.object =
-          k.impl == "onednn" ? make_onednn_kernel(g, dag, c) : make_interpreter_kernel(g, dag, c);
+          k.impl == "onednn" ? make_onednn_kernel(g, dag, c, layouts, k.schedule)
+                             : make_interpreter_kernel(g, dag, c);
       // Rebind pointers in the library kernel's own order (it derives them from its graph).
       const std::vector<std::string> reads = kernel_reads(g, dag, c);
       const std::vector<std::string> writes = kernel_writes(g, dag, c);

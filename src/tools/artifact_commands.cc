@@ -159,6 +159,7 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
               << ", \"proven_optimal\": " << (plan.proven_optimal ? "true" : "false")
               << ", \"measured_costs\": " << costs.hits()
               << ", \"roofline_costs\": " << costs.misses()
+              << ", \"blocked_tensors\": " << a.blocked_tensors
               << ", \"arena_bytes\": " << a.arena_bytes
               << ", \"intermediate_bytes\": " << a.intermediate_bytes
               << ", \"weights_bytes\": " << a.weights_bytes
@@ -172,6 +173,8 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
             << " generated, " << a.onednn << " oneDNN, " << a.interpreter << " interpreter) in "
             << a.libraries << " libraries; strategy " << plan.strategy << ", predicted "
             << fixed(a.predicted_ms, 3) << " ms\n"
+            << "layouts: " << a.blocked_tensors
+            << " tensors kept blocked between oneDNN convolutions\n"
             << "memory: activations " << megabytes(a.arena_bytes) << " in one arena (sum of "
             << "intermediates " << megabytes(a.intermediate_bytes) << "), weights "
             << megabytes(a.weights_bytes) << "\n"
