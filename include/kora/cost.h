@@ -109,8 +109,7 @@ class ProfileDbCost : public TableCost {
  public:
   ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string device,
                 std::unique_ptr<CostModel> fallback);
-  LayoutCost layout_cost(const PrimGraph& graph, const KernelDag& dag,
-                         const Candidate& c) override;
+  LayoutCost layout_cost(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) override;
   std::string describe() const override;
 
  private:

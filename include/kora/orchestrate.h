@@ -23,10 +23,10 @@ namespace kora {
 // nodes it touches share it; every other candidate needs its nodes plain. A node stored
 // blocked is so for every chosen kernel that reads or writes it.
 struct NativeOption {
-  double blocked_ms = -1;         // the native implementation, every side reordered; < 0: none
-  std::vector<int> nodes;         // its sides: nodes it reads or writes
-  std::vector<int> layouts;       // per side: the layout (an id) it takes the node in
-  std::vector<double> saved_ms;   // per side: the reorder saved when the node is blocked
+  double blocked_ms = -1;        // the native implementation, every side reordered; < 0: none
+  std::vector<int> nodes;        // its sides: nodes it reads or writes
+  std::vector<int> layouts;      // per side: the layout (an id) it takes the node in
+  std::vector<double> saved_ms;  // per side: the reorder saved when the node is blocked
 };
 struct LayoutProblem {
   std::vector<NativeOption> native;  // per candidate (empty: no layout choices at all)

@@ -49,8 +49,7 @@ class ProfileDb {
   // Per kernel measured on the device, the median of its fastest non-failed schedule
   // (`only`: that schedule; `except`: any other).
   std::map<uint64_t, double> fastest(const std::string& device) const;
-  std::map<uint64_t, double> fastest_only(const std::string& device,
-                                          const std::string& only) const;
+  std::map<uint64_t, double> fastest_only(const std::string& device, const std::string& only) const;
   std::map<uint64_t, double> fastest_except(const std::string& device,
                                             const std::string& except) const;
   // True when the kernel has any record on the device (measured or failed).

@@ -95,8 +95,8 @@ memory::desc laid_out(const Shape& dims, const std::string& name, const std::str
                     " does not fit layout " + name + " in its plain size");
       return md;
     }
-  throw Error("oneDNN kernel: tensor '" + tensor + "' " + shape_str(dims) + " has layout '" +
-              name + "', which kora does not know for rank " + std::to_string(dims.size()));
+  throw Error("oneDNN kernel: tensor '" + tensor + "' " + shape_str(dims) + " has layout '" + name +
+              "', which kora does not know for rank " + std::to_string(dims.size()));
 }
 
 dnnl::algorithm eltwise_alg(Eltwise e) {
@@ -300,9 +300,9 @@ class OnednnKernel : public CpuLibraryKernel {
         if (operand_stored[i] && !dst_fixed) dst_fixed = operand_stored[i];
       }
     const Tensor* weights = graph.constant(plan_.weights_tensor);
-    const Choice choice = choose_pd(plan_, layout, weights != nullptr,
-                                    src_stored ? &*src_stored : nullptr,
-                                    dst_fixed ? &*dst_fixed : nullptr);
+    const Choice choice =
+        choose_pd(plan_, layout, weights != nullptr, src_stored ? &*src_stored : nullptr,
+                  dst_fixed ? &*dst_fixed : nullptr);
     const dnnl::primitive_desc& pd = choice.pd;
     impl_ = pd.impl_info_str();
     prim_ = dnnl::primitive(pd);
@@ -388,16 +388,16 @@ class OnednnKernel : public CpuLibraryKernel {
       for (const PostOp& op : plan_.post_ops)
         taken = taken || (is_full(plan_, op) && op.operand == static_cast<int>(r));
       if (!taken)
-        throw Error("oneDNN kernel: tensor '" + reads[r] + "' has layout " +
-                    layouts.at(reads[r]) + ", but the kernel reads it as neither its source " +
+        throw Error("oneDNN kernel: tensor '" + reads[r] + "' has layout " + layouts.at(reads[r]) +
+                    ", but the kernel reads it as neither its source " +
                     "nor a full-shape operand");
       PlainView view{r, memory(plain(v.shape), eng, DNNL_MEMORY_NONE), memory(*md, eng), {}};
       view.reorder = dnnl::reorder(view.plain, view.laid);
       plain_in_.push_back(std::move(view));
     }
     if (dst_stored) {
-      plain_out_ = PlainView{0, memory(plain(plan_.dst_dims), eng, DNNL_MEMORY_NONE),
-                             memory(*dst_stored, eng), {}};
+      plain_out_ = PlainView{
+          0, memory(plain(plan_.dst_dims), eng, DNNL_MEMORY_NONE), memory(*dst_stored, eng), {}};
       plain_out_->reorder = dnnl::reorder(plain_out_->laid, plain_out_->plain);
     }
   }
@@ -489,9 +489,9 @@ std::unique_ptr<CpuLibraryKernel> make_kernel(const PrimGraph& graph, const Kern
                                               const TensorLayouts& layouts) {
   Plan plan = plan_or_throw(graph, dag, c);
   try {
-    auto k = std::make_unique<OnednnKernel>(graph, std::move(plan), layout,
-                                            kernel_reads(graph, dag, c),
-                                            kernel_writes(graph, dag, c).at(0), layouts);
+    auto k =
+        std::make_unique<OnednnKernel>(graph, std::move(plan), layout, kernel_reads(graph, dag, c),
+                                       kernel_writes(graph, dag, c).at(0), layouts);
     if (implementation) *implementation = k->implementation();
     return k;
   } catch (const dnnl::error& e) {
@@ -548,7 +548,8 @@ TensorLayouts onednn_native_layouts(const PrimGraph& graph, const KernelDag& dag
 }
 
 std::unique_ptr<CpuLibraryKernel> make_onednn_kernel(const PrimGraph& graph, const KernelDag& dag,
-                                                     const Candidate& c, const TensorLayouts& layouts,
+                                                     const Candidate& c,
+                                                     const TensorLayouts& layouts,
                                                      const std::string& schedule) {
   const onednn::ConvLayout policy =
       schedule == kOnednnBlocked ? onednn::ConvLayout::kBlocked : onednn::ConvLayout::kAuto;

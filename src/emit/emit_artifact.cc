@@ -10,8 +10,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -341,7 +341,8 @@ ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult
         constants.push_back(t);
       }
     };
-    for (const std::string& t : graph.inputs) m.tensors[t] = {graph.value(t), Storage::kInput, 0, ""};
+    for (const std::string& t : graph.inputs)
+      m.tensors[t] = {graph.value(t), Storage::kInput, 0, ""};
     for (size_t i = 0; i < emitted.size(); ++i) {
       const ManifestKernel& k = emitted[i].kernel;
       for (const std::string& t : k.reads) {

@@ -69,7 +69,8 @@ LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& se
     }
     if (l.blocked_ms < 0 || l.sides.empty()) continue;
     double bytes = 0;
-    for (const auto& [t, layout] : l.sides) bytes += static_cast<double>(numel(graph.value(t).shape));
+    for (const auto& [t, layout] : l.sides)
+      bytes += static_cast<double>(numel(graph.value(t).shape));
     const double reorders = std::max(0.0, l.blocked_ms - l.native_ms);
     NativeOption& o = p.native[k];
     o.blocked_ms = l.blocked_ms;
@@ -111,7 +112,7 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
   result.proven_optimal = options.strategy == "optimal";
 
   std::unordered_map<uint64_t, double> cost_of_signature;
-  std::vector<std::string> layout_names;  // ids of the LayoutProblems
+  std::vector<std::string> layout_names;         // ids of the LayoutProblems
   std::unordered_map<std::string, Plan> solved;  // by problem_key
   for (size_t s = 0; s < segments.size(); ++s) {
     if (options.progress_line)

@@ -1,5 +1,6 @@
 // Reports of an orchestration result: the chosen kernels as text (one line each, then
-// totals) and as JSON (strategy, total_cost_ms, gap, solve_seconds, kernels, counts).
+// totals) and as JSON (strategy, total_cost_ms, gap, solve_seconds, kernels, counts,
+// the blocked tensors when the solver chose layouts).
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -33,7 +34,8 @@ std::string format_orchestration(const PrimGraph& graph, const OrchestrationResu
   for (size_t i = 0; i < r.kernels.size(); ++i) {
     const ChosenKernel& k = r.kernels[i];
     ++by_size[k.prims.size()];
-    os << "  k" << i << "  " << fmt_ms(k.cost_ms) << " ms  [" << kernel_kinds(graph, k) << "] ";
+    os << "  k" << i << "  " << fmt_ms(k.cost_ms) << " ms  [" << kernel_kinds(graph, k) << "] "
+       << (k.native ? "native " : "");
     for (size_t j = 0; j < k.prims.size(); ++j)
       os << (j ? ", " : "") << graph.prims[k.prims[j]].name;
     os << "  -> ";
@@ -51,6 +53,12 @@ std::string format_orchestration(const PrimGraph& graph, const OrchestrationResu
        << (r.proven_optimal ? std::string("proven (gap 0)")
                             : "not proven: gap " + fmt_ms(r.gap_ms) + " ms (time limit)")
        << "\n";
+  if (r.layouts_decided) {
+    int64_t native = 0;
+    for (const ChosenKernel& k : r.kernels) native += k.native;
+    os << "layouts      " << r.layouts.size() << " tensors blocked, " << native
+       << " kernels native (their cost above is on plain tensors; the total counts the layouts)\n";
+  }
   os << "kernels by size";
   for (const auto& [size, n] : by_size) os << "  " << size << ":" << n;
   os << "\n";
@@ -86,6 +94,7 @@ std::string orchestration_json(const PrimGraph& graph, const OrchestrationResult
   j["segments_reused"] = r.segments_reused;
   j["seeds_capped"] = r.seeds_capped;
   j["cycle_cuts"] = r.cycle_cuts;
+  if (r.layouts_decided) j["layouts"] = r.layouts;
   nlohmann::json kernels = nlohmann::json::array();
   for (const ChosenKernel& k : r.kernels) {
     nlohmann::json jk;
@@ -97,6 +106,7 @@ std::string orchestration_json(const PrimGraph& graph, const OrchestrationResult
     jk["cost_ms"] = k.cost_ms;
     jk["signature"] = signature_hex(k.signature);
     jk["segment"] = k.segment;
+    if (k.native) jk["native"] = true;
     kernels.push_back(std::move(jk));
   }
   j["kernels"] = std::move(kernels);

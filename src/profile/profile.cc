@@ -538,7 +538,9 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
       job.impls.push_back(std::move(impl));
       Implementation blocked;
       blocked.schedule = kOnednnBlocked;
-      blocked.make = [&graph, &d, &c]() { return make_onednn_kernel(graph, d, c, {}, kOnednnBlocked); };
+      blocked.make = [&graph, &d, &c]() {
+        return make_onednn_kernel(graph, d, c, {}, kOnednnBlocked);
+      };
       job.impls.push_back(std::move(blocked));
     }
     if (options.extra_kernels && !job.native_only)

@@ -2,9 +2,9 @@
 // the runtime (src/runtime/session.cc) that replays it: kernels in execution order, each
 // with the tensors it reads and writes; every tensor with its dtype, shape and storage
 // (a graph input, a constant in the weights file, a slot in the activation arena, or a
-// graph output buffer) and, for a blocked arena tensor, its layout; the kernel libraries; the weights file's size and checksum.
-// Parsing checks every field and names the bad one: a corrupt manifest is an error,
-// never a crash.
+// graph output buffer) and, for a blocked arena tensor, its layout; the kernel libraries; the
+// weights file's size and checksum. Parsing checks every field and names the bad one: a corrupt
+// manifest is an error, never a crash.
 #pragma once
 
 #include <cstdint>

@@ -202,9 +202,8 @@ Session::Session(const std::string& artifact_dir, const SessionOptions& options)
       std::vector<int> members(dag.size());
       for (int i = 0; i < dag.size(); ++i) members[i] = i;
       const Candidate c = make_candidate(dag, members);
-      step.object =
-          k.impl == "onednn" ? make_onednn_kernel(g, dag, c, layouts, k.schedule)
-                             : make_interpreter_kernel(g, dag, c);
+      step.object = k.impl == "onednn" ? make_onednn_kernel(g, dag, c, layouts, k.schedule)
+                                       : make_interpreter_kernel(g, dag, c);
       // Rebind pointers in the library kernel's own order (it derives them from its graph).
       const std::vector<std::string> reads = kernel_reads(g, dag, c);
       const std::vector<std::string> writes = kernel_writes(g, dag, c);

@@ -61,6 +61,35 @@ def conv_model(path):
     return save(graph, path)
 
 
+def conv_chain_model(path):
+    """Four convolutions of 16 channels (what oneDNN's blocked layouts hold without
+    padding), with relus and a residual add between them, pooled at the end."""
+    rng = np.random.default_rng(4)
+    def init(name, shape, scale):
+        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32),
+                                       name)
+    inits = [init("w1", (16, 3, 3, 3), 0.3), init("b1", (16,), 0.1),
+             init("w2", (16, 16, 3, 3), 0.1), init("b2", (16,), 0.1),
+             init("w3", (16, 16, 1, 1), 0.2), init("w4", (16, 16, 3, 3), 0.1)]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], name="conv2"),
+        helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+        helper.make_node("Conv", ["r2", "w3"], ["c3"], name="conv3"),
+        helper.make_node("Add", ["c3", "r2"], ["a"], name="residual"),
+        helper.make_node("Relu", ["a"], ["r3"], name="relu3"),
+        helper.make_node("Conv", ["r3", "w4"], ["c4"], pads=[1, 1, 1, 1], strides=[2, 2],
+                         name="conv4"),
+        helper.make_node("GlobalAveragePool", ["c4"], ["y"], name="pool"),
+    ]
+    graph = helper.make_graph(
+        nodes, "conv_chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 20, 20])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 1, 1])], inits)
+    return save(graph, path)
+
+
 def attention_model(path):
     """A layer norm, a single-head self-attention with an additive mask from an int64
     input, and a GELU MLP, with symbolic sequence length."""
@@ -127,6 +156,7 @@ class ArtifactTest(unittest.TestCase):
         cls.db = os.path.join(cls.tmp, "profiles.db")
         cls.conv = conv_model(os.path.join(cls.tmp, "conv.onnx"))
         cls.attention = attention_model(os.path.join(cls.tmp, "attention.onnx"))
+        cls.chain = conv_chain_model(os.path.join(cls.tmp, "chain.onnx"))
         cls.compiled = {}
 
     @classmethod
@@ -190,6 +220,39 @@ class ArtifactTest(unittest.TestCase):
         self.assertGreater(summary["measured_costs"], 0)
         r, err = self.check(out, self.conv)
         self.assertEqual(r.returncode, 0, r.stdout)
+
+    def test_blocked_layouts_between_convolutions(self):
+        """Tensors between oneDNN convolutions (and the elementwise kernels between them)
+        are stored blocked, and every plan still matches onnxruntime: without measurements
+        wherever every user can take the layout, measured where the solver chose it."""
+        def blocked(out):
+            manifest = json.loads(read(os.path.join(out, "manifest.json")))
+            self.assertEqual(manifest["version"], 2)
+            layouts = {t["name"]: t["layout"] for t in manifest["tensors"] if "layout" in t}
+            for name in layouts:  # only activations between kernels
+                self.assertNotIn(name, manifest["inputs"] + manifest["outputs"])
+            for k in manifest["kernels"]:
+                if k["impl"] == "interpreter":
+                    self.assertFalse(set(k["reads"] + k["writes"]) & set(layouts), k)
+            return layouts
+        for strategy in ("optimal", "greedy", "unfused"):
+            with self.subTest(strategy=strategy):
+                out = self.artifact("chain.onnx." + strategy, self.chain, "--strategy", strategy)
+                summary = self.compiled["chain.onnx." + strategy][1].stdout
+                self.assertRegex(summary, r"layouts: \d+ tensors kept blocked")
+                r, err = self.check(out, self.chain)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertLess(err, 1e-4)
+                layouts = blocked(out)
+                if strategy == "greedy":  # conv + bias + relu kernels, all oneDNN's
+                    self.assertGreater(len(layouts), 0, summary)
+        out = os.path.join(self.tmp, "chain_measured")
+        r = self.compile(self.chain, out, measure=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r, err = self.check(out, self.chain)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertLess(err, 1e-4)
+        blocked(out)
 
     def test_run_with_inputs_and_timing(self):
         out = self.artifact("attention.onnx.optimal", self.attention, "--strategy", "optimal",
@@ -304,6 +367,21 @@ class ArtifactTest(unittest.TestCase):
             m["kernels"][0]["writes"] = ["x"]
             write(p, json.dumps(m))
         fails(["run", corrupt("bad_writes", drop_kernel)], "writes 'x', which is stored as input")
+        def layout(d, name, value):
+            p = os.path.join(d, "manifest.json")
+            m = json.loads(read(p))
+            for t in m["tensors"]:
+                if t["name"] == name:
+                    t["layout"] = value
+            write(p, json.dumps(m))
+        chain = self.artifact("chain.onnx.greedy", self.chain, "--strategy", "greedy")
+        m = json.loads(read(os.path.join(chain, "manifest.json")))
+        laid = next(t["name"] for t in m["tensors"] if "layout" in t)
+        out = chain
+        fails(["run", corrupt("bad_layout", lambda d: layout(d, laid, "nChw5c"))],
+              "layout 'nChw5c', which kora does not know")
+        fails(["run", corrupt("input_layout", lambda d: layout(d, "x", "acdb"))],
+              "only arena tensors have a \"layout\"")
 
     def test_check_fails_above_tolerance(self):
         out = self.artifact("conv.onnx.greedy", self.conv, "--strategy", "greedy")

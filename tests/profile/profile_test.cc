@@ -238,7 +238,8 @@ TEST(ProfileModel, KernelsThatFailToCompileFallBackToTheInterpreter) {
   for (uint64_t sig : signatures(g)) {
     const auto best = db.best(s.device, sig);
     ASSERT_TRUE(best.has_value());
-    EXPECT_TRUE(best->schedule == "interpreter" || best->schedule == "onednn") << best->schedule;
+    EXPECT_TRUE(best->schedule == "interpreter" || best->schedule.rfind("onednn", 0) == 0)
+        << best->schedule;
   }
 }
 
