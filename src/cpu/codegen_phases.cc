@@ -134,11 +134,22 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
     close_loops(outer_shape);
     return;
   }
-  // Plain: kept dims outside, reduced dims inside, one accumulator.
+  // Plain: kept dims outside, reduced dims inside, one accumulator. When only a few
+  // elements are reduced, all after the innermost kept dim (pooling windows), the kept
+  // loop is the vector one: each lane folds its own window, the reduced loops inside
+  // (short, so the compiler unrolls them), not a vector over three elements.
   Shape kept = xs;
   for (size_t d = 0; d < xs.size(); ++d)
     if (reduced[d]) kept[d] = 1;
-  Coords c = open_loops(kept, parallel_for(numel(xs)) && numel(os) > 1);
+  size_t innermost_kept = xs.size(), first_reduced = xs.size();
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (!reduced[d] && xs[d] > 1) innermost_kept = d;
+    if (reduced[d] && xs[d] > 1) first_reduced = std::min(first_reduced, d);
+  }
+  const bool lanes = innermost_kept < xs.size() && xs[innermost_kept] >= 8 &&
+                     first_reduced < xs.size() && first_reduced > innermost_kept &&
+                     numel(xs) / numel(os) <= 64 && fl;
+  Coords c = open_loops(kept, parallel_for(numel(xs)) && numel(os) > 1, 0, SIZE_MAX, lanes);
   open_block("");
   const std::string acc = fresh("acc");
   // float max/min: a float accumulator (exact) and a NaN flag, so the loop vectorizes
@@ -162,8 +173,9 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
   int opened = 0;
   for (size_t d = 0; d < xs.size(); ++d) {
     if (red[d] <= 1) continue;
-    if (++opened == red_loops && simd_ok && fl) line("#pragma omp simd reduction(+:" + acc + ")");
-    if (opened == red_loops && minmax)
+    if (++opened == red_loops && simd_ok && fl && !lanes)
+      line("#pragma omp simd reduction(+:" + acc + ")");
+    if (opened == red_loops && minmax && !lanes)
       line("#pragma omp simd reduction(" + std::string(r.op == ReduceOp::kMax ? "max" : "min") +
            ":" + acc + ") reduction(|:" + nan + ")");
     rc[d] = fresh("i");

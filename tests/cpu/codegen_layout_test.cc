@@ -4,6 +4,7 @@
 // window), every reduce op over random axes, and elementwise/broadcast members between
 // them; every candidate x schedule checked (tests/cpu/codegen_harness.h).
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "cpu/codegen_graphs.h"
@@ -83,6 +84,49 @@ TEST(CpuCodegenLayout, MaxAndMinPropagateNaN) {
   b.g.outputs = outs;
   kora_codegen_test::CheckStats stats;
   kora_codegen_test::check_graph(b.g, 3, rng, stats);
+  EXPECT_GE(stats.kernels, 8);
+}
+
+}  // namespace
+
+namespace {
+
+// Pooling as fission writes it: a window unfold, then a reduce over the window axes. With
+// an output row of 8+ elements the generated kernel vectorizes over the row, each lane
+// folding its own window (max with -inf fill and NaN in some inputs, sum with zero fill;
+// strided, dilated and padded windows), and matches the interpreter.
+TEST(CpuCodegenLayout, PoolingWindowsFoldedPerLane) {
+  std::mt19937 rng(12);
+  GraphBuilder b(rng);
+  const Shape s = {1, 3, 19, 37};
+  const std::string x = b.input(DType::kFloat32, s);
+  // sqrt(x + 1.9): NaN where x < -1.9, so some windows hold a NaN.
+  const std::string shifted = b.prim(
+      ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{-1, 1.9}}}, {x}, DType::kFloat32, s);
+  const std::string r =
+      b.prim(ElementwiseAttrs{ScalarOp::kSqrt, {Operand{0, 0}}}, {shifted}, DType::kFloat32, s);
+  std::vector<std::string> outs;
+  struct Pool {
+    ReduceOp op;
+    int64_t k, stride, dilation, pad;
+    double fill;
+  };
+  for (const Pool& p :
+       {Pool{ReduceOp::kMax, 3, 2, 1, 1, -INFINITY}, Pool{ReduceOp::kSum, 3, 1, 1, 1, 0.0},
+        Pool{ReduceOp::kMax, 2, 1, 2, 0, -INFINITY}, Pool{ReduceOp::kMin, 5, 1, 1, 2, INFINITY}}) {
+    layout::Window w{{p.stride, p.stride}, {p.dilation, p.dilation}, {p.pad, p.pad}, p.fill};
+    Shape o = {s[0], s[1], 0, 0, p.k, p.k};
+    for (int i = 0; i < 2; ++i)
+      o[2 + i] = (s[2 + i] + 2 * p.pad - p.dilation * (p.k - 1) - 1) / p.stride + 1;
+    const std::string windows = b.prim(LayoutAttrs{w}, {r}, DType::kFloat32, o);
+    Shape reduced = o;
+    reduced[4] = reduced[5] = 1;
+    outs.push_back(b.prim(ReduceAttrs{p.op, {4, 5}}, {windows}, DType::kFloat32, reduced));
+    ASSERT_GE(o[3], 8) << "the row must be long enough to vectorize";
+  }
+  b.g.outputs = outs;
+  kora_codegen_test::CheckStats stats;
+  kora_codegen_test::check_graph(b.g, 2, rng, stats);
   EXPECT_GE(stats.kernels, 8);
 }
 
