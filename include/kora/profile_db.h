@@ -60,6 +60,11 @@ class ProfileDb {
   const std::string& path() const { return path_; }
 
  private:
+  // Per kernel, the fastest non-failed record whose schedule compares `op` ("=" or "!=")
+  // to `schedule`.
+  std::map<uint64_t, double> fastest_where(const std::string& device, const char* op,
+                                           const std::string& schedule) const;
+
   std::string path_;
   sqlite3* db_ = nullptr;
 };

@@ -186,23 +186,23 @@ std::map<uint64_t, double> ProfileDb::fastest(const std::string& device) const {
 
 std::map<uint64_t, double> ProfileDb::fastest_only(const std::string& device,
                                                    const std::string& only) const {
-  Statement select(db_, path_,
-                   "SELECT signature, MIN(median_ms) FROM profiles"
-                   " WHERE device = ? AND failed = 0 AND schedule = ? GROUP BY signature");
-  select.bind(1, device);
-  select.bind(2, only);
-  std::map<uint64_t, double> out;
-  while (select.step()) out[std::strtoull(select.text(0).c_str(), nullptr, 16)] = select.real(1);
-  return out;
+  return fastest_where(device, "=", only);
 }
 
 std::map<uint64_t, double> ProfileDb::fastest_except(const std::string& device,
                                                      const std::string& except) const {
-  Statement select(db_, path_,
-                   "SELECT signature, MIN(median_ms) FROM profiles"
-                   " WHERE device = ? AND failed = 0 AND schedule != ? GROUP BY signature");
+  return fastest_where(device, "!=", except);
+}
+
+std::map<uint64_t, double> ProfileDb::fastest_where(const std::string& device, const char* op,
+                                                    const std::string& schedule) const {
+  const std::string sql = std::string(
+                              "SELECT signature, MIN(median_ms) FROM profiles"
+                              " WHERE device = ? AND failed = 0 AND schedule ") +
+                          op + " ? GROUP BY signature";
+  Statement select(db_, path_, sql.c_str());
   select.bind(1, device);
-  select.bind(2, except);
+  select.bind(2, schedule);
   std::map<uint64_t, double> out;
   while (select.step()) out[std::strtoull(select.text(0).c_str(), nullptr, 16)] = select.real(1);
   return out;

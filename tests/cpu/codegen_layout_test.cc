@@ -63,17 +63,21 @@ TEST(CpuCodegenLayout, EveryCandidateMatchesTheInterpreter) {
 
 namespace {
 
+// An input of shape s, then sqrt(x + 1.9): NaN where x < -1.9 (a few percent of it).
+std::string with_some_nan(GraphBuilder& b, const Shape& s) {
+  const std::string x = b.input(DType::kFloat32, s);
+  const std::string shifted = b.prim(
+      ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{-1, 1.9}}}, {x}, DType::kFloat32, s);
+  return b.prim(ElementwiseAttrs{ScalarOp::kSqrt, {Operand{0, 0}}}, {shifted}, DType::kFloat32, s);
+}
+
 // Max and min with NaN in some rows (sqrt of slightly negative values), over the last
 // axis (one accumulator, vectorized) and over a middle one (a row of accumulators).
 TEST(CpuCodegenLayout, MaxAndMinPropagateNaN) {
   std::mt19937 rng(4);
   GraphBuilder b(rng);
   const Shape s = {3, 4, 37};
-  const std::string x = b.input(DType::kFloat32, s);
-  const std::string shifted = b.prim(
-      ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{-1, 1.9}}}, {x}, DType::kFloat32, s);
-  const std::string r =
-      b.prim(ElementwiseAttrs{ScalarOp::kSqrt, {Operand{0, 0}}}, {shifted}, DType::kFloat32, s);
+  const std::string r = with_some_nan(b, s);
   std::vector<std::string> outs;
   for (ReduceOp op : {ReduceOp::kMax, ReduceOp::kMin})
     for (int64_t axis : {1, 2}) {
@@ -87,10 +91,6 @@ TEST(CpuCodegenLayout, MaxAndMinPropagateNaN) {
   EXPECT_GE(stats.kernels, 8);
 }
 
-}  // namespace
-
-namespace {
-
 // Pooling as fission writes it: a window unfold, then a reduce over the window axes. With
 // an output row of 8+ elements the generated kernel vectorizes over the row, each lane
 // folding its own window (max with -inf fill and NaN in some inputs, sum with zero fill;
@@ -99,12 +99,7 @@ TEST(CpuCodegenLayout, PoolingWindowsFoldedPerLane) {
   std::mt19937 rng(12);
   GraphBuilder b(rng);
   const Shape s = {1, 3, 19, 37};
-  const std::string x = b.input(DType::kFloat32, s);
-  // sqrt(x + 1.9): NaN where x < -1.9, so some windows hold a NaN.
-  const std::string shifted = b.prim(
-      ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{-1, 1.9}}}, {x}, DType::kFloat32, s);
-  const std::string r =
-      b.prim(ElementwiseAttrs{ScalarOp::kSqrt, {Operand{0, 0}}}, {shifted}, DType::kFloat32, s);
+  const std::string r = with_some_nan(b, s);  // some windows hold a NaN
   std::vector<std::string> outs;
   struct Pool {
     ReduceOp op;
