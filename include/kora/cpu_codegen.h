@@ -30,6 +30,12 @@
 
 namespace kora {
 
+// The revision of the generated code. It is part of the CPU fingerprint
+// (include/kora/cpu_backend.h), so a profile database measured with other generated code
+// is not reused: bump it whenever a change makes some generated kernel faster or slower.
+//   2: pooling windows as rows of accumulators (max, sum).
+constexpr int kCpuCodegenRevision = 2;
+
 // Whether generate_cpu_kernel can compute this candidate.
 bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 

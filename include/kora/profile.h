@@ -89,6 +89,9 @@ struct ProfileSummary {
   // Before each kernel measured, whether more tasks were runnable than kora's threads
   // (other work on the machine: the times are then inflated): how often, of how many looks.
   int64_t busy_looks = 0, load_looks = 0;
+  // When the database held nothing for this fingerprint: its records under others
+  // (another machine, thread count, compiler, oneDNN or kora revision), none reused.
+  int64_t other_fingerprints = 0;
 };
 
 // The device fingerprint is cpu_backend_fingerprint(threads).

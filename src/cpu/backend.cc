@@ -1,12 +1,14 @@
 // The CPU backend's fingerprint (include/kora/cpu_backend.h): /proc/cpuinfo's model
 // name, the logical core count, the thread count, the compiler's and the linked oneDNN's
-// versions. Measurements are only reused on a machine with the same fingerprint.
+// versions, and the revision of kora's generated code. Measurements are only reused on a
+// machine with the same fingerprint.
 #include <oneapi/dnnl/dnnl.h>
 
 #include <fstream>
 #include <thread>
 
 #include "kora/cpu_backend.h"
+#include "kora/cpu_codegen.h"
 #include "kora/cpu_compile.h"
 
 namespace kora {
@@ -35,7 +37,7 @@ std::string cpu_fingerprint(int threads, const std::string& compiler, const std:
 std::string cpu_backend_fingerprint(int threads, const std::string& compiler) {
   return cpu_fingerprint(threads,
                          compiler_version(compiler.empty() ? CompileOptions{}.compiler : compiler),
-                         onednn_version());
+                         onednn_version() + "|kora-gen " + std::to_string(kCpuCodegenRevision));
 }
 
 }  // namespace kora

@@ -69,6 +69,7 @@ class KernelWriter : public codegen::ValueWriter {
   // codegen_phases.cc
   void pointwise_phase(const std::vector<std::string>& writes);
   void reduce_phase(const Primitive& p, const ReduceAttrs& r);
+  bool window_reduce_phase(const Primitive& p, const ReduceAttrs& r);  // false: not pooling
   void matmul_phase(const Primitive& p);
   void conv_phase(const Primitive& p, const ConvAttrs& a);
   // Stores of the linear member `p`'s value `acc` at `coords`: its buffer (when it has one)

@@ -70,7 +70,129 @@ void KernelWriter::pointwise_phase(const std::vector<std::string>& writes) {
   close_loops(shape);
 }
 
+// Pooling: a max or sum over exactly the K dims of a window member whose fill is the
+// reduce's identity (max: -inf, sum: 0), so a window position outside the input adds
+// nothing. Per row of outputs (N, C, O1..On-1) a row of accumulators over On; each window
+// position folds in the outputs whose input coordinate is inside: positions of the outer
+// window dims are skipped when out of range, and the last one's loop over On runs only
+// where its input column exists (bounds computed per position, no per-element tests), so
+// the inner loop is a contiguous (stride 1) or strided run of loads.
+bool KernelWriter::window_reduce_phase(const Primitive& p, const ReduceAttrs& r) {
+  const std::string& x = p.inputs.at(0);
+  auto prod = producer_.find(x);
+  if (prod == producer_.end() || buffer_.count(x)) return false;
+  const Primitive& wp = *prod->second;
+  const auto* la = std::get_if<LayoutAttrs>(&wp.attrs);
+  const auto* w = la ? std::get_if<layout::Window>(la) : nullptr;
+  if (!w) return false;
+  const codegen::ReduceCode code = codegen::reduce_code(graph_, p, r);
+  const bool max = r.op == ReduceOp::kMax;
+  if (!code.floating || !(max || r.op == ReduceOp::kSum)) return false;
+  if (max ? w->fill != -std::numeric_limits<double>::infinity() : w->fill != 0) return false;
+  const std::string& in = wp.inputs.at(0);
+  const Shape& is = graph_.value(in).shape;
+  const Shape& xs = graph_.value(x).shape;  // [N, C, O1..On, K1..Kn]
+  const Shape& os = graph_.value(p.output()).shape;
+  const size_t n = is.size() - 2;
+  if (n == 0 || xs.size() != 2 + 2 * n || os.size() != xs.size()) return false;
+  std::vector<int64_t> axes = r.axes;
+  std::sort(axes.begin(), axes.end());
+  for (size_t i = 0; i < n; ++i)
+    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(2 + n + i)) == axes.end() &&
+        xs[2 + n + i] > 1)
+      return false;
+  for (int64_t a : axes)
+    if (a < static_cast<int64_t>(2 + n)) return false;
+  const int64_t on = xs[1 + n];  // the last output dim: the accumulator row
+  const std::string& out = buffer_.at(p.output());
+  line("// " + p.output() + " = reduce " + reduce_op_name(r.op) + " of the windows " + x +
+       " (rows of accumulators)");
+  Shape rows(xs.begin(), xs.begin() + 1 + n);  // N, C, O1..On-1
+  Coords c = open_loops(rows, parallel_for(numel(xs)) && numel(rows) > 1);
+  if (numel(rows) == 1) open_block("");
+  const std::string acc = fresh("acc");
+  const std::string acc_t = max ? "float" : code.acc_type;
+  line(acc_t + " " + acc + "[" + num(on) + "];");
+  line("for (int64_t j = 0; j < " + num(on) + "; ++j) " + acc +
+       "[j] = " + (max ? "-KORA_INF" : code.init) + ";");
+  // the input coordinates of the outer window dims; positions outside are skipped
+  Coords ic = {c[0], c[1]};
+  int opened = 0;
+  for (size_t i = 0; i + 1 < n; ++i) {
+    if (xs[2 + n + i] == 1 && w->pads_begin[i] == 0 && w->strides[i] == 1 &&
+        xs[2 + i] == is[2 + i]) {
+      ic.push_back(c[2 + i]);
+      continue;
+    }
+    const std::string k = fresh("k");
+    open_block("for (int64_t " + k + " = 0; " + k + " < " + num(xs[2 + n + i]) + "; ++" + k + ")");
+    ++opened;
+    const std::string v = fresh("w");
+    line("const int64_t " + v + " = " + c[2 + i] + " * " + num(w->strides[i]) + " + " + k + " * " +
+         num(w->dilations[i]) + " - " + num(w->pads_begin[i]) + ";");
+    line("if (" + v + " < 0 || " + v + " >= " + num(is[2 + i]) + ") continue;");
+    ic.push_back(v);
+  }
+  // the last window dim: outputs j with 0 <= j*s + k*d - p < S
+  const int64_t s = w->strides[n - 1], d = w->dilations[n - 1], pb = w->pads_begin[n - 1];
+  const int64_t size = is[1 + n], kn = xs[1 + 2 * n];
+  // One loop over the outputs j in [lo, hi) for the window position whose column is
+  // j*s + off.
+  auto fold = [&](const std::string& lo, const std::string& hi, const std::string& off) {
+    line("#pragma omp simd");
+    const std::string j = fresh("j");
+    open_block("for (int64_t " + j + " = " + lo + "; " + j + " < " + hi + "; ++" + j + ")");
+    Coords at = ic;
+    at.push_back(s == 1 ? "(" + j + " + " + off + ")"
+                        : "(" + j + " * " + num(s) + " + " + off + ")");
+    const std::string v = value(in, at);
+    const std::string a = acc + "[" + j + "]";
+    if (max)
+      line(a + " = (" + v + " > " + a + " || " + v + " != " + v + ") ? " + v + " : " + a + ";");
+    else
+      line(code.update(a, v));
+    close_block();
+  };
+  if (kn <= 16) {  // unrolled: each position's bounds are constants
+    for (int64_t q = 0; q < kn; ++q) {
+      const int64_t off = q * d - pb;
+      const int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
+      const int64_t hi = size - 1 - off < 0 ? 0 : std::min(on, (size - 1 - off) / s + 1);
+      if (lo < hi) fold(num(lo), num(hi), off >= 0 ? num(off) : "(" + num(off) + ")");
+    }
+  } else {
+    const std::string k = fresh("k");
+    open_block("for (int64_t " + k + " = 0; " + k + " < " + num(kn) + "; ++" + k + ")");
+    const std::string off = fresh("o");  // k*d - p
+    line("const int64_t " + off + " = " + k + " * " + num(d) + " - " + num(pb) + ";");
+    const std::string lo = fresh("lo"), hi = fresh("hi");
+    line("const int64_t " + lo + " = " + off + " >= 0 ? 0 : (-" + off + " + " + num(s - 1) +
+         ") / " + num(s) + ";");
+    const std::string last = fresh("m");  // the last output whose column is inside, + 1
+    line("const int64_t " + last + " = " + num(size - 1) + " - " + off + " < 0 ? 0 : (" +
+         num(size - 1) + " - " + off + ") / " + num(s) + " + 1;");
+    line("const int64_t " + hi + " = " + last + " < " + num(on) + " ? " + last + " : " + num(on) +
+         ";");
+    fold(lo, hi, off);
+    close_block();
+  }
+  for (int q = 0; q < opened; ++q) close_block();
+  // store the row
+  Coords oc(os.size(), "0");
+  for (size_t i = 0; i < 1 + n; ++i) oc[i] = c[i];
+  line("#pragma omp simd");
+  const std::string js = fresh("j");
+  open_block("for (int64_t " + js + " = 0; " + js + " < " + num(on) + "; ++" + js + ")");
+  oc[1 + n] = on == 1 ? "0" : js;
+  line(out + "[" + offset(os, oc) + "] = " + code.result(acc + "[" + js + "]") + ";");
+  close_block();
+  if (numel(rows) == 1) close_block();
+  close_loops(rows);
+  return true;
+}
+
 void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
+  if (window_reduce_phase(p, r)) return;
   const std::string& x = p.inputs.at(0);
   const Shape& xs = graph_.value(x).shape;
   const std::string& out = buffer_.at(p.output());

@@ -477,6 +477,7 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   ProfileSummary summary;
   summary.device = cpu_backend_fingerprint(threads, options.compile.compiler);
+  if (db.count(summary.device) == 0) summary.other_fingerprints = db.count("");
 
   // Enumerate: the candidates of every segment, one job per unknown signature.
   auto stage = std::chrono::steady_clock::now();
@@ -615,6 +616,10 @@ std::string format_profile_summary(const ProfileSummary& s) {
   os.setf(std::ios::fixed);
   os.precision(1);
   os << "device " << s.device << "\n";
+  if (s.other_fingerprints)
+    os << "the database had no measurements for this device; its " << s.other_fingerprints
+       << " under other fingerprints (another machine, thread count, compiler, oneDNN or kora "
+          "revision) are not reused\n";
   os << s.kernels << " unique kernels: " << s.measured << " measured now, " << s.from_db
      << " from the database, " << s.failures.size() << " implementations failed\n";
   os << s.implementations << " implementations measured";
@@ -647,6 +652,7 @@ std::string profile_summary_json(const ProfileSummary& s) {
   j["units"] = s.units;
   j["units_cached"] = s.units_cached;
   j["same_code"] = s.same_code;
+  j["other_fingerprints"] = s.other_fingerprints;
   j["busy_fraction"] = s.load_looks > 0
                            ? static_cast<double>(s.busy_looks) / static_cast<double>(s.load_looks)
                            : 0.0;

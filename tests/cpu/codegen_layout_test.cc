@@ -91,10 +91,11 @@ TEST(CpuCodegenLayout, MaxAndMinPropagateNaN) {
   EXPECT_GE(stats.kernels, 8);
 }
 
-// Pooling as fission writes it: a window unfold, then a reduce over the window axes. With
-// an output row of 8+ elements the generated kernel vectorizes over the row, each lane
-// folding its own window (max with -inf fill and NaN in some inputs, sum with zero fill;
-// strided, dilated and padded windows), and matches the interpreter.
+// Pooling as fission writes it: a window unfold, then a reduce over the window axes. Max
+// (-inf fill) and sum (zero fill) run as rows of accumulators, each window position
+// folding in the outputs whose input is inside; min (here, +inf fill) vectorizes over the
+// row, each lane folding its own window. NaN in some inputs; strided, dilated and padded
+// windows; all match the interpreter.
 TEST(CpuCodegenLayout, PoolingWindowsFoldedPerLane) {
   std::mt19937 rng(12);
   GraphBuilder b(rng);
@@ -119,6 +120,54 @@ TEST(CpuCodegenLayout, PoolingWindowsFoldedPerLane) {
     outs.push_back(b.prim(ReduceAttrs{p.op, {4, 5}}, {windows}, DType::kFloat32, reduced));
     ASSERT_GE(o[3], 8) << "the row must be long enough to vectorize";
   }
+  b.g.outputs = outs;
+  kora_codegen_test::CheckStats stats;
+  kora_codegen_test::check_graph(b.g, 2, rng, stats);
+  EXPECT_GE(stats.kernels, 8);
+}
+
+// Rows of accumulators in the other shapes pooling takes: one spatial dim with a window
+// that overhangs the end (ceil_mode) and one longer than 16 (its positions looped, not
+// unrolled); three spatial dims, strided, with a sum; a window whose fill is not the
+// reduce's identity (max over zero fill: the per-lane path); and a max pool of a max pool
+// in one kernel (the chain YOLO's SPPF block makes).
+TEST(CpuCodegenLayout, PoolingRowsOfAccumulators) {
+  std::mt19937 rng(13);
+  GraphBuilder b(rng);
+  std::vector<std::string> outs;
+  auto pool = [&](const std::string& x, ReduceOp op, std::vector<int64_t> k,
+                  std::vector<int64_t> stride, std::vector<int64_t> pad, double fill,
+                  bool overhang) {
+    const Shape s = b.info(x).shape;
+    const size_t n = s.size() - 2;
+    layout::Window w{stride, std::vector<int64_t>(n, 1), pad, fill};
+    Shape o = {s[0], s[1]};
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t span = s[2 + i] + 2 * pad[i] - k[i];
+      o.push_back(span / stride[i] + 1 + (overhang && span % stride[i] != 0));
+    }
+    o.insert(o.end(), k.begin(), k.end());
+    const std::string windows = b.prim(LayoutAttrs{w}, {x}, DType::kFloat32, o);
+    Shape reduced = o;
+    std::vector<int64_t> axes;
+    for (size_t i = 0; i < n; ++i) reduced[2 + n + i] = 1, axes.push_back(2 + n + i);
+    return b.prim(ReduceAttrs{op, axes}, {windows}, DType::kFloat32, reduced);
+  };
+  auto squeeze = [&](const std::string& pooled) {  // [N, C, O..., 1...] -> [N, C, O...]
+    Shape s = b.info(pooled).shape;
+    s.resize(2 + (s.size() - 2) / 2);
+    return b.prim(LayoutAttrs{layout::Reshape{}}, {pooled}, DType::kFloat32, s);
+  };
+  const std::string line = with_some_nan(b, {2, 3, 41});
+  outs.push_back(pool(line, ReduceOp::kMax, {4}, {3}, {2}, -INFINITY, true));
+  outs.push_back(pool(line, ReduceOp::kSum, {17}, {1}, {8}, 0.0, false));
+  const std::string volume = b.input(DType::kFloat32, {1, 2, 5, 9, 11});
+  outs.push_back(pool(volume, ReduceOp::kSum, {2, 3, 3}, {1, 2, 1}, {0, 1, 1}, 0.0, true));
+  const std::string plane = with_some_nan(b, {1, 4, 20, 20});
+  outs.push_back(pool(plane, ReduceOp::kMax, {3, 3}, {1, 1}, {1, 1}, 0.0, false));
+  const std::string first =
+      squeeze(pool(plane, ReduceOp::kMax, {5, 5}, {1, 1}, {2, 2}, -INFINITY, false));
+  outs.push_back(pool(first, ReduceOp::kMax, {5, 5}, {1, 1}, {2, 2}, -INFINITY, false));
   b.g.outputs = outs;
   kora_codegen_test::CheckStats stats;
   kora_codegen_test::check_graph(b.g, 2, rng, stats);

@@ -100,6 +100,33 @@ TEST(ProfileModel, MeasuresEveryKernelOnceAndTheOrchestratorUsesThem) {
   EXPECT_TRUE(plan.proven_optimal);
 }
 
+// A database measured under another fingerprint (here: an older revision of kora's
+// generated code) is not reused: everything is measured again, and the summary says why.
+TEST(ProfileModel, MeasurementsUnderAnotherFingerprintAreNotReused) {
+  kora_test::TempDir dir;
+  const PrimGraph g = small_model();
+  auto db = std::make_shared<ProfileDb>(dir.file("p.db"));
+  const std::string now = cpu_backend_fingerprint(1);
+  ASSERT_NE(now.find("|kora-gen " + std::to_string(kCpuCodegenRevision)), std::string::npos);
+  const std::string old = now.substr(0, now.rfind('|')) + "|kora-gen 1";
+  ProfileRecord r;
+  r.device = old;
+  r.signature = *signatures(g).begin();
+  r.schedule = "default";
+  r.median_ms = 0.001;
+  r.samples = 3;
+  db->put({r});
+  const ProfileSummary first = profile_model(g, *db, quick(dir));
+  EXPECT_EQ(first.other_fingerprints, 1);
+  EXPECT_EQ(first.from_db, 0);
+  EXPECT_EQ(first.measured, first.kernels);
+  EXPECT_NE(format_profile_summary(first).find("are not reused"), std::string::npos);
+  EXPECT_NE(db->best(now, r.signature)->median_ms, 0.001);
+  const ProfileSummary second = profile_model(g, *db, quick(dir));
+  EXPECT_EQ(second.other_fingerprints, 0);
+  EXPECT_EQ(second.measured, 0);
+}
+
 // x -> Reshape (adds a unit axis) -> Relu: the candidates {relu} and {reshape, relu} have
 // different signatures but the same generated code (a unit axis has no index arithmetic),
 // so it is compiled and measured once, yet both kernels get their records.
