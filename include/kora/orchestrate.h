@@ -50,6 +50,8 @@ struct Plan {
 
 struct SolveOptions {
   double time_limit_seconds = 60;  // over all CBC runs of one problem
+  // CBC's threads (at most 8), in its deterministic mode; 0: the machine's cores.
+  int threads = 0;
 };
 
 // With `layouts`, cost[k] is the candidate's cost on plain tensors, and the program also

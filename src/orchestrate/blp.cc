@@ -39,6 +39,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "kora/error.h"
 #include "kora/orchestrate.h"
@@ -64,7 +65,7 @@ struct Outcome {
 // Columns 0 .. kernels-1 are the candidates; the rest are auxiliary (cost 0, or the
 // layout terms of a LayoutProblem).
 Outcome solve_once(const std::vector<double>& cost, int kernels, const std::vector<Row>& rows,
-                   double seconds) {
+                   double seconds, int threads_wanted) {
   const int n = static_cast<int>(cost.size());
   CoinPackedMatrix matrix(false, 0, 0);
   matrix.setDimensions(0, n);
@@ -89,8 +90,11 @@ Outcome solve_once(const std::vector<double>& cost, int kernels, const std::vect
   model.messageHandler()->setLogLevel(0);
   CbcMain0(model);
   const std::string sec = std::to_string(std::max(0.5, seconds));
-  const char* argv[] = {"kora", "-log",          "0",    "-sec",   sec.c_str(), "-ratioGap",
-                        "0",    "-allowableGap", "1e-9", "-solve", "-quit"};
+  // Threads in CBC's deterministic mode (100 + n): the same plan on every run.
+  const std::string threads = std::to_string(100 + std::max(1, std::min(threads_wanted, 8)));
+  const char* argv[] = {"kora", "-log",          "0",    "-sec",     sec.c_str(),     "-ratioGap",
+                        "0",    "-allowableGap", "1e-9", "-threads", threads.c_str(), "-solve",
+                        "-quit"};
   CbcMain1(static_cast<int>(sizeof argv / sizeof argv[0]), argv, model);
 
   Outcome out;
@@ -180,23 +184,26 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
                 " of " + std::to_string(candidates.size()) + " candidates");
   // Nodes that may be stored blocked: each in the layout the first side wanting it names.
   std::vector<int> layout_of(dag.size(), -1);
-  std::vector<char> fixed;  // candidates dominance leaves alone
+  LayoutFlexibility flexibility;  // for dominance
   if (layouts) {
     for (const NativeOption& o : layouts->native)
       if (o.blocked_ms >= 0)
         for (size_t i = 0; i < o.nodes.size(); ++i)
           if (!dag.required[o.nodes[i]] && layout_of[o.nodes[i]] < 0)
             layout_of[o.nodes[i]] = o.layouts[i];
-    fixed.assign(candidates.size(), 0);
+    flexibility.blockable.assign(dag.size(), 0);
+    for (int u = 0; u < dag.size(); ++u) flexibility.blockable[u] = layout_of[u] >= 0;
+    flexibility.flexible.assign(candidates.size(), 0);
     for (size_t k = 0; k < candidates.size(); ++k) {
-      fixed[k] = layouts->native[k].blocked_ms >= 0;
+      if (layouts->native[k].blocked_ms < 0 && !layouts->agnostic[k]) continue;
       for (const auto* nodes : {&candidates[k].inputs, &candidates[k].outputs})
-        for (int u : *nodes) fixed[k] = fixed[k] || layout_of[u] >= 0;
+        for (int u : *nodes) flexibility.flexible[k] |= layout_of[u] >= 0;
     }
   }
 
   // Only undominated candidates enter the program: column k is candidate active[k].
-  const std::vector<char> keep = undominated(dag, candidates, cost, layouts ? &fixed : nullptr);
+  const std::vector<char> keep =
+      undominated(dag, candidates, cost, layouts ? &flexibility : nullptr);
   std::vector<int> active, column_of(candidates.size(), -1);
   for (size_t k = 0; k < candidates.size(); ++k)
     if (keep[k]) column_of[k] = static_cast<int>(active.size()), active.push_back(k);
@@ -269,6 +276,20 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
         side_of[k][u] = w;
       }
     }
+    // A valid inequality (not implied for fractional x): a blocked node's chosen writer
+    // takes it natively or is agnostic, so b_u <= sum of those over u's writers.
+    for (int u = 0; u < dag.size(); ++u) {
+      if (b_of[u] < 0) continue;
+      Row r{{b_of[u]}, {1.0}, -COIN_DBL_MAX, 0.0};
+      for (int k : producers[u]) {
+        auto side = side_of[k].find(u);
+        if (side != side_of[k].end())
+          r.index.push_back(side->second), r.value.push_back(-1.0);
+        else if (layouts->agnostic[active[k]])
+          r.index.push_back(k), r.value.push_back(-1.0);
+      }
+      rows.push_back(std::move(r));
+    }
     for (size_t k = 0; k < active.size(); ++k) {
       const Candidate& c = candidates[active[k]];
       std::vector<int> touched = c.inputs;
@@ -297,7 +318,9 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
   Plan plan;
   while (true) {
     const double left = options.time_limit_seconds - elapsed();
-    Outcome out = solve_once(column_cost, static_cast<int>(active.size()), rows, left);
+    const int threads = options.threads > 0 ? options.threads
+                                            : static_cast<int>(std::thread::hardware_concurrency());
+    Outcome out = solve_once(column_cost, static_cast<int>(active.size()), rows, left, threads);
     ++plan.solves;
     for (int& k : out.chosen) k = active[k];
     if (!out.found) {

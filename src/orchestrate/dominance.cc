@@ -7,10 +7,12 @@
 namespace kora {
 
 std::vector<char> undominated(const KernelDag& dag, const std::vector<Candidate>& candidates,
-                              const std::vector<double>& cost, const std::vector<char>* fixed) {
+                              const std::vector<double>& cost, const LayoutFlexibility* layouts) {
   const size_t words = (static_cast<size_t>(dag.size()) + 63) / 64;
   const size_t count = candidates.size();
-  std::vector<uint64_t> reads(count * words, 0), writes(count * words, 0);
+  // touched: the blockable nodes each candidate reads or writes (with layouts)
+  std::vector<uint64_t> reads(count * words, 0), writes(count * words, 0), touched;
+  if (layouts) touched.assign(count * words, 0);
   std::vector<std::vector<int>> writers(dag.size());
   for (size_t k = 0; k < count; ++k) {
     for (int u : candidates[k].inputs) reads[k * words + u / 64] |= uint64_t{1} << (u % 64);
@@ -18,22 +20,27 @@ std::vector<char> undominated(const KernelDag& dag, const std::vector<Candidate>
       writes[k * words + v / 64] |= uint64_t{1} << (v % 64);
       writers[v].push_back(static_cast<int>(k));
     }
+    if (layouts)
+      for (const auto* nodes : {&candidates[k].inputs, &candidates[k].outputs})
+        for (int u : *nodes)
+          if (layouts->blockable[u]) touched[k * words + u / 64] |= uint64_t{1} << (u % 64);
   }
-  // j covers k: j writes all k writes, and reads only what k reads.
+  // j covers k: j writes all k writes, and reads only what k reads (and with layouts,
+  // touches no blockable node k does not).
   auto covers = [&](size_t j, size_t k) {
     for (size_t w = 0; w < words; ++w) {
       if (writes[k * words + w] & ~writes[j * words + w]) return false;
       if (reads[j * words + w] & ~reads[k * words + w]) return false;
+      if (layouts && (touched[j * words + w] & ~touched[k * words + w])) return false;
     }
     return true;
   };
   std::vector<char> keep(count, 1);
   for (size_t k = 0; k < count; ++k) {
-    if (candidates[k].outputs.empty() || (fixed && (*fixed)[k])) continue;
+    if (candidates[k].outputs.empty() || (layouts && layouts->flexible[k])) continue;
     for (int j : writers[candidates[k].outputs.front()]) {
       const size_t jj = static_cast<size_t>(j);
       if (jj == k || !keep[jj] || cost[jj] > cost[k] || !covers(jj, k)) continue;
-      if (fixed && (*fixed)[jj]) continue;
       // Mutual domination (a tie): keep the first of the two.
       if (cost[jj] == cost[k] && jj > k && covers(k, jj)) continue;
       keep[k] = 0;

@@ -16,10 +16,20 @@
 
 namespace kora {
 
-// Candidates with `fixed[k]` set (when given) are kept and dominate nothing: the blocked
-// layout choices make their cost depend on more than their reads and writes.
+// With blocked layouts (orchestrate.h, LayoutProblem) a candidate's cost also depends on
+// the layouts of the nodes it touches. `flexible[k]`: k can take some node blocked (it has
+// a native implementation, or is layout-agnostic, and touches a node that may be
+// blocked); such candidates are always kept. `blockable[u]`: node u may be blocked. A
+// plain-only candidate k (not flexible) needs every blockable node it touches plain, so
+// j may replace it when, besides the above, every blockable node j touches k touches
+// too: in any plan with k those nodes are plain, and j runs on them plain, at its plain
+// cost.
+struct LayoutFlexibility {
+  std::vector<char> flexible;   // per candidate
+  std::vector<char> blockable;  // per node
+};
 std::vector<char> undominated(const KernelDag& dag, const std::vector<Candidate>& candidates,
                               const std::vector<double>& cost,
-                              const std::vector<char>* fixed = nullptr);
+                              const LayoutFlexibility* layouts = nullptr);
 
 }  // namespace kora

@@ -3,16 +3,21 @@
 // that saves the reorder of every side it reads or writes blocked, solve_optimal keeps a
 // tensor blocked exactly where every kernel touching it can take it (natively, or as an
 // elementwise kernel whose tensors all share the layout), and its cost is the sum worked
-// out by hand for that choice.
+// out by hand for that choice; on small random DAGs with random layout options, its cost
+// equals a brute force over every kernel set and every choice of blocked nodes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 #include <utility>
 #include <vector>
 
 #include "kora/candidates.h"
+#include "kora/error.h"
 #include "kora/kernel_dag.h"
 #include "kora/orchestrate.h"
+#include "orchestrate/random_dag.h"
 
 namespace {
 
@@ -127,6 +132,128 @@ TEST(LayoutProblem, NativeWithEveryReorderIsChosenOnlyWhenCheaper) {
   plan = p.solve();
   EXPECT_NEAR(plan.cost, 1.0, 1e-9);
   EXPECT_TRUE(plan.native.empty());
+}
+
+// The cheapest plan with layouts by brute force: every kernel set that can run, every
+// choice of blocked nodes among the nodes a native side may take (not required) that the
+// set writes, each chosen kernel then native where it must be (it touches a blocked side)
+// or where that is cheaper, agnostic kernels only with all their nodes of that layout
+// blocked alike, others with none. Savings are only on read sides here, so blocking a
+// node nobody reads gains nothing (the program and this search agree on such nodes only
+// up to that).
+double brute_force(const KernelDag& dag, const std::vector<Candidate>& c,
+                   const std::vector<double>& cost, const LayoutProblem& layouts) {
+  std::vector<int> layout_of(dag.size(), -1);
+  for (const NativeOption& o : layouts.native)
+    if (o.blocked_ms >= 0)
+      for (size_t i = 0; i < o.nodes.size(); ++i)
+        if (!dag.required[o.nodes[i]] && layout_of[o.nodes[i]] < 0)
+          layout_of[o.nodes[i]] = o.layouts[i];
+  double best = INFINITY;
+  for (uint32_t set = 1; set < (1u << c.size()); ++set) {
+    std::vector<int> chosen;
+    for (size_t k = 0; k < c.size(); ++k)
+      if (set >> k & 1) chosen.push_back(static_cast<int>(k));
+    try {
+      kora::schedule(dag, c, chosen);
+    } catch (const kora::Error&) {
+      continue;
+    }
+    std::vector<int> candidates_nodes;  // blockable nodes the set writes
+    for (int k : chosen)
+      for (int v : c[k].outputs)
+        if (layout_of[v] >= 0 && std::find(candidates_nodes.begin(), candidates_nodes.end(), v) ==
+                                     candidates_nodes.end())
+          candidates_nodes.push_back(v);
+    for (uint32_t bits = 0; bits < (1u << candidates_nodes.size()); ++bits) {
+      std::vector<char> blocked(dag.size(), 0);
+      for (size_t i = 0; i < candidates_nodes.size(); ++i)
+        blocked[candidates_nodes[i]] = bits >> i & 1;
+      double total = 0;
+      bool ok = true;
+      for (int k : chosen) {
+        std::vector<int> touched = c[k].inputs;
+        touched.insert(touched.end(), c[k].outputs.begin(), c[k].outputs.end());
+        const NativeOption& o = layouts.native[k];
+        bool needs_native = false, plain_only = false;
+        double saved = 0;
+        for (int u : touched) {
+          if (!blocked[u]) continue;
+          size_t side = o.nodes.size();
+          if (o.blocked_ms >= 0)
+            for (size_t i = 0; i < o.nodes.size(); ++i)
+              if (o.nodes[i] == u && o.layouts[i] == layout_of[u]) side = std::min(side, i);
+          if (side < o.nodes.size()) {
+            needs_native = true;
+            saved += o.saved_ms[side];
+          } else if (layouts.agnostic[k]) {
+            for (int v : touched)
+              if (v != u && (layout_of[v] != layout_of[u] || !blocked[v])) plain_only = true;
+          } else {
+            plain_only = true;
+          }
+        }
+        if (plain_only || (needs_native && layouts.agnostic[k])) {
+          ok = false;
+          break;
+        }
+        double k_cost = cost[k];
+        if (o.blocked_ms >= 0 && (needs_native || o.blocked_ms < cost[k]))
+          k_cost = o.blocked_ms - saved;
+        total += k_cost;
+      }
+      if (ok) best = std::min(best, total);
+    }
+  }
+  return best;
+}
+
+TEST(LayoutProblem, RandomProblemsMatchABruteForce) {
+  std::mt19937 rng(2026);
+  int checked = 0, with_blocked = 0;
+  for (int i = 0; checked < 250 && i < 20000; ++i) {
+    const kora_test::TestDag t = kora_test::random_dag(rng, 3 + i % 4);
+    kora::CandidateOptions options;
+    options.max_size = 2;
+    const std::vector<Candidate> c = kora::enumerate_candidates(t.dag, options);
+    if (c.size() > 10) continue;
+    // io-shaped costs (much is dominated) or random ones (fused kernels may be cheaper)
+    const std::vector<double> cost = i % 2 ? kora_test::io_costs(rng, t.dag, c)
+                                           : kora_test::random_costs(rng, t, c);
+    LayoutProblem layouts;
+    layouts.native.resize(c.size());
+    layouts.agnostic.assign(c.size(), 0);
+    for (size_t k = 0; k < c.size(); ++k) {
+      const double r = kora_test::uniform01(rng);
+      if (r < 0.55) {
+        NativeOption& o = layouts.native[k];
+        o.blocked_ms = cost[k] + kora_test::uniform_int(rng, -3, 4);
+        for (int u : c[k].inputs) {
+          o.nodes.push_back(u);
+          o.layouts.push_back(kora_test::uniform01(rng) < 0.9 ? 0 : 1);
+          o.saved_ms.push_back(kora_test::uniform_int(rng, 4, 12));
+        }
+        for (int v : c[k].outputs) {
+          o.nodes.push_back(v);
+          o.layouts.push_back(kora_test::uniform01(rng) < 0.9 ? 0 : 1);
+          o.saved_ms.push_back(0);
+        }
+      } else if (r < 0.7) {
+        layouts.agnostic[k] = 1;
+      }
+    }
+    const double expected = brute_force(t.dag, c, cost, layouts);
+    ASSERT_TRUE(std::isfinite(expected));
+    const kora::Plan plan = kora::solve_optimal(t.dag, c, cost, {}, &layouts);
+    EXPECT_NEAR(plan.cost, expected, 1e-6) << "problem " << i << ", " << c.size() << " candidates";
+    EXPECT_EQ(plan.gap, 0);
+    if (HasFailure()) return;
+    ++checked;
+    with_blocked += !plan.blocked.empty();
+  }
+  EXPECT_EQ(checked, 250);
+  EXPECT_GT(with_blocked, 10) << "blocked layouts hardly ever chosen";
+  std::printf("[ info     ] %d problems, %d with blocked nodes\n", checked, with_blocked);
 }
 
 }  // namespace
