@@ -6,7 +6,8 @@
 //   reduce     accumulates the (expanded) input over the reduced dims, in double for
 //              float32 (as the interpreter), into the member's buffer; when kept dims
 //              follow the reduced ones, a row of accumulators keeps the inner loop
-//              contiguous;
+//              contiguous; pooling (max or sum over the windows of a window member)
+//              folds whole rows, or padded planes, per window position;
 //   matmul     rows of C in blocks (schedule rows x cols) accumulated in registers/L1
 //              from the expanded A and B, then the epilogue on each element;
 //   conv       direct: a block of output channels x one output row, the inner loop over
@@ -105,13 +106,81 @@ bool KernelWriter::window_reduce_phase(const Primitive& p, const ReduceAttrs& r)
     if (a < static_cast<int64_t>(2 + n)) return false;
   const int64_t on = xs[1 + n];  // the last output dim: the accumulator row
   const std::string& out = buffer_.at(p.output());
+  const std::string acc_t = max ? "float" : code.acc_type;
+  // 2-D windows of stride 1 on a small plane: per (N, C), the plane is copied once into a
+  // buffer padded with the fill (its producers computed once per element), and each
+  // window position folds the whole padded plane in one loop, the accumulators taking
+  // the padded row pitch (columns past the output row are computed and never stored).
+  // Short output rows make many short loops otherwise.
+  const int64_t height = n == 2 ? xs[2] + (xs[4] - 1) * w->dilations[0] : 0;
+  const int64_t pitch = n == 2 ? xs[3] + (xs[5] - 1) * w->dilations[1] : 0;
+  if (n == 2 && w->strides[0] == 1 && w->strides[1] == 1 && xs[3] < 64 && height * pitch <= 8192) {
+    const int64_t h = is[2], wd = is[3], o1 = xs[2], k1 = xs[4], k2 = xs[5];
+    const int64_t p1 = w->pads_begin[0], p2 = w->pads_begin[1];
+    line("// " + p.output() + " = reduce " + reduce_op_name(r.op) + " of the windows " + x +
+         " (a padded plane per channel)");
+    const Shape planes(xs.begin(), xs.begin() + 2);
+    const Coords c = open_loops(planes, parallel_for(numel(xs)) && numel(planes) > 1);
+    if (numel(planes) == 1) open_block("");
+    const std::string plane = fresh("plane"), acc = fresh("acc");
+    const std::string fill = max ? "-KORA_INF" : "0.0f";
+    line("float " + plane + "[" + num(height * pitch) + "];");
+    const std::string rr = fresh("r");
+    open_block("for (int64_t " + rr + " = 0; " + rr + " < " + num(height) + "; ++" + rr + ")");
+    line("for (int64_t q = 0; q < " + num(pitch) + "; ++q) " + plane + "[" + rr + " * " +
+         num(pitch) + " + q] = " + fill + ";");
+    line("if (" + rr + " < " + num(p1) + " || " + rr + " >= " + num(p1 + h) + ") continue;");
+    line("#pragma omp simd");
+    const std::string q = fresh("q");
+    open_block("for (int64_t " + q + " = " + num(p2) + "; " + q + " < " +
+               num(std::min(pitch, p2 + wd)) + "; ++" + q + ")");
+    const std::string v =
+        value(in, {c[0], c[1], "(" + rr + " - " + num(p1) + ")", "(" + q + " - " + num(p2) + ")"});
+    line(plane + "[" + rr + " * " + num(pitch) + " + " + q + "] = " + v + ";");
+    close_block();
+    close_block();
+    const int64_t span = (o1 - 1) * pitch + xs[3];
+    line(acc_t + " " + acc + "[" + num(span) + "];");
+    line("for (int64_t t = 0; t < " + num(span) + "; ++t) " + acc +
+         "[t] = " + (max ? "-KORA_INF" : code.init) + ";");
+    const std::string a = fresh("a"), b = fresh("b");
+    open_block("for (int64_t " + a + " = 0; " + a + " < " + num(k1) + "; ++" + a + ")");
+    open_block("for (int64_t " + b + " = 0; " + b + " < " + num(k2) + "; ++" + b + ")");
+    const std::string from = "&" + plane + "[" + a + " * " + num(w->dilations[0] * pitch) + " + " +
+                             b + " * " + num(w->dilations[1]) + "]";
+    line("const float* __restrict src = " + from + ";");
+    line("#pragma omp simd");
+    open_block("for (int64_t t = 0; t < " + num(span) + "; ++t)");
+    if (max)
+      line(acc + "[t] = (src[t] > " + acc + "[t] || src[t] != src[t]) ? src[t] : " + acc + "[t];");
+    else
+      line(code.update(acc + "[t]", "src[t]"));
+    close_block();
+    close_block();
+    close_block();
+    Coords oc(os.size(), "0");
+    oc[0] = c[0];
+    oc[1] = c[1];
+    const std::string i1 = fresh("i"), j = fresh("j");
+    open_block("for (int64_t " + i1 + " = 0; " + i1 + " < " + num(o1) + "; ++" + i1 + ")");
+    line("#pragma omp simd");
+    open_block("for (int64_t " + j + " = 0; " + j + " < " + num(xs[3]) + "; ++" + j + ")");
+    oc[2] = o1 == 1 ? "0" : i1;
+    oc[3] = xs[3] == 1 ? "0" : j;
+    line(out + "[" + offset(os, oc) +
+         "] = " + code.result(acc + "[" + i1 + " * " + num(pitch) + " + " + j + "]") + ";");
+    close_block();
+    close_block();
+    if (numel(planes) == 1) close_block();
+    close_loops(planes);
+    return true;
+  }
   line("// " + p.output() + " = reduce " + reduce_op_name(r.op) + " of the windows " + x +
        " (rows of accumulators)");
   Shape rows(xs.begin(), xs.begin() + 1 + n);  // N, C, O1..On-1
   Coords c = open_loops(rows, parallel_for(numel(xs)) && numel(rows) > 1);
   if (numel(rows) == 1) open_block("");
   const std::string acc = fresh("acc");
-  const std::string acc_t = max ? "float" : code.acc_type;
   line(acc_t + " " + acc + "[" + num(on) + "];");
   line("for (int64_t j = 0; j < " + num(on) + "; ++j) " + acc +
        "[j] = " + (max ? "-KORA_INF" : code.init) + ";");
