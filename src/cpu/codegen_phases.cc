@@ -205,16 +205,33 @@ bool KernelWriter::window_reduce_phase(const Primitive& p, const ReduceAttrs& r)
   // the last window dim: outputs j with 0 <= j*s + k*d - p < S
   const int64_t s = w->strides[n - 1], d = w->dilations[n - 1], pb = w->pads_begin[n - 1];
   const int64_t size = is[1 + n], kn = xs[1 + 2 * n];
+  // A computed input row once into a local buffer (its producers computed once per
+  // element, and the strided loads below read plain floats: g++ 12 vectorizes those, not
+  // a fused expression read at stride 2), when it is small. A kernel read is read in place.
+  std::string row;
+  if (size <= 4096 && !in_ptr_.count(in)) {
+    row = fresh("row");
+    line("float " + row + "[" + num(size) + "];");
+    line("#pragma omp simd");
+    const std::string q = fresh("q");
+    open_block("for (int64_t " + q + " = 0; " + q + " < " + num(size) + "; ++" + q + ")");
+    Coords at = ic;
+    at.push_back(q);
+    line(row + "[" + q + "] = " + value(in, at) + ";");
+    close_block();
+  }
   // One loop over the outputs j in [lo, hi) for the window position whose column is
   // j*s + off.
   auto fold = [&](const std::string& lo, const std::string& hi, const std::string& off) {
     line("#pragma omp simd");
     const std::string j = fresh("j");
     open_block("for (int64_t " + j + " = " + lo + "; " + j + " < " + hi + "; ++" + j + ")");
+    const std::string column =
+        s == 1 ? "(" + j + " + " + off + ")" : "(" + j + " * " + num(s) + " + " + off + ")";
     Coords at = ic;
-    at.push_back(s == 1 ? "(" + j + " + " + off + ")"
-                        : "(" + j + " * " + num(s) + " + " + off + ")");
-    const std::string v = value(in, at);
+    at.push_back(column);
+    const std::string v = row.empty() ? value(in, at) : fresh("v");
+    if (!row.empty()) line("const float " + v + " = " + row + "[" + column + "];");
     const std::string a = acc + "[" + j + "]";
     if (max)
       line(a + " = (" + v + " > " + a + " || " + v + " != " + v + ") ? " + v + " : " + a + ";");
