@@ -218,8 +218,8 @@ TEST(LayoutProblem, RandomProblemsMatchABruteForce) {
     const std::vector<Candidate> c = kora::enumerate_candidates(t.dag, options);
     if (c.size() > 10) continue;
     // io-shaped costs (much is dominated) or random ones (fused kernels may be cheaper)
-    const std::vector<double> cost = i % 2 ? kora_test::io_costs(rng, t.dag, c)
-                                           : kora_test::random_costs(rng, t, c);
+    const std::vector<double> cost =
+        i % 2 ? kora_test::io_costs(rng, t.dag, c) : kora_test::random_costs(rng, t, c);
     LayoutProblem layouts;
     layouts.native.resize(c.size());
     layouts.agnostic.assign(c.size(), 0);
