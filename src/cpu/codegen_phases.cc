@@ -106,7 +106,13 @@ bool KernelWriter::window_reduce_phase(const Primitive& p, const ReduceAttrs& r)
     if (a < static_cast<int64_t>(2 + n)) return false;
   const int64_t on = xs[1 + n];  // the last output dim: the accumulator row
   const std::string& out = buffer_.at(p.output());
+  // max: a float accumulator (exact) that takes NaN and keeps it; sum: the reduce's own
   const std::string acc_t = max ? "float" : code.acc_type;
+  const std::string init = max ? "-KORA_INF" : code.init;
+  auto update = [&](const std::string& a, const std::string& v) {
+    return max ? a + " = (" + v + " > " + a + " || " + v + " != " + v + ") ? " + v + " : " + a + ";"
+               : code.update(a, v);
+  };
   // 2-D windows of stride 1 on a small plane: per (N, C), the plane is copied once into a
   // buffer padded with the fill (its producers computed once per element), and each
   // window position folds the whole padded plane in one loop, the accumulators taking
@@ -141,8 +147,7 @@ bool KernelWriter::window_reduce_phase(const Primitive& p, const ReduceAttrs& r)
     close_block();
     const int64_t span = (o1 - 1) * pitch + xs[3];
     line(acc_t + " " + acc + "[" + num(span) + "];");
-    line("for (int64_t t = 0; t < " + num(span) + "; ++t) " + acc +
-         "[t] = " + (max ? "-KORA_INF" : code.init) + ";");
+    line("for (int64_t t = 0; t < " + num(span) + "; ++t) " + acc + "[t] = " + init + ";");
     const std::string a = fresh("a"), b = fresh("b");
     open_block("for (int64_t " + a + " = 0; " + a + " < " + num(k1) + "; ++" + a + ")");
     open_block("for (int64_t " + b + " = 0; " + b + " < " + num(k2) + "; ++" + b + ")");
@@ -151,10 +156,7 @@ bool KernelWriter::window_reduce_phase(const Primitive& p, const ReduceAttrs& r)
     line("const float* __restrict src = " + from + ";");
     line("#pragma omp simd");
     open_block("for (int64_t t = 0; t < " + num(span) + "; ++t)");
-    if (max)
-      line(acc + "[t] = (src[t] > " + acc + "[t] || src[t] != src[t]) ? src[t] : " + acc + "[t];");
-    else
-      line(code.update(acc + "[t]", "src[t]"));
+    line(update(acc + "[t]", "src[t]"));
     close_block();
     close_block();
     close_block();
@@ -182,17 +184,11 @@ bool KernelWriter::window_reduce_phase(const Primitive& p, const ReduceAttrs& r)
   if (numel(rows) == 1) open_block("");
   const std::string acc = fresh("acc");
   line(acc_t + " " + acc + "[" + num(on) + "];");
-  line("for (int64_t j = 0; j < " + num(on) + "; ++j) " + acc +
-       "[j] = " + (max ? "-KORA_INF" : code.init) + ";");
+  line("for (int64_t j = 0; j < " + num(on) + "; ++j) " + acc + "[j] = " + init + ";");
   // the input coordinates of the outer window dims; positions outside are skipped
   Coords ic = {c[0], c[1]};
   int opened = 0;
   for (size_t i = 0; i + 1 < n; ++i) {
-    if (xs[2 + n + i] == 1 && w->pads_begin[i] == 0 && w->strides[i] == 1 &&
-        xs[2 + i] == is[2 + i]) {
-      ic.push_back(c[2 + i]);
-      continue;
-    }
     const std::string k = fresh("k");
     open_block("for (int64_t " + k + " = 0; " + k + " < " + num(xs[2 + n + i]) + "; ++" + k + ")");
     ++opened;
@@ -232,34 +228,29 @@ bool KernelWriter::window_reduce_phase(const Primitive& p, const ReduceAttrs& r)
     at.push_back(column);
     const std::string v = row.empty() ? value(in, at) : fresh("v");
     if (!row.empty()) line("const float " + v + " = " + row + "[" + column + "];");
-    const std::string a = acc + "[" + j + "]";
-    if (max)
-      line(a + " = (" + v + " > " + a + " || " + v + " != " + v + ") ? " + v + " : " + a + ";");
-    else
-      line(code.update(a, v));
+    line(update(acc + "[" + j + "]", v));
     close_block();
   };
-  if (kn <= 16) {  // unrolled: each position's bounds are constants
-    for (int64_t q = 0; q < kn; ++q) {
-      const int64_t off = q * d - pb;
-      const int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
-      const int64_t hi = size - 1 - off < 0 ? 0 : std::min(on, (size - 1 - off) / s + 1);
-      if (lo < hi) fold(num(lo), num(hi), off >= 0 ? num(off) : "(" + num(off) + ")");
-    }
+  // Per window position q: its column offset q*d - p and the outputs [lo, hi) whose
+  // column is inside, constants of the generation; unrolled for short windows, else read
+  // from tables.
+  std::vector<int64_t> offs, los, his;
+  for (int64_t q = 0; q < kn; ++q) {
+    const int64_t off = q * d - pb;
+    offs.push_back(off);
+    los.push_back(off >= 0 ? 0 : (-off + s - 1) / s);
+    his.push_back(size - 1 - off < 0 ? 0 : std::min(on, (size - 1 - off) / s + 1));
+  }
+  if (kn <= 16) {
+    for (int64_t q = 0; q < kn; ++q)
+      if (los[q] < his[q])
+        fold(num(los[q]), num(his[q]), offs[q] >= 0 ? num(offs[q]) : "(" + num(offs[q]) + ")");
   } else {
     const std::string k = fresh("k");
     open_block("for (int64_t " + k + " = 0; " + k + " < " + num(kn) + "; ++" + k + ")");
-    const std::string off = fresh("o");  // k*d - p
-    line("const int64_t " + off + " = " + k + " * " + num(d) + " - " + num(pb) + ";");
-    const std::string lo = fresh("lo"), hi = fresh("hi");
-    line("const int64_t " + lo + " = " + off + " >= 0 ? 0 : (-" + off + " + " + num(s - 1) +
-         ") / " + num(s) + ";");
-    const std::string last = fresh("m");  // the last output whose column is inside, + 1
-    line("const int64_t " + last + " = " + num(size - 1) + " - " + off + " < 0 ? 0 : (" +
-         num(size - 1) + " - " + off + ") / " + num(s) + " + 1;");
-    line("const int64_t " + hi + " = " + last + " < " + num(on) + " ? " + last + " : " + num(on) +
-         ";");
-    fold(lo, hi, off);
+    const std::string off = fresh("o");
+    line("const int64_t " + off + " = " + index_table(offs) + "[" + k + "];");
+    fold(index_table(los) + "[" + k + "]", index_table(his) + "[" + k + "]", off);
     close_block();
   }
   for (int q = 0; q < opened; ++q) close_block();

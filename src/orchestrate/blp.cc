@@ -315,11 +315,11 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
     }
   }
 
+  const int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   Plan plan;
   while (true) {
     const double left = options.time_limit_seconds - elapsed();
-    const int threads = options.threads > 0 ? options.threads
-                                            : static_cast<int>(std::thread::hardware_concurrency());
     Outcome out = solve_once(column_cost, static_cast<int>(active.size()), rows, left, threads);
     ++plan.solves;
     for (int& k : out.chosen) k = active[k];

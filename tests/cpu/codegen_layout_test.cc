@@ -91,11 +91,33 @@ TEST(CpuCodegenLayout, MaxAndMinPropagateNaN) {
   EXPECT_GE(stats.kernels, 8);
 }
 
-// Pooling as fission writes it: a window unfold, then a reduce over the window axes. Max
-// (-inf fill) and sum (zero fill) run as rows of accumulators, each window position
-// folding in the outputs whose input is inside; min (here, +inf fill) vectorizes over the
-// row, each lane folding its own window. NaN in some inputs; strided, dilated and padded
-// windows; all match the interpreter.
+// Pooling as fission writes it: a window member over x (kernel k, stride, dilation and
+// leading pads per spatial dim; with `overhang` the last window may run past the end, as
+// ceil_mode makes it), then a reduce over the window axes: [N, C, O..., 1...].
+std::string pooled(GraphBuilder& b, const std::string& x, ReduceOp op, std::vector<int64_t> k,
+                   std::vector<int64_t> stride, std::vector<int64_t> dilation,
+                   std::vector<int64_t> pad, double fill, bool overhang = false) {
+  const Shape s = b.info(x).shape;
+  const size_t n = s.size() - 2;
+  layout::Window w{stride, dilation, pad, fill};
+  Shape o = {s[0], s[1]};
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t span = s[2 + i] + 2 * pad[i] - dilation[i] * (k[i] - 1) - 1;
+    o.push_back(span / stride[i] + 1 + (overhang && span % stride[i] != 0));
+  }
+  o.insert(o.end(), k.begin(), k.end());
+  const std::string windows = b.prim(LayoutAttrs{w}, {x}, DType::kFloat32, o);
+  Shape reduced = o;
+  std::vector<int64_t> axes;
+  for (size_t i = 0; i < n; ++i) reduced[2 + n + i] = 1, axes.push_back(2 + n + i);
+  return b.prim(ReduceAttrs{op, axes}, {windows}, DType::kFloat32, reduced);
+}
+
+// Max (-inf fill) and sum (zero fill) over pooling windows run as rows of accumulators
+// (stride 2) or padded planes (stride 1), each window position folding in the outputs
+// whose input is inside; min (here, +inf fill) vectorizes over the row, each lane folding
+// its own window. NaN in some inputs; strided, dilated and padded windows; all match the
+// interpreter.
 TEST(CpuCodegenLayout, PoolingWindowsFoldedPerLane) {
   std::mt19937 rng(12);
   GraphBuilder b(rng);
@@ -110,15 +132,9 @@ TEST(CpuCodegenLayout, PoolingWindowsFoldedPerLane) {
   for (const Pool& p :
        {Pool{ReduceOp::kMax, 3, 2, 1, 1, -INFINITY}, Pool{ReduceOp::kSum, 3, 1, 1, 1, 0.0},
         Pool{ReduceOp::kMax, 2, 1, 2, 0, -INFINITY}, Pool{ReduceOp::kMin, 5, 1, 1, 2, INFINITY}}) {
-    layout::Window w{{p.stride, p.stride}, {p.dilation, p.dilation}, {p.pad, p.pad}, p.fill};
-    Shape o = {s[0], s[1], 0, 0, p.k, p.k};
-    for (int i = 0; i < 2; ++i)
-      o[2 + i] = (s[2 + i] + 2 * p.pad - p.dilation * (p.k - 1) - 1) / p.stride + 1;
-    const std::string windows = b.prim(LayoutAttrs{w}, {r}, DType::kFloat32, o);
-    Shape reduced = o;
-    reduced[4] = reduced[5] = 1;
-    outs.push_back(b.prim(ReduceAttrs{p.op, {4, 5}}, {windows}, DType::kFloat32, reduced));
-    ASSERT_GE(o[3], 8) << "the row must be long enough to vectorize";
+    outs.push_back(pooled(b, r, p.op, {p.k, p.k}, {p.stride, p.stride}, {p.dilation, p.dilation},
+                          {p.pad, p.pad}, p.fill));
+    ASSERT_GE(b.info(outs.back()).shape[3], 8) << "the row must be long enough to vectorize";
   }
   b.g.outputs = outs;
   kora_codegen_test::CheckStats stats;
@@ -126,48 +142,31 @@ TEST(CpuCodegenLayout, PoolingWindowsFoldedPerLane) {
   EXPECT_GE(stats.kernels, 8);
 }
 
-// Rows of accumulators in the other shapes pooling takes: one spatial dim with a window
-// that overhangs the end (ceil_mode) and one longer than 16 (its positions looped, not
-// unrolled); three spatial dims, strided, with a sum; a window whose fill is not the
-// reduce's identity (max over zero fill: the per-lane path); and a max pool of a max pool
-// in one kernel (the chain YOLO's SPPF block makes).
+// The other shapes pooling takes: one spatial dim with a window that overhangs the end
+// (ceil_mode) and one longer than 16 (its positions looped over tables, not unrolled);
+// three spatial dims, strided, with a sum; a window whose fill is not the reduce's
+// identity (max over zero fill: the per-lane path); and a max pool of a max pool in one
+// kernel (the chain YOLO's SPPF block makes; padded planes).
 TEST(CpuCodegenLayout, PoolingRowsOfAccumulators) {
   std::mt19937 rng(13);
   GraphBuilder b(rng);
   std::vector<std::string> outs;
-  auto pool = [&](const std::string& x, ReduceOp op, std::vector<int64_t> k,
-                  std::vector<int64_t> stride, std::vector<int64_t> pad, double fill,
-                  bool overhang) {
-    const Shape s = b.info(x).shape;
-    const size_t n = s.size() - 2;
-    layout::Window w{stride, std::vector<int64_t>(n, 1), pad, fill};
-    Shape o = {s[0], s[1]};
-    for (size_t i = 0; i < n; ++i) {
-      const int64_t span = s[2 + i] + 2 * pad[i] - k[i];
-      o.push_back(span / stride[i] + 1 + (overhang && span % stride[i] != 0));
-    }
-    o.insert(o.end(), k.begin(), k.end());
-    const std::string windows = b.prim(LayoutAttrs{w}, {x}, DType::kFloat32, o);
-    Shape reduced = o;
-    std::vector<int64_t> axes;
-    for (size_t i = 0; i < n; ++i) reduced[2 + n + i] = 1, axes.push_back(2 + n + i);
-    return b.prim(ReduceAttrs{op, axes}, {windows}, DType::kFloat32, reduced);
-  };
   auto squeeze = [&](const std::string& pooled) {  // [N, C, O..., 1...] -> [N, C, O...]
     Shape s = b.info(pooled).shape;
     s.resize(2 + (s.size() - 2) / 2);
     return b.prim(LayoutAttrs{layout::Reshape{}}, {pooled}, DType::kFloat32, s);
   };
   const std::string line = with_some_nan(b, {2, 3, 41});
-  outs.push_back(pool(line, ReduceOp::kMax, {4}, {3}, {2}, -INFINITY, true));
-  outs.push_back(pool(line, ReduceOp::kSum, {17}, {1}, {8}, 0.0, false));
+  outs.push_back(pooled(b, line, ReduceOp::kMax, {4}, {3}, {1}, {2}, -INFINITY, true));
+  outs.push_back(pooled(b, line, ReduceOp::kSum, {17}, {1}, {1}, {8}, 0.0));
   const std::string volume = b.input(DType::kFloat32, {1, 2, 5, 9, 11});
-  outs.push_back(pool(volume, ReduceOp::kSum, {2, 3, 3}, {1, 2, 1}, {0, 1, 1}, 0.0, true));
+  outs.push_back(
+      pooled(b, volume, ReduceOp::kSum, {2, 3, 3}, {1, 2, 1}, {1, 1, 1}, {0, 1, 1}, 0.0, true));
   const std::string plane = with_some_nan(b, {1, 4, 20, 20});
-  outs.push_back(pool(plane, ReduceOp::kMax, {3, 3}, {1, 1}, {1, 1}, 0.0, false));
+  outs.push_back(pooled(b, plane, ReduceOp::kMax, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0.0));
   const std::string first =
-      squeeze(pool(plane, ReduceOp::kMax, {5, 5}, {1, 1}, {2, 2}, -INFINITY, false));
-  outs.push_back(pool(first, ReduceOp::kMax, {5, 5}, {1, 1}, {2, 2}, -INFINITY, false));
+      squeeze(pooled(b, plane, ReduceOp::kMax, {5, 5}, {1, 1}, {1, 1}, {2, 2}, -INFINITY));
+  outs.push_back(pooled(b, first, ReduceOp::kMax, {5, 5}, {1, 1}, {1, 1}, {2, 2}, -INFINITY));
   b.g.outputs = outs;
   kora_codegen_test::CheckStats stats;
   kora_codegen_test::check_graph(b.g, 2, rng, stats);
