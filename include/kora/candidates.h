@@ -55,6 +55,8 @@ bool is_convex(const KernelDag& dag, const std::vector<int>& members);
 uint64_t canonical_signature(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 // A signature as 16 lowercase hex digits (cost tables, the profile database, reports).
 std::string signature_hex(uint64_t signature);
+// The kernel's first primitives' names, for messages ("conv1, relu1, ... (7 primitives)").
+std::string kernel_name(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 
 // The kernel's tensors: external tensors it reads (constants and graph inputs
 // included) and the tensors it writes.

@@ -31,6 +31,14 @@
 
 namespace kora {
 
+// The revision of the generated CUDA code, part of the GPU fingerprint: bump it whenever a
+// change makes some generated kernel faster or slower.
+constexpr int kCudaCodegenRevision = 1;
+// "kora-cuda-gen 1": the revision as fingerprints and jobs record it.
+inline std::string cuda_codegen_revision() {
+  return "kora-cuda-gen " + std::to_string(kCudaCodegenRevision);
+}
+
 // Whether generate_cuda_kernel can compute this candidate.
 bool cuda_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 

@@ -1,12 +1,13 @@
 // The CUDA driver, opened at run time: libcuda is loaded with dlopen (never linked), so kora
 // and its tests start on machines without a GPU or driver and learn here why no device is
 // usable. A CudaDevice holds a device's primary context and runs generated kernels: device
-// memory, copies, cubin modules, launches. Library path: $KORA_CUDA_DRIVER, else
-// libcuda.so.1. In a kora built without the CUDA toolkit no device ever opens.
+// memory, copies, cubin modules, launches, timing with events. Library path: $KORA_CUDA_DRIVER,
+// else libcuda.so.1. In a kora built without the CUDA toolkit no device ever opens.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ class CudaDevice {
   const std::string& name() const { return name_; }
   // "sm_90": the architecture to compile cubins for (compute capability).
   std::string arch() const { return "sm_" + std::to_string(major_ * 10 + minor_); }
+  int sm_count() const { return sms_; }
+  int64_t l2_bytes() const { return l2_bytes_; }
+  int driver_version() const { return driver_version_; }  // cuDriverGetVersion: 12040
 
   using Ptr = uint64_t;  // a device address (CUdeviceptr)
   Ptr alloc(size_t bytes);
@@ -40,12 +44,19 @@ class CudaDevice {
   // Launches `fn` on the default stream: 1-D grid and block, pointer arguments in order.
   void launch(void* fn, int64_t grid, int block, const std::vector<Ptr>& args);
   void synchronize();
+  // Sets `bytes` bytes at `p` to `value` (on the default stream).
+  void memset(Ptr p, unsigned char value, size_t bytes);
+  // The GPU time `work` takes (launches it makes on the default stream), by CUDA events
+  // recorded before and after it; waits for it to finish.
+  double elapsed_ms(const std::function<void()>& work);
 
  private:
   CudaDevice() = default;
   int ordinal_ = 0, major_ = 0, minor_ = 0;
-  int device_ = 0;
+  int device_ = 0, sms_ = 0, driver_version_ = 0;
+  int64_t l2_bytes_ = 0;
   void* context_ = nullptr;
+  void *start_ = nullptr, *stop_ = nullptr;  // events of elapsed_ms, made on first use
   std::string name_;
 };
 

@@ -4,15 +4,19 @@
 // each schedule of cuda_schedule_space and compiled by NVRTC into cubins for one
 // architecture, many kernels per program (a program NVRTC rejects is compiled again kernel
 // by kernel, so one bad kernel fails alone). The cubins land in the CUDA kernel cache,
-// where measuring on a GPU (to come: a worker linked only against CUDA) finds them.
+// and, when asked, into a job directory for the measuring worker (kora-cuda-worker) with
+// each implementation's launches and buffers.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
 
 #include "kora/candidates.h"
+#include "kora/cuda_job.h"
+#include "kora/kernel_dag.h"
 #include "kora/partition.h"
 #include "kora/primitive.h"
 
@@ -26,6 +30,18 @@ struct CudaKernelsOptions {
   int threads = 0;                   // NVRTC compilations at once; 0: the machine's cores
   std::string cache_dir;             // empty: default_cuda_kernel_cache_dir()
   std::ostream* progress = nullptr;  // a line per stage
+  // When set: the job directory (include/kora/cuda_job.h) to write, for measuring every
+  // compiled implementation on a GPU, with these measuring options.
+  std::string job_dir;
+  CudaJobMeasure measure;
+  // When set: kernels (signatures) to leave out, e.g. those the database already holds.
+  std::function<bool(uint64_t signature)> known;
+};
+
+// An implementation NVRTC rejected.
+struct CudaKernelFailure {
+  uint64_t signature = 0;
+  std::string schedule, error;
 };
 
 struct CudaKernelsSummary {
@@ -37,12 +53,20 @@ struct CudaKernelsSummary {
   int64_t programs = 0;         // NVRTC programs
   int64_t cached = 0;           // of them, found in the cache
   double generate_seconds = 0, compile_seconds = 0;
-  std::vector<std::string> failures;  // "SIGNATURE schedule: NVRTC's message"
+  std::vector<CudaKernelFailure> failures;
+  int64_t job_kernels = 0;  // implementations in the job written (job_dir)
 };
 
 CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph,
                                         const CudaKernelsOptions& options = {});
 
 std::string format_cuda_kernels_summary(const CudaKernelsSummary& summary);
+
+// Calls `fn` once per distinct candidate kernel (the first of each signature) that the
+// CUDA generator supports and `known` does not name, in the order compile_cuda_kernels
+// takes them; returns the number of distinct kernels.
+int64_t for_each_cuda_candidate(
+    const PrimGraph& graph, const CudaKernelsOptions& options,
+    const std::function<void(const KernelDag& sub, const Candidate& c)>& fn);
 
 }  // namespace kora

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -29,5 +30,12 @@ struct FnvHash {
     for (int64_t x : v) i64(x);
   }
 };
+
+// A hash (or signature) as 16 hex digits, as kora prints and stores them.
+inline std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
 
 }  // namespace kora

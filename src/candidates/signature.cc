@@ -147,10 +147,14 @@ uint64_t canonical_signature(const PrimGraph& graph, const KernelDag& dag, const
   return h.h == 0 ? 1 : h.h;  // 0 means "not computed"
 }
 
-std::string signature_hex(uint64_t signature) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(signature));
-  return buf;
+std::string signature_hex(uint64_t signature) { return hex64(signature); }
+
+std::string kernel_name(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  std::string s;
+  for (size_t i = 0; i < c.members.size() && i < 4; ++i)
+    s += (i ? ", " : "") + graph.prims[dag.prim[c.members[i]]].name;
+  if (c.members.size() > 4) s += ", ... (" + std::to_string(c.members.size()) + " primitives)";
+  return s;
 }
 
 }  // namespace kora

@@ -104,10 +104,8 @@ CompileResult compile_shared(const std::string& source, const CompileOptions& op
   hash.str(compiler_version(options.compiler));
   hash.str(flags);
   hash.str(source);
-  char key[17];
-  std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(hash.h));
   CompileResult result;
-  result.key = key;
+  result.key = hex64(hash.h);
   const fs::path library = dir / (result.key + ".so");
   if (fs::exists(library)) {
     result.cached = true;

@@ -2,17 +2,23 @@
 // a primitive graph in; every distinct supported candidate x schedule generated, grouped
 // into NVRTC programs of kernels_per_program kernels (the prelude once), compiled on
 // `threads` threads into the CUDA kernel cache; a summary out. A program NVRTC rejects is
-// compiled again kernel by kernel so that the failures name their kernels.
+// compiled again kernel by kernel so that the failures name their kernels. Optionally the
+// measuring job of every compiled implementation (include/kora/cuda_job.h).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <iomanip>
+#include <map>
 #include <mutex>
 #include <ostream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <unordered_set>
 
+#include "base/fnv_hash.h"
 #include "kora/cuda_codegen.h"
 #include "kora/cuda_compile.h"
 #include "kora/cuda_kernels.h"
@@ -31,11 +37,89 @@ struct Implementation {
   uint64_t signature = 0;
   std::string schedule;
   std::string source;
+  CudaJobKernel job;  // reads, writes, launches (program set when compiled)
+  int program = -1;   // the compiled program that holds it; -1: NVRTC rejected it
 };
+
+// The job's buffer for tensor `name`: integer and bool constants carried as data (appended
+// to `data` once per tensor), float tensors random, non-constant integers zero.
+CudaJobBuffer job_buffer(const PrimGraph& graph, const std::string& name, std::string& data,
+                         std::map<std::string, int64_t>& offsets) {
+  const ValueInfo& v = graph.value(name);
+  CudaJobBuffer b;
+  b.dtype = v.dtype == DType::kBool ? "bool" : dtype_name(v.dtype);
+  b.count = numel(v.shape);
+  const Tensor* constant = graph.constant(name);
+  if (constant && !is_floating(v.dtype)) {
+    b.fill = CudaFill::kData;
+    auto [it, added] = offsets.emplace(name, static_cast<int64_t>(data.size()));
+    if (added) data.append(reinterpret_cast<const char*>(constant->bytes()), constant->nbytes());
+    b.data_offset = it->second;
+  } else if (is_floating(v.dtype) || v.dtype == DType::kBool) {
+    b.fill = CudaFill::kRandom;
+    FnvHash h;
+    h.str(name);
+    b.seed = h.h;
+  } else {
+    b.fill = CudaFill::kZero;
+  }
+  return b;
+}
+
+// Writes the job: the programs' cubins copied from the cache, data.bin, job.json.
+int64_t write_job(const std::string& dir, const std::vector<Implementation>& impls,
+                  const std::vector<std::string>& program_keys, const std::string& cache_dir,
+                  const CudaKernelsOptions& options, const std::string& data) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  for (const fs::directory_entry& e : fs::directory_iterator(dir))  // an older job's cubins
+    if (e.path().extension() == ".cubin") fs::remove(e.path());
+  CudaJob job;
+  job.arch = options.arch;
+  job.compiler = nvrtc_version();
+  job.codegen = cuda_codegen_revision();
+  job.measure = options.measure;
+  for (size_t p = 0; p < program_keys.size(); ++p) {
+    job.programs.push_back("program_" + std::to_string(p) + ".cubin");
+    fs::copy_file(fs::path(cache_dir) / (program_keys[p] + ".cubin"),
+                  fs::path(dir) / job.programs.back(), fs::copy_options::overwrite_existing);
+  }
+  for (const Implementation& impl : impls)
+    if (impl.program >= 0) {
+      job.kernels.push_back(impl.job);
+      job.kernels.back().program = impl.program;
+    }
+  std::stable_sort(
+      job.kernels.begin(), job.kernels.end(),
+      [](const CudaJobKernel& a, const CudaJobKernel& b) { return a.program < b.program; });
+  {
+    std::ofstream out(cuda_data_file(dir), std::ios::binary);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out) throw Error(cuda_data_file(dir) + ": cannot write");
+  }
+  write_cuda_job(dir, job);
+  return static_cast<int64_t>(job.kernels.size());
+}
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 }  // namespace
+
+int64_t for_each_cuda_candidate(
+    const PrimGraph& graph, const CudaKernelsOptions& options,
+    const std::function<void(const KernelDag& sub, const Candidate& c)>& fn) {
+  const KernelDag dag = kernel_dag_of(graph);
+  std::unordered_set<uint64_t> seen;
+  for (const Segment& s : partition_dag(dag, options.partition)) {
+    const SegmentCandidates sc = segment_candidates(graph, dag, s, options.candidates);
+    for (const Candidate& c : sc.candidates) {
+      if (!seen.insert(c.signature).second) continue;
+      if (options.known && options.known(c.signature)) continue;
+      if (cuda_codegen_supports(graph, sc.sub, c)) fn(sc.sub, c);
+    }
+  }
+  return static_cast<int64_t>(seen.size());
+}
 
 CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernelsOptions& options) {
   if (!cuda_built())
@@ -45,26 +129,31 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
   CudaKernelsSummary summary;
   summary.arch = options.arch;
   auto start = std::chrono::steady_clock::now();
-  const KernelDag dag = kernel_dag_of(graph);
   std::vector<Implementation> impls;
-  std::unordered_set<uint64_t> seen;
-  for (const Segment& s : partition_dag(dag, options.partition)) {
-    const SegmentCandidates sc = segment_candidates(graph, dag, s, options.candidates);
-    for (const Candidate& c : sc.candidates) {
-      if (!seen.insert(c.signature).second) continue;
-      if (!cuda_codegen_supports(graph, sc.sub, c)) continue;
-      ++summary.supported;
-      const std::vector<CudaSchedule> space = cuda_schedule_space(graph, sc.sub, c);
-      for (size_t k = 0; k < space.size(); ++k) {
-        CudaKernel kernel = generate_cuda_kernel(
-            graph, sc.sub, c, "kora_" + signature_hex(c.signature) + "_" + std::to_string(k),
-            space[k]);
-        summary.launches += static_cast<int64_t>(kernel.launches.size());
-        impls.push_back({c.signature, space[k].key(), std::move(kernel.source)});
-      }
-    }
-  }
-  summary.kernels = static_cast<int64_t>(seen.size());
+  std::string data;  // the job's data.bin
+  std::map<std::string, int64_t> data_offsets;
+  summary.kernels =
+      for_each_cuda_candidate(graph, options, [&](const KernelDag& sub, const Candidate& c) {
+        ++summary.supported;
+        const std::vector<CudaSchedule> space = cuda_schedule_space(graph, sub, c);
+        for (size_t k = 0; k < space.size(); ++k) {
+          CudaKernel kernel = generate_cuda_kernel(
+              graph, sub, c, "kora_" + signature_hex(c.signature) + "_" + std::to_string(k),
+              space[k]);
+          summary.launches += static_cast<int64_t>(kernel.launches.size());
+          Implementation impl{c.signature, space[k].key(), std::move(kernel.source), {}, -1};
+          impl.job.signature = c.signature;
+          impl.job.schedule = impl.schedule;
+          impl.job.name = kernel_name(graph, sub, c);
+          for (const std::string& t : kernel.reads)
+            impl.job.reads.push_back(job_buffer(graph, t, data, data_offsets));
+          for (const std::string& t : kernel.writes)
+            impl.job.writes.push_back(job_buffer(graph, t, data, data_offsets));
+          for (const CudaLaunch& l : kernel.launches)
+            if (l.grid() > 0) impl.job.launches.push_back({l.function, l.grid(), l.block});
+          impls.push_back(std::move(impl));
+        }
+      });
   summary.implementations = static_cast<int64_t>(impls.size());
   summary.generate_seconds = seconds_since(start);
   if (options.progress)
@@ -82,25 +171,31 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
   const std::string prelude = cuda_codegen_prelude();
   std::atomic<size_t> next{0};
   std::mutex mutex;
+  std::vector<std::string> program_keys;  // the cubins holding implementations
+  auto holds = [&](size_t begin, size_t end, const std::string& key) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (size_t i = begin; i < end; ++i) impls[i].program = static_cast<int>(program_keys.size());
+    program_keys.push_back(key);
+  };
   auto work = [&] {
     for (size_t p; (p = next++) < programs;) {
       const size_t begin = p * per, end = std::min(impls.size(), begin + per);
       std::string source = prelude;
       for (size_t i = begin; i < end; ++i) source += impls[i].source;
       try {
-        const bool cached = compile_cubin(source, nvrtc).cached;
+        const CubinResult r = compile_cubin(source, nvrtc);
+        holds(begin, end, r.key);
         std::lock_guard<std::mutex> lock(mutex);
-        summary.cached += cached;
+        summary.cached += r.cached;
         continue;
       } catch (const Error&) {
       }
       for (size_t i = begin; i < end; ++i) {  // find the kernels that fail
         try {
-          compile_cubin(prelude + impls[i].source, nvrtc);
+          holds(i, i + 1, compile_cubin(prelude + impls[i].source, nvrtc).key);
         } catch (const Error& e) {
           std::lock_guard<std::mutex> lock(mutex);
-          summary.failures.push_back(signature_hex(impls[i].signature) + " " + impls[i].schedule +
-                                     ": " + first_line(e.what()));
+          summary.failures.push_back({impls[i].signature, impls[i].schedule, first_line(e.what())});
         }
       }
     }
@@ -113,8 +208,19 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
     pool.emplace_back(work);
   work();
   for (std::thread& t : pool) t.join();
-  std::sort(summary.failures.begin(), summary.failures.end());
+  std::sort(summary.failures.begin(), summary.failures.end(),
+            [](const CudaKernelFailure& a, const CudaKernelFailure& b) {
+              return std::tie(a.signature, a.schedule) < std::tie(b.signature, b.schedule);
+            });
   summary.compile_seconds = seconds_since(start);
+  if (!options.job_dir.empty()) {
+    summary.job_kernels = write_job(
+        options.job_dir, impls, program_keys,
+        nvrtc.cache_dir.empty() ? default_cuda_kernel_cache_dir() : nvrtc.cache_dir, options, data);
+    if (options.progress)
+      *options.progress << "cuda: job of " << summary.job_kernels << " implementations in "
+                        << options.job_dir << "\n";
+  }
   return summary;
 }
 
@@ -128,7 +234,8 @@ std::string format_cuda_kernels_summary(const CudaKernelsSummary& s) {
      << " launches\n"
      << "nvrtc " << s.programs << " programs (" << s.cached << " cached) in " << s.compile_seconds
      << " s; generation " << s.generate_seconds << " s\n";
-  for (const std::string& f : s.failures) os << "failed: " << f << "\n";
+  for (const CudaKernelFailure& f : s.failures)
+    os << "failed: " << signature_hex(f.signature) << " " << f.schedule << ": " << f.error << "\n";
   return os.str();
 }
 

@@ -30,13 +30,17 @@ namespace {
   X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)      \
   X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)     \
   X(cuMemcpyDtoH) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)          \
-  X(cuLaunchKernel)
+  X(cuLaunchKernel) X(cuDriverGetVersion) X(cuMemsetD8) X(cuEventCreate) X(cuEventRecord) \
+  X(cuEventSynchronize) X(cuEventDestroy)
 // clang-format on
 
 struct Driver {
 #define KORA_MEMBER(f) decltype(&f) call_##f = nullptr;
   KORA_DRIVER_FUNCTIONS(KORA_MEMBER)
 #undef KORA_MEMBER
+  // cuEventElapsedTime_v2 (CUDA 12.8+) when the driver has it, else the first version
+  // (same parameters).
+  CUresult (*call_elapsed)(float*, CUevent, CUevent) = nullptr;
   std::string unavailable;  // why the table is not usable ("" when it is)
 };
 
@@ -56,6 +60,13 @@ Driver load_driver(const std::string& path) {
   KORA_DRIVER_FUNCTIONS(KORA_LOAD)
 #undef KORA_LOAD
   if (!d.unavailable.empty()) return d;
+  for (const char* name : {"cuEventElapsedTime_v2", "cuEventElapsedTime"})
+    if (!d.call_elapsed)
+      d.call_elapsed = reinterpret_cast<decltype(d.call_elapsed)>(::dlsym(lib, name));
+  if (!d.call_elapsed) {
+    d.unavailable = path + " lacks cuEventElapsedTime: too old";
+    return d;
+  }
   if (const CUresult r = d.call_cuInit(0); r != CUDA_SUCCESS) {
     const char* msg = nullptr;
     if (d.call_cuGetErrorString(r, &msg) != CUDA_SUCCESS || !msg) msg = "unknown error";
@@ -118,6 +129,13 @@ std::unique_ptr<CudaDevice> CudaDevice::open(int ordinal, std::string* why) {
   check(d.call_cuDeviceGetAttribute(&dev->minor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
                                     device),
         "cuDeviceGetAttribute");
+  check(d.call_cuDeviceGetAttribute(&dev->sms_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+        "cuDeviceGetAttribute");
+  int l2 = 0;
+  check(d.call_cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device),
+        "cuDeviceGetAttribute");
+  dev->l2_bytes_ = l2;
+  check(d.call_cuDriverGetVersion(&dev->driver_version_), "cuDriverGetVersion");
   CUcontext context;
   check(d.call_cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
   dev->context_ = context;
@@ -126,6 +144,8 @@ std::unique_ptr<CudaDevice> CudaDevice::open(int ordinal, std::string* why) {
 }
 
 CudaDevice::~CudaDevice() {
+  for (void* e : {start_, stop_})
+    if (e) driver().call_cuEventDestroy(static_cast<CUevent>(e));
   if (context_) driver().call_cuDevicePrimaryCtxRelease(device_);
 }
 
@@ -176,6 +196,28 @@ void CudaDevice::launch(void* fn, int64_t grid, int block, const std::vector<Ptr
 
 void CudaDevice::synchronize() { check(driver().call_cuCtxSynchronize(), "cuCtxSynchronize"); }
 
+void CudaDevice::memset(Ptr p, unsigned char value, size_t bytes) {
+  if (bytes) check(driver().call_cuMemsetD8(p, value, bytes), "cuMemsetD8");
+}
+
+double CudaDevice::elapsed_ms(const std::function<void()>& work) {
+  const Driver& d = driver();
+  for (void** e : {&start_, &stop_})
+    if (!*e) {
+      CUevent event;
+      check(d.call_cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate");
+      *e = event;
+    }
+  check(d.call_cuEventRecord(static_cast<CUevent>(start_), nullptr), "cuEventRecord");
+  work();
+  check(d.call_cuEventRecord(static_cast<CUevent>(stop_), nullptr), "cuEventRecord");
+  check(d.call_cuEventSynchronize(static_cast<CUevent>(stop_)), "cuEventSynchronize");
+  float ms = 0;
+  check(d.call_elapsed(&ms, static_cast<CUevent>(start_), static_cast<CUevent>(stop_)),
+        "cuEventElapsedTime");
+  return ms;
+}
+
 std::string cuda_device_unavailable() {
   std::string why;
   return CudaDevice::open(0, &why) ? "" : why;
@@ -208,6 +250,10 @@ void CudaDevice::launch(void*, int64_t, int, const std::vector<Ptr>&) {
   throw Error("kora was built without CUDA");
 }
 void CudaDevice::synchronize() {}
+void CudaDevice::memset(Ptr, unsigned char, size_t) { throw Error("kora was built without CUDA"); }
+double CudaDevice::elapsed_ms(const std::function<void()>&) {
+  throw Error("kora was built without CUDA");
+}
 std::string cuda_device_unavailable() { return "kora was built without CUDA"; }
 std::string cuda_driver_unavailable(const std::string&) { return "kora was built without CUDA"; }
 

@@ -114,10 +114,8 @@ CubinResult compile_cubin(const std::string& source, const NvrtcOptions& options
   hash.str(nvrtc_version());
   for (const std::string& o : opts) hash.str(o);
   hash.str(source);
-  char key[17];
-  std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(hash.h));
   CubinResult result;
-  result.key = key;
+  result.key = hex64(hash.h);
   const fs::path dir =
       options.cache_dir.empty() ? default_cuda_kernel_cache_dir() : options.cache_dir;
   const fs::path cubin = dir / (result.key + ".cubin"), failed = dir / (result.key + ".failed"),

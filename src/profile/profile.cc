@@ -90,14 +90,6 @@ struct Job {
   bool native_only = false;  // known to the database but for the native measurement
 };
 
-std::string kernel_name(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
-  std::string s;
-  for (size_t i = 0; i < c.members.size() && i < 4; ++i)
-    s += (i ? ", " : "") + graph.prims[dag.prim[c.members[i]]].name;
-  if (c.members.size() > 4) s += ", ... (" + std::to_string(c.members.size()) + " primitives)";
-  return s;
-}
-
 // An error in one line: its first line, and the compiler's first "error:" line if any.
 std::string brief(const std::string& text) {
   std::string line = text.substr(0, text.find('\n'));

@@ -87,10 +87,10 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
   if (o.target == "cuda") {
     if (!cuda_built()) throw Error("--target cuda: kora was built without CUDA");
     const std::string why = cuda_device_unavailable();
-    throw Error(std::string("--target cuda: CUDA artifacts are not emitted yet, and choosing "
-                            "their kernels needs them measured on a GPU") +
+    throw Error(std::string("--target cuda: CUDA artifacts are not emitted yet") +
                 (why.empty() ? "" : " (" + why + ")") +
-                "; kora profile --target cuda generates and compiles the kernels");
+                "; kora profile --target cuda generates, compiles and measures the kernels "
+                "(with kora-cuda-worker, here or on a GPU machine)");
   }
   const auto start = std::chrono::steady_clock::now();
   const bool terminal = ::isatty(2);

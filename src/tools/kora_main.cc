@@ -13,6 +13,7 @@
 #include "kora/cuda_compile.h"
 #include "kora/cuda_driver.h"
 #include "kora/cuda_kernels.h"
+#include "kora/cuda_profile.h"
 #include "kora/error.h"
 #include "kora/fission.h"
 #include "kora/frontend.h"
@@ -102,7 +103,8 @@ int main(int argc, char** argv) {
   orchestrate->add_flag("--json", orch_json, "print the result as JSON");
 
   cli::ModelOptions prof_model;
-  std::string prof_target = "cpu", prof_db, prof_arch = "sm_80";
+  std::string prof_target = "cpu", prof_db, prof_arch, prof_job;
+  bool prof_no_measure = false;
   kora::ProfileOptions prof;
   bool prof_json = false;
   CLI::App* profile = app.add_subcommand(
@@ -115,8 +117,16 @@ int main(int argc, char** argv) {
                    "cpu (default) or cuda (generates and compiles the CUDA kernels with NVRTC, "
                    "no GPU needed; measuring them needs one)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  profile->add_option("--arch", prof_arch, "GPU architecture of --target cuda (default sm_80)")
+  profile
+      ->add_option("--arch", prof_arch,
+                   "GPU architecture of --target cuda (default: the GPU's here, else sm_80)")
       ->check(CLI::IsMember({"sm_80", "sm_86", "sm_89", "sm_90"}));
+  profile->add_option("--job", prof_job,
+                      "--target cuda: the measuring job's directory (default: cuda-jobs/"
+                      "MODEL-ARCH next to the database); without a GPU here, copy it to one, "
+                      "run kora-cuda-worker DIR there and bring DIR/results.jsonl back");
+  profile->add_flag("--no-measure", prof_no_measure,
+                    "--target cuda: write the job only, even when a GPU is here");
   profile->add_option("--db", prof_db,
                       "profile database (default $KORA_PROFILE_DB, else "
                       "~/.cache/kora/profiles.db)");
@@ -207,22 +217,31 @@ int main(int argc, char** argv) {
       kora::FissionOptions options;
       if (verbose) options.trace = &std::cerr;
       const kora::PrimGraph g = kora::fission(cli::load_model(prof_model, verbose), options);
-      if (prof_target == "cuda") {
-        kora::CudaKernelsOptions cuda;
-        cuda.arch = prof_arch;
-        cuda.candidates = prof.candidates;
-        cuda.partition = prof.partition;
-        cuda.partition.min_size = std::min(cuda.partition.min_size, cuda.partition.max_size);
-        if (verbose) cuda.progress = &std::cerr;
-        std::cout << kora::format_cuda_kernels_summary(kora::compile_cuda_kernels(g, cuda));
-        const std::string why = kora::cuda_device_unavailable();
-        throw kora::Error(
-            why.empty() ? "measuring CUDA kernels is not implemented yet (the kernels above are "
-                          "compiled and cached)"
-                        : "measuring CUDA kernels needs a GPU: " + why +
-                              " (the kernels above are compiled and cached)");
-      }
       kora::ProfileDb db(prof_db.empty() ? kora::default_profile_db_path() : prof_db);
+      if (prof_target == "cuda") {
+        kora::CudaProfileOptions cuda;
+        cuda.kernels.arch = prof_arch;
+        if (prof_arch.empty()) {
+          std::string why;
+          const auto device = kora::CudaDevice::open(0, &why);
+          cuda.kernels.arch = device ? device->arch() : "sm_80";
+        }
+        cuda.kernels.candidates = prof.candidates;
+        cuda.kernels.partition = prof.partition;
+        cuda.kernels.partition.min_size =
+            std::min(cuda.kernels.partition.min_size, cuda.kernels.partition.max_size);
+        cuda.kernels.progress = &std::cerr;
+        cuda.kernels.job_dir = !prof_job.empty()
+                                   ? prof_job
+                                   : (std::filesystem::path(db.path()).parent_path() / "cuda-jobs" /
+                                      (std::filesystem::path(prof_model.model).stem().string() +
+                                       "-" + cuda.kernels.arch))
+                                         .string();
+        cuda.run_worker = !prof_no_measure;
+        std::cout << "database " << db.path() << "\n"
+                  << kora::format_cuda_profile_summary(kora::profile_model_cuda(g, db, cuda));
+        return 0;
+      }
       prof.partition.min_size = std::min(prof.partition.min_size, prof.partition.max_size);
       prof.progress = &std::cerr;
       prof.terminal = ::isatty(2);

@@ -313,9 +313,10 @@ class ProfileTest(unittest.TestCase):
 class CudaTargetTest(unittest.TestCase):
     """--target cuda without a GPU: kora compile --help lists it; kora profile --target cuda
     generates and compiles the small model's CUDA kernels with NVRTC (those without the
-    convolution), prints the counts and stops with an error saying that measuring needs a
-    GPU (or, in a kora built without CUDA, says so); kora compile --target cuda says that
-    CUDA artifacts are not emitted yet. Where a GPU is present only the help is checked."""
+    convolution), writes the measuring job (--job DIR) and says how to measure it on a GPU
+    machine (or, in a kora built without CUDA, says so); kora-cuda-worker on that job says
+    there is no usable GPU (exit status 2); kora compile --target cuda says that CUDA
+    artifacts are not emitted yet. Where a GPU is present only the help is checked."""
 
     @classmethod
     def setUpClass(cls):
@@ -327,23 +328,37 @@ class CudaTargetTest(unittest.TestCase):
         self.assertIn("{cpu,cuda}", r.stdout)
         with tempfile.TemporaryDirectory() as tmp:
             env = dict(os.environ, KORA_KERNEL_CACHE=os.path.join(tmp, "kernels"))
+            job = os.path.join(tmp, "job")
             r = subprocess.run([KORA, "profile", self.model, "--target", "cuda", "--arch",
-                                "sm_90", "--max-kernel-size", "4"], capture_output=True,
+                                "sm_90", "--max-kernel-size", "4", "--job", job,
+                                "--db", os.path.join(tmp, "p.db")], capture_output=True,
                                text=True, timeout=600, env=env)
-            self.assertEqual(r.returncode, 1, r.stderr)
-            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
             if "built without CUDA" in r.stderr:
+                self.assertEqual(r.returncode, 1, r.stderr)
                 return
-            if "needs a GPU" not in r.stderr:
-                self.skipTest("a GPU is present: " + r.stderr.strip())
+            self.assertEqual(r.returncode, 0, r.stderr)
+            if "no GPU here" not in r.stdout:
+                self.skipTest("a GPU is present: " + r.stdout)
             self.assertIn("target cuda (sm_90)", r.stdout)
             line = [l for l in r.stdout.splitlines() if l.startswith("kernels ")][0]
             distinct, generated = int(line.split()[1]), int(line.split()[3])
             self.assertGreater(generated, 3)
             self.assertLess(generated, distinct)  # the convolution's are left to libraries
             self.assertNotIn("failed:", r.stdout)
+            self.assertIn("kora-cuda-worker DIR", r.stdout)
             self.assertTrue(any(f.endswith(".cubin")
                                 for f in os.listdir(os.path.join(tmp, "kernels", "cuda"))))
+            with open(os.path.join(job, "job.json")) as f:
+                spec = json.load(f)
+            self.assertEqual(spec["arch"], "sm_90")
+            self.assertGreaterEqual(len(spec["kernels"]), generated)
+            for p in spec["programs"]:
+                self.assertTrue(os.path.getsize(os.path.join(job, p)) > 0)
+            worker = os.path.join(os.path.dirname(KORA), "kora-cuda-worker")
+            r = subprocess.run([worker, job], capture_output=True, text=True, timeout=60,
+                               env=dict(env, KORA_CUDA_DRIVER="/nonexistent/libcuda.so"))
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("no usable GPU", r.stderr)
             r = subprocess.run([KORA, "compile", self.model, "--target", "cuda", "-o",
                                 os.path.join(tmp, "out")], capture_output=True, text=True,
                                timeout=120, env=env)

@@ -44,7 +44,7 @@ TEST(CudaKernels, GeneratesAndCompilesEveryCandidate) {
   EXPECT_GT(a.implementations, 9 * a.supported);
   EXPECT_EQ(a.programs, (a.implementations + 39) / 40);
   EXPECT_EQ(a.cached, 0);
-  EXPECT_TRUE(a.failures.empty()) << a.failures.front();
+  EXPECT_TRUE(a.failures.empty()) << a.failures.front().error;
   const CudaKernelsSummary b = compile_cuda_kernels(g, options);
   EXPECT_EQ(b.implementations, a.implementations);
   EXPECT_EQ(b.cached, b.programs);

@@ -1,0 +1,69 @@
+// Profiling a model for a CUDA GPU (`kora profile --target cuda`): a primitive graph, a
+// profile database and options in; the model's CUDA kernels measured, checked and stored
+// under the GPU's fingerprint out. The GPU side is the standalone worker (kora-cuda-worker,
+// include/kora/cuda_worker.h), so measuring works where kora itself cannot be installed:
+//   1. every distinct candidate x schedule is generated and compiled (include/kora/
+//      cuda_kernels.h) and written as a job directory (include/kora/cuda_job.h);
+//   2. on a machine with a usable GPU, kora runs the worker on the job; elsewhere the job is
+//      left for a worker on a GPU machine (copy the directory there, run kora-cuda-worker
+//      DIR, copy DIR/results.jsonl back);
+//   3. results present: every result's probes are compared with the reference interpreter
+//      run on the same inputs (cuda_job_fill), and the results are stored: measured ones
+//      with their median, failed and wrong ones as failed with the reason (never used).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kora/cuda_job.h"
+#include "kora/cuda_kernels.h"
+#include "kora/primitive.h"
+#include "kora/profile.h"
+
+namespace kora {
+
+class ProfileDb;
+
+// The GPU's device fingerprint in the profile database: name, architecture, SM count,
+// driver, the NVRTC that compiled the kernels and the generator's revision.
+std::string cuda_fingerprint(const CudaDeviceInfo& device, const std::string& compiler,
+                             const std::string& codegen);
+
+struct CudaMergeSummary {
+  std::string device;   // the fingerprint stored under
+  int64_t results = 0;  // result lines of the job
+  int64_t missing = 0;  // job kernels without a result (a worker still running, or stopped)
+  int64_t stored = 0;   // measured and checked
+  std::vector<ProfileFailure> failures;  // failed on the GPU, or wrong results
+};
+
+// Checks DIR/results.jsonl against the reference and stores the results in `db`. Throws
+// kora::Error when DIR holds no job or no results of its job (naming what to run).
+CudaMergeSummary merge_cuda_results(const PrimGraph& graph, const std::string& dir, ProfileDb& db,
+                                    const CudaKernelsOptions& options, double tolerance = 1e-4);
+
+struct CudaProfileOptions {
+  CudaKernelsOptions kernels;  // kernels.job_dir: where the job goes (required)
+  double tolerance = 1e-4;     // relative L2 error vs the interpreter
+  bool run_worker = true;      // run the worker when this machine has a usable GPU
+  std::string worker;          // the worker program; empty: $KORA_CUDA_WORKER, else
+                               // kora-cuda-worker next to the running executable
+};
+
+struct CudaProfileSummary {
+  CudaKernelsSummary kernels;
+  bool ran_worker = false;
+  bool merged = false;  // results were checked and stored (merge below)
+  CudaMergeSummary merge;
+  std::string next;  // when nothing was stored: what to do to measure
+};
+
+CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
+                                      const CudaProfileOptions& options);
+std::string format_cuda_profile_summary(const CudaProfileSummary& summary);
+
+// The worker program kora runs: `configured`, else $KORA_CUDA_WORKER, else
+// kora-cuda-worker in the running executable's directory ("" when none is there).
+std::string find_cuda_worker(const std::string& configured = "");
+
+}  // namespace kora

@@ -1,0 +1,35 @@
+// The CUDA measuring worker's loop (the kora-cuda-worker program, src/worker/): a job
+// directory (include/kora/cuda_job.h) and an open device in; a results line per kernel
+// appended to DIR/results.jsonl out. Per kernel: its program's cubin loaded, its read
+// buffers filled as the job says, its launches run once and every written tensor probed,
+// then warm-up runs and samples timed with CUDA events, L2 flushed (a memset of twice its
+// size) before every sample, until the median is stable or a cap (CudaJobMeasure).
+// Kernels the results already hold are skipped, so a worker restarted after a crash goes
+// on where it stopped. Linked into the worker with nothing of kora but the driver wrapper
+// and the job's files.
+#pragma once
+#include <ostream>
+#include <string>
+
+#include "kora/cuda_driver.h"
+#include "kora/cuda_job.h"
+
+namespace kora {
+
+struct CudaWorkerProgress {
+  int total = 0;         // kernels in the job
+  int done = 0;          // with a result before this run
+  int ran = 0;           // run now
+  bool stopped = false;  // a kernel failed on the GPU: its error is recorded and the run
+                         // stopped there (the context may be unusable; start afresh)
+};
+
+// Runs the job in `dir` on `device`. Results of another job in DIR/results.jsonl are
+// replaced. `progress`: a line now and then (done/total, rate, ETA).
+CudaWorkerProgress run_cuda_job(const std::string& dir, CudaDevice& device,
+                                std::ostream* progress = nullptr);
+
+// The device as the results header records it.
+CudaDeviceInfo cuda_device_info(const CudaDevice& device);
+
+}  // namespace kora

@@ -1,0 +1,239 @@
+// Profiling a model for a CUDA GPU (include/kora/cuda_profile.h): generate and compile into
+// a job, run the worker where a GPU is usable, check the results' probes against the
+// reference interpreter and store them under the GPU's fingerprint.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "kora/cpu_library.h"
+#include "kora/cuda_codegen.h"
+#include "kora/cuda_compile.h"
+#include "kora/cuda_driver.h"
+#include "kora/cuda_profile.h"
+#include "kora/cuda_worker.h"
+#include "kora/error.h"
+#include "kora/profile_db.h"
+
+namespace kora {
+namespace {
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+// The reference's probes of a kernel: the interpreter on the job's inputs.
+std::vector<CudaProbe> reference_probes(const PrimGraph& graph, const KernelDag& sub,
+                                        const Candidate& c, const CudaJobKernel& k,
+                                        const std::string& data) {
+  std::vector<std::vector<char>> in, out;
+  std::vector<const void*> in_ptrs;
+  std::vector<void*> out_ptrs;
+  for (const CudaJobBuffer& b : k.reads) {
+    in.emplace_back(static_cast<size_t>(b.bytes()));
+    cuda_job_fill(b, data, in.back().data());
+  }
+  for (const CudaJobBuffer& b : k.writes) out.emplace_back(static_cast<size_t>(b.bytes()));
+  for (auto& v : in) in_ptrs.push_back(v.data());
+  for (auto& v : out) out_ptrs.push_back(v.data());
+  make_interpreter_kernel(graph, sub, c)->run(in_ptrs.data(), out_ptrs.data());
+  std::vector<CudaProbe> probes;
+  for (size_t w = 0; w < k.writes.size(); ++w)
+    probes.push_back(cuda_probe(k.writes[w].dtype, out[w].data(), k.writes[w].count));
+  return probes;
+}
+
+// Runs the worker on `dir`, its progress on our stderr; its exit status.
+int run_worker(const std::string& worker, const std::string& dir) {
+  std::cerr.flush();
+  const pid_t pid = fork();
+  if (pid < 0) throw Error(std::string("cannot start the CUDA worker: ") + std::strerror(errno));
+  if (pid == 0) {
+    execl(worker.c_str(), worker.c_str(), dir.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+std::string cuda_fingerprint(const CudaDeviceInfo& d, const std::string& compiler,
+                             const std::string& codegen) {
+  return "cuda|" + d.name + "|" + d.arch + "|" + std::to_string(d.sms) + " SMs|driver " +
+         std::to_string(d.driver) + "|" + compiler + "|" + codegen;
+}
+
+std::string find_cuda_worker(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  if (const char* env = std::getenv("KORA_CUDA_WORKER"); env && *env) return env;
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  const std::filesystem::path worker = self.parent_path() / "kora-cuda-worker";
+  return std::filesystem::exists(worker) ? worker.string() : "";
+}
+
+CudaMergeSummary merge_cuda_results(const PrimGraph& graph, const std::string& dir, ProfileDb& db,
+                                    const CudaKernelsOptions& options, double tolerance) {
+  const CudaJob job = read_cuda_job(dir);
+  const CudaResults results = read_cuda_results(dir);
+  if (results.job_id != job.id)
+    throw Error(cuda_results_file(dir) + " holds the results of another job (" + results.job_id +
+                ", the job is " + job.id + "): run kora-cuda-worker " + dir + " again");
+  if (results.device.arch != job.arch)
+    throw Error(cuda_results_file(dir) + ": measured on " + results.device.arch +
+                ", the job is for " + job.arch);
+  CudaMergeSummary summary;
+  summary.device = cuda_fingerprint(results.device, job.compiler, job.codegen);
+  summary.results = static_cast<int64_t>(results.results.size());
+
+  std::map<std::pair<uint64_t, std::string>, const CudaJobKernel*> kernels;
+  std::map<uint64_t, const CudaJobKernel*> any_of;  // a job kernel per signature
+  for (const CudaJobKernel& k : job.kernels) {
+    kernels[{k.signature, k.schedule}] = &k;
+    any_of.emplace(k.signature, &k);
+  }
+  std::map<uint64_t, std::vector<const CudaResult*>> by_signature;
+  for (const CudaResult& r : results.results)
+    if (kernels.count({r.signature, r.schedule})) by_signature[r.signature].push_back(&r);
+  summary.missing = static_cast<int64_t>(job.kernels.size()) - summary.results;
+
+  const std::string data = read_bytes(cuda_data_file(dir));
+  std::vector<ProfileRecord> records;
+  CudaKernelsOptions enumerate = options;
+  enumerate.known = nullptr;
+  for_each_cuda_candidate(graph, enumerate, [&](const KernelDag& sub, const Candidate& c) {
+    auto it = by_signature.find(c.signature);
+    if (it == by_signature.end()) return;
+    std::vector<CudaProbe> want;
+    std::string reference_error;
+    try {
+      want = reference_probes(graph, sub, c, *any_of.at(c.signature), data);
+    } catch (const Error& e) {
+      reference_error = e.what();
+    }
+    for (const CudaResult* r : it->second) {
+      ProfileRecord rec;
+      rec.device = summary.device;
+      rec.signature = r->signature;
+      rec.schedule = r->schedule;
+      std::string error = r->error.empty() ? "" : "on the GPU: " + r->error;
+      if (error.empty() && !reference_error.empty()) error = "reference: " + reference_error;
+      const CudaJobKernel& k = *kernels.at({r->signature, r->schedule});
+      if (error.empty() && r->probes.size() != k.writes.size()) error = "probes missing";
+      for (size_t w = 0; error.empty() && w < k.writes.size(); ++w) {
+        const std::string diff = compare_cuda_probes(
+            r->probes[w], want[w], k.writes[w].dtype == "float32" ? tolerance : 0);
+        if (!diff.empty()) error = "wrong result: output " + std::to_string(w) + ": " + diff;
+      }
+      if (error.empty()) {
+        rec.median_ms = r->median_ms;
+        rec.spread_ms = r->spread_ms;
+        rec.samples = r->samples;
+        ++summary.stored;
+      } else {
+        rec.failed = true;
+        rec.error = error;
+        summary.failures.push_back({r->signature, r->schedule, kernel_name(graph, sub, c), error});
+      }
+      records.push_back(std::move(rec));
+    }
+  });
+  db.put(records);
+  return summary;
+}
+
+CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
+                                      const CudaProfileOptions& options) {
+  if (options.kernels.job_dir.empty()) throw Error("profile_model_cuda: no job directory");
+  const std::string& dir = options.kernels.job_dir;
+  CudaProfileSummary summary;
+  CudaKernelsOptions kernels = options.kernels;
+  std::string why = "measuring was not asked for";
+  std::unique_ptr<CudaDevice> device = options.run_worker ? CudaDevice::open(0, &why) : nullptr;
+  const bool gpu_here = device != nullptr;
+  if (device) {  // the GPU is here: what the database holds for it is not measured again
+    const std::string fp =
+        cuda_fingerprint(cuda_device_info(*device), nvrtc_version(), cuda_codegen_revision());
+    kernels.known = [&db, fp](uint64_t signature) { return db.known(fp, signature); };
+    device.reset();  // the worker opens it
+  }
+  summary.kernels = compile_cuda_kernels(graph, kernels);
+
+  bool results = std::filesystem::exists(cuda_results_file(dir));
+  if (results) {  // results of an older job are measured again where a GPU is here
+    try {
+      results = read_cuda_results(dir).job_id == read_cuda_job(dir).id;
+    } catch (const Error&) {
+      results = false;
+    }
+  }
+  if (summary.kernels.job_kernels == 0) {
+    summary.next = "nothing to measure";
+  } else if (gpu_here) {
+    const std::string worker = find_cuda_worker(options.worker);
+    if (worker.empty())
+      throw Error("no kora-cuda-worker next to kora (set $KORA_CUDA_WORKER to its path)");
+    const int status = run_worker(worker, dir);
+    summary.ran_worker = true;
+    if (status != 0)
+      throw Error("kora-cuda-worker " + dir + " failed (exit status " + std::to_string(status) +
+                  "); results so far are in " + cuda_results_file(dir));
+    results = true;
+  } else if (!results) {
+    summary.next = "no GPU here (" + why + "): copy " + dir +
+                   " to a machine with the GPU, run `kora-cuda-worker DIR` there (it needs only "
+                   "the CUDA driver), copy DIR/results.jsonl back into " +
+                   dir + " and run this command again to check and store the results";
+  }
+  if (results && summary.kernels.job_kernels > 0) {
+    summary.merge = merge_cuda_results(graph, dir, db, kernels, options.tolerance);
+    summary.merged = true;
+    // Implementations NVRTC rejected are failures on this device too.
+    std::vector<ProfileRecord> records;
+    for (const CudaKernelFailure& f : summary.kernels.failures) {
+      ProfileRecord r;
+      r.device = summary.merge.device;
+      r.signature = f.signature;
+      r.schedule = f.schedule;
+      r.failed = true;
+      r.error = "nvrtc: " + f.error;
+      records.push_back(r);
+    }
+    db.put(records);
+  }
+  return summary;
+}
+
+std::string format_cuda_profile_summary(const CudaProfileSummary& s) {
+  std::ostringstream os;
+  os << format_cuda_kernels_summary(s.kernels);
+  if (s.merged) {
+    const CudaMergeSummary& m = s.merge;
+    os << "device " << m.device << "\n"
+       << "results " << m.results << ": " << m.stored << " stored, " << m.failures.size()
+       << " failed";
+    if (m.missing > 0) os << ", " << m.missing << " implementations not measured yet";
+    os << "\n";
+    for (const ProfileFailure& f : m.failures)
+      os << "failed: " << signature_hex(f.signature) << " " << f.schedule << " (" << f.kernel
+         << "): " << f.error.substr(0, f.error.find('\n')) << "\n";
+  } else if (!s.next.empty()) {
+    os << "job " << s.kernels.job_kernels << " implementations; " << s.next << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace kora

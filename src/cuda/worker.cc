@@ -1,0 +1,179 @@
+// The CUDA measuring worker's loop (include/kora/cuda_worker.h): a job directory and a
+// device in; per kernel a results line appended out: probes of its outputs after a first
+// run, then its median time over samples timed with CUDA events, L2 flushed before each.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "kora/cuda_worker.h"
+#include "kora/error.h"
+#include "kora/progress.h"
+
+namespace kora {
+namespace {
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The interquartile range of sorted-on-the-fly samples.
+double spread_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return v[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1] - v[n / 4];
+}
+
+// Device buffers freed when it goes.
+struct Buffers {
+  CudaDevice& device;
+  std::vector<CudaDevice::Ptr> ptrs;
+  explicit Buffers(CudaDevice& d) : device(d) {}
+  ~Buffers() {
+    for (CudaDevice::Ptr p : ptrs) device.free(p);
+  }
+};
+
+// Runs one kernel: its result (probes and time), or throws kora::Error.
+CudaResult run_kernel(const CudaJob& job, const CudaJobKernel& k, CudaDevice& device,
+                      CudaDevice::Module& module, const std::string& data, CudaDevice::Ptr flush,
+                      size_t flush_bytes) {
+  CudaResult r;
+  r.signature = k.signature;
+  r.schedule = k.schedule;
+  Buffers buffers(device);
+  std::vector<char> host;
+  for (const CudaJobBuffer& b : k.reads) {
+    host.resize(static_cast<size_t>(b.bytes()));
+    cuda_job_fill(b, data, host.data());
+    buffers.ptrs.push_back(device.alloc(host.size()));
+    device.to_device(buffers.ptrs.back(), host.data(), host.size());
+  }
+  for (const CudaJobBuffer& b : k.writes) {
+    buffers.ptrs.push_back(device.alloc(static_cast<size_t>(b.bytes())));
+    device.memset(buffers.ptrs.back(), 0, static_cast<size_t>(b.bytes()));
+  }
+  std::vector<void*> functions;
+  for (const CudaJobLaunch& l : k.launches)
+    functions.push_back(device.function(module, l.function));
+  auto run = [&] {
+    for (size_t i = 0; i < k.launches.size(); ++i)
+      device.launch(functions[i], k.launches[i].grid, k.launches[i].block, buffers.ptrs);
+  };
+  run();
+  device.synchronize();
+  for (size_t w = 0; w < k.writes.size(); ++w) {
+    const CudaJobBuffer& b = k.writes[w];
+    host.resize(static_cast<size_t>(b.bytes()));
+    device.to_host(host.data(), buffers.ptrs[k.reads.size() + w], host.size());
+    r.probes.push_back(cuda_probe(b.dtype, host.data(), b.count));
+  }
+
+  const CudaJobMeasure& m = job.measure;
+  for (int i = 0; i < m.warmup; ++i) run();
+  device.synchronize();
+  std::vector<double> samples;
+  const auto start = std::chrono::steady_clock::now();
+  double last_median = -1;
+  while (static_cast<int>(samples.size()) < std::max(1, m.max_samples)) {
+    device.memset(flush, static_cast<unsigned char>(samples.size()), flush_bytes);
+    samples.push_back(device.elapsed_ms(run));
+    const int n = static_cast<int>(samples.size());
+    if (n < m.min_samples || n % 5) continue;
+    const double median = median_of(samples);
+    if (last_median >= 0 && std::abs(median - last_median) <= m.stable_within * median) break;
+    last_median = median;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+        m.max_seconds)
+      break;
+  }
+  r.median_ms = median_of(samples);
+  r.spread_ms = spread_of(samples);
+  r.samples = static_cast<int>(samples.size());
+  return r;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+}  // namespace
+
+CudaDeviceInfo cuda_device_info(const CudaDevice& d) {
+  return {d.name(), d.arch(), d.sm_count(), d.driver_version(), d.l2_bytes()};
+}
+
+CudaWorkerProgress run_cuda_job(const std::string& dir, CudaDevice& device,
+                                std::ostream* progress) {
+  const CudaJob job = read_cuda_job(dir);
+  if (job.arch != device.arch())
+    throw Error(cuda_job_file(dir) + ": compiled for " + job.arch + ", but " + device.name() +
+                " is " + device.arch() + " (run kora profile --target cuda --arch " +
+                device.arch() + ")");
+  const std::string data = read_all(cuda_data_file(dir));
+  CudaWorkerProgress out;
+  out.total = static_cast<int>(job.kernels.size());
+
+  // What the results already hold (of this job).
+  std::set<std::pair<uint64_t, std::string>> done;
+  const std::string results_path = cuda_results_file(dir);
+  bool fresh = true;
+  try {
+    const CudaResults prior = read_cuda_results(dir);
+    if (prior.job_id == job.id) {
+      fresh = false;
+      for (const CudaResult& r : prior.results) done.insert({r.signature, r.schedule});
+    }
+  } catch (const Error&) {
+  }
+  std::ofstream results(results_path, fresh ? std::ios::trunc : std::ios::app);
+  if (!results) throw Error(results_path + ": cannot write");
+  results << cuda_results_header(job.id, cuda_device_info(device)) << "\n" << std::flush;
+
+  const size_t flush_bytes = static_cast<size_t>(std::max<int64_t>(2 * device.l2_bytes(), 1 << 20));
+  const CudaDevice::Ptr flush = device.alloc(flush_bytes);
+  Progress bar(progress, "kora-cuda-worker: measure", out.total, "kernels", false);
+  int program = -1;
+  std::shared_ptr<CudaDevice::Module> module;
+  for (const CudaJobKernel& k : job.kernels) {
+    if (done.count({k.signature, k.schedule})) {
+      ++out.done;
+      continue;
+    }
+    CudaResult r;
+    try {
+      if (k.program != program) {
+        module.reset();
+        module = device.load(read_all(dir + "/" + job.programs[k.program]));
+        program = k.program;
+      }
+      r = run_kernel(job, k, device, *module, data, flush, flush_bytes);
+    } catch (const Error& e) {
+      r = CudaResult();
+      r.signature = k.signature;
+      r.schedule = k.schedule;
+      r.error = e.what();
+      out.stopped = true;
+    }
+    results << cuda_result_line(r) << "\n" << std::flush;
+    ++out.ran;
+    bar.update(out.done + out.ran);
+    if (out.stopped) return out;  // the context may be unusable after a fault
+  }
+  bar.finish();
+  module.reset();
+  device.free(flush);
+  return out;
+}
+
+}  // namespace kora

@@ -1,0 +1,437 @@
+// The CUDA measuring job (include/kora/cuda_job.h, cuda_profile.h, cuda_worker.h) without a
+// GPU: the inputs' generator and the probes against brute force; results lines round trip;
+// a model's job written by compile_cuda_kernels (programs hold every launched function,
+// integer constants travel as data); the job run kernel by kernel through the CUDA
+// emulator (tests/cuda/emulator.h) as the worker runs it on a GPU (same buffers, same
+// launches), its results checked against the reference interpreter and stored under the
+// device's fingerprint; tampered results (a wrong value, a GPU error) stored as failed;
+// results of another job refused; the worker program without a GPU (a clear message, exit
+// status 2) and what it links. On a GPU: kora profile's whole loop with the real worker.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "cpu/codegen_harness.h"
+#include "cuda/emulator.h"
+#include "cuda/reduce_graphs.h"
+#include "frontend/model_builder.h"
+#include "kora/cpu_compile.h"
+#include "kora/cuda_codegen.h"
+#include "kora/cuda_compile.h"
+#include "kora/cuda_driver.h"
+#include "kora/cuda_job.h"
+#include "kora/cuda_kernels.h"
+#include "kora/cuda_profile.h"
+#include "kora/error.h"
+#include "kora/profile_db.h"
+
+namespace {
+
+using namespace kora;
+
+TEST(CudaJob, FillIsDeterministicUniformAndNeverOutOfRange) {
+  CudaJobBuffer b;
+  b.count = 20000;
+  b.seed = 7;
+  std::vector<float> x(b.count), y(b.count);
+  cuda_job_fill(b, "", x.data());
+  cuda_job_fill(b, "", y.data());
+  EXPECT_EQ(x, y);
+  double mean = 0;
+  int below = 0;
+  for (float v : x) {
+    ASSERT_GE(v, -1.0f);
+    ASSERT_LT(v, 1.0f);
+    mean += v / b.count;
+    below += v < -0.5f;
+  }
+  EXPECT_LT(std::abs(mean), 0.03);
+  EXPECT_NEAR(below, b.count / 4, b.count / 40);  // uniform: a quarter below -0.5
+  b.seed = 8;
+  cuda_job_fill(b, "", y.data());
+  EXPECT_NE(x, y);
+
+  CudaJobBuffer flags{"bool", 1000, CudaFill::kRandom, 3, 0};
+  std::vector<uint8_t> f(1000);
+  cuda_job_fill(flags, "", f.data());
+  int ones = 0;
+  for (uint8_t v : f) {
+    ASSERT_LE(v, 1);
+    ones += v;
+  }
+  EXPECT_GT(ones, 400);
+  EXPECT_LT(ones, 600);
+
+  CudaJobBuffer index{"int64", 3, CudaFill::kRandom, 3, 0};  // integers: zero, a valid index
+  std::vector<int64_t> i(3, 5);
+  cuda_job_fill(index, "", i.data());
+  EXPECT_EQ(i, std::vector<int64_t>(3, 0));
+
+  const std::vector<int64_t> values = {4, -1, 9};
+  std::string data(16, 'x');
+  data.append(reinterpret_cast<const char*>(values.data()), 24);
+  CudaJobBuffer carried{"int64", 3, CudaFill::kData, 0, 16};
+  cuda_job_fill(carried, data, i.data());
+  EXPECT_EQ(i, values);
+  carried.data_offset = 17;  // past the end of data.bin
+  EXPECT_THROW(cuda_job_fill(carried, data, i.data()), Error);
+}
+
+TEST(CudaJob, ProbesCatchWhatABruteForceComparisonCatches) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> want(1000);
+  for (float& v : want) v = u(rng);
+  const CudaProbe ref = cuda_probe("float32", want.data(), 1000);
+  ASSERT_EQ(ref.values.size(), static_cast<size_t>(CudaProbe::kPoints));
+  double sum = 0;
+  for (float v : want) sum += double(v) * v;
+  EXPECT_NEAR(ref.sum_squares, sum, 1e-9 * sum);
+  for (int k = 0; k < CudaProbe::kPoints; ++k)
+    EXPECT_EQ(ref.values[k], want[cuda_probe_position(k, 1000)]);
+
+  std::vector<float> got = want;
+  EXPECT_EQ(compare_cuda_probes(cuda_probe("float32", got.data(), 1000), ref, 1e-4), "");
+  got[cuda_probe_position(3, 1000)] *= 1.0f + 1e-7f;  // rounding noise passes
+  EXPECT_EQ(compare_cuda_probes(cuda_probe("float32", got.data(), 1000), ref, 1e-4), "");
+  got = want;
+  got[cuda_probe_position(3, 1000)] += 0.1f;  // a probed element off
+  EXPECT_NE(compare_cuda_probes(cuda_probe("float32", got.data(), 1000), ref, 1e-4), "");
+  // An element no probe looks at, off by a lot: the sum of squares sees it.
+  int unprobed = 0;
+  for (bool probed = true; probed; ++unprobed) {
+    probed = false;
+    for (int k = 0; k < CudaProbe::kPoints; ++k) probed |= cuda_probe_position(k, 1000) == unprobed;
+    if (!probed) break;
+  }
+  got = want;
+  got[unprobed] = 3;
+  EXPECT_NE(compare_cuda_probes(cuda_probe("float32", got.data(), 1000), ref, 1e-4), "");
+  got = want;
+  got[unprobed] = NAN;  // not finite where the reference is
+  EXPECT_NE(compare_cuda_probes(cuda_probe("float32", got.data(), 1000), ref, 1e-4), "");
+  EXPECT_NE(compare_cuda_probes(cuda_probe("float32", want.data(), 999), ref, 1e-4), "");
+
+  const std::vector<int64_t> ints = {1, 2, 3};
+  const std::vector<int64_t> other = {1, 2, 4};
+  const CudaProbe ri = cuda_probe("int64", ints.data(), 3);
+  EXPECT_EQ(ri.values, (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(compare_cuda_probes(cuda_probe("int64", ints.data(), 3), ri, 0), "");
+  EXPECT_NE(compare_cuda_probes(cuda_probe("int64", other.data(), 3), ri, 0), "");
+}
+
+TEST(CudaJob, ResultsRoundTripWithNonFiniteValuesAndATruncatedLine) {
+  kora_test::TempDir dir;
+  const CudaDeviceInfo device{"NVIDIA H100 80GB HBM3", "sm_90", 132, 12040, 52428800};
+  CudaResult ok;
+  ok.signature = 0xabcdef0123456789ull;
+  ok.schedule = "block=128;items=2;reduce=warp";
+  ok.median_ms = 0.0125;
+  ok.spread_ms = 0.001;
+  ok.samples = 25;
+  ok.probes.push_back({3, 2.5, 2, {1.5, NAN, -INFINITY}});
+  CudaResult bad;
+  bad.signature = 42;
+  bad.schedule = "default";
+  bad.error = "cuCtxSynchronize failed: an illegal memory access was encountered";
+  {
+    std::ofstream out(cuda_results_file(dir.path().string()));
+    out << cuda_results_header("0123", device) << "\n"
+        << cuda_result_line(ok) << "\n"
+        << cuda_results_header("0123", device) << "\n"  // a restarted worker's header
+        << cuda_result_line(bad) << "\n"
+        << cuda_result_line(ok).substr(0, 30);  // killed mid-line
+  }
+  const CudaResults r = read_cuda_results(dir.path().string());
+  EXPECT_EQ(r.job_id, "0123");
+  EXPECT_EQ(r.device.name, device.name);
+  EXPECT_EQ(r.device.sms, 132);
+  EXPECT_EQ(r.device.l2_bytes, device.l2_bytes);
+  ASSERT_EQ(r.results.size(), 2u);
+  EXPECT_EQ(r.results[0].signature, ok.signature);
+  EXPECT_EQ(r.results[0].schedule, ok.schedule);
+  EXPECT_DOUBLE_EQ(r.results[0].median_ms, 0.0125);
+  EXPECT_EQ(r.results[0].samples, 25);
+  ASSERT_EQ(r.results[0].probes.size(), 1u);
+  EXPECT_EQ(r.results[0].probes[0].values[0], 1.5);
+  EXPECT_TRUE(std::isnan(r.results[0].probes[0].values[1]));
+  EXPECT_EQ(r.results[0].probes[0].values[2], -INFINITY);
+  EXPECT_EQ(r.results[1].error, bad.error);
+
+  std::ofstream(cuda_results_file(dir.path().string())) << "{\"nothing\": 1}\n";
+  EXPECT_THROW(read_cuda_results(dir.path().string()), Error);
+  std::filesystem::remove(cuda_results_file(dir.path().string()));
+  EXPECT_THROW(read_cuda_results(dir.path().string()), Error);
+  EXPECT_THROW(read_cuda_job(dir.path().string()), Error);
+}
+
+// softmax(x * float(w)) over rows, w an int64 constant (carried as data), plus w == 0.
+PrimGraph job_graph() {
+  std::mt19937 rng(11);
+  kora_codegen_test::GraphBuilder b(rng);
+  const DType F = DType::kFloat32;
+  const Shape s = {6, 40}, r = {6, 1};
+  const std::string x = b.input(F, s);
+  const std::string w = b.input(DType::kInt64, s, true, 0, 5);
+  const std::string wf = b.prim(ElementwiseAttrs{ScalarOp::kCast, {Operand{0, 0}}}, {w}, F, s);
+  const std::string y =
+      b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}}, {x, wf}, F, s);
+  const std::string mx = b.prim(ReduceAttrs{ReduceOp::kMax, {1}}, {y}, F, r);
+  const std::string mb = b.prim(BroadcastAttrs{}, {mx}, F, s);
+  const std::string d =
+      b.prim(ElementwiseAttrs{ScalarOp::kSub, {Operand{0, 0}, Operand{1, 0}}}, {y, mb}, F, s);
+  const std::string e = b.prim(ElementwiseAttrs{ScalarOp::kExp, {Operand{0, 0}}}, {d}, F, s);
+  const std::string sum = b.prim(ReduceAttrs{ReduceOp::kSum, {1}}, {e}, F, r);
+  const std::string sb = b.prim(BroadcastAttrs{}, {sum}, F, s);
+  const std::string out =
+      b.prim(ElementwiseAttrs{ScalarOp::kDiv, {Operand{0, 0}, Operand{1, 0}}}, {e, sb}, F, s);
+  const std::string zero = b.prim(
+      ElementwiseAttrs{ScalarOp::kEqual, {Operand{0, 0}, Operand{-1, 0}}}, {w}, DType::kBool, s);
+  b.g.outputs = {out, zero};
+  return b.g;
+}
+
+// What the worker does on a GPU, through the emulator: per job kernel, its buffers filled
+// as the job says, its launches run by name, its outputs probed; times made up (the
+// kernel's index in the job, so the fastest schedule is known). Writes DIR/results.jsonl.
+void emulate_worker(const PrimGraph& g, const CudaKernelsOptions& options, const std::string& dir,
+                    const std::string& cache) {
+  std::vector<CudaKernel> kernels;
+  for_each_cuda_candidate(g, options, [&](const KernelDag& sub, const Candidate& c) {
+    const std::vector<CudaSchedule> space = cuda_schedule_space(g, sub, c);
+    for (size_t k = 0; k < space.size(); ++k)
+      kernels.push_back(generate_cuda_kernel(
+          g, sub, c, "kora_" + signature_hex(c.signature) + "_" + std::to_string(k), space[k]));
+  });
+  CompileOptions compile;
+  compile.cache_dir = cache;
+  compile.flags = {"-O0", "-fPIC", "-shared", "-std=c++17", "-w"};
+  const CompileResult lib = compile_shared(kora_cuda_test::emulated_program(kernels, g), compile);
+  using Entry = void (*)(long long, int, void**);
+
+  const CudaJob job = read_cuda_job(dir);
+  std::ifstream in(cuda_data_file(dir), std::ios::binary);
+  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ofstream out(cuda_results_file(dir));
+  out << cuda_results_header(job.id, {"emulator", job.arch, 1, 0, 0}) << "\n";
+  for (size_t i = 0; i < job.kernels.size(); ++i) {
+    const CudaJobKernel& k = job.kernels[i];
+    std::vector<std::vector<char>> buffers;
+    for (const CudaJobBuffer& b : k.reads) {
+      buffers.emplace_back(b.bytes());
+      cuda_job_fill(b, data, buffers.back().data());
+    }
+    for (const CudaJobBuffer& b : k.writes) buffers.emplace_back(b.bytes());
+    std::vector<void*> args;
+    for (auto& b : buffers) args.push_back(b.data());
+    for (const CudaJobLaunch& l : k.launches)
+      reinterpret_cast<Entry>(lib.library->symbol("kora_emu_" + l.function))(l.grid, l.block,
+                                                                             args.data());
+    CudaResult r;
+    r.signature = k.signature;
+    r.schedule = k.schedule;
+    r.median_ms = 1 + static_cast<double>(i);
+    r.samples = 10;
+    for (size_t w = 0; w < k.writes.size(); ++w)
+      r.probes.push_back(
+          cuda_probe(k.writes[w].dtype, buffers[k.reads.size() + w].data(), k.writes[w].count));
+    out << cuda_result_line(r) << "\n";
+  }
+}
+
+TEST(CudaJob, AModelsJobRunThroughTheEmulatorIsCheckedAndStored) {
+  if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
+  const PrimGraph g = job_graph();
+  kora_test::TempDir tmp;
+  const std::string dir = tmp.file("job");
+  CudaKernelsOptions options;
+  options.cache_dir = tmp.file("cubins");
+  options.candidates.max_size = 3;
+  options.kernels_per_program = 16;
+  options.job_dir = dir;
+  const CudaKernelsSummary summary = compile_cuda_kernels(g, options);
+  ASSERT_TRUE(summary.failures.empty()) << summary.failures.front().error;
+  ASSERT_GT(summary.implementations, 20);
+  ASSERT_GT(summary.programs, 1);
+  EXPECT_EQ(summary.job_kernels, summary.implementations);
+
+  // The job: every implementation; its program holds every function it launches; the
+  // int64 constant travels as data, the float input is random, the same for every kernel.
+  const CudaJob job = read_cuda_job(dir);
+  ASSERT_EQ(static_cast<int64_t>(job.kernels.size()), summary.implementations);
+  EXPECT_EQ(job.arch, "sm_80");
+  EXPECT_EQ(job.compiler, nvrtc_version());
+  EXPECT_EQ(job.codegen, cuda_codegen_revision());
+  std::ifstream in(cuda_data_file(dir), std::ios::binary);
+  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const Tensor& w = g.constants.begin()->second;
+  EXPECT_EQ(data, std::string(reinterpret_cast<const char*>(w.bytes()), w.nbytes()));
+  int carried = 0;
+  for (const CudaJobKernel& k : job.kernels) {
+    std::ifstream cubin(dir + "/" + job.programs.at(k.program), std::ios::binary);
+    const std::string image((std::istreambuf_iterator<char>(cubin)),
+                            std::istreambuf_iterator<char>());
+    ASSERT_FALSE(k.launches.empty());
+    for (const CudaJobLaunch& l : k.launches) {
+      EXPECT_NE(image.find(l.function + '\0'), std::string::npos) << l.function;
+      EXPECT_GT(l.grid, 0);
+    }
+    for (const CudaJobBuffer& b : k.reads) {
+      if (b.dtype == "int64") {
+        EXPECT_EQ(b.fill, CudaFill::kData);
+        EXPECT_EQ(b.data_offset, 0);
+        ++carried;
+      } else {
+        EXPECT_EQ(b.fill, CudaFill::kRandom);
+      }
+    }
+  }
+  EXPECT_GT(carried, 0);
+
+  // Run and stored: every result matches the interpreter; the fastest schedule per kernel
+  // is the one measured first (the made-up times grow along the job).
+  emulate_worker(g, options, dir, tmp.file("emulated"));
+  ProfileDb db(tmp.file("profiles.db"));
+  const CudaMergeSummary merged = merge_cuda_results(g, dir, db, options);
+  for (const ProfileFailure& f : merged.failures) ADD_FAILURE() << f.kernel << ": " << f.error;
+  EXPECT_EQ(merged.stored, static_cast<int64_t>(job.kernels.size()));
+  EXPECT_EQ(merged.missing, 0);
+  EXPECT_EQ(merged.device, "cuda|emulator|sm_80|1 SMs|driver 0|" + nvrtc_version() + "|" +
+                               cuda_codegen_revision());
+  for (const CudaJobKernel& k : job.kernels) {
+    const auto best = db.best(merged.device, k.signature);
+    ASSERT_TRUE(best.has_value());
+    const CudaJobKernel* first = nullptr;
+    for (const CudaJobKernel& o : job.kernels)
+      if (o.signature == k.signature) {
+        first = &o;
+        break;
+      }
+    EXPECT_EQ(best->schedule, first->schedule);
+  }
+
+  // Tampered: one value a little off, one kernel failed on the GPU. Both stored as failed.
+  std::vector<std::string> lines;
+  {
+    std::ifstream r(cuda_results_file(dir));
+    for (std::string line; std::getline(r, line);) lines.push_back(line);
+  }
+  CudaResults results = read_cuda_results(dir);
+  size_t tampered = 0;
+  while (results.results[tampered].probes[0].sum_squares == 0) ++tampered;
+  results.results[tampered].probes[0].values[0] *= 1.01;
+  results.results[tampered].probes[0].values[1] += 0.01;
+  results.results[tampered + 1].error = "cuCtxSynchronize failed: an illegal memory access";
+  {
+    std::ofstream r(cuda_results_file(dir));
+    r << lines[0] << "\n";
+    for (const CudaResult& x : results.results) r << cuda_result_line(x) << "\n";
+  }
+  ProfileDb db2(tmp.file("profiles2.db"));
+  const CudaMergeSummary again = merge_cuda_results(g, dir, db2, options);
+  ASSERT_EQ(again.failures.size(), 2u);
+  EXPECT_EQ(again.stored, static_cast<int64_t>(job.kernels.size()) - 2);
+  EXPECT_NE(again.failures[0].error.find("wrong result"), std::string::npos)
+      << again.failures[0].error;
+  EXPECT_NE(again.failures[1].error.find("illegal memory access"), std::string::npos);
+  for (size_t t : {tampered, tampered + 1}) {
+    bool found = false;
+    for (const ProfileRecord& rec : db2.records(again.device, results.results[t].signature))
+      if (rec.schedule == results.results[t].schedule) {
+        EXPECT_TRUE(rec.failed);
+        found = true;
+      }
+    EXPECT_TRUE(found);
+  }
+
+  // Results of another job are refused, naming what to do.
+  {
+    std::ofstream r(cuda_results_file(dir));
+    r << cuda_results_header("0000000000000000", {"emulator", "sm_80", 1, 0, 0}) << "\n";
+  }
+  try {
+    merge_cuda_results(g, dir, db2, options);
+    ADD_FAILURE() << "results of another job were merged";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another job"), std::string::npos) << e.what();
+  }
+}
+
+int run(const std::string& command, std::string* output) {
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  char buf[512];
+  while (p && fgets(buf, sizeof buf, p)) *output += buf;
+  const int status = p ? pclose(p) : -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+#ifdef KORA_CUDA_WORKER_PATH
+TEST(CudaWorker, WithoutAGpuSaysSoAndLinksOnlyTheCRuntime) {
+  std::mt19937 rng(2);
+  const PrimGraph g = kora_cuda_test::softmax_graph(rng, 4, 64);
+  kora_test::TempDir tmp;
+  CudaKernelsOptions options;
+  options.cache_dir = tmp.file("cubins");
+  options.candidates.max_size = 1;
+  options.job_dir = tmp.file("job");
+  compile_cuda_kernels(g, options);
+  std::string out;
+  const int status = run("KORA_CUDA_DRIVER=/nonexistent/libcuda.so " +
+                             std::string(KORA_CUDA_WORKER_PATH) + " " + options.job_dir,
+                         &out);
+  EXPECT_EQ(status, 2) << out;
+  EXPECT_NE(out.find("no usable GPU"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(cuda_results_file(options.job_dir)));
+  out.clear();
+  EXPECT_EQ(run(std::string(KORA_CUDA_WORKER_PATH) + " " + tmp.file("nothing"), &out), 1);
+  EXPECT_NE(out.find("job.json"), std::string::npos) << out;
+
+  out.clear();
+  ASSERT_EQ(run("ldd " + std::string(KORA_CUDA_WORKER_PATH), &out), 0) << out;
+  for (const char* lib :
+       {"libstdc++", "libcuda", "libnvrtc", "libsqlite", "libdnnl", "libprotobuf"})
+    EXPECT_EQ(out.find(lib), std::string::npos) << lib << " in\n" << out;
+}
+
+TEST(CudaWorker, MeasuresAModelOnTheGpuAndASecondRunMeasuresNothing) {
+  std::string why;
+  const auto device = CudaDevice::open(0, &why);
+  if (!device) GTEST_SKIP() << "no GPU: " << why;
+  const std::string arch = device->arch();
+  std::vector<std::string> archs = nvrtc_architectures();
+  if (std::find(archs.begin(), archs.end(), arch) == archs.end())
+    GTEST_SKIP() << "NVRTC cannot compile for " << arch;
+  const PrimGraph g = job_graph();
+  kora_test::TempDir tmp;
+  ProfileDb db(tmp.file("profiles.db"));
+  CudaProfileOptions options;
+  options.kernels.arch = arch;
+  options.kernels.cache_dir = tmp.file("cubins");
+  options.kernels.candidates.max_size = 5;
+  options.kernels.job_dir = tmp.file("job");
+  options.worker = KORA_CUDA_WORKER_PATH;
+  const CudaProfileSummary a = profile_model_cuda(g, db, options);
+  ASSERT_TRUE(a.ran_worker);
+  ASSERT_TRUE(a.merged);
+  for (const ProfileFailure& f : a.merge.failures) ADD_FAILURE() << f.kernel << ": " << f.error;
+  EXPECT_EQ(a.merge.stored, a.kernels.job_kernels);
+  for (const CudaJobKernel& k : read_cuda_job(options.kernels.job_dir).kernels) {
+    const auto best = db.best(a.merge.device, k.signature);
+    ASSERT_TRUE(best.has_value());
+    EXPECT_GT(best->median_ms, 0);
+    EXPECT_LT(best->median_ms, 1);  // a few thousand elements
+  }
+  const CudaProfileSummary b = profile_model_cuda(g, db, options);
+  EXPECT_EQ(b.kernels.job_kernels, 0);
+  EXPECT_FALSE(b.ran_worker);
+}
+#endif
+
+}  // namespace
