@@ -41,12 +41,32 @@ struct CudaJobLaunch {
   int block = 0;
 };
 
+// A row-major batched matrix product C[b] = A[b] B[b] (A m x k, B k x n, C m x n; a batch
+// stride of 0 broadcasts the operand), run by cuBLAS.
+struct CudaGemm {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batches
+  int read_a = 0, read_b = 1;  // which of the kernel's reads (kernel_reads order) are A and B
+};
+
+// The column-major cublasSgemmStridedBatched call (no transposes, alpha 1, beta 0) that
+// computes a CudaGemm: C^T = B^T A^T, so cuBLAS's first operand is the job's B.
+struct CublasGemmCall {
+  int m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0, batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // of cuBLAS's A, B, C
+};
+// Throws kora::Error when a size does not fit cuBLAS's 32-bit integers.
+CublasGemmCall cublas_gemm_call(const CudaGemm& gemm);
+
 // One implementation: a kernel signature with one schedule. Every launch takes a pointer
-// per read buffer, then per written buffer, in order.
+// per read buffer, then per written buffer, in order. A library kernel (schedule "cublas")
+// has no program or launches: it reads A and B and writes C.
 struct CudaJobKernel {
   uint64_t signature = 0;
   std::string schedule;
-  int program = 0;  // index into CudaJob::programs
+  int program = 0;      // index into CudaJob::programs; -1 for a library kernel
+  std::string library;  // "" (generated) or "cublas_gemm"
+  CudaGemm gemm;        // library "cublas_gemm"
   std::vector<CudaJobBuffer> reads, writes;
   std::vector<CudaJobLaunch> launches;
   std::string name;  // the kernel's primitives, for messages
@@ -78,6 +98,7 @@ struct CudaDeviceInfo {
   int sms = 0;       // multiprocessors
   int driver = 0;    // cuDriverGetVersion, e.g. 12040
   int64_t l2_bytes = 0;
+  int cublas = 0;  // cublasGetVersion; 0 when the worker found no cuBLAS
 };
 
 // A written tensor as the worker left it: at most kPoints elements at positions

@@ -1,7 +1,8 @@
 // The CUDA measuring worker's loop (the kora-cuda-worker program, src/worker/): a job
 // directory (include/kora/cuda_job.h) and an open device in; a results line per kernel
 // appended to DIR/results.jsonl out. Per kernel: its program's cubin loaded, its read
-// buffers filled as the job says, its launches run once and every written tensor probed,
+// buffers filled as the job says, its launches (or its cuBLAS call) run once and every
+// written tensor probed,
 // then warm-up runs and samples timed with CUDA events, L2 flushed (a memset of twice its
 // size) before every sample, until the median is stable or a cap (CudaJobMeasure).
 // Kernels the results already hold are skipped, so a worker restarted after a crash goes
@@ -29,7 +30,8 @@ struct CudaWorkerProgress {
 CudaWorkerProgress run_cuda_job(const std::string& dir, CudaDevice& device,
                                 std::ostream* progress = nullptr);
 
-// The device as the results header records it.
-CudaDeviceInfo cuda_device_info(const CudaDevice& device);
+class CudaBlas;
+// The device (and cuBLAS, when open) as the results header records it.
+CudaDeviceInfo cuda_device_info(const CudaDevice& device, const CudaBlas* blas);
 
 }  // namespace kora

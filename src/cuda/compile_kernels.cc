@@ -22,6 +22,7 @@
 #include "kora/cuda_codegen.h"
 #include "kora/cuda_compile.h"
 #include "kora/cuda_kernels.h"
+#include "kora/cuda_library.h"
 #include "kora/error.h"
 #include "kora/kernel_dag.h"
 #include "kora/orchestration.h"
@@ -68,6 +69,7 @@ CudaJobBuffer job_buffer(const PrimGraph& graph, const std::string& name, std::s
 
 // Writes the job: the programs' cubins copied from the cache, data.bin, job.json.
 int64_t write_job(const std::string& dir, const std::vector<Implementation>& impls,
+                  const std::vector<CudaJobKernel>& library,
                   const std::vector<std::string>& program_keys, const std::string& cache_dir,
                   const CudaKernelsOptions& options, const std::string& data) {
   namespace fs = std::filesystem;
@@ -92,6 +94,7 @@ int64_t write_job(const std::string& dir, const std::vector<Implementation>& imp
   std::stable_sort(
       job.kernels.begin(), job.kernels.end(),
       [](const CudaJobKernel& a, const CudaJobKernel& b) { return a.program < b.program; });
+  job.kernels.insert(job.kernels.end(), library.begin(), library.end());
   {
     std::ofstream out(cuda_data_file(dir), std::ios::binary);
     out.write(data.data(), static_cast<std::streamsize>(data.size()));
@@ -115,7 +118,8 @@ int64_t for_each_cuda_candidate(
     for (const Candidate& c : sc.candidates) {
       if (!seen.insert(c.signature).second) continue;
       if (options.known && options.known(c.signature)) continue;
-      if (cuda_codegen_supports(graph, sc.sub, c)) fn(sc.sub, c);
+      if (cuda_codegen_supports(graph, sc.sub, c) || cuda_gemm_plan(graph, sc.sub, c))
+        fn(sc.sub, c);
     }
   }
   return static_cast<int64_t>(seen.size());
@@ -130,10 +134,27 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
   summary.arch = options.arch;
   auto start = std::chrono::steady_clock::now();
   std::vector<Implementation> impls;
-  std::string data;  // the job's data.bin
+  std::vector<CudaJobKernel> library;  // cuBLAS calls
+  std::string data;                    // the job's data.bin
   std::map<std::string, int64_t> data_offsets;
   summary.kernels =
       for_each_cuda_candidate(graph, options, [&](const KernelDag& sub, const Candidate& c) {
+        if (const std::optional<CudaGemm> gemm = cuda_gemm_plan(graph, sub, c)) {
+          CudaJobKernel k;
+          k.signature = c.signature;
+          k.schedule = "cublas";
+          k.program = -1;
+          k.library = "cublas_gemm";
+          k.gemm = *gemm;
+          k.name = kernel_name(graph, sub, c);
+          for (const std::string& t : kernel_reads(graph, sub, c))
+            k.reads.push_back(job_buffer(graph, t, data, data_offsets));
+          for (const std::string& t : kernel_writes(graph, sub, c))
+            k.writes.push_back(job_buffer(graph, t, data, data_offsets));
+          library.push_back(std::move(k));
+          ++summary.library;
+          return;
+        }
         ++summary.supported;
         const std::vector<CudaSchedule> space = cuda_schedule_space(graph, sub, c);
         for (size_t k = 0; k < space.size(); ++k) {
@@ -215,7 +236,7 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
   summary.compile_seconds = seconds_since(start);
   if (!options.job_dir.empty()) {
     summary.job_kernels = write_job(
-        options.job_dir, impls, program_keys,
+        options.job_dir, impls, library, program_keys,
         nvrtc.cache_dir.empty() ? default_cuda_kernel_cache_dir() : nvrtc.cache_dir, options, data);
     if (options.progress)
       *options.progress << "cuda: job of " << summary.job_kernels << " implementations in "
@@ -229,7 +250,8 @@ std::string format_cuda_kernels_summary(const CudaKernelsSummary& s) {
   os << std::fixed << std::setprecision(1);
   os << "target cuda (" << s.arch << ")\n"
      << "kernels " << s.kernels << " distinct, " << s.supported << " generated for CUDA, "
-     << s.kernels - s.supported << " left to libraries (cuBLAS/cuDNN, to come) or opaque\n"
+     << s.library << " on cuBLAS, " << s.kernels - s.supported - s.library
+     << " left (convolutions: cuDNN, to come; fused linear kernels; opaque)\n"
      << "implementations " << s.implementations << " (kernel x schedule), " << s.launches
      << " launches\n"
      << "nvrtc " << s.programs << " programs (" << s.cached << " cached) in " << s.compile_seconds

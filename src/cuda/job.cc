@@ -80,13 +80,19 @@ json job_json(const CudaJob& job) {
     for (const CudaJobBuffer& b : k.writes) writes.push_back(buffer_json(b));
     for (const CudaJobLaunch& l : k.launches)
       launches.push_back({{"function", l.function}, {"grid", l.grid}, {"block", l.block}});
-    kernels.push_back({{"signature", hex64(k.signature)},
-                       {"schedule", k.schedule},
-                       {"program", k.program},
-                       {"name", k.name},
-                       {"reads", reads},
-                       {"writes", writes},
-                       {"launches", launches}});
+    json jk = {{"signature", hex64(k.signature)},
+               {"schedule", k.schedule},
+               {"program", k.program},
+               {"name", k.name},
+               {"reads", reads},
+               {"writes", writes},
+               {"launches", launches}};
+    if (!k.library.empty()) {
+      const CudaGemm& g = k.gemm;
+      jk["library"] = k.library;
+      jk["gemm"] = {g.batch, g.m, g.n, g.k, g.stride_a, g.stride_b, g.stride_c, g.read_a, g.read_b};
+    }
+    kernels.push_back(jk);
   }
   const CudaJobMeasure& m = job.measure;
   return {{"format", CudaJob::kFormat},
@@ -173,7 +179,22 @@ CudaJob read_cuda_job(const std::string& dir) {
       k.signature = std::stoull(jk.at("signature").get<std::string>(), nullptr, 16);
       k.schedule = jk.at("schedule").get<std::string>();
       k.program = jk.at("program").get<int>();
-      if (k.program < 0 || k.program >= static_cast<int>(job.programs.size()))
+      if (jk.contains("library")) {
+        k.library = jk.at("library").get<std::string>();
+        if (k.library != "cublas_gemm") throw Error("unknown library '" + k.library + "'");
+        const std::vector<int64_t> g = jk.at("gemm").get<std::vector<int64_t>>();
+        if (g.size() != 9 || g[7] < 0 || g[7] > 1 || g[8] != 1 - g[7])
+          throw Error("a gemm needs 9 numbers, the last two 0 and 1 in some order");
+        k.gemm = {g[0],
+                  g[1],
+                  g[2],
+                  g[3],
+                  g[4],
+                  g[5],
+                  g[6],
+                  static_cast<int>(g[7]),
+                  static_cast<int>(g[8])};
+      } else if (k.program < 0 || k.program >= static_cast<int>(job.programs.size()))
         throw Error("kernel " + hex64(k.signature) + " names program " + std::to_string(k.program) +
                     " of " + std::to_string(job.programs.size()));
       k.name = jk.at("name").get<std::string>();
@@ -200,7 +221,8 @@ std::string cuda_results_header(const std::string& job_id, const CudaDeviceInfo&
                  {"arch", d.arch},
                  {"sms", d.sms},
                  {"driver", d.driver},
-                 {"l2_bytes", d.l2_bytes}}}})
+                 {"l2_bytes", d.l2_bytes},
+                 {"cublas", d.cublas}}}})
       .dump();
 }
 
@@ -246,8 +268,8 @@ CudaResults read_cuda_results(const std::string& dir) {
         out.job_id = j.at("job").get<std::string>();
         const json& d = j.at("device");
         out.device = {d.at("name").get<std::string>(), d.at("arch").get<std::string>(),
-                      d.at("sms").get<int>(), d.at("driver").get<int>(),
-                      d.at("l2_bytes").get<int64_t>()};
+                      d.at("sms").get<int>(),          d.at("driver").get<int>(),
+                      d.at("l2_bytes").get<int64_t>(), d.value("cublas", 0)};
         header = false;
         continue;
       }
@@ -304,6 +326,24 @@ void cuda_job_fill(const CudaJobBuffer& b, const std::string& data, void* out) {
   } else {
     std::memset(out, 0, static_cast<size_t>(bytes));  // integers: 0 indexes any axis
   }
+}
+
+CublasGemmCall cublas_gemm_call(const CudaGemm& g) {
+  const int64_t limit = 0x7fffffff;
+  for (int64_t v : {g.batch, g.m, g.n, g.k})
+    if (v <= 0 || v > limit) throw Error("a gemm size does not fit cuBLAS's 32-bit integers");
+  CublasGemmCall c;  // column-major C^T (n x m) = B^T (n x k) A^T (k x m)
+  c.m = static_cast<int>(g.n);
+  c.n = static_cast<int>(g.m);
+  c.k = static_cast<int>(g.k);
+  c.lda = static_cast<int>(g.n);  // cuBLAS's A: the job's B, row-major k x n
+  c.ldb = static_cast<int>(g.k);  // cuBLAS's B: the job's A, row-major m x k
+  c.ldc = static_cast<int>(g.n);
+  c.batch = static_cast<int>(g.batch);
+  c.stride_a = g.stride_b;
+  c.stride_b = g.stride_a;
+  c.stride_c = g.stride_c;
+  return c;
 }
 
 int64_t cuda_probe_position(int k, int64_t count) {

@@ -13,13 +13,14 @@
 #include <map>
 #include <sstream>
 
-#include "kora/cpu_library.h"
+#include "kora/cuda_blas.h"
 #include "kora/cuda_codegen.h"
 #include "kora/cuda_compile.h"
 #include "kora/cuda_driver.h"
 #include "kora/cuda_profile.h"
 #include "kora/cuda_worker.h"
 #include "kora/error.h"
+#include "kora/interpreter.h"
 #include "kora/profile_db.h"
 
 namespace kora {
@@ -32,24 +33,35 @@ std::string read_bytes(const std::string& path) {
   return os.str();
 }
 
-// The reference's probes of a kernel: the interpreter on the job's inputs.
+// The reference's probes of a kernel: its members run by the interpreter, in order, on the
+// job's inputs (constants included: float constants are random in the job too).
 std::vector<CudaProbe> reference_probes(const PrimGraph& graph, const KernelDag& sub,
                                         const Candidate& c, const CudaJobKernel& k,
                                         const std::string& data) {
-  std::vector<std::vector<char>> in, out;
-  std::vector<const void*> in_ptrs;
-  std::vector<void*> out_ptrs;
-  for (const CudaJobBuffer& b : k.reads) {
-    in.emplace_back(static_cast<size_t>(b.bytes()));
-    cuda_job_fill(b, data, in.back().data());
+  const std::vector<std::string> reads = kernel_reads(graph, sub, c),
+                                 writes = kernel_writes(graph, sub, c);
+  if (reads.size() != k.reads.size() || writes.size() != k.writes.size())
+    throw Error("the job's buffers do not match the kernel");
+  std::map<std::string, Tensor> values;
+  std::vector<char> bytes;
+  for (size_t i = 0; i < reads.size(); ++i) {
+    bytes.resize(static_cast<size_t>(k.reads[i].bytes()));
+    cuda_job_fill(k.reads[i], data, bytes.data());
+    const ValueInfo& v = graph.value(reads[i]);
+    values[reads[i]] = Tensor(v.dtype, v.shape, bytes.data(), bytes.size());
   }
-  for (const CudaJobBuffer& b : k.writes) out.emplace_back(static_cast<size_t>(b.bytes()));
-  for (auto& v : in) in_ptrs.push_back(v.data());
-  for (auto& v : out) out_ptrs.push_back(v.data());
-  make_interpreter_kernel(graph, sub, c)->run(in_ptrs.data(), out_ptrs.data());
+  for (int m : c.members) {
+    const Primitive& p = graph.prims[sub.prim[m]];
+    std::vector<const Tensor*> args;
+    for (const std::string& t : p.inputs) args.push_back(&values.at(t));
+    std::vector<Tensor> out = run_primitive(graph, p, args);
+    for (size_t o = 0; o < out.size(); ++o) values[p.outputs[o]] = std::move(out[o]);
+  }
   std::vector<CudaProbe> probes;
-  for (size_t w = 0; w < k.writes.size(); ++w)
-    probes.push_back(cuda_probe(k.writes[w].dtype, out[w].data(), k.writes[w].count));
+  for (size_t w = 0; w < writes.size(); ++w) {
+    const Tensor& t = values.at(writes[w]);
+    probes.push_back(cuda_probe(k.writes[w].dtype, t.bytes(), t.numel()));
+  }
   return probes;
 }
 
@@ -72,7 +84,8 @@ int run_worker(const std::string& worker, const std::string& dir) {
 std::string cuda_fingerprint(const CudaDeviceInfo& d, const std::string& compiler,
                              const std::string& codegen) {
   return "cuda|" + d.name + "|" + d.arch + "|" + std::to_string(d.sms) + " SMs|driver " +
-         std::to_string(d.driver) + "|" + compiler + "|" + codegen;
+         std::to_string(d.driver) + "|cublas " + std::to_string(d.cublas) + "|" + compiler + "|" +
+         codegen;
 }
 
 std::string find_cuda_worker(const std::string& configured) {
@@ -165,8 +178,9 @@ CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
   std::unique_ptr<CudaDevice> device = options.run_worker ? CudaDevice::open(0, &why) : nullptr;
   const bool gpu_here = device != nullptr;
   if (device) {  // the GPU is here: what the database holds for it is not measured again
-    const std::string fp =
-        cuda_fingerprint(cuda_device_info(*device), nvrtc_version(), cuda_codegen_revision());
+    const std::unique_ptr<CudaBlas> blas = CudaBlas::open(nullptr);
+    const std::string fp = cuda_fingerprint(cuda_device_info(*device, blas.get()), nvrtc_version(),
+                                            cuda_codegen_revision());
     kernels.known = [&db, fp](uint64_t signature) { return db.known(fp, signature); };
     device.reset();  // the worker opens it
   }

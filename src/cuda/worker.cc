@@ -10,6 +10,7 @@
 #include <sstream>
 #include <utility>
 
+#include "kora/cuda_blas.h"
 #include "kora/cuda_worker.h"
 #include "kora/error.h"
 #include "kora/progress.h"
@@ -42,8 +43,8 @@ struct Buffers {
 
 // Runs one kernel: its result (probes and time), or throws kora::Error.
 CudaResult run_kernel(const CudaJob& job, const CudaJobKernel& k, CudaDevice& device,
-                      CudaDevice::Module& module, const std::string& data, CudaDevice::Ptr flush,
-                      size_t flush_bytes) {
+                      CudaDevice::Module* module, CudaBlas* blas, const std::string& data,
+                      CudaDevice::Ptr flush, size_t flush_bytes) {
   CudaResult r;
   r.signature = k.signature;
   r.schedule = k.schedule;
@@ -61,8 +62,15 @@ CudaResult run_kernel(const CudaJob& job, const CudaJobKernel& k, CudaDevice& de
   }
   std::vector<void*> functions;
   for (const CudaJobLaunch& l : k.launches)
-    functions.push_back(device.function(module, l.function));
+    functions.push_back(device.function(*module, l.function));
+  CublasGemmCall gemm;
+  if (k.library == "cublas_gemm") {
+    if (k.reads.size() != 2 || k.writes.size() != 1) throw Error("a gemm reads 2 and writes 1");
+    gemm = cublas_gemm_call(k.gemm);
+  }
   auto run = [&] {
+    if (k.library == "cublas_gemm")  // cuBLAS's A is the job's B (see CublasGemmCall)
+      blas->gemm(gemm, buffers.ptrs[k.gemm.read_b], buffers.ptrs[k.gemm.read_a], buffers.ptrs[2]);
     for (size_t i = 0; i < k.launches.size(); ++i)
       device.launch(functions[i], k.launches[i].grid, k.launches[i].block, buffers.ptrs);
   };
@@ -109,8 +117,9 @@ std::string read_all(const std::string& path) {
 
 }  // namespace
 
-CudaDeviceInfo cuda_device_info(const CudaDevice& d) {
-  return {d.name(), d.arch(), d.sm_count(), d.driver_version(), d.l2_bytes()};
+CudaDeviceInfo cuda_device_info(const CudaDevice& d, const CudaBlas* blas) {
+  return {d.name(),           d.arch(),     d.sm_count(),
+          d.driver_version(), d.l2_bytes(), blas ? blas->version() : 0};
 }
 
 CudaWorkerProgress run_cuda_job(const std::string& dir, CudaDevice& device,
@@ -136,9 +145,12 @@ CudaWorkerProgress run_cuda_job(const std::string& dir, CudaDevice& device,
     }
   } catch (const Error&) {
   }
+  std::string no_blas;
+  const std::unique_ptr<CudaBlas> blas = CudaBlas::open(&no_blas);
   std::ofstream results(results_path, fresh ? std::ios::trunc : std::ios::app);
   if (!results) throw Error(results_path + ": cannot write");
-  results << cuda_results_header(job.id, cuda_device_info(device)) << "\n" << std::flush;
+  results << cuda_results_header(job.id, cuda_device_info(device, blas.get())) << "\n"
+          << std::flush;
 
   const size_t flush_bytes = static_cast<size_t>(std::max<int64_t>(2 * device.l2_bytes(), 1 << 20));
   const CudaDevice::Ptr flush = device.alloc(flush_bytes);
@@ -151,13 +163,21 @@ CudaWorkerProgress run_cuda_job(const std::string& dir, CudaDevice& device,
       continue;
     }
     CudaResult r;
+    if (!k.library.empty() && !blas) {  // not a GPU fault: go on
+      r.signature = k.signature;
+      r.schedule = k.schedule;
+      r.error = "no cuBLAS on this machine: " + no_blas;
+      results << cuda_result_line(r) << "\n" << std::flush;
+      bar.update(out.done + ++out.ran);
+      continue;
+    }
     try {
-      if (k.program != program) {
+      if (k.library.empty() && k.program != program) {
         module.reset();
-        module = device.load(read_all(dir + "/" + job.programs[k.program]));
+        module = device.load(read_all(dir + "/" + job.programs.at(k.program)));
         program = k.program;
       }
-      r = run_kernel(job, k, device, *module, data, flush, flush_bytes);
+      r = run_kernel(job, k, device, module.get(), blas.get(), data, flush, flush_bytes);
     } catch (const Error& e) {
       r = CudaResult();
       r.signature = k.signature;

@@ -28,6 +28,7 @@
 #include "kora/cuda_driver.h"
 #include "kora/cuda_job.h"
 #include "kora/cuda_kernels.h"
+#include "kora/cuda_library.h"
 #include "kora/cuda_profile.h"
 #include "kora/error.h"
 #include "kora/profile_db.h"
@@ -172,7 +173,9 @@ TEST(CudaJob, ResultsRoundTripWithNonFiniteValuesAndATruncatedLine) {
   EXPECT_THROW(read_cuda_job(dir.path().string()), Error);
 }
 
-// softmax(x * float(w)) over rows, w an int64 constant (carried as data), plus w == 0.
+// softmax(x * float(w)) over rows, w an int64 constant (carried as data), plus w == 0;
+// batched matrix products (cuBLAS): [2,3,5] x [1,5,4] (B broadcast), [2,3,5] x [2,5,4],
+// and [2,1,3,5] x [1,2,5,4], whose batch dims broadcast both ways (no cuBLAS call).
 PrimGraph job_graph() {
   std::mt19937 rng(11);
   kora_codegen_test::GraphBuilder b(rng);
@@ -194,17 +197,41 @@ PrimGraph job_graph() {
       b.prim(ElementwiseAttrs{ScalarOp::kDiv, {Operand{0, 0}, Operand{1, 0}}}, {e, sb}, F, s);
   const std::string zero = b.prim(
       ElementwiseAttrs{ScalarOp::kEqual, {Operand{0, 0}, Operand{-1, 0}}}, {w}, DType::kBool, s);
-  b.g.outputs = {out, zero};
+  const std::string xa = b.input(F, {2, 3, 5});
+  const std::string p1 =
+      b.prim(LinearAttrs{MatMulAttrs{}}, {xa, b.input(F, {1, 5, 4}, true)}, F, {2, 3, 4});
+  const std::string p2 =
+      b.prim(LinearAttrs{MatMulAttrs{}}, {xa, b.input(F, {2, 5, 4}, true)}, F, {2, 3, 4});
+  const std::string p3 =
+      b.prim(LinearAttrs{MatMulAttrs{}}, {b.input(F, {2, 1, 3, 5}), b.input(F, {1, 2, 5, 4})}, F,
+             {2, 2, 3, 4});
+  b.g.outputs = {out, zero, p1, p2, p3};
   return b.g;
 }
 
+// cuBLAS's column-major sgemm, strided and batched (no transposes, alpha 1, beta 0), as
+// its documentation defines it: C[i + j ldc] = sum_l A[i + l lda] B[l + j ldb].
+void textbook_sgemm(const CublasGemmCall& c, const float* a, const float* b, float* out) {
+  for (int64_t n = 0; n < c.batch; ++n)
+    for (int j = 0; j < c.n; ++j)
+      for (int i = 0; i < c.m; ++i) {
+        double sum = 0;
+        for (int l = 0; l < c.k; ++l)
+          sum += double(a[n * c.stride_a + i + int64_t(l) * c.lda]) *
+                 b[n * c.stride_b + l + int64_t(j) * c.ldb];
+        out[n * c.stride_c + i + int64_t(j) * c.ldc] = static_cast<float>(sum);
+      }
+}
+
 // What the worker does on a GPU, through the emulator: per job kernel, its buffers filled
-// as the job says, its launches run by name, its outputs probed; times made up (the
+// as the job says, its launches run by name (a cuBLAS call by textbook_sgemm, with the
+// worker's operand order), its outputs probed; times made up (the
 // kernel's index in the job, so the fastest schedule is known). Writes DIR/results.jsonl.
 void emulate_worker(const PrimGraph& g, const CudaKernelsOptions& options, const std::string& dir,
                     const std::string& cache) {
   std::vector<CudaKernel> kernels;
   for_each_cuda_candidate(g, options, [&](const KernelDag& sub, const Candidate& c) {
+    if (!cuda_codegen_supports(g, sub, c)) return;  // a library call
     const std::vector<CudaSchedule> space = cuda_schedule_space(g, sub, c);
     for (size_t k = 0; k < space.size(); ++k)
       kernels.push_back(generate_cuda_kernel(
@@ -231,6 +258,9 @@ void emulate_worker(const PrimGraph& g, const CudaKernelsOptions& options, const
     for (const CudaJobBuffer& b : k.writes) buffers.emplace_back(b.bytes());
     std::vector<void*> args;
     for (auto& b : buffers) args.push_back(b.data());
+    if (k.library == "cublas_gemm")  // as the worker: cuBLAS's A is the job's B
+      textbook_sgemm(cublas_gemm_call(k.gemm), static_cast<float*>(args[k.gemm.read_b]),
+                     static_cast<float*>(args[k.gemm.read_a]), static_cast<float*>(args[2]));
     for (const CudaJobLaunch& l : k.launches)
       reinterpret_cast<Entry>(lib.library->symbol("kora_emu_" + l.function))(l.grid, l.block,
                                                                              args.data());
@@ -259,13 +289,14 @@ TEST(CudaJob, AModelsJobRunThroughTheEmulatorIsCheckedAndStored) {
   const CudaKernelsSummary summary = compile_cuda_kernels(g, options);
   ASSERT_TRUE(summary.failures.empty()) << summary.failures.front().error;
   ASSERT_GT(summary.implementations, 20);
+  EXPECT_EQ(summary.library, 2);  // the third product's batch dims broadcast both ways
   ASSERT_GT(summary.programs, 1);
-  EXPECT_EQ(summary.job_kernels, summary.implementations);
+  EXPECT_EQ(summary.job_kernels, summary.implementations + summary.library);
 
   // The job: every implementation; its program holds every function it launches; the
   // int64 constant travels as data, the float input is random, the same for every kernel.
   const CudaJob job = read_cuda_job(dir);
-  ASSERT_EQ(static_cast<int64_t>(job.kernels.size()), summary.implementations);
+  ASSERT_EQ(static_cast<int64_t>(job.kernels.size()), summary.job_kernels);
   EXPECT_EQ(job.arch, "sm_80");
   EXPECT_EQ(job.compiler, nvrtc_version());
   EXPECT_EQ(job.codegen, cuda_codegen_revision());
@@ -273,8 +304,17 @@ TEST(CudaJob, AModelsJobRunThroughTheEmulatorIsCheckedAndStored) {
   const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const Tensor& w = g.constants.begin()->second;
   EXPECT_EQ(data, std::string(reinterpret_cast<const char*>(w.bytes()), w.nbytes()));
-  int carried = 0;
+  int carried = 0, gemms = 0;
   for (const CudaJobKernel& k : job.kernels) {
+    if (k.library == "cublas_gemm") {
+      EXPECT_EQ(k.schedule, "cublas");
+      EXPECT_EQ(k.gemm.batch, 2);
+      EXPECT_EQ(k.gemm.stride_a, 15);
+      EXPECT_TRUE(k.gemm.stride_b == 0 || k.gemm.stride_b == 20) << k.gemm.stride_b;
+      EXPECT_EQ(k.gemm.stride_c, 12);
+      ++gemms;
+      continue;
+    }
     std::ifstream cubin(dir + "/" + job.programs.at(k.program), std::ios::binary);
     const std::string image((std::istreambuf_iterator<char>(cubin)),
                             std::istreambuf_iterator<char>());
@@ -294,6 +334,7 @@ TEST(CudaJob, AModelsJobRunThroughTheEmulatorIsCheckedAndStored) {
     }
   }
   EXPECT_GT(carried, 0);
+  EXPECT_EQ(gemms, 2);
 
   // Run and stored: every result matches the interpreter; the fastest schedule per kernel
   // is the one measured first (the made-up times grow along the job).
@@ -303,7 +344,7 @@ TEST(CudaJob, AModelsJobRunThroughTheEmulatorIsCheckedAndStored) {
   for (const ProfileFailure& f : merged.failures) ADD_FAILURE() << f.kernel << ": " << f.error;
   EXPECT_EQ(merged.stored, static_cast<int64_t>(job.kernels.size()));
   EXPECT_EQ(merged.missing, 0);
-  EXPECT_EQ(merged.device, "cuda|emulator|sm_80|1 SMs|driver 0|" + nvrtc_version() + "|" +
+  EXPECT_EQ(merged.device, "cuda|emulator|sm_80|1 SMs|driver 0|cublas 0|" + nvrtc_version() + "|" +
                                cuda_codegen_revision());
   for (const CudaJobKernel& k : job.kernels) {
     const auto best = db.best(merged.device, k.signature);
@@ -420,9 +461,16 @@ TEST(CudaWorker, MeasuresAModelOnTheGpuAndASecondRunMeasuresNothing) {
   const CudaProfileSummary a = profile_model_cuda(g, db, options);
   ASSERT_TRUE(a.ran_worker);
   ASSERT_TRUE(a.merged);
-  for (const ProfileFailure& f : a.merge.failures) ADD_FAILURE() << f.kernel << ": " << f.error;
-  EXPECT_EQ(a.merge.stored, a.kernels.job_kernels);
+  int64_t no_cublas = 0;  // a GPU machine without cuBLAS: its kernels fail, saying so
+  for (const ProfileFailure& f : a.merge.failures) {
+    if (f.error.find("no cuBLAS") != std::string::npos && f.schedule == "cublas")
+      ++no_cublas;
+    else
+      ADD_FAILURE() << f.kernel << ": " << f.error;
+  }
+  EXPECT_EQ(a.merge.stored + no_cublas, a.kernels.job_kernels);
   for (const CudaJobKernel& k : read_cuda_job(options.kernels.job_dir).kernels) {
+    if (no_cublas && !k.library.empty()) continue;
     const auto best = db.best(a.merge.device, k.signature);
     ASSERT_TRUE(best.has_value());
     EXPECT_GT(best->median_ms, 0);
