@@ -207,10 +207,12 @@ CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
                   "); results so far are in " + cuda_results_file(dir));
     results = true;
   } else if (!results) {
-    summary.next = "no GPU here (" + why + "): copy " + dir +
-                   " to a machine with the GPU, run `kora-cuda-worker DIR` there (it needs only "
-                   "the CUDA driver), copy DIR/results.jsonl back into " +
-                   dir + " and run this command again to check and store the results";
+    summary.next =
+        (options.run_worker ? "no GPU here (" + why + ")" : "not measured (--no-measure)") +
+        ": copy " + dir +
+        " to a machine with the GPU, run `kora-cuda-worker DIR` there (it needs only "
+        "the CUDA driver), copy DIR/results.jsonl back into " +
+        dir + " and run this command again to check and store the results";
   }
   if (results && summary.kernels.job_kernels > 0) {
     summary.merge = merge_cuda_results(graph, dir, db, kernels, options.tolerance);
