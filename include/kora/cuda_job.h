@@ -58,15 +58,26 @@ struct CublasGemmCall {
 // Throws kora::Error when a size does not fit cuBLAS's 32-bit integers.
 CublasGemmCall cublas_gemm_call(const CudaGemm& gemm);
 
+// A float32 convolution (NCHW, cross-correlation, symmetric zero padding, groups) run by
+// cuDNN with forward algorithm `algo` (cudnnConvolutionFwdAlgo_t).
+struct CudaConv {
+  std::vector<int64_t> x, w, y;  // dims: [N, C, S...], [M, C/group, K...], [N, M, O...]
+  std::vector<int64_t> pads, strides, dilations;  // per spatial dim
+  int64_t group = 1;
+  int algo = 0;
+  int read_x = 0, read_w = 1;  // which of the kernel's reads are X and W
+};
+
 // One implementation: a kernel signature with one schedule. Every launch takes a pointer
-// per read buffer, then per written buffer, in order. A library kernel (schedule "cublas")
-// has no program or launches: it reads A and B and writes C.
+// per read buffer, then per written buffer, in order. A library kernel (schedule "cublas",
+// or "cudnn:ALGO") has no program or launches: it reads A and B (X and W) and writes C (Y).
 struct CudaJobKernel {
   uint64_t signature = 0;
   std::string schedule;
   int program = 0;      // index into CudaJob::programs; -1 for a library kernel
-  std::string library;  // "" (generated) or "cublas_gemm"
+  std::string library;  // "" (generated), "cublas_gemm" or "cudnn_conv"
   CudaGemm gemm;        // library "cublas_gemm"
+  CudaConv conv;        // library "cudnn_conv"
   std::vector<CudaJobBuffer> reads, writes;
   std::vector<CudaJobLaunch> launches;
   std::string name;  // the kernel's primitives, for messages
@@ -99,6 +110,7 @@ struct CudaDeviceInfo {
   int driver = 0;    // cuDriverGetVersion, e.g. 12040
   int64_t l2_bytes = 0;
   int cublas = 0;  // cublasGetVersion; 0 when the worker found no cuBLAS
+  int cudnn = 0;   // cudnnGetVersion; 0 when the worker found no cuDNN
 };
 
 // A written tensor as the worker left it: at most kPoints elements at positions

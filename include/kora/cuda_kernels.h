@@ -48,7 +48,7 @@ struct CudaKernelsSummary {
   std::string arch;
   int64_t kernels = 0;          // distinct candidate kernels (signatures)
   int64_t supported = 0;        // of them, generated for CUDA
-  int64_t library = 0;          // of them, a cuBLAS call (include/kora/cuda_library.h)
+  int64_t library = 0;          // of them, a cuBLAS or cuDNN call (include/kora/cuda_library.h)
   int64_t implementations = 0;  // supported kernels x schedules
   int64_t launches = 0;         // __global__ functions of the implementations
   int64_t programs = 0;         // NVRTC programs
@@ -64,8 +64,8 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph,
 std::string format_cuda_kernels_summary(const CudaKernelsSummary& summary);
 
 // Calls `fn` once per distinct candidate kernel (the first of each signature) that the
-// CUDA generator or a library (cuda_gemm_plan) supports and `known` does not name, in the order
-// compile_cuda_kernels takes them; returns the number of distinct kernels.
+// CUDA generator or a library (cuda_gemm_plan, cuda_conv_plan) supports and `known` does not name,
+// in the order compile_cuda_kernels takes them; returns the number of distinct kernels.
 int64_t for_each_cuda_candidate(
     const PrimGraph& graph, const CudaKernelsOptions& options,
     const std::function<void(const KernelDag& sub, const Candidate& c)>& fn);

@@ -1,10 +1,11 @@
 // Which candidate kernels NVIDIA's libraries compute on the cuda target: a candidate in;
-// the library call that computes it out, or nothing. Today: a float32 MatMul alone, as
-// one cuBLAS strided-batched GEMM, when each operand's batch dimensions are all the
-// output's or all 1 (broadcast by a zero stride). Epilogues stay generated kernels of
-// their own; cuDNN convolutions are to come.
+// the library call that computes it out, or nothing: a float32 MatMul alone, as one cuBLAS
+// strided-batched GEMM, when each operand's batch dimensions are all the output's or all 1
+// (broadcast by a zero stride); a float32 Conv alone with symmetric padding, as a cuDNN
+// convolution. Epilogues (bias, activation) stay generated kernels of their own.
 #pragma once
 #include <optional>
+#include <vector>
 
 #include "kora/candidates.h"
 #include "kora/cuda_job.h"
@@ -15,5 +16,13 @@ namespace kora {
 
 std::optional<CudaGemm> cuda_gemm_plan(const PrimGraph& graph, const KernelDag& dag,
                                        const Candidate& c);
+
+// A float32 Conv alone with symmetric padding, as a cuDNN convolution (algo 0; the job
+// measures each of cudnn_conv_algorithms() as schedule "cudnn:ALGO").
+std::optional<CudaConv> cuda_conv_plan(const PrimGraph& graph, const KernelDag& dag,
+                                       const Candidate& c);
+// cuDNN's forward algorithms worth measuring (cudnnConvolutionFwdAlgo_t; DIRECT is never
+// implemented).
+const std::vector<int>& cudnn_conv_algorithms();
 
 }  // namespace kora

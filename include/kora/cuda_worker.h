@@ -1,7 +1,7 @@
 // The CUDA measuring worker's loop (the kora-cuda-worker program, src/worker/): a job
 // directory (include/kora/cuda_job.h) and an open device in; a results line per kernel
 // appended to DIR/results.jsonl out. Per kernel: its program's cubin loaded, its read
-// buffers filled as the job says, its launches (or its cuBLAS call) run once and every
+// buffers filled as the job says, its launches (or its cuBLAS / cuDNN call) run once and every
 // written tensor probed,
 // then warm-up runs and samples timed with CUDA events, L2 flushed (a memset of twice its
 // size) before every sample, until the median is stable or a cap (CudaJobMeasure).
@@ -31,7 +31,8 @@ CudaWorkerProgress run_cuda_job(const std::string& dir, CudaDevice& device,
                                 std::ostream* progress = nullptr);
 
 class CudaBlas;
-// The device (and cuBLAS, when open) as the results header records it.
-CudaDeviceInfo cuda_device_info(const CudaDevice& device, const CudaBlas* blas);
+class CudaDnn;
+// The device (and cuBLAS and cuDNN, when open) as the results header records it.
+CudaDeviceInfo cuda_device_info(const CudaDevice& device, const CudaBlas* blas, const CudaDnn* dnn);
 
 }  // namespace kora

@@ -118,7 +118,8 @@ int64_t for_each_cuda_candidate(
     for (const Candidate& c : sc.candidates) {
       if (!seen.insert(c.signature).second) continue;
       if (options.known && options.known(c.signature)) continue;
-      if (cuda_codegen_supports(graph, sc.sub, c) || cuda_gemm_plan(graph, sc.sub, c))
+      if (cuda_codegen_supports(graph, sc.sub, c) || cuda_gemm_plan(graph, sc.sub, c) ||
+          cuda_conv_plan(graph, sc.sub, c))
         fn(sc.sub, c);
     }
   }
@@ -139,19 +140,31 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
   std::map<std::string, int64_t> data_offsets;
   summary.kernels =
       for_each_cuda_candidate(graph, options, [&](const KernelDag& sub, const Candidate& c) {
-        if (const std::optional<CudaGemm> gemm = cuda_gemm_plan(graph, sub, c)) {
+        const std::optional<CudaGemm> gemm = cuda_gemm_plan(graph, sub, c);
+        const std::optional<CudaConv> conv = gemm ? std::nullopt : cuda_conv_plan(graph, sub, c);
+        if (gemm || conv) {
           CudaJobKernel k;
           k.signature = c.signature;
-          k.schedule = "cublas";
           k.program = -1;
-          k.library = "cublas_gemm";
-          k.gemm = *gemm;
           k.name = kernel_name(graph, sub, c);
           for (const std::string& t : kernel_reads(graph, sub, c))
             k.reads.push_back(job_buffer(graph, t, data, data_offsets));
           for (const std::string& t : kernel_writes(graph, sub, c))
             k.writes.push_back(job_buffer(graph, t, data, data_offsets));
-          library.push_back(std::move(k));
+          if (gemm) {
+            k.schedule = "cublas";
+            k.library = "cublas_gemm";
+            k.gemm = *gemm;
+            library.push_back(std::move(k));
+          } else {
+            k.library = "cudnn_conv";
+            for (int algo : cudnn_conv_algorithms()) {
+              k.schedule = "cudnn:" + std::to_string(algo);
+              k.conv = *conv;
+              k.conv.algo = algo;
+              library.push_back(k);
+            }
+          }
           ++summary.library;
           return;
         }
@@ -250,8 +263,8 @@ std::string format_cuda_kernels_summary(const CudaKernelsSummary& s) {
   os << std::fixed << std::setprecision(1);
   os << "target cuda (" << s.arch << ")\n"
      << "kernels " << s.kernels << " distinct, " << s.supported << " generated for CUDA, "
-     << s.library << " on cuBLAS, " << s.kernels - s.supported - s.library
-     << " left (convolutions: cuDNN, to come; fused linear kernels; opaque)\n"
+     << s.library << " on cuBLAS or cuDNN, " << s.kernels - s.supported - s.library
+     << " left (linear with fused neighbours, opaque)\n"
      << "implementations " << s.implementations << " (kernel x schedule), " << s.launches
      << " launches\n"
      << "nvrtc " << s.programs << " programs (" << s.cached << " cached) in " << s.compile_seconds

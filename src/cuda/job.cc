@@ -92,6 +92,20 @@ json job_json(const CudaJob& job) {
       jk["library"] = k.library;
       jk["gemm"] = {g.batch, g.m, g.n, g.k, g.stride_a, g.stride_b, g.stride_c, g.read_a, g.read_b};
     }
+    if (k.library == "cudnn_conv") {
+      const CudaConv& c = k.conv;
+      jk.erase("gemm");
+      jk["conv"] = {{"x", c.x},
+                    {"w", c.w},
+                    {"y", c.y},
+                    {"pads", c.pads},
+                    {"strides", c.strides},
+                    {"dilations", c.dilations},
+                    {"group", c.group},
+                    {"algo", c.algo},
+                    {"read_x", c.read_x},
+                    {"read_w", c.read_w}};
+    }
     kernels.push_back(jk);
   }
   const CudaJobMeasure& m = job.measure;
@@ -181,19 +195,40 @@ CudaJob read_cuda_job(const std::string& dir) {
       k.program = jk.at("program").get<int>();
       if (jk.contains("library")) {
         k.library = jk.at("library").get<std::string>();
-        if (k.library != "cublas_gemm") throw Error("unknown library '" + k.library + "'");
-        const std::vector<int64_t> g = jk.at("gemm").get<std::vector<int64_t>>();
-        if (g.size() != 9 || g[7] < 0 || g[7] > 1 || g[8] != 1 - g[7])
-          throw Error("a gemm needs 9 numbers, the last two 0 and 1 in some order");
-        k.gemm = {g[0],
-                  g[1],
-                  g[2],
-                  g[3],
-                  g[4],
-                  g[5],
-                  g[6],
-                  static_cast<int>(g[7]),
-                  static_cast<int>(g[8])};
+        if (k.library == "cudnn_conv") {
+          const json& c = jk.at("conv");
+          CudaConv& v = k.conv;
+          v.x = c.at("x").get<std::vector<int64_t>>();
+          v.w = c.at("w").get<std::vector<int64_t>>();
+          v.y = c.at("y").get<std::vector<int64_t>>();
+          v.pads = c.at("pads").get<std::vector<int64_t>>();
+          v.strides = c.at("strides").get<std::vector<int64_t>>();
+          v.dilations = c.at("dilations").get<std::vector<int64_t>>();
+          v.group = c.at("group").get<int64_t>();
+          v.algo = c.at("algo").get<int>();
+          v.read_x = c.at("read_x").get<int>();
+          v.read_w = c.at("read_w").get<int>();
+          const size_t spatial = v.x.size() - 2;
+          if (v.x.size() < 3 || v.w.size() != v.x.size() || v.y.size() != v.x.size() ||
+              v.pads.size() != spatial || v.strides.size() != spatial ||
+              v.dilations.size() != spatial || v.read_x + v.read_w != 1 || v.group < 1)
+            throw Error("a convolution's dims do not agree");
+        } else if (k.library != "cublas_gemm") {
+          throw Error("unknown library '" + k.library + "'");
+        } else {
+          const std::vector<int64_t> g = jk.at("gemm").get<std::vector<int64_t>>();
+          if (g.size() != 9 || g[7] < 0 || g[7] > 1 || g[8] != 1 - g[7])
+            throw Error("a gemm needs 9 numbers, the last two 0 and 1 in some order");
+          k.gemm = {g[0],
+                    g[1],
+                    g[2],
+                    g[3],
+                    g[4],
+                    g[5],
+                    g[6],
+                    static_cast<int>(g[7]),
+                    static_cast<int>(g[8])};
+        }
       } else if (k.program < 0 || k.program >= static_cast<int>(job.programs.size()))
         throw Error("kernel " + hex64(k.signature) + " names program " + std::to_string(k.program) +
                     " of " + std::to_string(job.programs.size()));
@@ -222,7 +257,8 @@ std::string cuda_results_header(const std::string& job_id, const CudaDeviceInfo&
                  {"sms", d.sms},
                  {"driver", d.driver},
                  {"l2_bytes", d.l2_bytes},
-                 {"cublas", d.cublas}}}})
+                 {"cublas", d.cublas},
+                 {"cudnn", d.cudnn}}}})
       .dump();
 }
 
@@ -267,9 +303,13 @@ CudaResults read_cuda_results(const std::string& dir) {
       if (header) {
         out.job_id = j.at("job").get<std::string>();
         const json& d = j.at("device");
-        out.device = {d.at("name").get<std::string>(), d.at("arch").get<std::string>(),
-                      d.at("sms").get<int>(),          d.at("driver").get<int>(),
-                      d.at("l2_bytes").get<int64_t>(), d.value("cublas", 0)};
+        out.device = {d.at("name").get<std::string>(),
+                      d.at("arch").get<std::string>(),
+                      d.at("sms").get<int>(),
+                      d.at("driver").get<int>(),
+                      d.at("l2_bytes").get<int64_t>(),
+                      d.value("cublas", 0),
+                      d.value("cudnn", 0)};
         header = false;
         continue;
       }

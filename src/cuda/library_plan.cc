@@ -1,6 +1,7 @@
 // The cuda target's library kernels (include/kora/cuda_library.h): a candidate in, the
 // cuBLAS GEMM that computes it out when it is a lone float32 MatMul whose batch dims each
-// operand has in full or not at all.
+// operand has in full or not at all, or the cuDNN convolution of a lone float32 Conv with
+// symmetric padding.
 #include "kora/cuda_library.h"
 
 namespace kora {
@@ -47,6 +48,42 @@ std::optional<CudaGemm> cuda_gemm_plan(const PrimGraph& graph, const KernelDag& 
   g.read_a = reads[0] == p.inputs[0] ? 0 : 1;
   g.read_b = 1 - g.read_a;
   return g;
+}
+
+std::optional<CudaConv> cuda_conv_plan(const PrimGraph& graph, const KernelDag& dag,
+                                       const Candidate& c) {
+  if (c.members.size() != 1) return std::nullopt;
+  const Primitive& p = graph.prims[dag.prim[c.members[0]]];
+  const auto* linear = std::get_if<LinearAttrs>(&p.attrs);
+  const ConvAttrs* attrs = linear ? std::get_if<ConvAttrs>(linear) : nullptr;
+  if (!attrs || p.inputs.size() != 2 || p.inputs[0] == p.inputs[1]) return std::nullopt;
+  const ValueInfo &x = graph.value(p.inputs[0]), &w = graph.value(p.inputs[1]),
+                  &y = graph.value(p.output());
+  for (const ValueInfo* v : {&x, &w, &y})
+    if (v->dtype != DType::kFloat32) return std::nullopt;
+  const size_t rank = x.shape.size(), spatial = rank - 2;
+  if (rank < 3 || rank > 5 || w.shape.size() != rank || y.shape.size() != rank ||
+      attrs->pads_begin != attrs->pads_end || attrs->pads_begin.size() != spatial ||
+      attrs->strides.size() != spatial || attrs->dilations.size() != spatial)
+    return std::nullopt;
+  CudaConv conv;
+  conv.x = x.shape;
+  conv.w = w.shape;
+  conv.y = y.shape;
+  conv.pads = attrs->pads_begin;
+  conv.strides = attrs->strides;
+  conv.dilations = attrs->dilations;
+  conv.group = attrs->group;
+  const std::vector<std::string> reads = kernel_reads(graph, dag, c);
+  if (reads.size() != 2) return std::nullopt;
+  conv.read_x = reads[0] == p.inputs[0] ? 0 : 1;
+  conv.read_w = 1 - conv.read_x;
+  return conv;
+}
+
+const std::vector<int>& cudnn_conv_algorithms() {
+  static const std::vector<int> algorithms = {0, 1, 2, 4, 5, 6, 7};
+  return algorithms;
 }
 
 }  // namespace kora

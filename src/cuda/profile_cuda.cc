@@ -16,6 +16,7 @@
 #include "kora/cuda_blas.h"
 #include "kora/cuda_codegen.h"
 #include "kora/cuda_compile.h"
+#include "kora/cuda_dnn.h"
 #include "kora/cuda_driver.h"
 #include "kora/cuda_profile.h"
 #include "kora/cuda_worker.h"
@@ -84,8 +85,8 @@ int run_worker(const std::string& worker, const std::string& dir) {
 std::string cuda_fingerprint(const CudaDeviceInfo& d, const std::string& compiler,
                              const std::string& codegen) {
   return "cuda|" + d.name + "|" + d.arch + "|" + std::to_string(d.sms) + " SMs|driver " +
-         std::to_string(d.driver) + "|cublas " + std::to_string(d.cublas) + "|" + compiler + "|" +
-         codegen;
+         std::to_string(d.driver) + "|cublas " + std::to_string(d.cublas) + "|cudnn " +
+         std::to_string(d.cudnn) + "|" + compiler + "|" + codegen;
 }
 
 std::string find_cuda_worker(const std::string& configured) {
@@ -179,8 +180,9 @@ CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
   const bool gpu_here = device != nullptr;
   if (device) {  // the GPU is here: what the database holds for it is not measured again
     const std::unique_ptr<CudaBlas> blas = CudaBlas::open(nullptr);
-    const std::string fp = cuda_fingerprint(cuda_device_info(*device, blas.get()), nvrtc_version(),
-                                            cuda_codegen_revision());
+    const std::unique_ptr<CudaDnn> dnn = CudaDnn::open(nullptr);
+    const std::string fp = cuda_fingerprint(cuda_device_info(*device, blas.get(), dnn.get()),
+                                            nvrtc_version(), cuda_codegen_revision());
     kernels.known = [&db, fp](uint64_t signature) { return db.known(fp, signature); };
     device.reset();  // the worker opens it
   }

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "kora/cuda_blas.h"
+#include "kora/cuda_dnn.h"
 #include "kora/cuda_worker.h"
 #include "kora/error.h"
 #include "kora/progress.h"
@@ -41,9 +42,22 @@ struct Buffers {
   }
 };
 
+// The libraries library kernels call, where this machine has them.
+struct Libraries {
+  std::string no_blas, no_dnn;  // why not, when missing
+  std::unique_ptr<CudaBlas> blas = CudaBlas::open(&no_blas);
+  std::unique_ptr<CudaDnn> dnn = CudaDnn::open(&no_dnn);
+  // Why the kernel cannot run here ("" when it can).
+  std::string missing(const CudaJobKernel& k) const {
+    if (k.library == "cublas_gemm" && !blas) return "no cuBLAS on this machine: " + no_blas;
+    if (k.library == "cudnn_conv" && !dnn) return "no cuDNN on this machine: " + no_dnn;
+    return "";
+  }
+};
+
 // Runs one kernel: its result (probes and time), or throws kora::Error.
 CudaResult run_kernel(const CudaJob& job, const CudaJobKernel& k, CudaDevice& device,
-                      CudaDevice::Module* module, CudaBlas* blas, const std::string& data,
+                      CudaDevice::Module* module, Libraries& libs, const std::string& data,
                       CudaDevice::Ptr flush, size_t flush_bytes) {
   CudaResult r;
   r.signature = k.signature;
@@ -63,14 +77,23 @@ CudaResult run_kernel(const CudaJob& job, const CudaJobKernel& k, CudaDevice& de
   std::vector<void*> functions;
   for (const CudaJobLaunch& l : k.launches)
     functions.push_back(device.function(*module, l.function));
+  if (!k.library.empty() && (k.reads.size() != 2 || k.writes.size() != 1))
+    throw Error("a library kernel reads 2 tensors and writes 1");
   CublasGemmCall gemm;
-  if (k.library == "cublas_gemm") {
-    if (k.reads.size() != 2 || k.writes.size() != 1) throw Error("a gemm reads 2 and writes 1");
-    gemm = cublas_gemm_call(k.gemm);
+  if (k.library == "cublas_gemm") gemm = cublas_gemm_call(k.gemm);
+  std::unique_ptr<CudaDnn::Conv> conv;
+  CudaDevice::Ptr workspace = 0;
+  if (k.library == "cudnn_conv") {
+    conv = libs.dnn->prepare(k.conv);
+    buffers.ptrs.push_back(workspace = device.alloc(conv->workspace_bytes()));
   }
   auto run = [&] {
     if (k.library == "cublas_gemm")  // cuBLAS's A is the job's B (see CublasGemmCall)
-      blas->gemm(gemm, buffers.ptrs[k.gemm.read_b], buffers.ptrs[k.gemm.read_a], buffers.ptrs[2]);
+      libs.blas->gemm(gemm, buffers.ptrs[k.gemm.read_b], buffers.ptrs[k.gemm.read_a],
+                      buffers.ptrs[2]);
+    if (conv)
+      conv->run(buffers.ptrs[k.conv.read_x], buffers.ptrs[k.conv.read_w], buffers.ptrs[2],
+                workspace);
     for (size_t i = 0; i < k.launches.size(); ++i)
       device.launch(functions[i], k.launches[i].grid, k.launches[i].block, buffers.ptrs);
   };
@@ -117,9 +140,14 @@ std::string read_all(const std::string& path) {
 
 }  // namespace
 
-CudaDeviceInfo cuda_device_info(const CudaDevice& d, const CudaBlas* blas) {
-  return {d.name(),           d.arch(),     d.sm_count(),
-          d.driver_version(), d.l2_bytes(), blas ? blas->version() : 0};
+CudaDeviceInfo cuda_device_info(const CudaDevice& d, const CudaBlas* blas, const CudaDnn* dnn) {
+  return {d.name(),
+          d.arch(),
+          d.sm_count(),
+          d.driver_version(),
+          d.l2_bytes(),
+          blas ? blas->version() : 0,
+          dnn ? dnn->version() : 0};
 }
 
 CudaWorkerProgress run_cuda_job(const std::string& dir, CudaDevice& device,
@@ -145,11 +173,11 @@ CudaWorkerProgress run_cuda_job(const std::string& dir, CudaDevice& device,
     }
   } catch (const Error&) {
   }
-  std::string no_blas;
-  const std::unique_ptr<CudaBlas> blas = CudaBlas::open(&no_blas);
+  Libraries libs;
   std::ofstream results(results_path, fresh ? std::ios::trunc : std::ios::app);
   if (!results) throw Error(results_path + ": cannot write");
-  results << cuda_results_header(job.id, cuda_device_info(device, blas.get())) << "\n"
+  results << cuda_results_header(job.id, cuda_device_info(device, libs.blas.get(), libs.dnn.get()))
+          << "\n"
           << std::flush;
 
   const size_t flush_bytes = static_cast<size_t>(std::max<int64_t>(2 * device.l2_bytes(), 1 << 20));
@@ -163,10 +191,10 @@ CudaWorkerProgress run_cuda_job(const std::string& dir, CudaDevice& device,
       continue;
     }
     CudaResult r;
-    if (!k.library.empty() && !blas) {  // not a GPU fault: go on
+    if (const std::string why = libs.missing(k); !why.empty()) {  // not a GPU fault: go on
       r.signature = k.signature;
       r.schedule = k.schedule;
-      r.error = "no cuBLAS on this machine: " + no_blas;
+      r.error = why;
       results << cuda_result_line(r) << "\n" << std::flush;
       bar.update(out.done + ++out.ran);
       continue;
@@ -177,7 +205,12 @@ CudaWorkerProgress run_cuda_job(const std::string& dir, CudaDevice& device,
         module = device.load(read_all(dir + "/" + job.programs.at(k.program)));
         program = k.program;
       }
-      r = run_kernel(job, k, device, module.get(), blas.get(), data, flush, flush_bytes);
+      r = run_kernel(job, k, device, module.get(), libs, data, flush, flush_bytes);
+    } catch (const CudaUnsupported& e) {  // the library refused the shape: go on
+      r = CudaResult();
+      r.signature = k.signature;
+      r.schedule = k.schedule;
+      r.error = e.what();
     } catch (const Error& e) {
       r = CudaResult();
       r.signature = k.signature;

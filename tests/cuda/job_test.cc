@@ -205,7 +205,19 @@ PrimGraph job_graph() {
   const std::string p3 =
       b.prim(LinearAttrs{MatMulAttrs{}}, {b.input(F, {2, 1, 3, 5}), b.input(F, {1, 2, 5, 4})}, F,
              {2, 2, 3, 4});
-  b.g.outputs = {out, zero, p1, p2, p3};
+  // Convolutions (cuDNN): grouped and strided; asymmetric padding (no cuDNN call).
+  ConvAttrs conv;
+  conv.group = 2;
+  conv.strides = {2, 2};
+  conv.dilations = {1, 1};
+  conv.pads_begin = conv.pads_end = {1, 1};
+  const std::string x4 = b.input(F, {1, 4, 7, 7});
+  const std::string c1 =
+      b.prim(LinearAttrs{conv}, {x4, b.input(F, {6, 2, 3, 3}, true)}, F, {1, 6, 4, 4});
+  ConvAttrs lopsided{1, {1, 1}, {1, 1}, {0, 0}, {1, 1}};
+  const std::string c2 =
+      b.prim(LinearAttrs{lopsided}, {x4, b.input(F, {3, 4, 2, 2}, true)}, F, {1, 3, 7, 7});
+  b.g.outputs = {out, zero, p1, p2, p3, c1, c2};
   return b.g;
 }
 
@@ -221,6 +233,30 @@ void textbook_sgemm(const CublasGemmCall& c, const float* a, const float* b, flo
                  b[n * c.stride_b + l + int64_t(j) * c.ldb];
         out[n * c.stride_c + i + int64_t(j) * c.ldc] = static_cast<float>(sum);
       }
+}
+
+// A 2-D NCHW grouped convolution (cross-correlation, zero padding) by its definition.
+void textbook_conv(const CudaConv& c, const float* x, const float* w, float* y) {
+  ASSERT_EQ(c.x.size(), 4u);
+  const int64_t N = c.x[0], C = c.x[1], H = c.x[2], W = c.x[3], M = c.w[0], KH = c.w[2],
+                KW = c.w[3], OH = c.y[2], OW = c.y[3], cg = C / c.group, mg = M / c.group;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double sum = 0;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                const int64_t ih = oh * c.strides[0] - c.pads[0] + kh * c.dilations[0],
+                              iw = ow * c.strides[1] - c.pads[1] + kw * c.dilations[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                const int64_t ch = (m / mg) * cg + ci;
+                sum += double(x[((n * C + ch) * H + ih) * W + iw]) *
+                       w[((m * cg + ci) * KH + kh) * KW + kw];
+              }
+          y[((n * M + m) * OH + oh) * OW + ow] = static_cast<float>(sum);
+        }
 }
 
 // What the worker does on a GPU, through the emulator: per job kernel, its buffers filled
@@ -261,6 +297,9 @@ void emulate_worker(const PrimGraph& g, const CudaKernelsOptions& options, const
     if (k.library == "cublas_gemm")  // as the worker: cuBLAS's A is the job's B
       textbook_sgemm(cublas_gemm_call(k.gemm), static_cast<float*>(args[k.gemm.read_b]),
                      static_cast<float*>(args[k.gemm.read_a]), static_cast<float*>(args[2]));
+    if (k.library == "cudnn_conv")
+      textbook_conv(k.conv, static_cast<float*>(args[k.conv.read_x]),
+                    static_cast<float*>(args[k.conv.read_w]), static_cast<float*>(args[2]));
     for (const CudaJobLaunch& l : k.launches)
       reinterpret_cast<Entry>(lib.library->symbol("kora_emu_" + l.function))(l.grid, l.block,
                                                                              args.data());
@@ -289,9 +328,12 @@ TEST(CudaJob, AModelsJobRunThroughTheEmulatorIsCheckedAndStored) {
   const CudaKernelsSummary summary = compile_cuda_kernels(g, options);
   ASSERT_TRUE(summary.failures.empty()) << summary.failures.front().error;
   ASSERT_GT(summary.implementations, 20);
-  EXPECT_EQ(summary.library, 2);  // the third product's batch dims broadcast both ways
+  // The third product's batch dims broadcast both ways, the second convolution's padding
+  // is lopsided: neither is a library call.
+  EXPECT_EQ(summary.library, 3);
   ASSERT_GT(summary.programs, 1);
-  EXPECT_EQ(summary.job_kernels, summary.implementations + summary.library);
+  EXPECT_EQ(summary.job_kernels,
+            summary.implementations + 2 + static_cast<int64_t>(cudnn_conv_algorithms().size()));
 
   // The job: every implementation; its program holds every function it launches; the
   // int64 constant travels as data, the float input is random, the same for every kernel.
@@ -304,8 +346,16 @@ TEST(CudaJob, AModelsJobRunThroughTheEmulatorIsCheckedAndStored) {
   const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const Tensor& w = g.constants.begin()->second;
   EXPECT_EQ(data, std::string(reinterpret_cast<const char*>(w.bytes()), w.nbytes()));
-  int carried = 0, gemms = 0;
+  int carried = 0, gemms = 0, convs = 0;
   for (const CudaJobKernel& k : job.kernels) {
+    if (k.library == "cudnn_conv") {
+      EXPECT_EQ(k.schedule, "cudnn:" + std::to_string(k.conv.algo));
+      EXPECT_EQ(k.conv.group, 2);
+      EXPECT_EQ(k.conv.y, (std::vector<int64_t>{1, 6, 4, 4}));
+      EXPECT_EQ(k.conv.pads, (std::vector<int64_t>{1, 1}));
+      ++convs;
+      continue;
+    }
     if (k.library == "cublas_gemm") {
       EXPECT_EQ(k.schedule, "cublas");
       EXPECT_EQ(k.gemm.batch, 2);
@@ -335,6 +385,7 @@ TEST(CudaJob, AModelsJobRunThroughTheEmulatorIsCheckedAndStored) {
   }
   EXPECT_GT(carried, 0);
   EXPECT_EQ(gemms, 2);
+  EXPECT_EQ(convs, static_cast<int>(cudnn_conv_algorithms().size()));
 
   // Run and stored: every result matches the interpreter; the fastest schedule per kernel
   // is the one measured first (the made-up times grow along the job).
@@ -344,8 +395,8 @@ TEST(CudaJob, AModelsJobRunThroughTheEmulatorIsCheckedAndStored) {
   for (const ProfileFailure& f : merged.failures) ADD_FAILURE() << f.kernel << ": " << f.error;
   EXPECT_EQ(merged.stored, static_cast<int64_t>(job.kernels.size()));
   EXPECT_EQ(merged.missing, 0);
-  EXPECT_EQ(merged.device, "cuda|emulator|sm_80|1 SMs|driver 0|cublas 0|" + nvrtc_version() + "|" +
-                               cuda_codegen_revision());
+  EXPECT_EQ(merged.device, "cuda|emulator|sm_80|1 SMs|driver 0|cublas 0|cudnn 0|" +
+                               nvrtc_version() + "|" + cuda_codegen_revision());
   for (const CudaJobKernel& k : job.kernels) {
     const auto best = db.best(merged.device, k.signature);
     ASSERT_TRUE(best.has_value());
@@ -461,16 +512,20 @@ TEST(CudaWorker, MeasuresAModelOnTheGpuAndASecondRunMeasuresNothing) {
   const CudaProfileSummary a = profile_model_cuda(g, db, options);
   ASSERT_TRUE(a.ran_worker);
   ASSERT_TRUE(a.merged);
-  int64_t no_cublas = 0;  // a GPU machine without cuBLAS: its kernels fail, saying so
+  int64_t no_library = 0;  // a machine without cuBLAS/cuDNN, an algorithm cuDNN lacks
   for (const ProfileFailure& f : a.merge.failures) {
-    if (f.error.find("no cuBLAS") != std::string::npos && f.schedule == "cublas")
-      ++no_cublas;
+    if ((f.error.find("no cuBLAS") != std::string::npos && f.schedule == "cublas") ||
+        (f.error.find("no cuDNN") != std::string::npos && f.schedule.rfind("cudnn:", 0) == 0))
+      ++no_library;
+    else if (f.schedule.rfind("cudnn:", 0) == 0 &&
+             f.error.find("unsupported by cuDNN") != std::string::npos)
+      ++no_library;  // an algorithm cuDNN does not implement for the shape
     else
       ADD_FAILURE() << f.kernel << ": " << f.error;
   }
-  EXPECT_EQ(a.merge.stored + no_cublas, a.kernels.job_kernels);
+  EXPECT_EQ(a.merge.stored + no_library, a.kernels.job_kernels);
   for (const CudaJobKernel& k : read_cuda_job(options.kernels.job_dir).kernels) {
-    if (no_cublas && !k.library.empty()) continue;
+    if (no_library && !k.library.empty()) continue;
     const auto best = db.best(a.merge.device, k.signature);
     ASSERT_TRUE(best.has_value());
     EXPECT_GT(best->median_ms, 0);

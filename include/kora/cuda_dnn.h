@@ -1,0 +1,47 @@
+// cuDNN, opened at run time like cuBLAS (include/kora/cuda_blas.h): libcudnn is loaded with
+// dlopen ($KORA_CUDNN, else libcudnn.so.9, .so.8, .so). A CudaDnn prepares float32
+// convolutions (CudaConv: NCHW, symmetric padding, groups, one forward algorithm; FMA
+// math, no TF32) on the current device's default stream. An algorithm cuDNN does not
+// support for a shape throws CudaUnsupported (the kernel fails, the context is fine).
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "kora/cuda_driver.h"
+#include "kora/cuda_job.h"
+#include "kora/error.h"
+
+namespace kora {
+
+class CudaUnsupported : public Error {
+ public:
+  using Error::Error;
+};
+
+class CudaDnn {
+ public:
+  // A handle on the device whose context is current, or nullptr with *why.
+  static std::unique_ptr<CudaDnn> open(std::string* why);
+  ~CudaDnn();
+  CudaDnn(const CudaDnn&) = delete;
+  CudaDnn& operator=(const CudaDnn&) = delete;
+  int version() const { return version_; }  // cudnnGetVersion: 90800
+
+  // A convolution's descriptors, made once; run() may be called many times.
+  class Conv {
+   public:
+    virtual ~Conv() = default;
+    virtual size_t workspace_bytes() const = 0;
+    virtual void run(CudaDevice::Ptr x, CudaDevice::Ptr w, CudaDevice::Ptr y,
+                     CudaDevice::Ptr workspace) = 0;
+  };
+  std::unique_ptr<Conv> prepare(const CudaConv& conv);
+
+ private:
+  CudaDnn() = default;
+  void* handle_ = nullptr;
+  int version_ = 0;
+};
+
+}  // namespace kora
