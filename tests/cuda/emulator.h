@@ -149,7 +149,8 @@ static inline float __int_as_float(int i) {
 }
 
 // The generated kernels as one host C++ translation unit, with an entry point per launched
-// function: extern "C" void kora_emu_F(long long grid, int block, void** args).
+// function: extern "C" void kora_emu_F(long long grid, int block, void** args), and its
+// number of pointer arguments, extern "C" const int kora_emu_F_arity.
 inline std::string emulated_program(const std::vector<kora::CudaKernel>& kernels,
                                     const kora::PrimGraph& graph) {
   std::string prelude = kora::cuda_codegen_prelude();
@@ -175,7 +176,9 @@ inline std::string emulated_program(const std::vector<kora::CudaKernel>& kernels
               kora::codegen::ctype(graph.value(k.writes[i]).dtype) + "*)a[" +
               std::to_string(k.reads.size() + i) + "]";
     for (const kora::CudaLaunch& l : k.launches)
-      source += "extern \"C\" void kora_emu_" + l.function +
+      source += "extern \"C\" const int kora_emu_" + l.function +
+                "_arity = " + std::to_string(k.reads.size() + k.writes.size()) + ";\n" +
+                "extern \"C\" void kora_emu_" + l.function +
                 "(long long grid, int block, void** a) {\n  kora_emu::launch(grid, block, [&] { " +
                 l.function + "(" + args + "); });\n}\n";
   }

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "cpu/codegen_harness.h"
@@ -32,6 +33,7 @@
 #include "kora/cuda_profile.h"
 #include "kora/error.h"
 #include "kora/profile_db.h"
+#include "kora/shared_library.h"
 
 namespace {
 
@@ -263,8 +265,10 @@ void textbook_conv(const CudaConv& c, const float* x, const float* w, float* y) 
 // as the job says, its launches run by name (a cuBLAS call by textbook_sgemm, with the
 // worker's operand order), its outputs probed; times made up (the
 // kernel's index in the job, so the fastest schedule is known). Writes DIR/results.jsonl.
-void emulate_worker(const PrimGraph& g, const CudaKernelsOptions& options, const std::string& dir,
-                    const std::string& cache) {
+// The generated kernels of the job (regenerated with the job's names) as one emulated
+// shared library in `cache`; its path.
+std::string emulated_library(const PrimGraph& g, const CudaKernelsOptions& options,
+                             const std::string& cache) {
   std::vector<CudaKernel> kernels;
   for_each_cuda_candidate(g, options, [&](const KernelDag& sub, const Candidate& c) {
     if (!cuda_codegen_supports(g, sub, c)) return;  // a library call
@@ -276,7 +280,13 @@ void emulate_worker(const PrimGraph& g, const CudaKernelsOptions& options, const
   CompileOptions compile;
   compile.cache_dir = cache;
   compile.flags = {"-O0", "-fPIC", "-shared", "-std=c++17", "-w"};
-  const CompileResult lib = compile_shared(kora_cuda_test::emulated_program(kernels, g), compile);
+  return cache + "/" + compile_shared(kora_cuda_test::emulated_program(kernels, g), compile).key +
+         ".so";
+}
+
+void emulate_worker(const PrimGraph& g, const CudaKernelsOptions& options, const std::string& dir,
+                    const std::string& cache) {
+  const SharedLibrary lib(emulated_library(g, options, cache));
   using Entry = void (*)(long long, int, void**);
 
   const CudaJob job = read_cuda_job(dir);
@@ -301,8 +311,7 @@ void emulate_worker(const PrimGraph& g, const CudaKernelsOptions& options, const
       textbook_conv(k.conv, static_cast<float*>(args[k.conv.read_x]),
                     static_cast<float*>(args[k.conv.read_w]), static_cast<float*>(args[2]));
     for (const CudaJobLaunch& l : k.launches)
-      reinterpret_cast<Entry>(lib.library->symbol("kora_emu_" + l.function))(l.grid, l.block,
-                                                                             args.data());
+      reinterpret_cast<Entry>(lib.symbol("kora_emu_" + l.function))(l.grid, l.block, args.data());
     CudaResult r;
     r.signature = k.signature;
     r.schedule = k.schedule;
@@ -491,6 +500,79 @@ TEST(CudaWorker, WithoutAGpuSaysSoAndLinksOnlyTheCRuntime) {
        {"libstdc++", "libcuda", "libnvrtc", "libsqlite", "libdnnl", "libprotobuf"})
     EXPECT_EQ(out.find(lib), std::string::npos) << lib << " in\n" << out;
 }
+
+#ifdef KORA_FAKE_CUDA_PATH
+// The worker program itself, on a fake driver and cuBLAS over host memory
+// (tests/cuda/fake_driver.cc) whose modules are the emulated kernels: every kernel of the
+// job gets one result although one crashes its process (the supervisor records it and
+// starts a fresh child) and another's launch fails (recorded; the child stops and a fresh
+// one goes on); without cuDNN the convolutions fail saying so; everything else matches the
+// reference interpreter when merged: buffers, launch arguments, GEMM operands and probes
+// as the worker really makes them.
+TEST(CudaWorker, RunsAJobOnAFakeDriverThroughCrashesAndItsResultsMatch) {
+  const PrimGraph g = job_graph();
+  kora_test::TempDir tmp;
+  const std::string dir = tmp.file("job");
+  CudaKernelsOptions options;
+  options.cache_dir = tmp.file("cubins");
+  options.candidates.max_size = 3;
+  options.kernels_per_program = 16;
+  options.job_dir = dir;
+  options.measure = {1, 2, 2, 1.0, 0.01};
+  compile_cuda_kernels(g, options);
+  const std::string lib = emulated_library(g, options, tmp.file("emulated"));
+  const CudaJob job = read_cuda_job(dir);
+  for (const std::string& p : job.programs) std::ofstream(dir + "/" + p) << lib << '\0';
+  std::vector<const CudaJobKernel*> generated;
+  for (const CudaJobKernel& k : job.kernels)
+    if (!k.launches.empty()) generated.push_back(&k);
+  ASSERT_GT(generated.size(), 40u);
+  const CudaJobKernel &crash = *generated[3], &fail = *generated[30];
+  std::string out;
+  const int status = run(
+      std::string("KORA_CUDA_DRIVER=") + KORA_FAKE_CUDA_PATH +
+          " KORA_CUBLAS=" + KORA_FAKE_CUDA_PATH +
+          " KORA_CUDNN=/nonexistent/libcudnn.so FAKE_CUDA_CRASH_ON=" + crash.launches[0].function +
+          " FAKE_CUDA_FAIL_ON=" + fail.launches[0].function + " " + KORA_CUDA_WORKER_PATH + " " +
+          dir,
+      &out);
+  ASSERT_EQ(status, 0) << out;
+
+  const CudaResults results = read_cuda_results(dir);
+  EXPECT_EQ(results.device.name, "Fake GPU");
+  EXPECT_EQ(results.device.sms, 4);
+  EXPECT_EQ(results.device.cublas, 130000);
+  EXPECT_EQ(results.device.cudnn, 0);
+  ASSERT_EQ(results.results.size(), job.kernels.size());  // each once, none lost or repeated
+  std::map<std::pair<uint64_t, std::string>, const CudaResult*> by;
+  for (const CudaResult& r : results.results) by[{r.signature, r.schedule}] = &r;
+  ASSERT_EQ(by.size(), job.kernels.size());
+  int no_dnn = 0;
+  for (const CudaJobKernel& k : job.kernels) {
+    const CudaResult& r = *by.at({k.signature, k.schedule});
+    if (&k == &crash) {
+      EXPECT_NE(r.error.find("the worker died on it (signal 6"), std::string::npos) << r.error;
+    } else if (&k == &fail) {
+      EXPECT_NE(r.error.find("unspecified launch failure"), std::string::npos) << r.error;
+    } else if (k.library == "cudnn_conv") {
+      EXPECT_NE(r.error.find("no cuDNN on this machine"), std::string::npos) << r.error;
+      ++no_dnn;
+    } else {
+      EXPECT_EQ(r.error, "") << k.name;
+      EXPECT_EQ(r.samples, 2);
+      EXPECT_GT(r.median_ms, 0);
+    }
+  }
+  EXPECT_EQ(no_dnn, static_cast<int>(cudnn_conv_algorithms().size()));
+
+  ProfileDb db(tmp.file("profiles.db"));
+  const CudaMergeSummary merged = merge_cuda_results(g, dir, db, options);
+  EXPECT_EQ(merged.failures.size(), 2u + no_dnn);
+  for (const ProfileFailure& f : merged.failures)
+    EXPECT_EQ(f.error.find("wrong result"), std::string::npos) << f.kernel << ": " << f.error;
+  EXPECT_EQ(merged.stored, static_cast<int64_t>(job.kernels.size()) - 2 - no_dnn);
+}
+#endif
 
 TEST(CudaWorker, MeasuresAModelOnTheGpuAndASecondRunMeasuresNothing) {
   std::string why;

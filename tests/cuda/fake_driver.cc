@@ -1,0 +1,186 @@
+// A fake CUDA driver and cuBLAS for tests without a GPU (tests/cuda/worker_fake_test.cc):
+// one shared library exporting the driver functions kora-cuda-worker opens (the names and
+// types of cuda.h) and cuBLAS's, over host memory. A "module image" is the path of a
+// shared library built from generated kernels by tests/cuda/emulator.h; a function is its
+// kora_emu_F entry and kora_emu_F_arity; a launch runs the emulation; events read the
+// steady clock; GEMMs are cuBLAS's column-major definition. Faults to inject, by function
+// name: $FAKE_CUDA_CRASH_ON aborts the process in the launch, $FAKE_CUDA_FAIL_ON returns
+// CUDA_ERROR_LAUNCH_FAILED.
+#include <cublas_v2.h>
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Function {
+  void (*entry)(long long, int, void**);
+  int arity;
+  std::string name;
+};
+
+bool named(const char* env, const std::string& name) {
+  const char* v = std::getenv(env);
+  return v && name == v;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }
+CUresult cuGetErrorString(CUresult error, const char** text) {
+  *text = error == CUDA_ERROR_LAUNCH_FAILED ? "unspecified launch failure (fake)" : "fake error";
+  return CUDA_SUCCESS;
+}
+CUresult cuDriverGetVersion(int* version) {
+  *version = 13000;
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetCount(int* count) {
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGet(CUdevice* device, int) {
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetName(char* name, int len, CUdevice) {
+  std::strncpy(name, "Fake GPU", static_cast<size_t>(len));
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      *value = 8;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      *value = 0;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      *value = 4;
+      break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+      *value = 1 << 20;
+      break;
+    default:
+      *value = 0;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice) {
+  static int dummy;
+  *context = reinterpret_cast<CUcontext>(&dummy);
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult cuCtxSynchronize() { return CUDA_SUCCESS; }
+CUresult cuMemAlloc(CUdeviceptr* p, size_t bytes) {
+  void* m = std::calloc(bytes ? bytes : 1, 1);
+  if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = reinterpret_cast<CUdeviceptr>(m);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemFree(CUdeviceptr p) {
+  std::free(reinterpret_cast<void*>(p));
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
+  std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes) {
+  std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemsetD8(CUdeviceptr p, unsigned char value, size_t bytes) {
+  std::memset(reinterpret_cast<void*>(p), value, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleLoadData(CUmodule* module, const void* image) {
+  void* lib = ::dlopen(static_cast<const char*>(image), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return CUDA_ERROR_INVALID_IMAGE;
+  *module = reinterpret_cast<CUmodule>(lib);
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleUnload(CUmodule module) {
+  ::dlclose(module);
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
+  void* entry = ::dlsym(module, (std::string("kora_emu_") + name).c_str());
+  void* arity = ::dlsym(module, (std::string("kora_emu_") + name + "_arity").c_str());
+  if (!entry || !arity) return CUDA_ERROR_NOT_FOUND;
+  *function = reinterpret_cast<CUfunction>(
+      new Function{reinterpret_cast<void (*)(long long, int, void**)>(entry),
+                   *static_cast<const int*>(arity), name});
+  return CUDA_SUCCESS;
+}
+CUresult cuLaunchKernel(CUfunction f, unsigned int grid, unsigned int, unsigned int,
+                        unsigned int block, unsigned int, unsigned int, unsigned int, CUstream,
+                        void** params, void**) {
+  const Function& fn = *reinterpret_cast<const Function*>(f);
+  if (named("FAKE_CUDA_CRASH_ON", fn.name)) std::abort();
+  if (named("FAKE_CUDA_FAIL_ON", fn.name)) return CUDA_ERROR_LAUNCH_FAILED;
+  std::vector<void*> args;
+  for (int i = 0; i < fn.arity; ++i) args.push_back(*static_cast<void**>(params[i]));
+  fn.entry(grid, static_cast<int>(block), args.data());
+  return CUDA_SUCCESS;
+}
+CUresult cuEventCreate(CUevent* event, unsigned int) {
+  *event = reinterpret_cast<CUevent>(new double(0));
+  return CUDA_SUCCESS;
+}
+CUresult cuEventRecord(CUevent event, CUstream) {
+  *reinterpret_cast<double*>(event) =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+  return CUDA_SUCCESS;
+}
+CUresult cuEventSynchronize(CUevent) { return CUDA_SUCCESS; }
+CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent stop) {
+  *ms = static_cast<float>(*reinterpret_cast<double*>(stop) - *reinterpret_cast<double*>(start));
+  return CUDA_SUCCESS;
+}
+CUresult cuEventDestroy(CUevent event) {
+  delete reinterpret_cast<double*>(event);
+  return CUDA_SUCCESS;
+}
+
+cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
+  static int dummy;
+  *handle = reinterpret_cast<cublasHandle_t>(&dummy);
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasDestroy_v2(cublasHandle_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasGetVersion_v2(cublasHandle_t, int* version) {
+  *version = 130000;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb,
+                                         int m, int n, int k, const float* alpha, const float* a,
+                                         int lda, long long sa, const float* b, int ldb,
+                                         long long sb, const float* beta, float* c, int ldc,
+                                         long long sc, int batch) {
+  if (ta != CUBLAS_OP_N || tb != CUBLAS_OP_N) return CUBLAS_STATUS_NOT_SUPPORTED;
+  for (long long p = 0; p < batch; ++p)
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) {
+        double sum = 0;
+        for (int l = 0; l < k; ++l)
+          sum += double(a[p * sa + i + static_cast<long long>(l) * lda]) *
+                 b[p * sb + l + static_cast<long long>(j) * ldb];
+        float& out = c[p * sc + i + static_cast<long long>(j) * ldc];
+        out = static_cast<float>(*alpha * sum + (*beta == 0 ? 0 : *beta * out));
+      }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+}  // extern "C"
