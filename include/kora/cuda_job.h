@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "kora/measure.h"
+
 namespace kora {
 
 // What a read tensor holds: uniform floats in [-1, 1) / random 0-1 bools (kRandom), zeros
@@ -46,7 +48,7 @@ struct CudaJobLaunch {
 struct CudaGemm {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batches
-  int read_a = 0, read_b = 1;  // which of the kernel's reads (kernel_reads order) are A and B
+  int read_a = 0;  // A's index among the kernel's two reads (kernel_reads order); B is 1 - it
 };
 
 // The column-major cublasSgemmStridedBatched call (no transposes, alpha 1, beta 0) that
@@ -65,7 +67,7 @@ struct CudaConv {
   std::vector<int64_t> pads, strides, dilations;  // per spatial dim
   int64_t group = 1;
   int algo = 0;
-  int read_x = 0, read_w = 1;  // which of the kernel's reads are X and W
+  int read_x = 0;  // X's index among the kernel's two reads; W is 1 - it
 };
 
 // One implementation: a kernel signature with one schedule. Every launch takes a pointer
@@ -83,20 +85,12 @@ struct CudaJobKernel {
   std::string name;  // the kernel's primitives, for messages
 };
 
-struct CudaJobMeasure {
-  int warmup = 3;
-  int min_samples = 10;
-  int max_samples = 100;
-  double max_seconds = 1.0;     // stop sampling after this long (after min_samples)
-  double stable_within = 0.01;  // stop when 5 more samples move the median less than this
-};
-
 struct CudaJob {
   static constexpr int kFormat = 1;
   std::string arch;      // the cubins' architecture ("sm_90")
   std::string compiler;  // nvrtc_version() of the kora that compiled them
   std::string codegen;   // the generator's revision, part of the fingerprint
-  CudaJobMeasure measure;
+  MeasureOptions measure = {3, 10, 100, 1.0, 0.01};  // measure_timed's, with CUDA events
   std::vector<std::string> programs;  // cubin file names, relative to the job directory
   std::vector<CudaJobKernel> kernels;
   std::string id;  // content hash of the above: results name the job they measured

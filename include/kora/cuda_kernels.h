@@ -33,7 +33,7 @@ struct CudaKernelsOptions {
   // When set: the job directory (include/kora/cuda_job.h) to write, for measuring every
   // compiled implementation on a GPU, with these measuring options.
   std::string job_dir;
-  CudaJobMeasure measure;
+  MeasureOptions measure = CudaJob().measure;
   // When set: kernels (signatures) to leave out, e.g. those the database already holds.
   std::function<bool(uint64_t signature)> known;
 };

@@ -1,13 +1,13 @@
 // The CUDA measuring worker's loop (the kora-cuda-worker program, src/worker/): a job
 // directory (include/kora/cuda_job.h) and an open device in; a results line per kernel
 // appended to DIR/results.jsonl out. Per kernel: its program's cubin loaded, its read
-// buffers filled as the job says, its launches (or its cuBLAS / cuDNN call) run once and every
-// written tensor probed,
-// then warm-up runs and samples timed with CUDA events, L2 flushed (a memset of twice its
-// size) before every sample, until the median is stable or a cap (CudaJobMeasure).
-// Kernels the results already hold are skipped, so a worker restarted after a crash goes
-// on where it stopped. Linked into the worker with nothing of kora but the driver wrapper
-// and the job's files.
+// buffers filled as the job says, its launches (or its cuBLAS / cuDNN call) run once and
+// every written tensor probed, then warm-up runs and samples timed with CUDA events, L2
+// flushed (a memset of twice its size) before every sample, until the median is stable or
+// a cap (measure_timed with the job's MeasureOptions). Kernels the results already hold
+// are skipped, so a worker restarted after a crash goes on where it stopped. The worker
+// links this with the driver, cuBLAS and cuDNN wrappers, the job's files, measure.cc and
+// progress.cc: nothing else of kora.
 #pragma once
 #include <ostream>
 #include <string>

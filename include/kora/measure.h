@@ -1,7 +1,10 @@
 // Measuring a kernel's latency: a callable in, its median time per call out. Warm-up
 // calls first, then samples until the median is stable (or a cap on samples or time).
 // The callable gets the sample index, so a caller can rotate among several input
-// buffers where one would sit in cache unrealistically.
+// buffers where one would sit in cache unrealistically. measure_timed takes a callable
+// that times itself (GPU events) and returns its milliseconds. The definitions
+// (src/cpu/measure.cc) need nothing but the standard library and kora::Error, so the CUDA
+// measuring worker links them too.
 #pragma once
 
 #include <functional>
@@ -31,5 +34,7 @@ struct Measurement {
 };
 
 Measurement measure(const std::function<void(int)>& run, const MeasureOptions& options = {});
+Measurement measure_timed(const std::function<double(int)>& sample,
+                          const MeasureOptions& options = {});
 
 }  // namespace kora

@@ -1,8 +1,8 @@
 // Latency measurement (include/kora/measure.h): each sample times one call with the
-// steady clock; every 5 samples past the minimum, the median is compared with the one
-// 5 samples earlier and sampling stops once it moved by less than `stable_within`. A
-// first warm-up call of at least `slow_ms` cuts the warm-up to that call and the minimum
-// to 3 samples; one of at least `abandon_ms` is the only sample.
+// steady clock (measure) or reports its own time (measure_timed); every 5 samples past the minimum,
+// the median is compared with the one 5 samples earlier and sampling stops once it moved by less
+// than `stable_within`. A first warm-up call of at least `slow_ms` cuts the warm-up to that call
+// and the minimum to 3 samples; one of at least `abandon_ms` is the only sample.
 #include "kora/measure.h"
 
 #include <algorithm>
@@ -26,16 +26,25 @@ double quantile(std::vector<double> v, double q) {
 }  // namespace
 
 Measurement measure(const std::function<void(int)>& run, const MeasureOptions& options) {
+  return measure_timed(
+      [&](int index) {
+        const auto t0 = std::chrono::steady_clock::now();
+        run(index);
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+            .count();
+      },
+      options);
+}
+
+Measurement measure_timed(const std::function<double(int)>& sample, const MeasureOptions& options) {
   if (options.min_samples < 1 || options.max_samples < options.min_samples)
     throw Error("measure: need 1 <= min_samples <= max_samples");
   using clock = std::chrono::steady_clock;
   int index = 0;
   int warmup = options.warmup, min_samples = options.min_samples;
   for (int i = 0; i < warmup; ++i) {
-    const auto t0 = clock::now();
-    run(index++);
+    const double first = sample(index++);
     if (i > 0) continue;
-    const double first = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
     if (options.abandon_ms > 0 && first >= options.abandon_ms) return {first, 0, 1};
     if (options.slow_ms > 0 && first >= options.slow_ms) {
       warmup = 1;
@@ -46,9 +55,7 @@ Measurement measure(const std::function<void(int)>& run, const MeasureOptions& o
   const auto start = clock::now();
   double previous = -1;
   while (static_cast<int>(ms.size()) < options.max_samples) {
-    const auto t0 = clock::now();
-    run(index++);
-    ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+    ms.push_back(sample(index++));
     const int n = static_cast<int>(ms.size());
     if (n < min_samples || (n - min_samples) % 5 != 0) continue;
     const double median = quantile(ms, 0.5);

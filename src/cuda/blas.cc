@@ -2,9 +2,7 @@
 // float32 strided-batched GEMMs out, or why cuBLAS is not usable.
 #include <dlfcn.h>
 
-#include <cstdlib>
-#include <type_traits>
-
+#include "cuda/library_loader.h"
 #include "kora/cuda_blas.h"
 #include "kora/error.h"
 
@@ -17,12 +15,14 @@ namespace kora {
 #ifdef KORA_HAVE_CUDA
 namespace {
 
+#define KORA_BLAS_FUNCTIONS(X) \
+  X(cublasCreate_v2)           \
+  X(cublasDestroy_v2) X(cublasGetVersion_v2) X(cublasSetMathMode) X(cublasSgemmStridedBatched)
+
 struct Blas {
-  decltype(&cublasCreate_v2) create = nullptr;
-  decltype(&cublasDestroy_v2) destroy = nullptr;
-  decltype(&cublasGetVersion_v2) get_version = nullptr;
-  decltype(&cublasSetMathMode) set_math_mode = nullptr;
-  decltype(&cublasSgemmStridedBatched) sgemm = nullptr;
+#define KORA_MEMBER(f) decltype(&::f) f = nullptr;
+  KORA_BLAS_FUNCTIONS(KORA_MEMBER)
+#undef KORA_MEMBER
   std::string unavailable;
 };
 
@@ -30,27 +30,15 @@ struct Blas {
 const Blas& blas() {
   static const Blas b = [] {
     Blas out;
-    void* lib = nullptr;
-    std::string tried;
-    const char* env = std::getenv("KORA_CUBLAS");
-    for (const char* name :
-         {env && *env ? env : "libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
-      if ((lib = ::dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
-      tried += std::string(tried.empty() ? "" : "; ") + ::dlerror();
-    }
-    if (!lib) {
-      out.unavailable = "no cuBLAS (" + tried + ")";
-      return out;
-    }
-    auto get = [&](auto& fn, const char* symbol) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, symbol));
-      if (!fn && out.unavailable.empty()) out.unavailable = std::string("cuBLAS lacks ") + symbol;
-    };
-    get(out.create, "cublasCreate_v2");
-    get(out.destroy, "cublasDestroy_v2");
-    get(out.get_version, "cublasGetVersion_v2");
-    get(out.set_math_mode, "cublasSetMathMode");
-    get(out.sgemm, "cublasSgemmStridedBatched");
+    void* lib =
+        open_first_library("KORA_CUBLAS", {"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
+                           "cuBLAS", &out.unavailable);
+    if (!lib) return out;
+#define KORA_LOAD(f)                                           \
+  out.f = reinterpret_cast<decltype(out.f)>(::dlsym(lib, #f)); \
+  if (!out.f && out.unavailable.empty()) out.unavailable = "cuBLAS lacks " #f;
+    KORA_BLAS_FUNCTIONS(KORA_LOAD)
+#undef KORA_LOAD
     return out;
   }();
   return b;
@@ -71,28 +59,28 @@ std::unique_ptr<CudaBlas> CudaBlas::open(std::string* why) {
     return nullptr;
   }
   cublasHandle_t handle = nullptr;
-  if (const cublasStatus_t s = b.create(&handle); s != CUBLAS_STATUS_SUCCESS) {
+  if (const cublasStatus_t s = b.cublasCreate_v2(&handle); s != CUBLAS_STATUS_SUCCESS) {
     if (why) *why = "cublasCreate failed (status " + std::to_string(static_cast<int>(s)) + ")";
     return nullptr;
   }
   std::unique_ptr<CudaBlas> out(new CudaBlas);
   out->handle_ = handle;
-  check(b.get_version(handle, &out->version_), "cublasGetVersion");
-  check(b.set_math_mode(handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");  // no TF32
+  check(b.cublasGetVersion_v2(handle, &out->version_), "cublasGetVersion");
+  check(b.cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");  // no TF32
   return out;
 }
 
 CudaBlas::~CudaBlas() {
-  if (handle_) blas().destroy(static_cast<cublasHandle_t>(handle_));
+  if (handle_) blas().cublasDestroy_v2(static_cast<cublasHandle_t>(handle_));
 }
 
 void CudaBlas::gemm(const CublasGemmCall& c, CudaDevice::Ptr a, CudaDevice::Ptr b,
                     CudaDevice::Ptr out) {
   const float one = 1, zero = 0;
-  check(blas().sgemm(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_N, CUBLAS_OP_N, c.m, c.n, c.k,
-                     &one, reinterpret_cast<const float*>(a), c.lda, c.stride_a,
-                     reinterpret_cast<const float*>(b), c.ldb, c.stride_b, &zero,
-                     reinterpret_cast<float*>(out), c.ldc, c.stride_c, c.batch),
+  check(blas().cublasSgemmStridedBatched(
+            static_cast<cublasHandle_t>(handle_), CUBLAS_OP_N, CUBLAS_OP_N, c.m, c.n, c.k, &one,
+            reinterpret_cast<const float*>(a), c.lda, c.stride_a, reinterpret_cast<const float*>(b),
+            c.ldb, c.stride_b, &zero, reinterpret_cast<float*>(out), c.ldc, c.stride_c, c.batch),
         "cublasSgemmStridedBatched");
 }
 

@@ -3,10 +3,9 @@
 // why cuDNN is not usable.
 #include <dlfcn.h>
 
-#include <cstdlib>
-#include <type_traits>
 #include <vector>
 
+#include "cuda/library_loader.h"
 #include "kora/cuda_dnn.h"
 
 #ifdef KORA_HAVE_CUDA
@@ -21,13 +20,14 @@ namespace {
 #define KORA_DNN_FUNCTIONS(X)                                                                      \
   X(cudnnCreate)                                                                                   \
   X(cudnnDestroy)                                                                                  \
-  X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor)                         \
-      X(cudnnDestroyTensorDescriptor) X(cudnnSetTensorNdDescriptor) X(cudnnCreateFilterDescriptor) \
-          X(cudnnDestroyFilterDescriptor) X(cudnnSetFilterNdDescriptor)                            \
-              X(cudnnCreateConvolutionDescriptor) X(cudnnDestroyConvolutionDescriptor)             \
-                  X(cudnnSetConvolutionNdDescriptor) X(cudnnSetConvolutionGroupCount)              \
-                      X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionForwardWorkspaceSize)    \
-                          X(cudnnConvolutionForward)
+  X(cudnnGetVersion)                                                                               \
+  X(cudnnGetErrorString)                                                                           \
+  X(cudnnCreateTensorDescriptor) X(cudnnDestroyTensorDescriptor) X(cudnnSetTensorNdDescriptor)     \
+      X(cudnnCreateFilterDescriptor) X(cudnnDestroyFilterDescriptor) X(cudnnSetFilterNdDescriptor) \
+          X(cudnnCreateConvolutionDescriptor) X(cudnnDestroyConvolutionDescriptor)                 \
+              X(cudnnSetConvolutionNdDescriptor) X(cudnnSetConvolutionGroupCount)                  \
+                  X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionForwardWorkspaceSize)        \
+                      X(cudnnConvolutionForward)
 
 struct Dnn {
 #define KORA_MEMBER(f) decltype(&::f) f = nullptr;
@@ -39,17 +39,9 @@ struct Dnn {
 const Dnn& dnn() {
   static const Dnn d = [] {
     Dnn out;
-    void* lib = nullptr;
-    std::string tried;
-    const char* env = std::getenv("KORA_CUDNN");
-    for (const char* name : {env && *env ? env : "libcudnn.so.9", "libcudnn.so.8", "libcudnn.so"}) {
-      if ((lib = ::dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
-      tried += std::string(tried.empty() ? "" : "; ") + ::dlerror();
-    }
-    if (!lib) {
-      out.unavailable = "no cuDNN (" + tried + ")";
-      return out;
-    }
+    void* lib = open_first_library("KORA_CUDNN", {"libcudnn.so.9", "libcudnn.so.8", "libcudnn.so"},
+                                   "cuDNN", &out.unavailable);
+    if (!lib) return out;
 #define KORA_LOAD(f)                                           \
   out.f = reinterpret_cast<decltype(out.f)>(::dlsym(lib, #f)); \
   if (!out.f && out.unavailable.empty()) out.unavailable = "cuDNN lacks " #f;

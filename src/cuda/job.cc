@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "base/fnv_hash.h"
+#include "base/read_file.h"
 #include "kora/cuda_job.h"
 #include "kora/error.h"
 
@@ -87,14 +88,12 @@ json job_json(const CudaJob& job) {
                {"reads", reads},
                {"writes", writes},
                {"launches", launches}};
-    if (!k.library.empty()) {
+    if (!k.library.empty()) jk["library"] = k.library;
+    if (k.library == "cublas_gemm") {
       const CudaGemm& g = k.gemm;
-      jk["library"] = k.library;
-      jk["gemm"] = {g.batch, g.m, g.n, g.k, g.stride_a, g.stride_b, g.stride_c, g.read_a, g.read_b};
-    }
-    if (k.library == "cudnn_conv") {
+      jk["gemm"] = {g.batch, g.m, g.n, g.k, g.stride_a, g.stride_b, g.stride_c, g.read_a};
+    } else if (k.library == "cudnn_conv") {
       const CudaConv& c = k.conv;
-      jk.erase("gemm");
       jk["conv"] = {{"x", c.x},
                     {"w", c.w},
                     {"y", c.y},
@@ -103,12 +102,11 @@ json job_json(const CudaJob& job) {
                     {"dilations", c.dilations},
                     {"group", c.group},
                     {"algo", c.algo},
-                    {"read_x", c.read_x},
-                    {"read_w", c.read_w}};
+                    {"read_x", c.read_x}};
     }
     kernels.push_back(jk);
   }
-  const CudaJobMeasure& m = job.measure;
+  const MeasureOptions& m = job.measure;
   return {{"format", CudaJob::kFormat},
           {"arch", job.arch},
           {"compiler", job.compiler},
@@ -118,7 +116,9 @@ json job_json(const CudaJob& job) {
             {"min_samples", m.min_samples},
             {"max_samples", m.max_samples},
             {"max_seconds", m.max_seconds},
-            {"stable_within", m.stable_within}}},
+            {"stable_within", m.stable_within},
+            {"slow_ms", m.slow_ms},
+            {"abandon_ms", m.abandon_ms}}},
           {"programs", job.programs},
           {"kernels", kernels}};
 }
@@ -138,12 +138,22 @@ double number_of(const json& j) {
   throw Error("CUDA results: bad number '" + s + "'");
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot read (no such file?)");
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
+// The probe of `count` elements of one type (the dtype dispatched once, not per element).
+template <class T>
+CudaProbe probe_of(const T* x, int64_t count) {
+  CudaProbe p;
+  p.count = count;
+  for (int64_t i = 0; i < count; ++i) {
+    const double v = static_cast<double>(x[i]);
+    if (std::isfinite(v))
+      p.sum_squares += v * v;
+    else
+      ++p.nonfinite;
+  }
+  const int points = static_cast<int>(std::min<int64_t>(count, CudaProbe::kPoints));
+  for (int k = 0; k < points; ++k)
+    p.values.push_back(static_cast<double>(x[cuda_probe_position(k, count)]));
+  return p;
 }
 
 }  // namespace
@@ -187,6 +197,8 @@ CudaJob read_cuda_job(const std::string& dir) {
     job.measure.max_samples = m.at("max_samples").get<int>();
     job.measure.max_seconds = m.at("max_seconds").get<double>();
     job.measure.stable_within = m.at("stable_within").get<double>();
+    job.measure.slow_ms = m.at("slow_ms").get<double>();
+    job.measure.abandon_ms = m.at("abandon_ms").get<double>();
     job.programs = j.at("programs").get<std::vector<std::string>>();
     for (const json& jk : j.at("kernels")) {
       CudaJobKernel k;
@@ -207,27 +219,18 @@ CudaJob read_cuda_job(const std::string& dir) {
           v.group = c.at("group").get<int64_t>();
           v.algo = c.at("algo").get<int>();
           v.read_x = c.at("read_x").get<int>();
-          v.read_w = c.at("read_w").get<int>();
           const size_t spatial = v.x.size() - 2;
           if (v.x.size() < 3 || v.w.size() != v.x.size() || v.y.size() != v.x.size() ||
               v.pads.size() != spatial || v.strides.size() != spatial ||
-              v.dilations.size() != spatial || v.read_x + v.read_w != 1 || v.group < 1)
+              v.dilations.size() != spatial || (v.read_x != 0 && v.read_x != 1) || v.group < 1)
             throw Error("a convolution's dims do not agree");
         } else if (k.library != "cublas_gemm") {
           throw Error("unknown library '" + k.library + "'");
         } else {
           const std::vector<int64_t> g = jk.at("gemm").get<std::vector<int64_t>>();
-          if (g.size() != 9 || g[7] < 0 || g[7] > 1 || g[8] != 1 - g[7])
-            throw Error("a gemm needs 9 numbers, the last two 0 and 1 in some order");
-          k.gemm = {g[0],
-                    g[1],
-                    g[2],
-                    g[3],
-                    g[4],
-                    g[5],
-                    g[6],
-                    static_cast<int>(g[7]),
-                    static_cast<int>(g[8])};
+          if (g.size() != 8 || (g[7] != 0 && g[7] != 1))
+            throw Error("a gemm needs 8 numbers, the last 0 or 1");
+          k.gemm = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], static_cast<int>(g[7])};
         }
       } else if (k.program < 0 || k.program >= static_cast<int>(job.programs.size()))
         throw Error("kernel " + hex64(k.signature) + " names program " + std::to_string(k.program) +
@@ -392,25 +395,11 @@ int64_t cuda_probe_position(int k, int64_t count) {
 }
 
 CudaProbe cuda_probe(const std::string& dtype, const void* elements, int64_t count) {
-  auto at = [&](int64_t i) -> double {
-    if (dtype == "float32") return static_cast<const float*>(elements)[i];
-    if (dtype == "int64") return static_cast<double>(static_cast<const int64_t*>(elements)[i]);
-    if (dtype == "int32") return static_cast<const int32_t*>(elements)[i];
-    if (dtype == "bool") return static_cast<const uint8_t*>(elements)[i];
-    throw Error("CUDA probe: unsupported dtype '" + dtype + "'");
-  };
-  CudaProbe p;
-  p.count = count;
-  for (int64_t i = 0; i < count; ++i) {
-    const double v = at(i);
-    if (std::isfinite(v))
-      p.sum_squares += v * v;
-    else
-      ++p.nonfinite;
-  }
-  const int points = static_cast<int>(std::min<int64_t>(count, CudaProbe::kPoints));
-  for (int k = 0; k < points; ++k) p.values.push_back(at(cuda_probe_position(k, count)));
-  return p;
+  if (dtype == "float32") return probe_of(static_cast<const float*>(elements), count);
+  if (dtype == "int64") return probe_of(static_cast<const int64_t*>(elements), count);
+  if (dtype == "int32") return probe_of(static_cast<const int32_t*>(elements), count);
+  if (dtype == "bool") return probe_of(static_cast<const uint8_t*>(elements), count);
+  throw Error("CUDA probe: unsupported dtype '" + dtype + "'");
 }
 
 std::string compare_cuda_probes(const CudaProbe& got, const CudaProbe& want, double tolerance) {

@@ -46,7 +46,6 @@ std::optional<CudaGemm> cuda_gemm_plan(const PrimGraph& graph, const KernelDag& 
   const std::vector<std::string> reads = kernel_reads(graph, dag, c);
   if (reads.size() != 2) return std::nullopt;
   g.read_a = reads[0] == p.inputs[0] ? 0 : 1;
-  g.read_b = 1 - g.read_a;
   return g;
 }
 
@@ -77,7 +76,6 @@ std::optional<CudaConv> cuda_conv_plan(const PrimGraph& graph, const KernelDag& 
   const std::vector<std::string> reads = kernel_reads(graph, dag, c);
   if (reads.size() != 2) return std::nullopt;
   conv.read_x = reads[0] == p.inputs[0] ? 0 : 1;
-  conv.read_w = 1 - conv.read_x;
   return conv;
 }
 

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "base/fnv_hash.h"
+#include "base/read_file.h"
 #include "kora/cpu_compile.h"
 #include "kora/cuda_compile.h"
 #include "kora/error.h"
@@ -35,12 +36,6 @@ namespace fs = std::filesystem;
 #endif
 
 #ifdef KORA_HAVE_CUDA
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Writes `data` to `path` through a temporary file renamed into place.
 void write_file_atomic(const fs::path& path, const std::string& data) {
@@ -122,12 +117,12 @@ CubinResult compile_cubin(const std::string& source, const NvrtcOptions& options
                  kept = dir / (result.key + ".cu");
   if (fs::exists(cubin)) {
     result.cached = true;
-    result.cubin = read_file(cubin);
+    result.cubin = read_file(cubin.string());
     return result;
   }
   if (fs::exists(failed))
     throw Error("NVRTC failed (" + options.arch + ", source kept at " + kept.string() +
-                ", failed before):\n" + first_lines(read_file(failed), 12));
+                ", failed before):\n" + first_lines(read_file(failed.string()), 12));
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw Error("cannot create the kernel cache '" + dir.string() + "': " + ec.message());

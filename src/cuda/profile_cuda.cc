@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "base/read_file.h"
 #include "kora/cuda_blas.h"
 #include "kora/cuda_codegen.h"
 #include "kora/cuda_compile.h"
@@ -26,13 +27,6 @@
 
 namespace kora {
 namespace {
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
 
 // The reference's probes of a kernel: its members run by the interpreter, in order, on the
 // job's inputs (constants included: float constants are random in the job too).
@@ -124,7 +118,7 @@ CudaMergeSummary merge_cuda_results(const PrimGraph& graph, const std::string& d
     if (kernels.count({r.signature, r.schedule})) by_signature[r.signature].push_back(&r);
   summary.missing = static_cast<int64_t>(job.kernels.size()) - summary.results;
 
-  const std::string data = read_bytes(cuda_data_file(dir));
+  const std::string data = read_file(cuda_data_file(dir));
   std::vector<ProfileRecord> records;
   CudaKernelsOptions enumerate = options;
   enumerate.known = nullptr;

@@ -2,14 +2,13 @@
 // device in; per kernel a results line appended out: probes of its outputs after a first
 // run, then its median time over samples timed with CUDA events, L2 flushed before each.
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <fstream>
 #include <memory>
 #include <set>
 #include <sstream>
 #include <utility>
 
+#include "base/read_file.h"
 #include "kora/cuda_blas.h"
 #include "kora/cuda_dnn.h"
 #include "kora/cuda_worker.h"
@@ -18,19 +17,6 @@
 
 namespace kora {
 namespace {
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// The interquartile range of sorted-on-the-fly samples.
-double spread_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return v[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1] - v[n / 4];
-}
 
 // Device buffers freed when it goes.
 struct Buffers {
@@ -89,10 +75,10 @@ CudaResult run_kernel(const CudaJob& job, const CudaJobKernel& k, CudaDevice& de
   }
   auto run = [&] {
     if (k.library == "cublas_gemm")  // cuBLAS's A is the job's B (see CublasGemmCall)
-      libs.blas->gemm(gemm, buffers.ptrs[k.gemm.read_b], buffers.ptrs[k.gemm.read_a],
+      libs.blas->gemm(gemm, buffers.ptrs[1 - k.gemm.read_a], buffers.ptrs[k.gemm.read_a],
                       buffers.ptrs[2]);
     if (conv)
-      conv->run(buffers.ptrs[k.conv.read_x], buffers.ptrs[k.conv.read_w], buffers.ptrs[2],
+      conv->run(buffers.ptrs[k.conv.read_x], buffers.ptrs[1 - k.conv.read_x], buffers.ptrs[2],
                 workspace);
     for (size_t i = 0; i < k.launches.size(); ++i)
       device.launch(functions[i], k.launches[i].grid, k.launches[i].block, buffers.ptrs);
@@ -106,36 +92,18 @@ CudaResult run_kernel(const CudaJob& job, const CudaJobKernel& k, CudaDevice& de
     r.probes.push_back(cuda_probe(b.dtype, host.data(), b.count));
   }
 
-  const CudaJobMeasure& m = job.measure;
-  for (int i = 0; i < m.warmup; ++i) run();
-  device.synchronize();
-  std::vector<double> samples;
-  const auto start = std::chrono::steady_clock::now();
-  double last_median = -1;
-  while (static_cast<int>(samples.size()) < std::max(1, m.max_samples)) {
-    device.memset(flush, static_cast<unsigned char>(samples.size()), flush_bytes);
-    samples.push_back(device.elapsed_ms(run));
-    const int n = static_cast<int>(samples.size());
-    if (n < m.min_samples || n % 5) continue;
-    const double median = median_of(samples);
-    if (last_median >= 0 && std::abs(median - last_median) <= m.stable_within * median) break;
-    last_median = median;
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
-        m.max_seconds)
-      break;
-  }
-  r.median_ms = median_of(samples);
-  r.spread_ms = spread_of(samples);
-  r.samples = static_cast<int>(samples.size());
+  // Warm-up and samples as on the CPU (measure_timed), each timed by CUDA events after
+  // flushing L2.
+  const Measurement m = measure_timed(
+      [&](int index) {
+        device.memset(flush, static_cast<unsigned char>(index), flush_bytes);
+        return device.elapsed_ms(run);
+      },
+      job.measure);
+  r.median_ms = m.median_ms;
+  r.spread_ms = m.spread_ms;
+  r.samples = m.samples;
   return r;
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
 }
 
 }  // namespace
@@ -157,7 +125,7 @@ CudaWorkerProgress run_cuda_job(const std::string& dir, CudaDevice& device,
     throw Error(cuda_job_file(dir) + ": compiled for " + job.arch + ", but " + device.name() +
                 " is " + device.arch() + " (run kora profile --target cuda --arch " +
                 device.arch() + ")");
-  const std::string data = read_all(cuda_data_file(dir));
+  const std::string data = read_file(cuda_data_file(dir));
   CudaWorkerProgress out;
   out.total = static_cast<int>(job.kernels.size());
 
@@ -202,7 +170,7 @@ CudaWorkerProgress run_cuda_job(const std::string& dir, CudaDevice& device,
     try {
       if (k.library.empty() && k.program != program) {
         module.reset();
-        module = device.load(read_all(dir + "/" + job.programs.at(k.program)));
+        module = device.load(read_file(dir + "/" + job.programs.at(k.program)));
         program = k.program;
       }
       r = run_kernel(job, k, device, module.get(), libs, data, flush, flush_bytes);

@@ -261,6 +261,17 @@ void textbook_conv(const CudaConv& c, const float* x, const float* w, float* y) 
         }
 }
 
+// compile_cuda_kernels' options for job_graph() in `tmp`: candidates of up to 3
+// primitives, 16 kernels per program (several programs), the job in tmp/job.
+CudaKernelsOptions job_options(const kora_test::TempDir& tmp) {
+  CudaKernelsOptions options;
+  options.cache_dir = tmp.file("cubins");
+  options.candidates.max_size = 3;
+  options.kernels_per_program = 16;
+  options.job_dir = tmp.file("job");
+  return options;
+}
+
 // What the worker does on a GPU, through the emulator: per job kernel, its buffers filled
 // as the job says, its launches run by name (a cuBLAS call by textbook_sgemm, with the
 // worker's operand order), its outputs probed; times made up (the
@@ -305,11 +316,11 @@ void emulate_worker(const PrimGraph& g, const CudaKernelsOptions& options, const
     std::vector<void*> args;
     for (auto& b : buffers) args.push_back(b.data());
     if (k.library == "cublas_gemm")  // as the worker: cuBLAS's A is the job's B
-      textbook_sgemm(cublas_gemm_call(k.gemm), static_cast<float*>(args[k.gemm.read_b]),
+      textbook_sgemm(cublas_gemm_call(k.gemm), static_cast<float*>(args[1 - k.gemm.read_a]),
                      static_cast<float*>(args[k.gemm.read_a]), static_cast<float*>(args[2]));
     if (k.library == "cudnn_conv")
       textbook_conv(k.conv, static_cast<float*>(args[k.conv.read_x]),
-                    static_cast<float*>(args[k.conv.read_w]), static_cast<float*>(args[2]));
+                    static_cast<float*>(args[1 - k.conv.read_x]), static_cast<float*>(args[2]));
     for (const CudaJobLaunch& l : k.launches)
       reinterpret_cast<Entry>(lib.symbol("kora_emu_" + l.function))(l.grid, l.block, args.data());
     CudaResult r;
@@ -328,12 +339,8 @@ TEST(CudaJob, AModelsJobRunThroughTheEmulatorIsCheckedAndStored) {
   if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
   const PrimGraph g = job_graph();
   kora_test::TempDir tmp;
-  const std::string dir = tmp.file("job");
-  CudaKernelsOptions options;
-  options.cache_dir = tmp.file("cubins");
-  options.candidates.max_size = 3;
-  options.kernels_per_program = 16;
-  options.job_dir = dir;
+  CudaKernelsOptions options = job_options(tmp);
+  const std::string dir = options.job_dir;
   const CudaKernelsSummary summary = compile_cuda_kernels(g, options);
   ASSERT_TRUE(summary.failures.empty()) << summary.failures.front().error;
   ASSERT_GT(summary.implementations, 20);
@@ -512,12 +519,8 @@ TEST(CudaWorker, WithoutAGpuSaysSoAndLinksOnlyTheCRuntime) {
 TEST(CudaWorker, RunsAJobOnAFakeDriverThroughCrashesAndItsResultsMatch) {
   const PrimGraph g = job_graph();
   kora_test::TempDir tmp;
-  const std::string dir = tmp.file("job");
-  CudaKernelsOptions options;
-  options.cache_dir = tmp.file("cubins");
-  options.candidates.max_size = 3;
-  options.kernels_per_program = 16;
-  options.job_dir = dir;
+  CudaKernelsOptions options = job_options(tmp);
+  const std::string dir = options.job_dir;
   options.measure = {1, 2, 2, 1.0, 0.01};
   compile_cuda_kernels(g, options);
   const std::string lib = emulated_library(g, options, tmp.file("emulated"));

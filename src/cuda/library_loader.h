@@ -1,0 +1,28 @@
+// Internal: opening one of NVIDIA's libraries at run time (blas.cc, dnn.cc): an environment
+// variable and the usual file names in; the handle of the first that loads out, or nullptr
+// with why ("no cuBLAS (each dlerror)"). The library stays loaded for the process.
+#pragma once
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace kora {
+
+inline void* open_first_library(const char* env, std::initializer_list<const char*> names,
+                                const std::string& what, std::string* why) {
+  std::string tried;
+  const char* configured = std::getenv(env);
+  const std::vector<const char*> candidates =
+      configured && *configured ? std::vector<const char*>{configured} : names;
+  for (const char* name : candidates) {
+    if (void* lib = ::dlopen(name, RTLD_NOW | RTLD_LOCAL)) return lib;
+    tried += std::string(tried.empty() ? "" : "; ") + ::dlerror();
+  }
+  *why = "no " + what + " (" + tried + ")";
+  return nullptr;
+}
+
+}  // namespace kora
