@@ -39,6 +39,7 @@ struct ArtifactOptions {
 
 struct ArtifactSummary {
   int64_t kernels = 0, generated = 0, onednn = 0, interpreter = 0;
+  int64_t cublas = 0, cudnn = 0;  // target cuda: library calls (generated: CUDA kernels)
   int64_t libraries = 0;
   double predicted_ms = 0;
   int64_t arena_bytes = 0, intermediate_bytes = 0, weights_bytes = 0;

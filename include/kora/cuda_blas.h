@@ -24,6 +24,9 @@ class CudaBlas {
   int version() const { return version_; }  // cublasGetVersion: 130000
   // cublasSgemmStridedBatched(N, N, alpha 1, beta 0) with `call`'s sizes; a, b, c are
   // cuBLAS's A, B and C (see CublasGemmCall). Throws kora::Error on a cuBLAS error.
+  // Runs later GEMMs on `stream` (CudaDevice::stream()) with `workspace` (so that a
+  // captured graph allocates nothing). Throws kora::Error when this cuBLAS cannot.
+  void set_stream(void* stream, CudaDevice::Ptr workspace, size_t workspace_bytes);
   void gemm(const CublasGemmCall& call, CudaDevice::Ptr a, CudaDevice::Ptr b, CudaDevice::Ptr c);
 
  private:

@@ -37,6 +37,8 @@ class CudaDnn {
                      CudaDevice::Ptr workspace) = 0;
   };
   std::unique_ptr<Conv> prepare(const CudaConv& conv);
+  // Runs later convolutions on `stream` (CudaDevice::stream()).
+  void set_stream(void* stream);
 
  private:
   CudaDnn() = default;

@@ -43,7 +43,20 @@ class CudaDevice {
   void* function(Module& module, const std::string& name);
   // Launches `fn` on the default stream: 1-D grid and block, pointer arguments in order.
   void launch(void* fn, int64_t grid, int block, const std::vector<Ptr>& args);
+  // Waits for all work of the context (every stream).
   void synchronize();
+  // Graph replay (CUDA Graphs): whether the driver has streams and graph capture.
+  bool graphs_available() const;
+  // From now on launches, memsets and event timing go to a stream of the device's own
+  // instead of the legacy default stream (capture needs one), where graphs_available();
+  // cuBLAS and cuDNN must be told (CudaBlas/CudaDnn::set_stream(stream())).
+  void use_stream();
+  void* stream() const { return stream_; }  // CUstream; nullptr: the default stream
+  // An executable graph of what `work` enqueues on the stream (captured, not run).
+  class Graph;
+  std::shared_ptr<Graph> capture(const std::function<void()>& work);
+  // Enqueues the graph on the stream.
+  void replay(Graph& graph);
   // Sets `bytes` bytes at `p` to `value` (on the default stream).
   void memset(Ptr p, unsigned char value, size_t bytes);
   // The GPU time `work` takes (launches it makes on the default stream), by CUDA events
@@ -57,6 +70,7 @@ class CudaDevice {
   int64_t l2_bytes_ = 0;
   void* context_ = nullptr;
   void *start_ = nullptr, *stop_ = nullptr;  // events of elapsed_ms, made on first use
+  void* stream_ = nullptr;                     // use_stream()'s
   std::string name_;
 };
 

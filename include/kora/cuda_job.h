@@ -137,6 +137,12 @@ std::string cuda_data_file(const std::string& dir);     // DIR/data.bin
 void write_cuda_job(const std::string& dir, CudaJob& job);
 CudaJob read_cuda_job(const std::string& dir);
 
+// One kernel as job.json holds it (a CUDA artifact's manifest holds its kernels so too);
+// reading checks it and throws kora::Error saying what is wrong (`programs`: how many
+// programs its `program` may name).
+std::string cuda_job_kernel_json(const CudaJobKernel& kernel);
+CudaJobKernel cuda_job_kernel_from_json(const std::string& text, size_t programs);
+
 // Results lines. The header names the job and the device; then one line per result.
 std::string cuda_results_header(const std::string& job_id, const CudaDeviceInfo& device);
 std::string cuda_result_line(const CudaResult& result);

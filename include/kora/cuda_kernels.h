@@ -63,6 +63,14 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph,
 
 std::string format_cuda_kernels_summary(const CudaKernelsSummary& summary);
 
+// Whether the cuda target computes this candidate: generated (cuda_codegen_supports) or a
+// library call (cuda_gemm_plan, cuda_conv_plan).
+bool cuda_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
+// `options` with the cuda target's capability filter (cuda_supports), for orchestrating for
+// CUDA: kernels of several primitives the target cannot compute are not candidates. `graph`
+// must outlive the options.
+CandidateOptions cuda_candidate_options(const PrimGraph& graph, CandidateOptions options);
+
 // Calls `fn` once per distinct candidate kernel (the first of each signature) that the
 // CUDA generator or a library (cuda_gemm_plan, cuda_conv_plan) supports and `known` does not name,
 // in the order compile_cuda_kernels takes them; returns the number of distinct kernels.

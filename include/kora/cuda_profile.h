@@ -29,6 +29,17 @@ class ProfileDb;
 std::string cuda_fingerprint(const CudaDeviceInfo& device, const std::string& compiler,
                              const std::string& codegen);
 
+class CudaDevice;
+// The fingerprint of `device` as kora profile stores its measurements (with this machine's
+// cuBLAS, cuDNN and NVRTC).
+std::string local_cuda_fingerprint(const CudaDevice& device);
+
+// The GPU whose measurements orchestrate and compile for the cuda target use, and its
+// architecture (*arch): the GPU here when there is one and `gpu` is empty; else the one
+// GPU fingerprint in `db` containing `gpu`. Throws kora::Error when there is none (saying
+// how to measure) or several (listing them).
+std::string cuda_target_device(const ProfileDb& db, const std::string& gpu, std::string* arch);
+
 struct CudaMergeSummary {
   std::string device;   // the fingerprint stored under
   int64_t results = 0;  // result lines of the job

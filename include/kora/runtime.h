@@ -6,7 +6,9 @@
 // A session loads the kernel libraries, reads and verifies the weights (size and
 // checksum), builds the library kernels (oneDNN weights are reordered once here) and
 // allocates one arena for all intermediate tensors, placed by lifetime when compiled.
-// run() calls the kernels in the plan's order on the bound inputs. Not thread-safe: one
+// run() calls the kernels in the plan's order on the bound inputs. A CUDA artifact (target
+// cuda) runs on the GPU (src/runtime/cuda_plan.h): run() copies the inputs in, replays the
+// plan as a CUDA Graph and copies the outputs out. Not thread-safe: one
 // run at a time per session, and generated kernels keep function-static scratch, so two
 // sessions of the same artifact must not run at the same time either.
 #pragma once
@@ -73,6 +75,12 @@ class Session {
   int64_t arena_bytes() const;
   int64_t intermediate_bytes() const;
   int threads() const;
+  std::string target() const;  // "cpu" or "cuda"
+  // Where it runs: "cpu, N threads", or the GPU's name and how the plan is replayed.
+  std::string device() const;
+  // Target cuda: the GPU time of one run of the plan (CUDA events around it, inputs already
+  // on the GPU, no copies); run() once first. Throws kora::Error on a CPU session.
+  double plan_ms();
 
  private:
   void run_steps(std::vector<double>* kernel_ms);

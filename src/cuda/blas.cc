@@ -23,6 +23,9 @@ struct Blas {
 #define KORA_MEMBER(f) decltype(&::f) f = nullptr;
   KORA_BLAS_FUNCTIONS(KORA_MEMBER)
 #undef KORA_MEMBER
+  // Optional: running on a stream of kora's own (graph capture).
+  decltype(&::cublasSetStream_v2) set_stream = nullptr;
+  decltype(&::cublasSetWorkspace_v2) set_workspace = nullptr;
   std::string unavailable;
 };
 
@@ -39,6 +42,9 @@ const Blas& blas() {
   if (!out.f && out.unavailable.empty()) out.unavailable = "cuBLAS lacks " #f;
     KORA_BLAS_FUNCTIONS(KORA_LOAD)
 #undef KORA_LOAD
+    out.set_stream = reinterpret_cast<decltype(out.set_stream)>(::dlsym(lib, "cublasSetStream_v2"));
+    out.set_workspace =
+        reinterpret_cast<decltype(out.set_workspace)>(::dlsym(lib, "cublasSetWorkspace_v2"));
     return out;
   }();
   return b;
@@ -74,6 +80,17 @@ CudaBlas::~CudaBlas() {
   if (handle_) blas().cublasDestroy_v2(static_cast<cublasHandle_t>(handle_));
 }
 
+void CudaBlas::set_stream(void* stream, CudaDevice::Ptr workspace, size_t workspace_bytes) {
+  const Blas& b = blas();
+  if (!b.set_stream || !b.set_workspace)
+    throw Error("this cuBLAS cannot run on a stream of kora's own (no cublasSetStream)");
+  check(b.set_stream(static_cast<cublasHandle_t>(handle_), static_cast<cudaStream_t>(stream)),
+        "cublasSetStream");
+  check(b.set_workspace(static_cast<cublasHandle_t>(handle_), reinterpret_cast<void*>(workspace),
+                        workspace_bytes),
+        "cublasSetWorkspace");
+}
+
 void CudaBlas::gemm(const CublasGemmCall& c, CudaDevice::Ptr a, CudaDevice::Ptr b,
                     CudaDevice::Ptr out) {
   const float one = 1, zero = 0;
@@ -92,6 +109,9 @@ std::unique_ptr<CudaBlas> CudaBlas::open(std::string* why) {
 }
 CudaBlas::~CudaBlas() = default;
 void CudaBlas::gemm(const CublasGemmCall&, CudaDevice::Ptr, CudaDevice::Ptr, CudaDevice::Ptr) {
+  throw Error("kora was built without CUDA");
+}
+void CudaBlas::set_stream(void*, CudaDevice::Ptr, size_t) {
   throw Error("kora was built without CUDA");
 }
 

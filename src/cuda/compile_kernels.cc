@@ -5,20 +5,18 @@
 // compiled again kernel by kernel so that the failures name their kernels. Optionally the
 // measuring job of every compiled implementation (include/kora/cuda_job.h).
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <map>
-#include <mutex>
 #include <ostream>
 #include <sstream>
-#include <thread>
 #include <tuple>
 #include <unordered_set>
 
 #include "base/fnv_hash.h"
+#include "cuda/program_build.h"
 #include "kora/cuda_codegen.h"
 #include "kora/cuda_compile.h"
 #include "kora/cuda_kernels.h"
@@ -104,9 +102,20 @@ int64_t write_job(const std::string& dir, const std::vector<Implementation>& imp
   return static_cast<int64_t>(job.kernels.size());
 }
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 }  // namespace
+
+bool cuda_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  return cuda_codegen_supports(graph, dag, c) || cuda_gemm_plan(graph, dag, c) ||
+         cuda_conv_plan(graph, dag, c);
+}
+
+CandidateOptions cuda_candidate_options(const PrimGraph& graph, CandidateOptions options) {
+  options.capable = [&graph](const KernelDag& dag, const std::vector<int>& members) {
+    return cuda_supports(graph, dag, make_candidate(dag, members));
+  };
+  return options;
+}
 
 int64_t for_each_cuda_candidate(
     const PrimGraph& graph, const CudaKernelsOptions& options,
@@ -118,9 +127,7 @@ int64_t for_each_cuda_candidate(
     for (const Candidate& c : sc.candidates) {
       if (!seen.insert(c.signature).second) continue;
       if (options.known && options.known(c.signature)) continue;
-      if (cuda_codegen_supports(graph, sc.sub, c) || cuda_gemm_plan(graph, sc.sub, c) ||
-          cuda_conv_plan(graph, sc.sub, c))
-        fn(sc.sub, c);
+      if (cuda_supports(graph, sc.sub, c)) fn(sc.sub, c);
     }
   }
   return static_cast<int64_t>(seen.size());
@@ -196,52 +203,21 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
                       << " implementations (kernel x schedule)\n";
 
   start = std::chrono::steady_clock::now();
-  const size_t per = static_cast<size_t>(std::max(1, options.kernels_per_program));
-  const size_t programs = (impls.size() + per - 1) / per;
-  summary.programs = static_cast<int64_t>(programs);
   NvrtcOptions nvrtc;
   nvrtc.arch = options.arch;
   nvrtc.cache_dir = options.cache_dir;
-  const std::string prelude = cuda_codegen_prelude();
-  std::atomic<size_t> next{0};
-  std::mutex mutex;
-  std::vector<std::string> program_keys;  // the cubins holding implementations
-  auto holds = [&](size_t begin, size_t end, const std::string& key) {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (size_t i = begin; i < end; ++i) impls[i].program = static_cast<int>(program_keys.size());
-    program_keys.push_back(key);
-  };
-  auto work = [&] {
-    for (size_t p; (p = next++) < programs;) {
-      const size_t begin = p * per, end = std::min(impls.size(), begin + per);
-      std::string source = prelude;
-      for (size_t i = begin; i < end; ++i) source += impls[i].source;
-      try {
-        const CubinResult r = compile_cubin(source, nvrtc);
-        holds(begin, end, r.key);
-        std::lock_guard<std::mutex> lock(mutex);
-        summary.cached += r.cached;
-        continue;
-      } catch (const Error&) {
-      }
-      for (size_t i = begin; i < end; ++i) {  // find the kernels that fail
-        try {
-          holds(i, i + 1, compile_cubin(prelude + impls[i].source, nvrtc).key);
-        } catch (const Error& e) {
-          std::lock_guard<std::mutex> lock(mutex);
-          summary.failures.push_back({impls[i].signature, impls[i].schedule, first_line(e.what())});
-        }
-      }
-    }
-  };
-  const int threads = options.threads > 0
-                          ? options.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::min<int>(threads, static_cast<int>(programs)); ++t)
-    pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  std::vector<std::string> sources;
+  for (Implementation& impl : impls) sources.push_back(std::move(impl.source));
+  const ProgramBuild build = build_programs(
+      sources, nvrtc, static_cast<size_t>(std::max(1, options.kernels_per_program)), options.threads);
+  summary.programs = build.attempted;
+  summary.cached = build.cached;
+  const std::vector<std::string>& program_keys = build.keys;
+  for (size_t i = 0; i < impls.size(); ++i) {
+    impls[i].program = build.program[i];
+    if (build.program[i] < 0)
+      summary.failures.push_back({impls[i].signature, impls[i].schedule, build.errors[i]});
+  }
   std::sort(summary.failures.begin(), summary.failures.end(),
             [](const CudaKernelFailure& a, const CudaKernelFailure& b) {
               return std::tie(a.signature, a.schedule) < std::tie(b.signature, b.schedule);
@@ -250,7 +226,7 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
   if (!options.job_dir.empty()) {
     summary.job_kernels = write_job(
         options.job_dir, impls, library, program_keys,
-        nvrtc.cache_dir.empty() ? default_cuda_kernel_cache_dir() : nvrtc.cache_dir, options, data);
+        cubin_cache_dir(nvrtc), options, data);
     if (options.progress)
       *options.progress << "cuda: job of " << summary.job_kernels << " implementations in "
                         << options.job_dir << "\n";

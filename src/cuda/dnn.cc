@@ -19,6 +19,7 @@ namespace {
 
 #define KORA_DNN_FUNCTIONS(X)                                                                      \
   X(cudnnCreate)                                                                                   \
+  X(cudnnSetStream)                                                                                \
   X(cudnnDestroy)                                                                                  \
   X(cudnnGetVersion)                                                                               \
   X(cudnnGetErrorString)                                                                           \
@@ -162,6 +163,11 @@ CudaDnn::~CudaDnn() {
   if (handle_) dnn().cudnnDestroy(static_cast<cudnnHandle_t>(handle_));
 }
 
+void CudaDnn::set_stream(void* stream) {
+  check(dnn().cudnnSetStream(static_cast<cudnnHandle_t>(handle_), static_cast<cudaStream_t>(stream)),
+        "cudnnSetStream");
+}
+
 std::unique_ptr<CudaDnn::Conv> CudaDnn::prepare(const CudaConv& conv) {
   return std::make_unique<DnnConv>(static_cast<cudnnHandle_t>(handle_), conv);
 }
@@ -176,6 +182,7 @@ CudaDnn::~CudaDnn() = default;
 std::unique_ptr<CudaDnn::Conv> CudaDnn::prepare(const CudaConv&) {
   throw Error("kora was built without CUDA");
 }
+void CudaDnn::set_stream(void*) { throw Error("kora was built without CUDA"); }
 
 #endif
 

@@ -41,6 +41,16 @@ struct Driver {
   // cuEventElapsedTime_v2 (CUDA 12.8+) when the driver has it, else the first version
   // (same parameters).
   CUresult (*call_elapsed)(float*, CUevent, CUevent) = nullptr;
+  // Streams and graph capture, optional: without them plans run launch by launch on the
+  // default stream.
+#define KORA_OPTIONAL_FUNCTIONS(X)                                                        \
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamBeginCapture)     \
+  X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphDestroy) \
+  X(cuGraphExecDestroy)
+#define KORA_MEMBER(f) decltype(&f) call_##f = nullptr;
+  KORA_OPTIONAL_FUNCTIONS(KORA_MEMBER)
+#undef KORA_MEMBER
+  bool graphs = false;  // every optional function is there
   std::string unavailable;  // why the table is not usable ("" when it is)
 };
 
@@ -67,6 +77,12 @@ Driver load_driver(const std::string& path) {
     d.unavailable = path + " lacks cuEventElapsedTime: too old";
     return d;
   }
+  d.graphs = true;
+#define KORA_LOAD_OPTIONAL(f)                                                          \
+  d.call_##f = reinterpret_cast<decltype(d.call_##f)>(::dlsym(lib, KORA_SYMBOL(f))); \
+  d.graphs = d.graphs && d.call_##f;
+  KORA_OPTIONAL_FUNCTIONS(KORA_LOAD_OPTIONAL)
+#undef KORA_LOAD_OPTIONAL
   if (const CUresult r = d.call_cuInit(0); r != CUDA_SUCCESS) {
     const char* msg = nullptr;
     if (d.call_cuGetErrorString(r, &msg) != CUDA_SUCCESS || !msg) msg = "unknown error";
@@ -144,6 +160,7 @@ std::unique_ptr<CudaDevice> CudaDevice::open(int ordinal, std::string* why) {
 }
 
 CudaDevice::~CudaDevice() {
+  if (stream_) driver().call_cuStreamDestroy(static_cast<CUstream>(stream_));
   for (void* e : {start_, stop_})
     if (e) driver().call_cuEventDestroy(static_cast<CUevent>(e));
   if (context_) driver().call_cuDevicePrimaryCtxRelease(device_);
@@ -189,12 +206,61 @@ void CudaDevice::launch(void* fn, int64_t grid, int block, const std::vector<Ptr
   std::vector<void*> params;
   for (CUdeviceptr& v : values) params.push_back(&v);
   check(driver().call_cuLaunchKernel(static_cast<CUfunction>(fn), static_cast<unsigned>(grid), 1, 1,
-                                     static_cast<unsigned>(block), 1, 1, 0, nullptr, params.data(),
+                                     static_cast<unsigned>(block), 1, 1, 0,
+                                     static_cast<CUstream>(stream_), params.data(),
                                      nullptr),
         "cuLaunchKernel");
 }
 
 void CudaDevice::synchronize() { check(driver().call_cuCtxSynchronize(), "cuCtxSynchronize"); }
+
+bool CudaDevice::graphs_available() const { return driver().graphs; }
+
+void CudaDevice::use_stream() {
+  if (stream_ || !driver().graphs) return;
+  CUstream s;
+  check(driver().call_cuStreamCreate(&s, CU_STREAM_DEFAULT), "cuStreamCreate");
+  stream_ = s;
+}
+
+class CudaDevice::Graph {
+ public:
+  Graph(CUgraph g, CUgraphExec e) : graph(g), exec(e) {}
+  ~Graph() {
+    driver().call_cuGraphExecDestroy(exec);
+    driver().call_cuGraphDestroy(graph);
+  }
+  CUgraph graph;
+  CUgraphExec exec;
+};
+
+std::shared_ptr<CudaDevice::Graph> CudaDevice::capture(const std::function<void()>& work) {
+  if (!stream_) throw Error("graph capture needs a stream (use_stream)");
+  const Driver& d = driver();
+  check(d.call_cuStreamBeginCapture(static_cast<CUstream>(stream_),
+                                    CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+        "cuStreamBeginCapture");
+  CUgraph graph = nullptr;
+  try {
+    work();
+  } catch (...) {
+    d.call_cuStreamEndCapture(static_cast<CUstream>(stream_), &graph);
+    if (graph) d.call_cuGraphDestroy(graph);
+    throw;
+  }
+  check(d.call_cuStreamEndCapture(static_cast<CUstream>(stream_), &graph), "cuStreamEndCapture");
+  CUgraphExec exec = nullptr;
+  if (const CUresult r = d.call_cuGraphInstantiateWithFlags(&exec, graph, 0);
+      r != CUDA_SUCCESS) {
+    d.call_cuGraphDestroy(graph);
+    check(r, "cuGraphInstantiateWithFlags");
+  }
+  return std::make_shared<Graph>(graph, exec);
+}
+
+void CudaDevice::replay(Graph& graph) {
+  check(driver().call_cuGraphLaunch(graph.exec, static_cast<CUstream>(stream_)), "cuGraphLaunch");
+}
 
 void CudaDevice::memset(Ptr p, unsigned char value, size_t bytes) {
   if (bytes) check(driver().call_cuMemsetD8(p, value, bytes), "cuMemsetD8");
@@ -208,9 +274,11 @@ double CudaDevice::elapsed_ms(const std::function<void()>& work) {
       check(d.call_cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate");
       *e = event;
     }
-  check(d.call_cuEventRecord(static_cast<CUevent>(start_), nullptr), "cuEventRecord");
+  check(d.call_cuEventRecord(static_cast<CUevent>(start_), static_cast<CUstream>(stream_)),
+        "cuEventRecord");
   work();
-  check(d.call_cuEventRecord(static_cast<CUevent>(stop_), nullptr), "cuEventRecord");
+  check(d.call_cuEventRecord(static_cast<CUevent>(stop_), static_cast<CUstream>(stream_)),
+        "cuEventRecord");
   check(d.call_cuEventSynchronize(static_cast<CUevent>(stop_)), "cuEventSynchronize");
   float ms = 0;
   check(d.call_elapsed(&ms, static_cast<CUevent>(start_), static_cast<CUevent>(stop_)),
@@ -250,6 +318,13 @@ void CudaDevice::launch(void*, int64_t, int, const std::vector<Ptr>&) {
   throw Error("kora was built without CUDA");
 }
 void CudaDevice::synchronize() {}
+bool CudaDevice::graphs_available() const { return false; }
+void CudaDevice::use_stream() {}
+class CudaDevice::Graph {};
+std::shared_ptr<CudaDevice::Graph> CudaDevice::capture(const std::function<void()>&) {
+  throw Error("kora was built without CUDA");
+}
+void CudaDevice::replay(Graph&) { throw Error("kora was built without CUDA"); }
 void CudaDevice::memset(Ptr, unsigned char, size_t) { throw Error("kora was built without CUDA"); }
 double CudaDevice::elapsed_ms(const std::function<void()>&) {
   throw Error("kora was built without CUDA");

@@ -73,39 +73,41 @@ CudaJobBuffer buffer_of(const json& j) {
 }
 
 // The job's content (id excluded), for its id.
+json kernel_json(const CudaJobKernel& k) {
+  json reads = json::array(), writes = json::array(), launches = json::array();
+  for (const CudaJobBuffer& b : k.reads) reads.push_back(buffer_json(b));
+  for (const CudaJobBuffer& b : k.writes) writes.push_back(buffer_json(b));
+  for (const CudaJobLaunch& l : k.launches)
+    launches.push_back({{"function", l.function}, {"grid", l.grid}, {"block", l.block}});
+  json jk = {{"signature", hex64(k.signature)},
+             {"schedule", k.schedule},
+             {"program", k.program},
+             {"name", k.name},
+             {"reads", reads},
+             {"writes", writes},
+             {"launches", launches}};
+  if (!k.library.empty()) jk["library"] = k.library;
+  if (k.library == "cublas_gemm") {
+    const CudaGemm& g = k.gemm;
+    jk["gemm"] = {g.batch, g.m, g.n, g.k, g.stride_a, g.stride_b, g.stride_c, g.read_a};
+  } else if (k.library == "cudnn_conv") {
+    const CudaConv& c = k.conv;
+    jk["conv"] = {{"x", c.x},
+                  {"w", c.w},
+                  {"y", c.y},
+                  {"pads", c.pads},
+                  {"strides", c.strides},
+                  {"dilations", c.dilations},
+                  {"group", c.group},
+                  {"algo", c.algo},
+                  {"read_x", c.read_x}};
+  }
+  return jk;
+}
+
 json job_json(const CudaJob& job) {
   json kernels = json::array();
-  for (const CudaJobKernel& k : job.kernels) {
-    json reads = json::array(), writes = json::array(), launches = json::array();
-    for (const CudaJobBuffer& b : k.reads) reads.push_back(buffer_json(b));
-    for (const CudaJobBuffer& b : k.writes) writes.push_back(buffer_json(b));
-    for (const CudaJobLaunch& l : k.launches)
-      launches.push_back({{"function", l.function}, {"grid", l.grid}, {"block", l.block}});
-    json jk = {{"signature", hex64(k.signature)},
-               {"schedule", k.schedule},
-               {"program", k.program},
-               {"name", k.name},
-               {"reads", reads},
-               {"writes", writes},
-               {"launches", launches}};
-    if (!k.library.empty()) jk["library"] = k.library;
-    if (k.library == "cublas_gemm") {
-      const CudaGemm& g = k.gemm;
-      jk["gemm"] = {g.batch, g.m, g.n, g.k, g.stride_a, g.stride_b, g.stride_c, g.read_a};
-    } else if (k.library == "cudnn_conv") {
-      const CudaConv& c = k.conv;
-      jk["conv"] = {{"x", c.x},
-                    {"w", c.w},
-                    {"y", c.y},
-                    {"pads", c.pads},
-                    {"strides", c.strides},
-                    {"dilations", c.dilations},
-                    {"group", c.group},
-                    {"algo", c.algo},
-                    {"read_x", c.read_x}};
-    }
-    kernels.push_back(jk);
-  }
+  for (const CudaJobKernel& k : job.kernels) kernels.push_back(kernel_json(k));
   const MeasureOptions& m = job.measure;
   return {{"format", CudaJob::kFormat},
           {"arch", job.arch},
@@ -156,6 +158,51 @@ CudaProbe probe_of(const T* x, int64_t count) {
   return p;
 }
 
+// A kernel of job.json (or of a CUDA artifact's manifest); `programs`: how many there are.
+CudaJobKernel kernel_of(const json& jk, size_t programs) {
+  CudaJobKernel k;
+  k.signature = std::stoull(jk.at("signature").get<std::string>(), nullptr, 16);
+  k.schedule = jk.at("schedule").get<std::string>();
+  k.program = jk.at("program").get<int>();
+  if (jk.contains("library")) {
+    k.library = jk.at("library").get<std::string>();
+    if (k.library == "cudnn_conv") {
+      const json& c = jk.at("conv");
+      CudaConv& v = k.conv;
+      v.x = c.at("x").get<std::vector<int64_t>>();
+      v.w = c.at("w").get<std::vector<int64_t>>();
+      v.y = c.at("y").get<std::vector<int64_t>>();
+      v.pads = c.at("pads").get<std::vector<int64_t>>();
+      v.strides = c.at("strides").get<std::vector<int64_t>>();
+      v.dilations = c.at("dilations").get<std::vector<int64_t>>();
+      v.group = c.at("group").get<int64_t>();
+      v.algo = c.at("algo").get<int>();
+      v.read_x = c.at("read_x").get<int>();
+      const size_t spatial = v.x.size() - 2;
+      if (v.x.size() < 3 || v.w.size() != v.x.size() || v.y.size() != v.x.size() ||
+          v.pads.size() != spatial || v.strides.size() != spatial ||
+          v.dilations.size() != spatial || (v.read_x != 0 && v.read_x != 1) || v.group < 1)
+        throw Error("a convolution's dims do not agree");
+    } else if (k.library != "cublas_gemm") {
+      throw Error("unknown library '" + k.library + "'");
+    } else {
+      const std::vector<int64_t> g = jk.at("gemm").get<std::vector<int64_t>>();
+      if (g.size() != 8 || (g[7] != 0 && g[7] != 1))
+        throw Error("a gemm needs 8 numbers, the last 0 or 1");
+      k.gemm = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], static_cast<int>(g[7])};
+    }
+  } else if (k.program < 0 || k.program >= static_cast<int>(programs))
+    throw Error("kernel " + hex64(k.signature) + " names program " + std::to_string(k.program) +
+                " of " + std::to_string(programs));
+  k.name = jk.at("name").get<std::string>();
+  for (const json& b : jk.at("reads")) k.reads.push_back(buffer_of(b));
+  for (const json& b : jk.at("writes")) k.writes.push_back(buffer_of(b));
+  for (const json& l : jk.at("launches"))
+    k.launches.push_back({l.at("function").get<std::string>(), l.at("grid").get<int64_t>(),
+                          l.at("block").get<int>()});
+  return k;
+}
+
 }  // namespace
 
 int64_t CudaJobBuffer::bytes() const { return count * static_cast<int64_t>(element_size(dtype)); }
@@ -200,49 +247,7 @@ CudaJob read_cuda_job(const std::string& dir) {
     job.measure.slow_ms = m.at("slow_ms").get<double>();
     job.measure.abandon_ms = m.at("abandon_ms").get<double>();
     job.programs = j.at("programs").get<std::vector<std::string>>();
-    for (const json& jk : j.at("kernels")) {
-      CudaJobKernel k;
-      k.signature = std::stoull(jk.at("signature").get<std::string>(), nullptr, 16);
-      k.schedule = jk.at("schedule").get<std::string>();
-      k.program = jk.at("program").get<int>();
-      if (jk.contains("library")) {
-        k.library = jk.at("library").get<std::string>();
-        if (k.library == "cudnn_conv") {
-          const json& c = jk.at("conv");
-          CudaConv& v = k.conv;
-          v.x = c.at("x").get<std::vector<int64_t>>();
-          v.w = c.at("w").get<std::vector<int64_t>>();
-          v.y = c.at("y").get<std::vector<int64_t>>();
-          v.pads = c.at("pads").get<std::vector<int64_t>>();
-          v.strides = c.at("strides").get<std::vector<int64_t>>();
-          v.dilations = c.at("dilations").get<std::vector<int64_t>>();
-          v.group = c.at("group").get<int64_t>();
-          v.algo = c.at("algo").get<int>();
-          v.read_x = c.at("read_x").get<int>();
-          const size_t spatial = v.x.size() - 2;
-          if (v.x.size() < 3 || v.w.size() != v.x.size() || v.y.size() != v.x.size() ||
-              v.pads.size() != spatial || v.strides.size() != spatial ||
-              v.dilations.size() != spatial || (v.read_x != 0 && v.read_x != 1) || v.group < 1)
-            throw Error("a convolution's dims do not agree");
-        } else if (k.library != "cublas_gemm") {
-          throw Error("unknown library '" + k.library + "'");
-        } else {
-          const std::vector<int64_t> g = jk.at("gemm").get<std::vector<int64_t>>();
-          if (g.size() != 8 || (g[7] != 0 && g[7] != 1))
-            throw Error("a gemm needs 8 numbers, the last 0 or 1");
-          k.gemm = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], static_cast<int>(g[7])};
-        }
-      } else if (k.program < 0 || k.program >= static_cast<int>(job.programs.size()))
-        throw Error("kernel " + hex64(k.signature) + " names program " + std::to_string(k.program) +
-                    " of " + std::to_string(job.programs.size()));
-      k.name = jk.at("name").get<std::string>();
-      for (const json& b : jk.at("reads")) k.reads.push_back(buffer_of(b));
-      for (const json& b : jk.at("writes")) k.writes.push_back(buffer_of(b));
-      for (const json& l : jk.at("launches"))
-        k.launches.push_back({l.at("function").get<std::string>(), l.at("grid").get<int64_t>(),
-                              l.at("block").get<int>()});
-      job.kernels.push_back(std::move(k));
-    }
+    for (const json& jk : j.at("kernels")) job.kernels.push_back(kernel_of(jk, job.programs.size()));
     job.id = j.at("id").get<std::string>();
   } catch (const json::exception& e) {
     throw Error(path + ": not a kora CUDA job (" + e.what() + ")");
@@ -436,6 +441,17 @@ std::string compare_cuda_probes(const CudaProbe& got, const CudaProbe& want, dou
     return os.str();
   }
   return "";
+}
+
+
+std::string cuda_job_kernel_json(const CudaJobKernel& kernel) { return kernel_json(kernel).dump(); }
+
+CudaJobKernel cuda_job_kernel_from_json(const std::string& text, size_t programs) {
+  try {
+    return kernel_of(json::parse(text), programs);
+  } catch (const json::exception& e) {
+    throw Error(std::string("not a CUDA kernel (") + e.what() + ")");
+  }
 }
 
 }  // namespace kora

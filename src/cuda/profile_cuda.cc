@@ -163,6 +163,41 @@ CudaMergeSummary merge_cuda_results(const PrimGraph& graph, const std::string& d
   return summary;
 }
 
+std::string local_cuda_fingerprint(const CudaDevice& device) {
+  const std::unique_ptr<CudaBlas> blas = CudaBlas::open(nullptr);
+  const std::unique_ptr<CudaDnn> dnn = CudaDnn::open(nullptr);
+  return cuda_fingerprint(cuda_device_info(device, blas.get(), dnn.get()), nvrtc_version(),
+                          cuda_codegen_revision());
+}
+
+std::string cuda_target_device(const ProfileDb& db, const std::string& gpu, std::string* arch) {
+  std::string why;
+  if (gpu.empty())
+    if (const std::unique_ptr<CudaDevice> device = CudaDevice::open(0, &why)) {
+      if (arch) *arch = device->arch();
+      return local_cuda_fingerprint(*device);
+    }
+  std::vector<std::string> found;
+  for (const std::string& d : db.devices())
+    if (d.rfind("cuda|", 0) == 0 && d.find(gpu) != std::string::npos) found.push_back(d);
+  if (found.size() != 1) {
+    std::string list;
+    for (const std::string& d : found) list += "\n  " + d;
+    throw Error(found.empty()
+                    ? "no GPU's measurements " + (gpu.empty() ? "" : "matching '" + gpu + "' ") +
+                          "in " + db.path() + (gpu.empty() ? " (and no GPU here: " + why + ")" : "") +
+                          ": measure the model first (kora profile MODEL --target cuda, here or "
+                          "with kora-cuda-worker on a GPU machine)"
+                    : "measurements of several GPUs in " + db.path() +
+                          "; choose one with --gpu TEXT (part of its fingerprint):" + list);
+  }
+  if (arch) {  // cuda|NAME|sm_XX|...
+    const size_t a = found[0].find('|', 5) + 1;
+    *arch = found[0].substr(a, found[0].find('|', a) - a);
+  }
+  return found[0];
+}
+
 CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
                                       const CudaProfileOptions& options) {
   if (options.kernels.job_dir.empty()) throw Error("profile_model_cuda: no job directory");
@@ -173,10 +208,7 @@ CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
   std::unique_ptr<CudaDevice> device = options.run_worker ? CudaDevice::open(0, &why) : nullptr;
   const bool gpu_here = device != nullptr;
   if (device) {  // the GPU is here: what the database holds for it is not measured again
-    const std::unique_ptr<CudaBlas> blas = CudaBlas::open(nullptr);
-    const std::unique_ptr<CudaDnn> dnn = CudaDnn::open(nullptr);
-    const std::string fp = cuda_fingerprint(cuda_device_info(*device, blas.get(), dnn.get()),
-                                            nvrtc_version(), cuda_codegen_revision());
+    const std::string fp = local_cuda_fingerprint(*device);
     kernels.known = [&db, fp](uint64_t signature) { return db.known(fp, signature); };
     device.reset();  // the worker opens it
   }

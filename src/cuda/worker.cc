@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "base/read_file.h"
+#include "cuda/kernel_call.h"
 #include "kora/cuda_blas.h"
 #include "kora/cuda_dnn.h"
 #include "kora/cuda_worker.h"
@@ -60,29 +61,12 @@ CudaResult run_kernel(const CudaJob& job, const CudaJobKernel& k, CudaDevice& de
     buffers.ptrs.push_back(device.alloc(static_cast<size_t>(b.bytes())));
     device.memset(buffers.ptrs.back(), 0, static_cast<size_t>(b.bytes()));
   }
-  std::vector<void*> functions;
-  for (const CudaJobLaunch& l : k.launches)
-    functions.push_back(device.function(*module, l.function));
-  if (!k.library.empty() && (k.reads.size() != 2 || k.writes.size() != 1))
-    throw Error("a library kernel reads 2 tensors and writes 1");
-  CublasGemmCall gemm;
-  if (k.library == "cublas_gemm") gemm = cublas_gemm_call(k.gemm);
-  std::unique_ptr<CudaDnn::Conv> conv;
+  const CudaCall call(k, device, module, libs.blas.get(), libs.dnn.get());
   CudaDevice::Ptr workspace = 0;
-  if (k.library == "cudnn_conv") {
-    conv = libs.dnn->prepare(k.conv);
-    buffers.ptrs.push_back(workspace = device.alloc(conv->workspace_bytes()));
-  }
-  auto run = [&] {
-    if (k.library == "cublas_gemm")  // cuBLAS's A is the job's B (see CublasGemmCall)
-      libs.blas->gemm(gemm, buffers.ptrs[1 - k.gemm.read_a], buffers.ptrs[k.gemm.read_a],
-                      buffers.ptrs[2]);
-    if (conv)
-      conv->run(buffers.ptrs[k.conv.read_x], buffers.ptrs[1 - k.conv.read_x], buffers.ptrs[2],
-                workspace);
-    for (size_t i = 0; i < k.launches.size(); ++i)
-      device.launch(functions[i], k.launches[i].grid, k.launches[i].block, buffers.ptrs);
-  };
+  if (call.workspace_bytes()) buffers.ptrs.push_back(workspace = device.alloc(call.workspace_bytes()));
+  const std::vector<CudaDevice::Ptr> args(buffers.ptrs.begin(),
+                                          buffers.ptrs.begin() + k.reads.size() + k.writes.size());
+  auto run = [&] { call.enqueue(args, workspace); };
   run();
   device.synchronize();
   for (size_t w = 0; w < k.writes.size(); ++w) {

@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "emit/artifact_backend.h"
 #include "emit/memory_plan.h"
 #include "kora/artifact.h"
 #include "kora/cpu_codegen.h"
@@ -36,24 +37,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
-
-std::string kernel_label(const PrimGraph& graph, const Candidate& c) {
-  std::string s;
-  for (size_t i = 0; i < c.members.size() && i < 3; ++i)
-    s += (i ? ", " : "") + graph.prims[c.members[i]].name;
-  if (c.members.size() > 3) s += ", ...";
-  return s;
-}
-
-// One chosen kernel on its way into the artifact.
-struct Emitted {
-  Candidate candidate;
-  ManifestKernel kernel;
-  std::string source;  // generated: the function's source
-  // oneDNN convolutions: whether to run in native blocked layouts when its neighbours
-  // allow (false where the database measured that slower than on plain tensors).
-  bool native_ok = true;
-};
 
 // The implementation of kernel `k`: the first working record of the database that can
 // be built now, else oneDNN, generated code's default schedule, the interpreter.
@@ -278,11 +261,64 @@ void move_into_place(const fs::path& tmp, const fs::path& dir) {
   }
 }
 
+
+// The CPU target: generated C++ libraries, oneDNN, the interpreter, blocked layouts.
+class CpuBackend : public ArtifactBackend {
+ public:
+  CpuBackend(const ProfileDb* db, const ArtifactOptions& options, const OrchestrationResult& plan)
+      : db_(db), options_(options), plan_(plan) {}
+  void describe(Manifest& m) const override {
+    m.target = "cpu";
+    m.device = options_.device;
+    m.threads = options_.threads > 0 ? options_.threads
+                                     : static_cast<int>(std::thread::hardware_concurrency());
+  }
+  void implement(const PrimGraph& graph, const KernelDag& dag, int index,
+                 const ChosenKernel& chosen, Emitted& e) override {
+    choose_implementation(graph, dag, db_, options_, index, chosen, plan_.layouts_decided, e);
+  }
+  void compile(const PrimGraph& graph, const KernelDag& dag, std::vector<Emitted>& emitted,
+               const fs::path& tmp, Manifest& m) override {
+    compile_kernels(graph, dag, emitted, options_, tmp, m);
+  }
+  int64_t assign_layouts(const PrimGraph& graph, const KernelDag& dag,
+                         const std::vector<Emitted>& emitted, Manifest& m) override {
+    return kora::assign_layouts(graph, dag, emitted,
+                                plan_.layouts_decided ? &plan_.layouts : nullptr, m);
+  }
+  void finish(const PrimGraph& graph, Emitted& e, int index, ArtifactSummary& summary) override {
+    ManifestKernel& k = e.kernel;
+    if (k.impl != "generated") k.graph = kernel_graph(graph, e.candidate, k, index);
+    ++(k.impl == "generated" ? summary.generated
+       : k.impl == "onednn"  ? summary.onednn
+                             : summary.interpreter);
+  }
+
+ private:
+  const ProfileDb* db_;
+  const ArtifactOptions& options_;
+  const OrchestrationResult& plan_;
+};
+
 }  // namespace
+
+std::string kernel_label(const PrimGraph& graph, const Candidate& c) {
+  std::string s;
+  for (size_t i = 0; i < c.members.size() && i < 3; ++i)
+    s += (i ? ", " : "") + graph.prims[c.members[i]].name;
+  if (c.members.size() > 3) s += ", ...";
+  return s;
+}
 
 ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult& plan,
                                const ProfileDb* db, const std::string& dir_name,
                                const ArtifactOptions& options) {
+  CpuBackend backend(db, options, plan);
+  return write_artifact_with(graph, plan, dir_name, backend);
+}
+
+ArtifactSummary write_artifact_with(const PrimGraph& graph, const OrchestrationResult& plan,
+                                    const std::string& dir_name, ArtifactBackend& backend) {
   ArtifactSummary summary;
   const fs::path dir = fs::absolute(dir_name).lexically_normal();
   if (dir.filename().empty()) throw Error("output directory '" + dir_name + "' has no name");
@@ -300,9 +336,7 @@ ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult
     const KernelDag dag = kernel_dag_of(graph);
     Manifest m;
     m.model = graph.name;
-    m.device = options.device;
-    m.threads = options.threads > 0 ? options.threads
-                                    : static_cast<int>(std::thread::hardware_concurrency());
+    backend.describe(m);
     m.strategy = plan.strategy;
     m.predicted_ms = plan.total_cost_ms;
     m.proven_optimal = plan.proven_optimal;
@@ -320,12 +354,11 @@ ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult
       e.kernel.signature = signature_hex(chosen.signature);
       e.kernel.predicted_ms = chosen.cost_ms;
       for (int v : chosen.prims) e.kernel.primitives.push_back(graph.prims[v].name);
-      choose_implementation(graph, dag, db, options, static_cast<int>(i), chosen,
-                            plan.layouts_decided, e);
+      backend.implement(graph, dag, static_cast<int>(i), chosen, e);
     }
     summary.generate_seconds = seconds_since(stage);
     stage = std::chrono::steady_clock::now();
-    compile_kernels(graph, dag, emitted, options, tmp, m);
+    backend.compile(graph, dag, emitted, tmp, m);
     summary.compile_seconds = seconds_since(stage);
     stage = std::chrono::steady_clock::now();
 
@@ -391,8 +424,7 @@ ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult
       m.tensors[arena_tensors[i]].offset = memory.offsets[i];
     m.arena_bytes = memory.arena_bytes;
     m.intermediate_bytes = memory.total_bytes;
-    summary.blocked_tensors =
-        assign_layouts(graph, dag, emitted, plan.layouts_decided ? &plan.layouts : nullptr, m);
+    summary.blocked_tensors = backend.assign_layouts(graph, dag, emitted, m);
 
     // Weights.
     int64_t weights_bytes = 0;
@@ -416,13 +448,8 @@ ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult
     }
 
     for (size_t i = 0; i < emitted.size(); ++i) {
-      ManifestKernel& k = emitted[i].kernel;
-      if (k.impl != "generated")
-        k.graph = kernel_graph(graph, emitted[i].candidate, k, static_cast<int>(i));
-      ++(k.impl == "generated" ? summary.generated
-         : k.impl == "onednn"  ? summary.onednn
-                               : summary.interpreter);
-      m.kernels.push_back(std::move(k));
+      backend.finish(graph, emitted[i], static_cast<int>(i), summary);
+      m.kernels.push_back(std::move(emitted[i].kernel));
     }
     {
       std::ofstream out(tmp / "manifest.json");

@@ -224,6 +224,13 @@ int64_t ProfileDb::count(const std::string& device) const {
   return select.integer(0);
 }
 
+std::vector<std::string> ProfileDb::devices() const {
+  Statement select(db_, path_, "SELECT DISTINCT device FROM profiles ORDER BY device");
+  std::vector<std::string> out;
+  while (select.step()) out.push_back(select.text(0));
+  return out;
+}
+
 std::string default_profile_db_path() {
   if (const char* p = std::getenv("KORA_PROFILE_DB"); p && *p) return p;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "kora/error.h"
+#include "kora/cuda_job.h"
 #include "runtime/prim_json.h"
 
 namespace kora {
@@ -121,6 +122,7 @@ std::string manifest_to_json(const Manifest& m) {
   j["version"] = kManifestVersion;
   j["model"] = m.model;
   j["target"] = m.target;
+  if (m.target == "cuda") j["arch"] = m.arch;
   j["device"] = m.device;
   j["threads"] = m.threads;
   j["strategy"] = m.strategy;
@@ -152,6 +154,7 @@ std::string manifest_to_json(const Manifest& m) {
       e["library"] = k.library;
       e["symbol"] = k.symbol;
     }
+    if (k.impl == "cuda") e["cuda"] = json::parse(cuda_job_kernel_json(k.cuda));
     e["reads"] = k.reads;
     e["writes"] = k.writes;
     e["signature"] = k.signature;
@@ -182,7 +185,9 @@ Manifest manifest_from_json(const std::string& text, const std::string& source) 
   Manifest m;
   m.model = r.str(j, "model", "manifest");
   m.target = r.str(j, "target", "manifest");
-  if (m.target != "cpu") r.fail("target '" + m.target + "' is not supported by this runtime");
+  if (m.target != "cpu" && m.target != "cuda")
+    r.fail("target '" + m.target + "' is not supported by this runtime");
+  if (m.target == "cuda") m.arch = r.str(j, "arch", "manifest");
   m.device = r.str(j, "device", "manifest");
   m.threads = static_cast<int>(r.size(j, "threads", "manifest"));
   m.strategy = r.str(j, "strategy", "manifest");
@@ -256,13 +261,19 @@ Manifest manifest_from_json(const std::string& text, const std::string& source) 
     ManifestKernel k;
     const std::string where = "kernel " + std::to_string(m.kernels.size());
     k.impl = r.str(e, "impl", where);
-    if (k.impl == "generated") {
+    if (k.impl == "generated" && m.target == "cpu") {
       k.library = static_cast<int>(r.integer(e, "library", where));
       if (k.library < 0 || k.library >= static_cast<int>(m.libraries.size()))
         r.fail(where + ": library " + std::to_string(k.library) + " is not listed");
       k.symbol = r.str(e, "symbol", where);
-    } else if (k.impl != "onednn" && k.impl != "interpreter") {
-      r.fail(where + ": unknown implementation '" + k.impl + "'");
+    } else if (k.impl == "cuda" && m.target == "cuda") {
+      try {
+        k.cuda = cuda_job_kernel_from_json(r.at(e, "cuda", where).dump(), m.libraries.size());
+      } catch (const Error& err) {
+        r.fail(where + ": " + err.what());
+      }
+    } else if (m.target == "cuda" || (k.impl != "onednn" && k.impl != "interpreter")) {
+      r.fail(where + ": unknown implementation '" + k.impl + "' for target " + m.target);
     }
     k.reads = r.strings(e, "reads", where);
     k.writes = r.strings(e, "writes", where);
@@ -277,7 +288,13 @@ Manifest manifest_from_json(const std::string& text, const std::string& source) 
     k.schedule = r.str(e, "schedule", where);
     k.predicted_ms = r.number(e, "predicted_ms", where);
     k.primitives = r.strings(e, "primitives", where);
-    if (k.impl != "generated") k.graph_json = r.at(e, "graph", where).dump();
+    if (k.impl == "cuda") {
+      const size_t args = k.cuda.library.empty() ? 0 : 2;
+      if (args && (k.reads.size() != args || k.writes.size() != 1))
+        r.fail(where + ": a library kernel reads 2 tensors and writes 1");
+    } else if (k.impl != "generated") {
+      k.graph_json = r.at(e, "graph", where).dump();
+    }
     m.kernels.push_back(std::move(k));
   }
   return m;

@@ -14,13 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "kora/cuda_job.h"
 #include "kora/graph.h"
 #include "kora/primitive.h"
 
 namespace kora {
 
 // 2: tensors may have a "layout" (a reader of version 1 would take them as plain).
-constexpr int kManifestVersion = 2;
+// 3: target "cuda" (arch; kernels of impl "cuda").
+constexpr int kManifestVersion = 3;
 
 enum class Storage { kInput, kConstant, kArena, kOutput };
 const char* storage_name(Storage s);
@@ -37,7 +39,7 @@ struct ManifestTensor {
 };
 
 struct ManifestKernel {
-  std::string impl;    // "generated", "onednn" or "interpreter"
+  std::string impl;    // "generated", "onednn" or "interpreter"; "cuda" on target cuda
   int library = -1;    // generated: index into Manifest::libraries
   std::string symbol;  // generated: the function
   std::vector<std::string> reads, writes;
@@ -49,10 +51,15 @@ struct ManifestKernel {
   // `graph`; read as `graph_json`, made a graph by kernel_graph_from_json.
   std::shared_ptr<PrimGraph> graph;
   std::string graph_json;
+  // Target cuda: the launches of a generated kernel (program: index into
+  // Manifest::libraries, the cubins) or its cuBLAS / cuDNN call; its arguments are a
+  // device pointer per read, then per write (buffers in it are unused).
+  CudaJobKernel cuda;
 };
 
 struct Manifest {
   std::string model, target = "cpu", device, strategy;
+  std::string arch;  // target cuda: the cubins' architecture ("sm_90")
   int threads = 0;
   double predicted_ms = 0;
   bool proven_optimal = false;

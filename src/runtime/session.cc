@@ -21,6 +21,7 @@
 #include "kora/kernel_dag.h"
 #include "kora/runtime.h"
 #include "kora/shared_library.h"
+#include "runtime/cuda_plan.h"
 #include "runtime/manifest.h"
 
 namespace kora {
@@ -73,6 +74,7 @@ struct Session::Impl {
   std::vector<KernelInfo> infos;
   // Outputs that no kernel writes (a graph input or a constant passed through).
   std::vector<std::pair<int, std::string>> copied_outputs;
+  std::unique_ptr<CudaPlan> cuda;  // target cuda: the plan on the GPU
 };
 
 Session::Session(const std::string& artifact_dir, const SessionOptions& options)
@@ -105,9 +107,9 @@ Session::Session(const std::string& artifact_dir, const SessionOptions& options)
   if (weights_checksum(s.weights.get(), static_cast<size_t>(m.weights_bytes)) != m.weights_checksum)
     throw Error("weights file '" + weights_path.string() +
                 "' is corrupt: its checksum differs from the manifest's");
-  s.arena = aligned_bytes(m.arena_bytes);
+  if (m.target == "cpu") s.arena = aligned_bytes(m.arena_bytes);
 
-  for (const std::string& lib : m.libraries)
+  for (const std::string& lib : m.target == "cpu" ? m.libraries : std::vector<std::string>())
     s.libraries.push_back(std::make_shared<SharedLibrary>(fs::absolute(dir / lib).string()));
 
   std::map<std::string, int> input_index, output_index;
@@ -152,7 +154,16 @@ Session::Session(const std::string& artifact_dir, const SessionOptions& options)
                   static_cast<size_t>(t.bytes()));
   };
 
-  for (const ManifestKernel& k : m.kernels) {
+  if (m.target == "cuda") {
+    s.cuda = std::make_unique<CudaPlan>(m, dir.string(), s.weights.get());
+    for (const ManifestKernel& k : m.kernels) {
+      std::string names;
+      for (const std::string& p : k.primitives) names += (names.empty() ? "" : ", ") + p;
+      s.infos.push_back({k.cuda.library.empty() ? "generated" : k.cuda.library, k.schedule, names,
+                         k.predicted_ms});
+    }
+  }
+  for (const ManifestKernel& k : m.target == "cpu" ? m.kernels : std::vector<ManifestKernel>()) {
     Step step;
     for (const std::string& t : k.reads) {
       const ManifestTensor& info = m.tensors.at(t);
@@ -274,6 +285,10 @@ void Session::run_steps(std::vector<double>* kernel_ms) {
     if (s.bound[i].nbytes() == 0 && numel(s.inputs[i].shape) > 0)
       throw Error("input '" + s.inputs[i].name + "' is not bound (" +
                   dtype_name(s.inputs[i].dtype) + " " + shape_str(s.inputs[i].shape) + ")");
+  if (s.cuda) {
+    s.cuda->run(s.bound, s.output_values);
+    if (kernel_ms) *kernel_ms = s.cuda->kernel_ms();
+  }
   if (s.threads > 0 && omp_get_max_threads() != s.threads) omp_set_num_threads(s.threads);
   for (size_t i = 0; i < s.steps.size(); ++i) {
     Step& step = s.steps[i];
@@ -299,7 +314,7 @@ void Session::run_steps(std::vector<double>* kernel_ms) {
 }
 
 std::vector<double> Session::profile_kernels(int iters) {
-  const size_t n = impl_->steps.size();
+  const size_t n = impl_->infos.size();
   std::vector<std::vector<double>> samples(n);
   std::vector<double> one(n);
   run_steps(&one);  // warm-up
@@ -340,5 +355,16 @@ int Session::kernels() const { return static_cast<int>(impl_->manifest.kernels.s
 int64_t Session::arena_bytes() const { return impl_->manifest.arena_bytes; }
 int64_t Session::intermediate_bytes() const { return impl_->manifest.intermediate_bytes; }
 int Session::threads() const { return impl_->threads; }
+std::string Session::target() const { return impl_->manifest.target; }
+
+std::string Session::device() const {
+  if (!impl_->cuda) return "cpu, " + std::to_string(impl_->threads) + " threads";
+  return impl_->cuda->device_name() + ", " + impl_->cuda->mode();
+}
+
+double Session::plan_ms() {
+  if (!impl_->cuda) throw Error("plan_ms: a CPU session has no device time of its own");
+  return impl_->cuda->plan_ms();
+}
 
 }  // namespace kora

@@ -17,8 +17,11 @@
 #include "kora/check.h"
 #include "kora/cost.h"
 #include "kora/cpu_backend.h"
+#include "kora/cuda_artifact.h"
 #include "kora/cuda_compile.h"
 #include "kora/cuda_driver.h"
+#include "kora/cuda_kernels.h"
+#include "kora/cuda_profile.h"
 #include "kora/error.h"
 #include "kora/fission.h"
 #include "kora/npy.h"
@@ -34,7 +37,7 @@ struct ArtifactCommands::Options {
   CLI::App *compile = nullptr, *run = nullptr, *check = nullptr;
   // compile
   ModelOptions model;
-  std::string target = "cpu", out, strategy = "optimal", db, compiler;
+  std::string target = "cpu", out, strategy = "optimal", db, compiler, gpu;
   int threads = 0;
   bool no_measure = false, json = false;
   OrchestrationOptions orch;
@@ -84,14 +87,6 @@ std::map<std::string, Tensor> session_inputs(const Session& session,
 }
 
 int compile_command(ArtifactCommands::Options& o, bool verbose) {
-  if (o.target == "cuda") {
-    if (!cuda_built()) throw Error("--target cuda: kora was built without CUDA");
-    const std::string why = cuda_device_unavailable();
-    throw Error(std::string("--target cuda: CUDA artifacts are not emitted yet") +
-                (why.empty() ? "" : " (" + why + ")") +
-                "; kora profile --target cuda generates, compiles and measures the kernels "
-                "(with kora-cuda-worker, here or on a GPU machine)");
-  }
   const auto start = std::chrono::steady_clock::now();
   const bool terminal = ::isatty(2);
   auto stage = std::chrono::steady_clock::now();
@@ -104,12 +99,36 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
 
   const int threads =
       o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
-  const std::string device = cpu_backend_fingerprint(threads, o.compiler);
+  const bool cuda = o.target == "cuda";
+  if (cuda && !cuda_built()) throw Error("--target cuda: kora was built without CUDA");
   auto db = std::make_shared<ProfileDb>(o.db.empty() ? default_profile_db_path() : o.db);
   o.orch.partition.min_size = std::min(o.orch.partition.min_size, o.orch.partition.max_size);
 
   double profile_seconds = 0;
-  if (!o.no_measure) {
+  if (cuda && !o.no_measure && o.gpu.empty() && cuda_device_unavailable().empty()) {
+    stage = std::chrono::steady_clock::now();  // the GPU is here: measure what is missing
+    CudaProfileOptions prof;
+    prof.kernels.arch = CudaDevice::open(0, nullptr)->arch();
+    prof.kernels.candidates = o.orch.candidates;
+    prof.kernels.partition = o.orch.partition;
+    prof.kernels.progress = &std::cerr;
+    prof.kernels.job_dir = (std::filesystem::path(db->path()).parent_path() / "cuda-jobs" /
+                            (graph.name + "-" + prof.kernels.arch))
+                               .string();
+    const CudaProfileSummary s = profile_model_cuda(graph, *db, prof);
+    profile_seconds = seconds_since(stage);
+    std::cerr << "kora compile: profile: " << s.merge.stored << " implementations measured now, "
+              << s.merge.failures.size() << " failed (" << fixed(profile_seconds, 1) << " s)"
+              << std::endl;
+  }
+  std::string arch;
+  const std::string device = cuda ? cuda_target_device(*db, o.gpu, &arch)
+                                  : cpu_backend_fingerprint(threads, o.compiler);
+  if (cuda) {
+    std::cerr << "kora compile: target cuda, " << arch << ", costs of " << device << std::endl;
+    o.orch.candidates = cuda_candidate_options(graph, o.orch.candidates);
+  }
+  if (!o.no_measure && !cuda) {
     stage = std::chrono::steady_clock::now();
     ProfileOptions prof;
     prof.threads = threads;
@@ -127,7 +146,8 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
   }
 
   stage = std::chrono::steady_clock::now();
-  ProfileDbCost costs(db, device, std::make_unique<RooflineCost>(device_params("cpu")));
+  ProfileDbCost costs(db, device,
+                      std::make_unique<RooflineCost>(device_params(cuda ? "h100" : "cpu")));
   o.orch.strategy = o.strategy;
   o.orch.progress = verbose;
   o.orch.progress_line = !verbose && terminal;
@@ -142,19 +162,30 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
             << " from the roofline model (" << fixed(orchestrate_seconds, 1) << " s)" << std::endl;
 
   stage = std::chrono::steady_clock::now();
-  ArtifactOptions ao;
-  ao.device = device;
-  ao.threads = threads;
-  if (!o.compiler.empty()) ao.compile.compiler = o.compiler;
-  ao.progress = &std::cerr;
-  ao.terminal = terminal;
-  const ArtifactSummary a = write_artifact(graph, plan, db.get(), o.out, ao);
+  ArtifactSummary a;
+  if (cuda) {
+    CudaArtifactOptions co;
+    co.device = device;
+    co.arch = arch;
+    co.progress = &std::cerr;
+    a = write_cuda_artifact(graph, plan, db.get(), o.out, co);
+  } else {
+    ArtifactOptions ao;
+    ao.device = device;
+    ao.threads = threads;
+    if (!o.compiler.empty()) ao.compile.compiler = o.compiler;
+    ao.progress = &std::cerr;
+    ao.terminal = terminal;
+    a = write_artifact(graph, plan, db.get(), o.out, ao);
+  }
   const double emit_seconds = seconds_since(stage);
   const double total = seconds_since(start);
   if (o.json) {
     std::cout << "{\"artifact\": \"" << o.out << "\", \"strategy\": \"" << plan.strategy
               << "\", \"kernels\": " << a.kernels << ", \"generated\": " << a.generated
               << ", \"onednn\": " << a.onednn << ", \"interpreter\": " << a.interpreter
+              << ", \"cublas\": " << a.cublas << ", \"cudnn\": " << a.cudnn
+              << ", \"target\": \"" << o.target << "\""
               << ", \"predicted_ms\": " << a.predicted_ms
               << ", \"proven_optimal\": " << (plan.proven_optimal ? "true" : "false")
               << ", \"measured_costs\": " << costs.hits()
@@ -169,12 +200,19 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
               << ", \"total\": " << total << "}}\n";
     return 0;
   }
-  std::cout << "kora compile: " << o.out << ": " << a.kernels << " kernels (" << a.generated
-            << " generated, " << a.onednn << " oneDNN, " << a.interpreter << " interpreter) in "
-            << a.libraries << " libraries; strategy " << plan.strategy << ", predicted "
-            << fixed(a.predicted_ms, 3) << " ms\n"
-            << "layouts: " << a.blocked_tensors
-            << " tensors kept blocked between oneDNN convolutions\n"
+  if (cuda)
+    std::cout << "kora compile: " << o.out << ": " << a.kernels << " CUDA kernels ("
+              << a.generated << " generated, " << a.cublas << " cuBLAS, " << a.cudnn
+              << " cuDNN) in " << a.libraries << " cubins for " << arch << "; strategy "
+              << plan.strategy << ", predicted " << fixed(a.predicted_ms, 3) << " ms\n";
+  else
+    std::cout << "kora compile: " << o.out << ": " << a.kernels << " kernels (" << a.generated
+              << " generated, " << a.onednn << " oneDNN, " << a.interpreter << " interpreter) in "
+              << a.libraries << " libraries; strategy " << plan.strategy << ", predicted "
+              << fixed(a.predicted_ms, 3) << " ms\n"
+              << "layouts: " << a.blocked_tensors
+              << " tensors kept blocked between oneDNN convolutions\n";
+  std::cout
             << "memory: activations " << megabytes(a.arena_bytes) << " in one arena (sum of "
             << "intermediates " << megabytes(a.intermediate_bytes) << "), weights "
             << megabytes(a.weights_bytes) << "\n"
@@ -236,10 +274,19 @@ int run_command(ArtifactCommands::Options& o) {
     const double median =
         ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
     const double p90 = ms[std::min(ms.size() - 1, static_cast<size_t>(0.9 * ms.size()))];
-    std::cout << "runs " << o.iters << " (after " << warmup << " warm-up), threads "
-              << session.threads() << "\n"
-              << "median " << fixed(median, 3) << " ms\n"
+    std::cout << "runs " << o.iters << " (after " << warmup << " warm-up), " << session.device()
+              << "\n"
+              << "median " << fixed(median, 3) << " ms" << (session.target() == "cuda" ? " (with copies to and from the GPU)" : "") << "\n"
               << "p90 " << fixed(p90, 3) << " ms\n";
+    if (session.target() == "cuda") {  // the plan alone, timed by CUDA events
+      std::vector<double> gpu;
+      for (int i = 0; i < o.iters; ++i) gpu.push_back(session.plan_ms());
+      std::sort(gpu.begin(), gpu.end());
+      std::cout << "gpu median " << fixed(gpu[gpu.size() / 2], 3) << " ms (CUDA events, inputs on the GPU)\n"
+                << "gpu p90 "
+                << fixed(gpu[std::min(gpu.size() - 1, static_cast<size_t>(0.9 * gpu.size()))], 3)
+                << " ms\n";
+    }
   }
   if (o.profile >= 0) print_kernel_profile(session, o.iters > 0 ? o.iters : 20, o.profile);
   return 0;
@@ -284,8 +331,12 @@ ArtifactCommands::ArtifactCommands(CLI::App& app) : o_(std::make_unique<Options>
   add_model_options(o.compile, o.model);
   o.compile
       ->add_option("--target", o.target,
-                   "cpu (default) or cuda (not emitted yet: see kora profile --target cuda)")
+                   "cpu (default) or cuda (cubins, cuBLAS and cuDNN, replayed as a CUDA Graph; "
+                   "costs measured on the GPU here, else taken from the database: see --gpu)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  o.compile->add_option("--gpu", o.gpu,
+                        "--target cuda: compile for the GPU whose fingerprint in the database "
+                        "contains TEXT (default: the GPU here, else the database's only one)");
   o.compile->add_option("-o,--output", o.out, "artifact directory to write")->required();
   o.compile
       ->add_option("--strategy", o.strategy,

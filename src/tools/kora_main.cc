@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
   interpret->add_option("--seed", interpret_seed, "seed of the random inputs (default 0)");
 
   cli::ModelOptions orch_model;
-  std::string orch_costs, orch_strategy = "optimal", orch_device = "cpu", orch_target, orch_db;
+  std::string orch_costs, orch_strategy = "optimal", orch_device = "cpu", orch_target, orch_db,
+      orch_gpu;
   int orch_threads = 0;
   std::string orch_compiler;
   bool orch_json = false;
@@ -84,8 +85,12 @@ int main(int argc, char** argv) {
   orchestrate
       ->add_option("--target", orch_target,
                    "cpu: costs measured on this machine, from the profile database (kernels "
-                   "not measured yet use the roofline model)")
-      ->check(CLI::IsMember({"cpu"}));
+                   "not measured yet use the roofline model); cuda: costs measured on a GPU "
+                   "(kora profile --target cuda), among the kernels the cuda target computes")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  orchestrate->add_option("--gpu", orch_gpu,
+                          "--target cuda: the GPU whose fingerprint in the database contains "
+                          "TEXT (default: the GPU here, else the database's only one)");
   orchestrate->add_option("--db", orch_db,
                           "profile database (default $KORA_PROFILE_DB, else "
                           "~/.cache/kora/profiles.db); implies --target cpu");
@@ -203,8 +208,15 @@ int main(int argc, char** argv) {
             orch_threads > 0 ? orch_threads : static_cast<int>(std::thread::hardware_concurrency());
         auto db = std::make_shared<const kora::ProfileDb>(
             orch_db.empty() ? kora::default_profile_db_path() : orch_db);
-        costs = std::make_unique<kora::ProfileDbCost>(
-            db, kora::cpu_backend_fingerprint(threads, orch_compiler), std::move(costs));
+        if (orch_target == "cuda") {
+          orch.candidates = kora::cuda_candidate_options(g, orch.candidates);
+          costs = std::make_unique<kora::ProfileDbCost>(
+              db, kora::cuda_target_device(*db, orch_gpu, nullptr),
+              std::make_unique<kora::RooflineCost>(kora::device_params("h100")));
+        } else {
+          costs = std::make_unique<kora::ProfileDbCost>(
+              db, kora::cpu_backend_fingerprint(threads, orch_compiler), std::move(costs));
+        }
       }
       orch.strategy = orch_strategy;
       orch.partition.min_size = std::min(orch.partition.min_size, orch.partition.max_size);

@@ -1,0 +1,39 @@
+// Emitting a CUDA artifact (`kora compile --target cuda`): a primitive graph, an
+// orchestration chosen with the GPU's measured costs and the profile database in; an
+// artifact directory out (include/kora/artifact.h's layout, target "cuda"):
+//   manifest.json   kernels in execution order, each a generated kernel's launches (grid,
+//                   block, function in a cubin) or a cuBLAS GEMM / cuDNN convolution call,
+//                   with the tensors it reads and writes and their storage;
+//   kernels_N.cubin the generated kernels, compiled by NVRTC for `arch`;
+//   weights.bin     every constant a kernel reads.
+// Each kernel takes its fastest working schedule for the GPU fingerprint `device` in the
+// database ("cublas", "cudnn:ALGO", a CudaSchedule key); one the database lacks takes cuBLAS
+// or cuDNN (algorithm 0) where they fit, else the generated default schedule. A kernel the
+// cuda target cannot compute (cuda_supports) throws kora::Error naming it. No GPU is needed
+// to write one; the runtime (include/kora/runtime.h) runs it on a GPU of `arch`.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "kora/artifact.h"
+#include "kora/orchestration.h"
+#include "kora/primitive.h"
+
+namespace kora {
+
+class ProfileDb;
+
+struct CudaArtifactOptions {
+  std::string device;  // the GPU fingerprint whose measurements choose implementations
+  std::string arch = "sm_90";
+  std::string cache_dir;  // NVRTC's cache; empty: default_cuda_kernel_cache_dir()
+  int kernels_per_program = 32;
+  std::ostream* progress = nullptr;
+};
+
+ArtifactSummary write_cuda_artifact(const PrimGraph& graph, const OrchestrationResult& plan,
+                                    const ProfileDb* db, const std::string& dir,
+                                    const CudaArtifactOptions& options);
+
+}  // namespace kora

@@ -1,0 +1,35 @@
+// A CUDA kernel made ready to enqueue (src/cuda/kernel_call.h): a job's or artifact's
+// kernel in; its launches, its cuBLAS GEMM or its cuDNN convolution enqueued out.
+#include "cuda/kernel_call.h"
+
+#include "kora/error.h"
+
+namespace kora {
+
+CudaCall::CudaCall(const CudaJobKernel& k, CudaDevice& device, CudaDevice::Module* module,
+                   CudaBlas* blas, CudaDnn* dnn)
+    : kernel_(k), device_(device), blas_(blas) {
+  if (!k.library.empty() && (k.reads.size() != 2 || k.writes.size() != 1))
+    throw Error("a library kernel reads 2 tensors and writes 1");
+  if (k.library == "cublas_gemm") {
+    if (!blas) throw Error("kernel " + k.name + " needs cuBLAS");
+    gemm_ = cublas_gemm_call(k.gemm);
+  } else if (k.library == "cudnn_conv") {
+    if (!dnn) throw Error("kernel " + k.name + " needs cuDNN");
+    conv_ = dnn->prepare(k.conv);
+  } else {
+    if (!module) throw Error("kernel " + k.name + ": its program is not loaded");
+    for (const CudaJobLaunch& l : k.launches) functions_.push_back(device.function(*module, l.function));
+  }
+}
+
+void CudaCall::enqueue(const std::vector<CudaDevice::Ptr>& args, CudaDevice::Ptr workspace) const {
+  const CudaJobKernel& k = kernel_;
+  if (k.library == "cublas_gemm")  // cuBLAS's A is the kernel's B (see CublasGemmCall)
+    blas_->gemm(gemm_, args.at(1 - k.gemm.read_a), args.at(k.gemm.read_a), args.at(2));
+  if (conv_) conv_->run(args.at(k.conv.read_x), args.at(1 - k.conv.read_x), args.at(2), workspace);
+  for (size_t i = 0; i < k.launches.size(); ++i)
+    device_.launch(functions_[i], k.launches[i].grid, k.launches[i].block, args);
+}
+
+}  // namespace kora

@@ -1,0 +1,57 @@
+// Internal: what a backend gives the artifact emitter (src/emit/emit_artifact.cc). The
+// emitter does what every target shares: the chosen kernels' reads and writes, the
+// tensors' storage (inputs, weights, an arena placed by lifetime, outputs), weights.bin,
+// manifest.json, the directory written under a temporary name and renamed into place. A
+// backend chooses each kernel's implementation and compiles the generated code into
+// files of the artifact: the CPU one (emit_artifact.cc: generated C++ libraries, oneDNN,
+// the interpreter, blocked layouts) and the CUDA one (src/cuda/artifact.cc: cubins,
+// cuBLAS, cuDNN).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kora/artifact.h"
+#include "kora/candidates.h"
+#include "kora/kernel_dag.h"
+#include "kora/orchestration.h"
+#include "runtime/manifest.h"
+
+namespace kora {
+
+// One chosen kernel on its way into the artifact.
+struct Emitted {
+  Candidate candidate;
+  ManifestKernel kernel;  // reads, writes, signature, predicted cost and names filled
+  std::string source;     // generated: its source
+  // oneDNN convolutions: whether to run in native blocked layouts when its neighbours
+  // allow (false where the database measured that slower than on plain tensors).
+  bool native_ok = true;
+};
+
+class ArtifactBackend {
+ public:
+  virtual ~ArtifactBackend() = default;
+  // Sets the manifest's target fields (target, arch, threads).
+  virtual void describe(Manifest& m) const = 0;
+  // Chooses kernel `index`'s implementation: e.kernel.impl, schedule and what it needs.
+  virtual void implement(const PrimGraph& graph, const KernelDag& dag, int index,
+                         const ChosenKernel& chosen, Emitted& e) = 0;
+  // Compiles the generated kernels into files in `tmp`, listed in m.libraries.
+  virtual void compile(const PrimGraph& graph, const KernelDag& dag, std::vector<Emitted>& emitted,
+                       const std::filesystem::path& tmp, Manifest& m) = 0;
+  // Once every tensor has its storage: blocked layouts (returns how many tensors) and the
+  // last fields of each kernel; counts implementations in `summary`.
+  virtual int64_t assign_layouts(const PrimGraph& graph, const KernelDag& dag,
+                                 const std::vector<Emitted>& emitted, Manifest& m) = 0;
+  virtual void finish(const PrimGraph& graph, Emitted& e, int index, ArtifactSummary& summary) = 0;
+};
+
+ArtifactSummary write_artifact_with(const PrimGraph& graph, const OrchestrationResult& plan,
+                                    const std::string& dir, ArtifactBackend& backend);
+
+// "a, b, c, ...": a kernel's first primitives, for messages.
+std::string kernel_label(const PrimGraph& graph, const Candidate& c);
+
+}  // namespace kora

@@ -1,0 +1,205 @@
+// A CUDA artifact's plan on the GPU (src/runtime/cuda_plan.h): manifest, cubins and
+// weights in; device buffers, prepared kernels and, after a first checked run, a captured
+// CUDA Graph out; run() copies inputs in, replays, copies outputs out.
+#include "runtime/cuda_plan.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "base/read_file.h"
+#include "cuda/kernel_call.h"
+#include "kora/error.h"
+
+namespace kora {
+
+namespace {
+
+// cuBLAS's workspace on a stream of the session's own (its recommended size for Hopper).
+constexpr size_t kBlasWorkspace = 32u << 20;
+
+}  // namespace
+
+struct CudaPlan::Impl {
+  std::unique_ptr<CudaDevice> device;
+  std::unique_ptr<CudaBlas> blas;
+  std::unique_ptr<CudaDnn> dnn;
+  std::vector<std::shared_ptr<CudaDevice::Module>> modules;
+  std::vector<CudaDevice::Ptr> owned;  // freed last
+  std::vector<CudaDevice::Ptr> input_buffers;
+  std::vector<std::pair<CudaDevice::Ptr, int64_t>> output_buffers;  // 0: not stored as output
+  struct Step {
+    std::unique_ptr<CudaCall> call;
+    std::vector<CudaDevice::Ptr> args;
+  };
+  std::vector<Step> steps;
+  CudaDevice::Ptr workspace = 0;
+  std::shared_ptr<CudaDevice::Graph> graph;
+  bool checked = false;  // the first run went launch by launch
+  std::string mode = "launches";
+
+  CudaDevice::Ptr alloc(int64_t bytes) {
+    owned.push_back(device->alloc(static_cast<size_t>(std::max<int64_t>(bytes, 1))));
+    return owned.back();
+  }
+  void enqueue() {
+    for (const Step& s : steps) s.call->enqueue(s.args, workspace);
+  }
+  ~Impl() {
+    graph.reset();
+    steps.clear();
+    if (device)
+      for (CudaDevice::Ptr p : owned) device->free(p);
+  }
+};
+
+CudaPlan::CudaPlan(const Manifest& m, const std::string& dir, const void* weights)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  const char* env = std::getenv("KORA_CUDA_DEVICE");
+  const int ordinal = env && *env ? std::atoi(env) : 0;
+  std::string why;
+  s.device = CudaDevice::open(ordinal, &why);
+  if (!s.device)
+    throw Error("the artifact '" + dir + "' is compiled for CUDA (" + m.arch +
+                "), but no GPU can be used here: " + why);
+  if (s.device->arch() != m.arch)
+    throw Error("the artifact '" + dir + "' is compiled for " + m.arch + ", but " +
+                s.device->name() + " is " + s.device->arch() + " (compile it again on this GPU)");
+  for (const std::string& cubin : m.libraries)
+    s.modules.push_back(s.device->load(read_file((std::filesystem::path(dir) / cubin).string())));
+
+  bool needs_blas = false, needs_dnn = false;
+  for (const ManifestKernel& k : m.kernels) {
+    needs_blas = needs_blas || k.cuda.library == "cublas_gemm";
+    needs_dnn = needs_dnn || k.cuda.library == "cudnn_conv";
+  }
+  if (needs_blas && !(s.blas = CudaBlas::open(&why)))
+    throw Error("the artifact's matrix products need cuBLAS: " + why);
+  if (needs_dnn && !(s.dnn = CudaDnn::open(&why)))
+    throw Error("the artifact's convolutions need cuDNN: " + why);
+
+  // A stream of the session's own, for graph capture.
+  if (!s.device->graphs_available()) {
+    s.mode = "launches (this CUDA driver has no graph capture)";
+  } else {
+    s.device->use_stream();
+    try {
+      if (s.blas) s.blas->set_stream(s.device->stream(), s.alloc(kBlasWorkspace), kBlasWorkspace);
+      if (s.dnn) s.dnn->set_stream(s.device->stream());
+      s.mode = "CUDA graph";
+    } catch (const Error& e) {
+      s.mode = std::string("launches (") + e.what() + ")";
+    }
+  }
+
+  // Buffers: weights (copied once), arena, inputs, outputs.
+  const CudaDevice::Ptr weights_buffer = s.alloc(m.weights_bytes);
+  s.device->to_device(weights_buffer, weights, static_cast<size_t>(m.weights_bytes));
+  const CudaDevice::Ptr arena = s.alloc(m.arena_bytes);
+  std::map<std::string, CudaDevice::Ptr> io;
+  for (const std::string& name : m.inputs) {
+    s.input_buffers.push_back(s.alloc(m.tensors.at(name).bytes()));
+    io[name] = s.input_buffers.back();
+  }
+  for (const std::string& name : m.outputs) {
+    const ManifestTensor& t = m.tensors.at(name);
+    if (t.storage != Storage::kOutput) {
+      s.output_buffers.emplace_back(0, 0);
+      continue;
+    }
+    s.output_buffers.emplace_back(s.alloc(t.bytes()), t.bytes());
+    io[name] = s.output_buffers.back().first;
+  }
+  auto address = [&](const std::string& name) {
+    const ManifestTensor& t = m.tensors.at(name);
+    if (t.storage == Storage::kConstant) return weights_buffer + t.offset;
+    if (t.storage == Storage::kArena) return arena + t.offset;
+    auto it = io.find(name);
+    if (it == io.end())
+      throw Error("artifact manifest: tensor '" + name + "' is stored as " +
+                  storage_name(t.storage) + " but is not a graph " +
+                  (t.storage == Storage::kInput ? "input" : "output"));
+    return it->second;
+  };
+
+  size_t workspace = 0;
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    const ManifestKernel& k = m.kernels[i];
+    Impl::Step step;
+    for (const auto* list : {&k.reads, &k.writes})
+      for (const std::string& t : *list) step.args.push_back(address(t));
+    CudaDevice::Module* module =
+        k.cuda.library.empty() ? s.modules.at(static_cast<size_t>(k.cuda.program)).get() : nullptr;
+    try {
+      step.call = std::make_unique<CudaCall>(k.cuda, *s.device, module, s.blas.get(), s.dnn.get());
+    } catch (const Error& e) {
+      throw Error("artifact kernel " + std::to_string(i) + " (" + k.cuda.name + ", " +
+                  k.schedule + "): " + e.what());
+    }
+    workspace = std::max(workspace, step.call->workspace_bytes());
+    s.steps.push_back(std::move(step));
+  }
+  if (workspace) s.workspace = s.alloc(static_cast<int64_t>(workspace));
+}
+
+CudaPlan::~CudaPlan() = default;
+
+void CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  Impl& s = *impl_;
+  for (size_t i = 0; i < s.input_buffers.size(); ++i)
+    s.device->to_device(s.input_buffers[i], inputs.at(i).bytes(), inputs[i].nbytes());
+  if (!s.checked) {
+    // The first run launch by launch, so that a failing kernel is named; then the graph.
+    for (size_t i = 0; i < s.steps.size(); ++i) {
+      try {
+        s.steps[i].call->enqueue(s.steps[i].args, s.workspace);
+      } catch (const Error& e) {
+        throw Error("artifact kernel " + std::to_string(i) + ": " + e.what());
+      }
+    }
+    s.device->synchronize();
+    s.checked = true;
+    if (s.mode == "CUDA graph") {
+      try {
+        s.graph = s.device->capture([&] { s.enqueue(); });
+      } catch (const Error& e) {
+        s.mode = std::string("launches (capture failed: ") + e.what() + ")";
+      }
+    }
+  } else if (s.graph) {
+    s.device->replay(*s.graph);
+  } else {
+    s.enqueue();
+  }
+  s.device->synchronize();
+  for (size_t i = 0; i < s.output_buffers.size(); ++i)
+    if (s.output_buffers[i].first)
+      s.device->to_host(outputs.at(i).mutable_bytes(), s.output_buffers[i].first,
+                        static_cast<size_t>(s.output_buffers[i].second));
+}
+
+double CudaPlan::plan_ms() {
+  Impl& s = *impl_;
+  if (!s.checked) throw Error("run the plan once before timing it");
+  return s.device->elapsed_ms([&] {
+    if (s.graph)
+      s.device->replay(*s.graph);
+    else
+      s.enqueue();
+  });
+}
+
+std::vector<double> CudaPlan::kernel_ms() {
+  Impl& s = *impl_;
+  std::vector<double> ms;
+  for (const Impl::Step& step : s.steps)
+    ms.push_back(s.device->elapsed_ms([&] { step.call->enqueue(step.args, s.workspace); }));
+  return ms;
+}
+
+std::string CudaPlan::device_name() const { return impl_->device->name(); }
+std::string CudaPlan::mode() const { return impl_->mode; }
+
+}  // namespace kora

@@ -1,0 +1,292 @@
+// CUDA artifacts (include/kora/cuda_artifact.h) and their runtime (src/runtime/cuda_plan.h).
+// Without a GPU: an orchestration for the cuda target (candidates the target computes)
+// written as an artifact (generated kernels in cubins, cuBLAS and cuDNN calls, fastest
+// measured schedule chosen), its manifest read back, a kernel the target cannot compute
+// named in the error, a session without a GPU saying so; the artifact run by `kora run`
+// on the fake driver and cuBLAS over host memory (tests/cuda/fake_driver.cc; kernels
+// emulated) matching the reference interpreter. On a GPU: the artifact with convolutions
+// run in-process (launch by launch, then replayed as a CUDA Graph) against the interpreter.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "cpu/codegen_harness.h"
+#include "cuda/emulator.h"
+#include "frontend/model_builder.h"
+#include "kora/check.h"
+#include "kora/cost.h"
+#include "kora/cpu_compile.h"
+#include "kora/cuda_artifact.h"
+#include "kora/cuda_codegen.h"
+#include "kora/cuda_compile.h"
+#include "kora/cuda_driver.h"
+#include "kora/cuda_kernels.h"
+#include "kora/error.h"
+#include "kora/interpreter.h"
+#include "kora/npy.h"
+#include "kora/orchestration.h"
+#include "kora/profile_db.h"
+#include "kora/runtime.h"
+#include "runtime/manifest.h"
+
+namespace {
+
+using namespace kora;
+
+// Softmax over rows with an integer constant, a broadcast matrix product and, with
+// `convolutions`, a grouped strided convolution with a bias and a ReLU; with `lopsided`,
+// also a convolution with asymmetric padding (no CUDA implementation).
+PrimGraph artifact_graph(bool convolutions, bool lopsided = false) {
+  std::mt19937 rng(5);
+  kora_codegen_test::GraphBuilder b(rng);
+  const DType F = DType::kFloat32;
+  const Shape s = {6, 40}, r = {6, 1};
+  const std::string x = b.input(F, s);
+  const std::string w = b.input(DType::kInt64, s, true, 0, 5);
+  const std::string wf = b.prim(ElementwiseAttrs{ScalarOp::kCast, {Operand{0, 0}}}, {w}, F, s);
+  const std::string y =
+      b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}}, {x, wf}, F, s);
+  const std::string mx = b.prim(ReduceAttrs{ReduceOp::kMax, {1}}, {y}, F, r);
+  const std::string mb = b.prim(BroadcastAttrs{}, {mx}, F, s);
+  const std::string d =
+      b.prim(ElementwiseAttrs{ScalarOp::kSub, {Operand{0, 0}, Operand{1, 0}}}, {y, mb}, F, s);
+  const std::string e = b.prim(ElementwiseAttrs{ScalarOp::kExp, {Operand{0, 0}}}, {d}, F, s);
+  const std::string sum = b.prim(ReduceAttrs{ReduceOp::kSum, {1}}, {e}, F, r);
+  const std::string sb = b.prim(BroadcastAttrs{}, {sum}, F, s);
+  const std::string soft =
+      b.prim(ElementwiseAttrs{ScalarOp::kDiv, {Operand{0, 0}, Operand{1, 0}}}, {e, sb}, F, s);
+  const std::string xa = b.input(F, {2, 3, 5});
+  const std::string p =
+      b.prim(LinearAttrs{MatMulAttrs{}}, {xa, b.input(F, {1, 5, 4}, true)}, F, {2, 3, 4});
+  const std::string pr = b.prim(ElementwiseAttrs{ScalarOp::kTanh, {Operand{0, 0}}}, {p}, F, {2, 3, 4});
+  b.g.outputs = {soft, pr};
+  if (convolutions) {
+    ConvAttrs conv;
+    conv.group = 2;
+    conv.strides = {2, 2};
+    conv.dilations = {1, 1};
+    conv.pads_begin = conv.pads_end = {1, 1};
+    const std::string x4 = b.input(F, {1, 4, 9, 9});
+    const Shape o = {1, 6, 5, 5};
+    const std::string c =
+        b.prim(LinearAttrs{conv}, {x4, b.input(F, {6, 2, 3, 3}, true)}, F, o);
+    const std::string bias = b.prim(BroadcastAttrs{}, {b.input(F, {1, 6, 1, 1}, true)}, F, o);
+    const std::string cb =
+        b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}}, {c, bias}, F, o);
+    b.g.outputs.push_back(b.prim(ElementwiseAttrs{ScalarOp::kRelu, {Operand{0, 0}}}, {cb}, F, o));
+    if (lopsided) {
+      ConvAttrs l{1, {1, 1}, {1, 1}, {0, 0}, {1, 1}};
+      b.g.outputs.push_back(
+          b.prim(LinearAttrs{l}, {x4, b.input(F, {3, 4, 2, 2}, true)}, F, {1, 3, 9, 9}));
+    }
+  }
+  return b.g;
+}
+
+OrchestrationResult cuda_plan(const PrimGraph& g, const std::string& strategy = "optimal") {
+  RooflineCost costs(device_params("h100"));
+  OrchestrationOptions o;
+  o.strategy = strategy;
+  o.candidates.max_size = 5;
+  o.candidates = cuda_candidate_options(g, o.candidates);
+  return orchestrate(g, costs, o);
+}
+
+std::map<std::string, Tensor> random_inputs(const PrimGraph& g) {
+  std::mt19937_64 rng(9);
+  std::map<std::string, Tensor> in;
+  for (const std::string& name : g.inputs)
+    in[name] = random_tensor(g.value(name).dtype, g.value(name).shape, rng, 1);
+  return in;
+}
+
+Manifest read_manifest(const std::string& dir) {
+  std::ifstream in(dir + "/manifest.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return manifest_from_json(text, dir);
+}
+
+TEST(CudaArtifact, WritesLaunchesAndLibraryCallsWithTheFastestMeasuredSchedule) {
+  if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
+  const PrimGraph g = artifact_graph(true);
+  const OrchestrationResult plan = cuda_plan(g);
+  kora_test::TempDir tmp;
+  // The database says a non-default schedule and cuDNN's algorithm 1 are fastest for the
+  // kernels that have them (algorithm 2 failed).
+  ProfileDb db(tmp.file("profiles.db"));
+  const KernelDag dag = kernel_dag_of(g);
+  const std::string device = "cuda|Test GPU|sm_90|1 SMs";
+  for (const ChosenKernel& k : plan.kernels) {
+    const Candidate c = make_candidate(dag, k.prims);
+    if (cuda_codegen_supports(g, dag, c)) {
+      db.put({device, k.signature, "block=128;items=2;reduce=auto", 0.5, 0, 3, false, "", ""});
+      db.put({device, k.signature, "default", 0.7, 0, 3, false, "", ""});
+    } else if (g.prims[k.prims[0]].kind() == PrimKind::kLinear && k.prims.size() == 1) {
+      db.put({device, k.signature, "cudnn:2", 0.1, 0, 3, true, "unsupported", ""});
+      db.put({device, k.signature, "cudnn:1", 0.2, 0, 3, false, "", ""});
+    }
+  }
+  CudaArtifactOptions options;
+  options.device = device;
+  options.arch = "sm_90";
+  options.cache_dir = tmp.file("cubins");
+  const ArtifactSummary a = write_cuda_artifact(g, plan, &db, tmp.file("art"), options);
+  EXPECT_EQ(a.kernels, static_cast<int64_t>(plan.kernels.size()));
+  EXPECT_EQ(a.cublas, 1);
+  EXPECT_EQ(a.cudnn, 1);
+  EXPECT_EQ(a.generated + a.cublas + a.cudnn, a.kernels);
+  const Manifest m = read_manifest(tmp.file("art"));
+  EXPECT_EQ(m.target, "cuda");
+  EXPECT_EQ(m.arch, "sm_90");
+  EXPECT_EQ(m.device, device);
+  int launches = 0;
+  for (const ManifestKernel& k : m.kernels) {
+    EXPECT_EQ(k.impl, "cuda");
+    if (k.cuda.library == "cudnn_conv") {
+      EXPECT_EQ(k.schedule, "cudnn:1");
+      EXPECT_EQ(k.cuda.conv.algo, 1);
+      EXPECT_EQ(k.cuda.conv.group, 2);
+    } else if (k.cuda.library == "cublas_gemm") {
+      EXPECT_EQ(k.schedule, "cublas");
+      EXPECT_EQ(k.cuda.gemm.batch, 2);
+    } else {
+      EXPECT_EQ(k.schedule, "block=128;items=2;reduce=auto");
+      ASSERT_GE(k.cuda.program, 0);
+      ASSERT_LT(k.cuda.program, static_cast<int>(m.libraries.size()));
+      EXPECT_FALSE(k.cuda.launches.empty());
+      for (const CudaJobLaunch& l : k.cuda.launches) {
+        EXPECT_EQ(l.block, 128);
+        EXPECT_GT(l.grid, 0);
+      }
+      launches += static_cast<int>(k.cuda.launches.size());
+    }
+    EXPECT_EQ(k.cuda.reads.size(), k.reads.size());
+    EXPECT_EQ(k.cuda.writes.size(), k.writes.size());
+  }
+  EXPECT_GT(launches, 0);
+  for (const std::string& cubin : m.libraries)
+    EXPECT_GT(std::filesystem::file_size(tmp.file("art") + "/" + cubin), 0u);
+
+  // Where no GPU can be used, a session says so (and names the architecture).
+  std::string why;
+  if (!CudaDevice::open(0, &why)) {
+    try {
+      Session session(tmp.file("art"));
+      FAIL() << "a CUDA artifact opened without a GPU";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("compiled for CUDA (sm_90), but no GPU"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(CudaArtifact, NamesAKernelTheTargetCannotCompute) {
+  if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
+  const PrimGraph g = artifact_graph(true, true);
+  const OrchestrationResult plan = cuda_plan(g, "unfused");
+  kora_test::TempDir tmp;
+  CudaArtifactOptions options;
+  options.cache_dir = tmp.file("cubins");
+  try {
+    write_cuda_artifact(g, plan, nullptr, tmp.file("art"), options);
+    FAIL() << "a convolution with asymmetric padding was emitted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no CUDA implementation"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(tmp.file("art")));  // nothing half written
+}
+
+#if defined(KORA_FAKE_CUDA_PATH) && defined(KORA_CLI_PATH)
+int run(const std::string& command, std::string* output) {
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  char buf[512];
+  while (p && fgets(buf, sizeof buf, p)) *output += buf;
+  const int status = p ? pclose(p) : -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(CudaArtifact, RunsOnAFakeDriverLikeTheInterpreter) {
+  const PrimGraph g = artifact_graph(false);  // the fake has no cuDNN
+  for (const std::string strategy : {"optimal", "unfused"}) {
+    SCOPED_TRACE(strategy);
+    const OrchestrationResult plan = cuda_plan(g, strategy);
+    kora_test::TempDir tmp;
+    CudaArtifactOptions options;
+    options.arch = "sm_80";  // the fake GPU's
+    options.cache_dir = tmp.file("cubins");
+    const std::string art = tmp.file("art");
+    write_cuda_artifact(g, plan, nullptr, art, options);
+    // The cubins become one emulated library of the same kernels (as the fake driver loads
+    // modules), regenerated from the plan with the manifest's schedules.
+    const Manifest m = read_manifest(art);
+    const KernelDag dag = kernel_dag_of(g);
+    std::vector<CudaKernel> kernels;
+    for (size_t i = 0; i < m.kernels.size(); ++i)
+      if (m.kernels[i].cuda.library.empty())
+        kernels.push_back(generate_cuda_kernel(g, dag, make_candidate(dag, plan.kernels[i].prims),
+                                               "kora_k" + std::to_string(i),
+                                               CudaSchedule::from_key(m.kernels[i].schedule)));
+    CompileOptions compile;
+    compile.cache_dir = tmp.file("emulated");
+    compile.flags = {"-O0", "-fPIC", "-shared", "-std=c++17", "-w"};
+    const std::string lib = compile.cache_dir + "/" +
+                            compile_shared(kora_cuda_test::emulated_program(kernels, g), compile).key +
+                            ".so";
+    for (const std::string& cubin : m.libraries) std::ofstream(art + "/" + cubin) << lib << '\0';
+
+    const std::map<std::string, Tensor> inputs = random_inputs(g);
+    std::string command = std::string("KORA_CUDA_DRIVER=") + KORA_FAKE_CUDA_PATH +
+                          " KORA_CUBLAS=" + KORA_FAKE_CUDA_PATH + " " + KORA_CLI_PATH + " run " +
+                          art + " --iters 3 --output-dir " + tmp.file("out");
+    for (const auto& [name, value] : inputs) {
+      write_npy(tmp.file(name + ".npy"), value);
+      command += " --input " + name + "=" + tmp.file(name + ".npy");
+    }
+    std::string out;
+    ASSERT_EQ(run(command, &out), 0) << out;
+    EXPECT_NE(out.find("Fake GPU, launches (this CUDA driver has no graph capture)"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("gpu median"), std::string::npos) << out;
+    const std::map<std::string, Tensor> want = interpret(g, inputs);
+    for (const auto& [name, value] : want) {
+      const Tensor got = read_npy(tmp.file("out") + "/" + name + ".npy");
+      EXPECT_LT(relative_l2(got, value), 1e-5) << name;
+    }
+  }
+}
+#endif
+
+TEST(CudaArtifactGpu, RunsLikeTheInterpreterLaunchByLaunchAndAsAGraph) {
+  std::string why;
+  const auto device = CudaDevice::open(0, &why);
+  if (!device) GTEST_SKIP() << "no GPU: " << why;
+  const PrimGraph g = artifact_graph(true);
+  kora_test::TempDir tmp;
+  for (const std::string strategy : {"optimal", "greedy", "unfused"}) {
+    SCOPED_TRACE(strategy);
+    CudaArtifactOptions options;
+    options.arch = device->arch();
+    options.cache_dir = tmp.file("cubins");
+    const std::string art = tmp.file(strategy);
+    write_cuda_artifact(g, cuda_plan(g, strategy), nullptr, art, options);
+    Session session(art);
+    const std::map<std::string, Tensor> inputs = random_inputs(g);
+    const std::map<std::string, Tensor> want = interpret(g, inputs);
+    for (int run = 0; run < 3; ++run) {  // launch by launch, then the graph twice
+      const std::map<std::string, Tensor> got = session.run(inputs);
+      for (const auto& [name, value] : want) EXPECT_LT(relative_l2(got.at(name), value), 1e-5) << name;
+    }
+    EXPECT_NE(session.device().find("CUDA graph"), std::string::npos) << session.device();
+    EXPECT_GT(session.plan_ms(), 0);
+    EXPECT_EQ(session.profile_kernels(2).size(), static_cast<size_t>(session.kernels()));
+  }
+}
+
+}  // namespace
