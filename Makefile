@@ -38,15 +38,21 @@ test-zoo: build zoo
 
 # kora against onnxruntime, TVM, PyTorch eager and torch.compile on the zoo
 # (bench/peers.py): `make bench`, or `make bench BENCH_ARGS="--quick"` / "--models a,b".
-# Results in bench/results/; not part of `make test`.
+# On a GPU: `make bench BENCH_TARGET=cuda` (bench/gpu_zoo.sh: kora's CUDA artifacts against
+# PyTorch eager and torch.compile). Results in bench/results/; not part of `make test`.
 BENCH_ARGS ?=
+BENCH_TARGET ?= cpu
 $(ZOO_VENV)/.bench-installed: $(ZOO_VENV)/.installed bench/requirements.txt
 	@echo "kora bench: installing bench/requirements.txt into $(ZOO_VENV)"
 	@$(ZOO_VENV)/bin/python -m pip install -q --disable-pip-version-check -r bench/requirements.txt
 	@touch $@
 
 bench: build zoo $(ZOO_VENV)/.bench-installed
+ifeq ($(BENCH_TARGET),cuda)
+	@PYTHON=$(ZOO_VENV)/bin/python bash bench/gpu_zoo.sh $(BUILD)/kora models/zoo $(BENCH_ARGS)
+else
 	@$(ZOO_VENV)/bin/python bench/peers.py $(BUILD)/kora models/zoo $(BENCH_ARGS)
+endif
 
 format:
 	@clang-format -i $$(git ls-files '*.h' '*.cc')

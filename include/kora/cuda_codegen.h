@@ -2,7 +2,8 @@
 // candidate in; CUDA C++ source of one or a few `extern "C" __global__` functions out,
 // launched in order on one stream, that together compute every output of the kernel.
 // Elementwise, broadcast, layout and reduce members of dtypes float32, int64, int32 and
-// bool (1 byte, 0/1); linear members go to cuBLAS/cuDNN, opaque ones are not generated.
+// bool (1 byte, 0/1); linear members go to cuBLAS/cuDNN; of opaque ones, only a Gather of computed
+// indices (an embedding lookup), alone in its kernel.
 //
 // The model is the CPU backend's (include/kora/cpu_codegen.h), from the same shared value
 // expansion (src/codegen/): a member's value is computed where it is used (elementwise,

@@ -27,6 +27,9 @@ struct CudaKernelsOptions {
   CandidateOptions candidates;
   PartitionOptions partition;
   int kernels_per_program = 64;
+  // Schedules per generated kernel: the first N of cuda_schedule_space (the default first);
+  // 0: all. Large models have thousands of kernels with up to 30 schedules each.
+  int max_schedules = 0;
   int threads = 0;                   // NVRTC compilations at once; 0: the machine's cores
   std::string cache_dir;             // empty: default_cuda_kernel_cache_dir()
   std::ostream* progress = nullptr;  // a line per stage

@@ -143,10 +143,18 @@ constexpr CudaReduce kStrategies[] = {
     CudaReduce::kAuto,       CudaReduce::kThread,  CudaReduce::kWarp,    CudaReduce::kBlock,
     CudaReduce::kMultiBlock, CudaReduce::kRowWarp, CudaReduce::kRowBlock};
 
+// A kernel of one Gather of computed indices (codegen_gather.cc).
+const Primitive* lone_gather(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  if (c.members.size() != 1) return nullptr;
+  const Primitive& p = graph.prims[dag.prim[c.members[0]]];
+  return cuda_gen::gather_supported(graph, p) ? &p : nullptr;
+}
+
 }  // namespace
 
 bool cuda_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
   if (c.members.empty()) return false;
+  if (lone_gather(graph, dag, c)) return true;
   for (int v : c.members)
     if (!member_supported(graph, graph.prims[dag.prim[v]])) return false;
   return true;
@@ -240,14 +248,17 @@ bool cuda_row_fusible(const PrimGraph& graph, const KernelDag& dag, const Candid
 
 CudaKernel generate_cuda_kernel(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
                                 const std::string& symbol, const CudaSchedule& schedule) {
+  if (schedule.block < 32 || schedule.block > 1024 || schedule.block % 32 != 0 ||
+      schedule.items < 1)
+    throw Error("cuda codegen: schedule '" + schedule.key() + "' is not valid");
+  if (const Primitive* g = lone_gather(graph, dag, c))
+    return cuda_gen::gather_kernel(graph, *g, kernel_reads(graph, dag, c),
+                                   kernel_writes(graph, dag, c), schedule, symbol);
   for (int v : c.members) {
     const Primitive& p = graph.prims[dag.prim[v]];
     if (!member_supported(graph, p))
       throw Error("cuda codegen: " + p.describe() + " is not generated (kind or dtypes)");
   }
-  if (schedule.block < 32 || schedule.block > 1024 || schedule.block % 32 != 0 ||
-      schedule.items < 1)
-    throw Error("cuda codegen: schedule '" + schedule.key() + "' is not valid");
   return cuda_gen::KernelWriter(graph, dag, c, schedule, symbol).run();
 }
 

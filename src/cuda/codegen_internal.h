@@ -7,7 +7,8 @@
 //                       index unflattened into coordinates), reduce (a row per thread,
 //                       warp or block, shuffles and shared memory combining partials) and
 //                       row-fused (every reduce and output of a row in one launch);
-//   codegen_prelude.cc  the prelude.
+//   codegen_prelude.cc  the prelude;
+//   codegen_gather.cc   a Gather of computed indices (opaque), alone in its kernel.
 // A tensor's value at coordinate expressions comes from the shared ValueWriter
 // (src/codegen/value_writer.h), as on the CPU.
 #pragma once
@@ -24,6 +25,15 @@
 namespace kora::cuda_gen {
 
 using codegen::Coords;
+
+// A Gather of computed indices (an opaque primitive) that gather_kernel generates: data of
+// a supported dtype, int64 or int32 indices.
+bool gather_supported(const PrimGraph& graph, const Primitive& p);
+// Its one function (SYMBOL_0): reads and writes as kernel_reads / kernel_writes give them.
+CudaKernel gather_kernel(const PrimGraph& graph, const Primitive& p,
+                         const std::vector<std::string>& reads,
+                         const std::vector<std::string>& writes, const CudaSchedule& schedule,
+                         const std::string& symbol);
 
 class KernelWriter : public codegen::ValueWriter {
  public:

@@ -176,7 +176,9 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
           return;
         }
         ++summary.supported;
-        const std::vector<CudaSchedule> space = cuda_schedule_space(graph, sub, c);
+        std::vector<CudaSchedule> space = cuda_schedule_space(graph, sub, c);
+        if (options.max_schedules > 0 && space.size() > static_cast<size_t>(options.max_schedules))
+          space.resize(static_cast<size_t>(options.max_schedules));
         for (size_t k = 0; k < space.size(); ++k) {
           CudaKernel kernel = generate_cuda_kernel(
               graph, sub, c, "kora_" + signature_hex(c.signature) + "_" + std::to_string(k),

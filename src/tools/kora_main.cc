@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
   cli::ModelOptions prof_model;
   std::string prof_target = "cpu", prof_db, prof_arch, prof_job;
   bool prof_no_measure = false;
+  int prof_schedules = 0;
   kora::ProfileOptions prof;
   bool prof_json = false;
   CLI::App* profile = app.add_subcommand(
@@ -132,6 +133,11 @@ int main(int argc, char** argv) {
                       "run kora-cuda-worker DIR there and bring DIR/results.jsonl back");
   profile->add_flag("--no-measure", prof_no_measure,
                     "--target cuda: write the job only, even when a GPU is here");
+  profile
+      ->add_option("--schedules", prof_schedules,
+                   "--target cuda: measure at most N schedules per generated kernel, the "
+                   "default first (default: all; large models have thousands of kernels)")
+      ->check(CLI::NonNegativeNumber);
   profile->add_option("--db", prof_db,
                       "profile database (default $KORA_PROFILE_DB, else "
                       "~/.cache/kora/profiles.db)");
@@ -250,6 +256,7 @@ int main(int argc, char** argv) {
                                        "-" + cuda.kernels.arch))
                                          .string();
         cuda.run_worker = !prof_no_measure;
+        cuda.kernels.max_schedules = prof_schedules;
         std::cout << "database " << db.path() << "\n"
                   << kora::format_cuda_profile_summary(kora::profile_model_cuda(g, db, cuda));
         return 0;

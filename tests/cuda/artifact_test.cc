@@ -37,7 +37,8 @@ namespace {
 
 using namespace kora;
 
-// Softmax over rows with an integer constant, a broadcast matrix product and, with
+// Softmax over rows with an integer constant, a broadcast matrix product, an embedding
+// lookup (a Gather of run-time indices, opaque) with a tanh and, with
 // `convolutions`, a grouped strided convolution with a bias and a ReLU; with `lopsided`,
 // also a convolution with asymmetric padding (no CUDA implementation).
 PrimGraph artifact_graph(bool convolutions, bool lopsided = false) {
@@ -63,7 +64,16 @@ PrimGraph artifact_graph(bool convolutions, bool lopsided = false) {
   const std::string p =
       b.prim(LinearAttrs{MatMulAttrs{}}, {xa, b.input(F, {1, 5, 4}, true)}, F, {2, 3, 4});
   const std::string pr = b.prim(ElementwiseAttrs{ScalarOp::kTanh, {Operand{0, 0}}}, {p}, F, {2, 3, 4});
-  b.g.outputs = {soft, pr};
+  Node gather;
+  gather.name = "embed";
+  gather.op_type = "Gather";
+  const std::string table = b.input(F, {7, 5}, true), ids = b.input(DType::kInt64, {2, 3});
+  gather.inputs = {table, ids};
+  const std::string looked = b.prim(OpaqueAttrs{gather}, {table, ids}, F, {2, 3, 5});
+  std::get<OpaqueAttrs>(b.g.prims.back().attrs).node.outputs = {looked};
+  const std::string lt =
+      b.prim(ElementwiseAttrs{ScalarOp::kTanh, {Operand{0, 0}}}, {looked}, F, {2, 3, 5});
+  b.g.outputs = {soft, pr, lt};
   if (convolutions) {
     ConvAttrs conv;
     conv.group = 2;
@@ -96,11 +106,18 @@ OrchestrationResult cuda_plan(const PrimGraph& g, const std::string& strategy = 
   return orchestrate(g, costs, o);
 }
 
+// Floats random; integers (the lookup's indices) from -7 to 6, every valid index of the
+// table of 7 rows, negative ones counting from the end.
 std::map<std::string, Tensor> random_inputs(const PrimGraph& g) {
   std::mt19937_64 rng(9);
   std::map<std::string, Tensor> in;
-  for (const std::string& name : g.inputs)
-    in[name] = random_tensor(g.value(name).dtype, g.value(name).shape, rng, 1);
+  for (const std::string& name : g.inputs) {
+    Tensor t = random_tensor(g.value(name).dtype, g.value(name).shape, rng, 1);
+    if (t.dtype() == DType::kInt64)
+      for (int64_t i = 0; i < t.numel(); ++i)
+        set_element_int(t, i, static_cast<int64_t>(rng() % 14) - 7);
+    in[name] = t;
+  }
   return in;
 }
 
