@@ -31,8 +31,8 @@ struct CubinResult {
 };
 
 // Compiles `source` (or takes it from the cache). Options: -arch=ARCH -std=c++17
-// -default-device -diag-suppress=177 (unused values), then `flags`. An NVRTC error throws kora::Error with its log's first
-// lines and the path of the kept source.
+// -default-device -diag-suppress=177 (unused values), then `flags`. An NVRTC error throws
+// kora::Error with its log's first lines and the path of the kept source.
 CubinResult compile_cubin(const std::string& source, const NvrtcOptions& options = {});
 
 // "nvrtc 13.0": for cache keys and device fingerprints.

@@ -70,7 +70,7 @@ class CudaDevice {
   int64_t l2_bytes_ = 0;
   void* context_ = nullptr;
   void *start_ = nullptr, *stop_ = nullptr;  // events of elapsed_ms, made on first use
-  void* stream_ = nullptr;                     // use_stream()'s
+  void* stream_ = nullptr;                   // use_stream()'s
   std::string name_;
 };
 

@@ -3,13 +3,12 @@
 // ones compiled by NVRTC into a few cubins in parallel, and the manifest's CUDA kernels
 // (launches or library calls) out, through the emitter every target shares
 // (src/emit/artifact_backend.h).
-#include "kora/cuda_artifact.h"
-
 #include <filesystem>
 #include <optional>
 
 #include "cuda/program_build.h"
 #include "emit/artifact_backend.h"
+#include "kora/cuda_artifact.h"
 #include "kora/cuda_codegen.h"
 #include "kora/cuda_kernels.h"
 #include "kora/cuda_library.h"
@@ -120,7 +119,8 @@ class CudaBackend : public ArtifactBackend {
       fs::copy_file(fs::path(cache) / (build.keys[p] + ".cubin"), tmp / name);
       m.libraries.push_back(name);
     }
-    for (size_t i = 0; i < generated.size(); ++i) generated[i]->kernel.cuda.program = build.program[i];
+    for (size_t i = 0; i < generated.size(); ++i)
+      generated[i]->kernel.cuda.program = build.program[i];
   }
 
   int64_t assign_layouts(const PrimGraph&, const KernelDag&, const std::vector<Emitted>&,
@@ -130,7 +130,9 @@ class CudaBackend : public ArtifactBackend {
 
   void finish(const PrimGraph&, Emitted& e, int, ArtifactSummary& summary) override {
     const std::string& library = e.kernel.cuda.library;
-    ++(library.empty() ? summary.generated : library == "cublas_gemm" ? summary.cublas : summary.cudnn);
+    ++(library.empty()            ? summary.generated
+       : library == "cublas_gemm" ? summary.cublas
+                                  : summary.cudnn);
     if (!library.empty()) e.kernel.cuda.program = -1;
   }
 

@@ -26,7 +26,8 @@ CudaKernel gather_kernel(const PrimGraph& graph, const Primitive& p,
                          const std::vector<std::string>& reads,
                          const std::vector<std::string>& writes, const CudaSchedule& schedule,
                          const std::string& symbol) {
-  if (!gather_supported(graph, p)) throw Error("cuda codegen: " + p.describe() + " is not generated");
+  if (!gather_supported(graph, p))
+    throw Error("cuda codegen: " + p.describe() + " is not generated");
   const Shape& data = graph.value(p.inputs[0]).shape;
   int64_t axis = std::get<OpaqueAttrs>(p.attrs).node.attr_int("axis", 0);
   if (axis < 0) axis += static_cast<int64_t>(data.size());
@@ -46,8 +47,10 @@ CudaKernel gather_kernel(const PrimGraph& graph, const Primitive& p,
     os << (i ? ", " : "") << "const " << codegen::ctype(graph.value(reads[i]).dtype)
        << "* __restrict__ r" << i;
   os << ", " << codegen::ctype(graph.value(writes.at(0)).dtype) << "* __restrict__ w0) {\n";
-  const size_t d = static_cast<size_t>(std::find(reads.begin(), reads.end(), p.inputs[0]) - reads.begin());
-  const size_t x = static_cast<size_t>(std::find(reads.begin(), reads.end(), p.inputs[1]) - reads.begin());
+  const size_t d =
+      static_cast<size_t>(std::find(reads.begin(), reads.end(), p.inputs[0]) - reads.begin());
+  const size_t x =
+      static_cast<size_t>(std::find(reads.begin(), reads.end(), p.inputs[1]) - reads.begin());
   if (d >= reads.size() || x >= reads.size() || writes.size() != 1 || writes[0] != p.output())
     throw Error("cuda codegen: " + p.describe() + ": unexpected kernel inputs or outputs");
   os << "  const int64_t first = (int64_t)blockIdx.x * " << int64_t(schedule.block) * schedule.items

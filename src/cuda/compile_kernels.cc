@@ -102,7 +102,6 @@ int64_t write_job(const std::string& dir, const std::vector<Implementation>& imp
   return static_cast<int64_t>(job.kernels.size());
 }
 
-
 }  // namespace
 
 bool cuda_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
@@ -210,8 +209,9 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
   nvrtc.cache_dir = options.cache_dir;
   std::vector<std::string> sources;
   for (Implementation& impl : impls) sources.push_back(std::move(impl.source));
-  const ProgramBuild build = build_programs(
-      sources, nvrtc, static_cast<size_t>(std::max(1, options.kernels_per_program)), options.threads);
+  const ProgramBuild build =
+      build_programs(sources, nvrtc, static_cast<size_t>(std::max(1, options.kernels_per_program)),
+                     options.threads);
   summary.programs = build.attempted;
   summary.cached = build.cached;
   const std::vector<std::string>& program_keys = build.keys;
@@ -226,9 +226,8 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
             });
   summary.compile_seconds = seconds_since(start);
   if (!options.job_dir.empty()) {
-    summary.job_kernels = write_job(
-        options.job_dir, impls, library, program_keys,
-        cubin_cache_dir(nvrtc), options, data);
+    summary.job_kernels = write_job(options.job_dir, impls, library, program_keys,
+                                    cubin_cache_dir(nvrtc), options, data);
     if (options.progress)
       *options.progress << "cuda: job of " << summary.job_kernels << " implementations in "
                         << options.job_dir << "\n";

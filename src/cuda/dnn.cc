@@ -17,17 +17,18 @@ namespace kora {
 #ifdef KORA_HAVE_CUDA
 namespace {
 
-#define KORA_DNN_FUNCTIONS(X)                                                                      \
-  X(cudnnCreate)                                                                                   \
-  X(cudnnSetStream)                                                                                \
-  X(cudnnDestroy)                                                                                  \
-  X(cudnnGetVersion)                                                                               \
-  X(cudnnGetErrorString)                                                                           \
-  X(cudnnCreateTensorDescriptor) X(cudnnDestroyTensorDescriptor) X(cudnnSetTensorNdDescriptor)     \
-      X(cudnnCreateFilterDescriptor) X(cudnnDestroyFilterDescriptor) X(cudnnSetFilterNdDescriptor) \
-          X(cudnnCreateConvolutionDescriptor) X(cudnnDestroyConvolutionDescriptor)                 \
-              X(cudnnSetConvolutionNdDescriptor) X(cudnnSetConvolutionGroupCount)                  \
-                  X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionForwardWorkspaceSize)        \
+#define KORA_DNN_FUNCTIONS(X)                                                                  \
+  X(cudnnCreate)                                                                               \
+  X(cudnnSetStream)                                                                            \
+  X(cudnnDestroy)                                                                              \
+  X(cudnnGetVersion)                                                                           \
+  X(cudnnGetErrorString)                                                                       \
+  X(cudnnCreateTensorDescriptor)                                                               \
+  X(cudnnDestroyTensorDescriptor) X(cudnnSetTensorNdDescriptor) X(cudnnCreateFilterDescriptor) \
+      X(cudnnDestroyFilterDescriptor) X(cudnnSetFilterNdDescriptor)                            \
+          X(cudnnCreateConvolutionDescriptor) X(cudnnDestroyConvolutionDescriptor)             \
+              X(cudnnSetConvolutionNdDescriptor) X(cudnnSetConvolutionGroupCount)              \
+                  X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionForwardWorkspaceSize)    \
                       X(cudnnConvolutionForward)
 
 struct Dnn {
@@ -164,8 +165,9 @@ CudaDnn::~CudaDnn() {
 }
 
 void CudaDnn::set_stream(void* stream) {
-  check(dnn().cudnnSetStream(static_cast<cudnnHandle_t>(handle_), static_cast<cudaStream_t>(stream)),
-        "cudnnSetStream");
+  check(
+      dnn().cudnnSetStream(static_cast<cudnnHandle_t>(handle_), static_cast<cudaStream_t>(stream)),
+      "cudnnSetStream");
 }
 
 std::unique_ptr<CudaDnn::Conv> CudaDnn::prepare(const CudaConv& conv) {

@@ -44,13 +44,13 @@ struct Driver {
   // Streams and graph capture, optional: without them plans run launch by launch on the
   // default stream.
 #define KORA_OPTIONAL_FUNCTIONS(X)                                                        \
-  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamBeginCapture)     \
-  X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphDestroy) \
-  X(cuGraphExecDestroy)
+  X(cuStreamCreate)                                                                       \
+  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamBeginCapture) X(cuStreamEndCapture) \
+      X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy)
 #define KORA_MEMBER(f) decltype(&f) call_##f = nullptr;
   KORA_OPTIONAL_FUNCTIONS(KORA_MEMBER)
 #undef KORA_MEMBER
-  bool graphs = false;  // every optional function is there
+  bool graphs = false;      // every optional function is there
   std::string unavailable;  // why the table is not usable ("" when it is)
 };
 
@@ -78,7 +78,7 @@ Driver load_driver(const std::string& path) {
     return d;
   }
   d.graphs = true;
-#define KORA_LOAD_OPTIONAL(f)                                                          \
+#define KORA_LOAD_OPTIONAL(f)                                                        \
   d.call_##f = reinterpret_cast<decltype(d.call_##f)>(::dlsym(lib, KORA_SYMBOL(f))); \
   d.graphs = d.graphs && d.call_##f;
   KORA_OPTIONAL_FUNCTIONS(KORA_LOAD_OPTIONAL)
@@ -207,8 +207,7 @@ void CudaDevice::launch(void* fn, int64_t grid, int block, const std::vector<Ptr
   for (CUdeviceptr& v : values) params.push_back(&v);
   check(driver().call_cuLaunchKernel(static_cast<CUfunction>(fn), static_cast<unsigned>(grid), 1, 1,
                                      static_cast<unsigned>(block), 1, 1, 0,
-                                     static_cast<CUstream>(stream_), params.data(),
-                                     nullptr),
+                                     static_cast<CUstream>(stream_), params.data(), nullptr),
         "cuLaunchKernel");
 }
 
@@ -250,8 +249,7 @@ std::shared_ptr<CudaDevice::Graph> CudaDevice::capture(const std::function<void(
   }
   check(d.call_cuStreamEndCapture(static_cast<CUstream>(stream_), &graph), "cuStreamEndCapture");
   CUgraphExec exec = nullptr;
-  if (const CUresult r = d.call_cuGraphInstantiateWithFlags(&exec, graph, 0);
-      r != CUDA_SUCCESS) {
+  if (const CUresult r = d.call_cuGraphInstantiateWithFlags(&exec, graph, 0); r != CUDA_SUCCESS) {
     d.call_cuGraphDestroy(graph);
     check(r, "cuGraphInstantiateWithFlags");
   }

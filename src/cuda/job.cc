@@ -247,7 +247,8 @@ CudaJob read_cuda_job(const std::string& dir) {
     job.measure.slow_ms = m.at("slow_ms").get<double>();
     job.measure.abandon_ms = m.at("abandon_ms").get<double>();
     job.programs = j.at("programs").get<std::vector<std::string>>();
-    for (const json& jk : j.at("kernels")) job.kernels.push_back(kernel_of(jk, job.programs.size()));
+    for (const json& jk : j.at("kernels"))
+      job.kernels.push_back(kernel_of(jk, job.programs.size()));
     job.id = j.at("id").get<std::string>();
   } catch (const json::exception& e) {
     throw Error(path + ": not a kora CUDA job (" + e.what() + ")");
@@ -442,7 +443,6 @@ std::string compare_cuda_probes(const CudaProbe& got, const CudaProbe& want, dou
   }
   return "";
 }
-
 
 std::string cuda_job_kernel_json(const CudaJobKernel& kernel) { return kernel_json(kernel).dump(); }
 

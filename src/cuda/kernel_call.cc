@@ -19,7 +19,8 @@ CudaCall::CudaCall(const CudaJobKernel& k, CudaDevice& device, CudaDevice::Modul
     conv_ = dnn->prepare(k.conv);
   } else {
     if (!module) throw Error("kernel " + k.name + ": its program is not loaded");
-    for (const CudaJobLaunch& l : k.launches) functions_.push_back(device.function(*module, l.function));
+    for (const CudaJobLaunch& l : k.launches)
+      functions_.push_back(device.function(*module, l.function));
   }
 }
 

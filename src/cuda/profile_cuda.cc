@@ -185,7 +185,8 @@ std::string cuda_target_device(const ProfileDb& db, const std::string& gpu, std:
     for (const std::string& d : found) list += "\n  " + d;
     throw Error(found.empty()
                     ? "no GPU's measurements " + (gpu.empty() ? "" : "matching '" + gpu + "' ") +
-                          "in " + db.path() + (gpu.empty() ? " (and no GPU here: " + why + ")" : "") +
+                          "in " + db.path() +
+                          (gpu.empty() ? " (and no GPU here: " + why + ")" : "") +
                           ": measure the model first (kora profile MODEL --target cuda, here or "
                           "with kora-cuda-worker on a GPU machine)"
                     : "measurements of several GPUs in " + db.path() +

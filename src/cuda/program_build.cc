@@ -62,7 +62,8 @@ ProgramBuild build_programs(const std::vector<std::string>& sources, const Nvrtc
   };
   if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
-  for (int t = 1; t < std::min<int>(threads, static_cast<int>(programs)); ++t) pool.emplace_back(work);
+  for (int t = 1; t < std::min<int>(threads, static_cast<int>(programs)); ++t)
+    pool.emplace_back(work);
   work();
   for (std::thread& t : pool) t.join();
   return out;

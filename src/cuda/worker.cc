@@ -63,7 +63,8 @@ CudaResult run_kernel(const CudaJob& job, const CudaJobKernel& k, CudaDevice& de
   }
   const CudaCall call(k, device, module, libs.blas.get(), libs.dnn.get());
   CudaDevice::Ptr workspace = 0;
-  if (call.workspace_bytes()) buffers.ptrs.push_back(workspace = device.alloc(call.workspace_bytes()));
+  if (call.workspace_bytes())
+    buffers.ptrs.push_back(workspace = device.alloc(call.workspace_bytes()));
   const std::vector<CudaDevice::Ptr> args(buffers.ptrs.begin(),
                                           buffers.ptrs.begin() + k.reads.size() + k.writes.size());
   auto run = [&] { call.enqueue(args, workspace); };

@@ -261,7 +261,6 @@ void move_into_place(const fs::path& tmp, const fs::path& dir) {
   }
 }
 
-
 // The CPU target: generated C++ libraries, oneDNN, the interpreter, blocked layouts.
 class CpuBackend : public ArtifactBackend {
  public:

@@ -135,8 +135,8 @@ CudaPlan::CudaPlan(const Manifest& m, const std::string& dir, const void* weight
     try {
       step.call = std::make_unique<CudaCall>(k.cuda, *s.device, module, s.blas.get(), s.dnn.get());
     } catch (const Error& e) {
-      throw Error("artifact kernel " + std::to_string(i) + " (" + k.cuda.name + ", " +
-                  k.schedule + "): " + e.what());
+      throw Error("artifact kernel " + std::to_string(i) + " (" + k.cuda.name + ", " + k.schedule +
+                  "): " + e.what());
     }
     workspace = std::max(workspace, step.call->workspace_bytes());
     s.steps.push_back(std::move(step));

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "kora/error.h"
 #include "kora/cuda_job.h"
+#include "kora/error.h"
 #include "runtime/prim_json.h"
 
 namespace kora {

@@ -122,8 +122,8 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
               << std::endl;
   }
   std::string arch;
-  const std::string device = cuda ? cuda_target_device(*db, o.gpu, &arch)
-                                  : cpu_backend_fingerprint(threads, o.compiler);
+  const std::string device =
+      cuda ? cuda_target_device(*db, o.gpu, &arch) : cpu_backend_fingerprint(threads, o.compiler);
   if (cuda) {
     std::cerr << "kora compile: target cuda, " << arch << ", costs of " << device << std::endl;
     o.orch.candidates = cuda_candidate_options(graph, o.orch.candidates);
@@ -184,8 +184,8 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
     std::cout << "{\"artifact\": \"" << o.out << "\", \"strategy\": \"" << plan.strategy
               << "\", \"kernels\": " << a.kernels << ", \"generated\": " << a.generated
               << ", \"onednn\": " << a.onednn << ", \"interpreter\": " << a.interpreter
-              << ", \"cublas\": " << a.cublas << ", \"cudnn\": " << a.cudnn
-              << ", \"target\": \"" << o.target << "\""
+              << ", \"cublas\": " << a.cublas << ", \"cudnn\": " << a.cudnn << ", \"target\": \""
+              << o.target << "\""
               << ", \"predicted_ms\": " << a.predicted_ms
               << ", \"proven_optimal\": " << (plan.proven_optimal ? "true" : "false")
               << ", \"measured_costs\": " << costs.hits()
@@ -201,10 +201,10 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
     return 0;
   }
   if (cuda)
-    std::cout << "kora compile: " << o.out << ": " << a.kernels << " CUDA kernels ("
-              << a.generated << " generated, " << a.cublas << " cuBLAS, " << a.cudnn
-              << " cuDNN) in " << a.libraries << " cubins for " << arch << "; strategy "
-              << plan.strategy << ", predicted " << fixed(a.predicted_ms, 3) << " ms\n";
+    std::cout << "kora compile: " << o.out << ": " << a.kernels << " CUDA kernels (" << a.generated
+              << " generated, " << a.cublas << " cuBLAS, " << a.cudnn << " cuDNN) in "
+              << a.libraries << " cubins for " << arch << "; strategy " << plan.strategy
+              << ", predicted " << fixed(a.predicted_ms, 3) << " ms\n";
   else
     std::cout << "kora compile: " << o.out << ": " << a.kernels << " kernels (" << a.generated
               << " generated, " << a.onednn << " oneDNN, " << a.interpreter << " interpreter) in "
@@ -212,8 +212,7 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
               << fixed(a.predicted_ms, 3) << " ms\n"
               << "layouts: " << a.blocked_tensors
               << " tensors kept blocked between oneDNN convolutions\n";
-  std::cout
-            << "memory: activations " << megabytes(a.arena_bytes) << " in one arena (sum of "
+  std::cout << "memory: activations " << megabytes(a.arena_bytes) << " in one arena (sum of "
             << "intermediates " << megabytes(a.intermediate_bytes) << "), weights "
             << megabytes(a.weights_bytes) << "\n"
             << "time: import " << fixed(import_seconds, 1) << " s, profile "
@@ -276,13 +275,15 @@ int run_command(ArtifactCommands::Options& o) {
     const double p90 = ms[std::min(ms.size() - 1, static_cast<size_t>(0.9 * ms.size()))];
     std::cout << "runs " << o.iters << " (after " << warmup << " warm-up), " << session.device()
               << "\n"
-              << "median " << fixed(median, 3) << " ms" << (session.target() == "cuda" ? " (with copies to and from the GPU)" : "") << "\n"
+              << "median " << fixed(median, 3) << " ms"
+              << (session.target() == "cuda" ? " (with copies to and from the GPU)" : "") << "\n"
               << "p90 " << fixed(p90, 3) << " ms\n";
     if (session.target() == "cuda") {  // the plan alone, timed by CUDA events
       std::vector<double> gpu;
       for (int i = 0; i < o.iters; ++i) gpu.push_back(session.plan_ms());
       std::sort(gpu.begin(), gpu.end());
-      std::cout << "gpu median " << fixed(gpu[gpu.size() / 2], 3) << " ms (CUDA events, inputs on the GPU)\n"
+      std::cout << "gpu median " << fixed(gpu[gpu.size() / 2], 3)
+                << " ms (CUDA events, inputs on the GPU)\n"
                 << "gpu p90 "
                 << fixed(gpu[std::min(gpu.size() - 1, static_cast<size_t>(0.9 * gpu.size()))], 3)
                 << " ms\n";

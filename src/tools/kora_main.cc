@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
 
   cli::ModelOptions orch_model;
   std::string orch_costs, orch_strategy = "optimal", orch_device = "cpu", orch_target, orch_db,
-      orch_gpu;
+                          orch_gpu;
   int orch_threads = 0;
   std::string orch_compiler;
   bool orch_json = false;

@@ -6,6 +6,7 @@ usage: test_cli.py PATH_TO_KORA
 """
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -315,8 +316,11 @@ class CudaTargetTest(unittest.TestCase):
     generates and compiles the small model's CUDA kernels with NVRTC (those without the
     convolution), writes the measuring job (--job DIR) and says how to measure it on a GPU
     machine (or, in a kora built without CUDA, says so); kora-cuda-worker on that job says
-    there is no usable GPU (exit status 2); kora compile --target cuda says that CUDA
-    artifacts are not emitted yet. Where a GPU is present only the help is checked."""
+    there is no usable GPU (exit status 2); kora compile --target cuda says that no GPU's
+    measurements are in the database, then, with a GPU's fingerprint in it, orchestrates
+    (kora orchestrate --target cuda too) and writes a CUDA artifact (cubins for the
+    fingerprint's architecture) that kora run refuses without a GPU, saying so. Where a
+    GPU is present only the help is checked."""
 
     @classmethod
     def setUpClass(cls):
@@ -359,11 +363,36 @@ class CudaTargetTest(unittest.TestCase):
                                env=dict(env, KORA_CUDA_DRIVER="/nonexistent/libcuda.so"))
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn("no usable GPU", r.stderr)
-            r = subprocess.run([KORA, "compile", self.model, "--target", "cuda", "-o",
-                                os.path.join(tmp, "out")], capture_output=True, text=True,
-                               timeout=120, env=env)
+            db = os.path.join(tmp, "p.db")
+            compile_cuda = [KORA, "compile", self.model, "--target", "cuda", "--db", db,
+                            "-o", os.path.join(tmp, "out")]
+            r = subprocess.run(compile_cuda, capture_output=True, text=True, timeout=120, env=env)
             self.assertEqual(r.returncode, 1, r.stderr)
-            self.assertIn("not emitted yet", r.stderr)
+            self.assertIn("no GPU's measurements", r.stderr)
+            self.assertIn("kora profile MODEL --target cuda", r.stderr)
+            # A GPU's measurement (of a kernel the model does not have) names the GPU.
+            fingerprint = "cuda|Test GPU|sm_90|132 SMs|driver 13000"
+            with sqlite3.connect(db) as c:
+                c.execute("INSERT INTO profiles VALUES (?, '0000000000000001', 'default', 0.1, 0,"
+                          " 3, 0, '', '2026-11-25T00:00:00Z')", (fingerprint,))
+            r = subprocess.run([KORA, "orchestrate", self.model, "--target", "cuda", "--db", db],
+                               capture_output=True, text=True, timeout=120, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = subprocess.run(compile_cuda, capture_output=True, text=True, timeout=300, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("target cuda, sm_90, costs of " + fingerprint, r.stderr)
+            self.assertIn("CUDA kernels", r.stdout)
+            with open(os.path.join(tmp, "out", "manifest.json")) as f:
+                manifest = json.load(f)
+            self.assertEqual((manifest["target"], manifest["arch"]), ("cuda", "sm_90"))
+            self.assertTrue(all(k["impl"] == "cuda" for k in manifest["kernels"]))
+            for cubin in manifest["libraries"]:
+                self.assertTrue(os.path.getsize(os.path.join(tmp, "out", cubin)) > 0)
+            r = subprocess.run([KORA, "run", os.path.join(tmp, "out")], capture_output=True,
+                               text=True, timeout=60,
+                               env=dict(env, KORA_CUDA_DRIVER="/nonexistent/libcuda.so"))
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("compiled for CUDA (sm_90), but no GPU can be used here", r.stderr)
 
 
 class OrchestrateScaleTest(unittest.TestCase):

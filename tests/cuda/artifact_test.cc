@@ -63,7 +63,8 @@ PrimGraph artifact_graph(bool convolutions, bool lopsided = false) {
   const std::string xa = b.input(F, {2, 3, 5});
   const std::string p =
       b.prim(LinearAttrs{MatMulAttrs{}}, {xa, b.input(F, {1, 5, 4}, true)}, F, {2, 3, 4});
-  const std::string pr = b.prim(ElementwiseAttrs{ScalarOp::kTanh, {Operand{0, 0}}}, {p}, F, {2, 3, 4});
+  const std::string pr =
+      b.prim(ElementwiseAttrs{ScalarOp::kTanh, {Operand{0, 0}}}, {p}, F, {2, 3, 4});
   Node gather;
   gather.name = "embed";
   gather.op_type = "Gather";
@@ -82,8 +83,7 @@ PrimGraph artifact_graph(bool convolutions, bool lopsided = false) {
     conv.pads_begin = conv.pads_end = {1, 1};
     const std::string x4 = b.input(F, {1, 4, 9, 9});
     const Shape o = {1, 6, 5, 5};
-    const std::string c =
-        b.prim(LinearAttrs{conv}, {x4, b.input(F, {6, 2, 3, 3}, true)}, F, o);
+    const std::string c = b.prim(LinearAttrs{conv}, {x4, b.input(F, {6, 2, 3, 3}, true)}, F, o);
     const std::string bias = b.prim(BroadcastAttrs{}, {b.input(F, {1, 6, 1, 1}, true)}, F, o);
     const std::string cb =
         b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}}, {c, bias}, F, o);
@@ -252,9 +252,9 @@ TEST(CudaArtifact, RunsOnAFakeDriverLikeTheInterpreter) {
     CompileOptions compile;
     compile.cache_dir = tmp.file("emulated");
     compile.flags = {"-O0", "-fPIC", "-shared", "-std=c++17", "-w"};
-    const std::string lib = compile.cache_dir + "/" +
-                            compile_shared(kora_cuda_test::emulated_program(kernels, g), compile).key +
-                            ".so";
+    const std::string lib =
+        compile.cache_dir + "/" +
+        compile_shared(kora_cuda_test::emulated_program(kernels, g), compile).key + ".so";
     for (const std::string& cubin : m.libraries) std::ofstream(art + "/" + cubin) << lib << '\0';
 
     const std::map<std::string, Tensor> inputs = random_inputs(g);
@@ -298,7 +298,8 @@ TEST(CudaArtifactGpu, RunsLikeTheInterpreterLaunchByLaunchAndAsAGraph) {
     const std::map<std::string, Tensor> want = interpret(g, inputs);
     for (int run = 0; run < 3; ++run) {  // launch by launch, then the graph twice
       const std::map<std::string, Tensor> got = session.run(inputs);
-      for (const auto& [name, value] : want) EXPECT_LT(relative_l2(got.at(name), value), 1e-5) << name;
+      for (const auto& [name, value] : want)
+        EXPECT_LT(relative_l2(got.at(name), value), 1e-5) << name;
     }
     EXPECT_NE(session.device().find("CUDA graph"), std::string::npos) << session.device();
     EXPECT_GT(session.plan_ms(), 0);

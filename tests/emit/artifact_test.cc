@@ -250,7 +250,7 @@ TEST(Artifact, BadArtifactsAreClearErrors) {
   {
     const fs::path p = fresh("version");
     std::string m = manifest;
-    m.replace(m.rfind("\"version\": 2"), 12, "\"version\": 7");  // the last: top level
+    m.replace(m.rfind("\"version\": 3"), 12, "\"version\": 7");  // the last: top level
     write_file(p / "manifest.json", m);
     expect_error([&] { Session s(p.string()); }, "format version 7");
   }
