@@ -111,8 +111,13 @@ class ProfileDbCost : public TableCost {
                 std::unique_ptr<CostModel> fallback);
   LayoutCost layout_cost(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) override;
   std::string describe() const override;
+  // Kernels whose every implementation failed on the device cost `ms` instead of the
+  // fallback's estimate: for a target with no implementation that always works (cuda), so
+  // that the solver chooses them only when nothing else computes their primitives.
+  void penalize_failed(double ms);
 
  private:
+  std::shared_ptr<const ProfileDb> db_;
   std::string path_, device_;
   std::map<uint64_t, double> native_, blocked_;
 };

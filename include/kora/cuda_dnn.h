@@ -1,8 +1,9 @@
 // cuDNN, opened at run time like cuBLAS (include/kora/cuda_blas.h): libcudnn is loaded with
 // dlopen ($KORA_CUDNN, else libcudnn.so.9, .so.8, .so). A CudaDnn prepares float32
 // convolutions (CudaConv: NCHW, symmetric padding, groups, one forward algorithm; FMA
-// math, no TF32) on the current device's default stream. An algorithm cuDNN does not
-// support for a shape throws CudaUnsupported (the kernel fails, the context is fine).
+// math, no TF32; with a bias, the fused bias / residual / ReLU epilogue of
+// cudnnConvolutionBiasActivationForward) on the current device's default stream. An algorithm cuDNN
+// does not support for a shape throws CudaUnsupported (the kernel fails, the context is fine).
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -33,8 +34,9 @@ class CudaDnn {
    public:
     virtual ~Conv() = default;
     virtual size_t workspace_bytes() const = 0;
+    // `bias` and `z` (0: none) for a fused convolution (CudaConv::fused()).
     virtual void run(CudaDevice::Ptr x, CudaDevice::Ptr w, CudaDevice::Ptr y,
-                     CudaDevice::Ptr workspace) = 0;
+                     CudaDevice::Ptr workspace, CudaDevice::Ptr bias, CudaDevice::Ptr z) = 0;
   };
   std::unique_ptr<Conv> prepare(const CudaConv& conv);
   // Runs later convolutions on `stream` (CudaDevice::stream()).

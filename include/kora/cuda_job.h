@@ -61,18 +61,25 @@ struct CublasGemmCall {
 CublasGemmCall cublas_gemm_call(const CudaGemm& gemm);
 
 // A float32 convolution (NCHW, cross-correlation, symmetric zero padding, groups) run by
-// cuDNN with forward algorithm `algo` (cudnnConvolutionFwdAlgo_t).
+// cuDNN with forward algorithm `algo` (cudnnConvolutionFwdAlgo_t); with a bias, the fused
+// epilogue y = act(conv(x, w) + z + bias) of cudnnConvolutionBiasActivationForward (z, a
+// residual of y's shape, optional; act ReLU or identity).
 struct CudaConv {
   std::vector<int64_t> x, w, y;  // dims: [N, C, S...], [M, C/group, K...], [N, M, O...]
   std::vector<int64_t> pads, strides, dilations;  // per spatial dim
   int64_t group = 1;
   int algo = 0;
-  int read_x = 0;  // X's index among the kernel's two reads; W is 1 - it
+  int read_x = 0, read_w = 1;  // X's and W's indices among the kernel's reads
+  int read_bias = -1;          // the bias's (M elements), -1: no epilogue
+  int read_z = -1;             // the residual's, -1: none
+  bool relu = false;
+  bool fused() const { return read_bias >= 0; }
 };
 
 // One implementation: a kernel signature with one schedule. Every launch takes a pointer
 // per read buffer, then per written buffer, in order. A library kernel (schedule "cublas",
-// or "cudnn:ALGO") has no program or launches: it reads A and B (X and W) and writes C (Y).
+// or "cudnn:ALGO") has no program or launches: it reads A and B (X, W and the epilogue's
+// bias and residual) and writes C (Y).
 struct CudaJobKernel {
   uint64_t signature = 0;
   std::string schedule;
@@ -86,10 +93,10 @@ struct CudaJobKernel {
 };
 
 struct CudaJob {
-  static constexpr int kFormat = 1;
-  std::string arch;      // the cubins' architecture ("sm_90")
-  std::string compiler;  // nvrtc_version() of the kora that compiled them
-  std::string codegen;   // the generator's revision, part of the fingerprint
+  static constexpr int kFormat = 2;  // 2: fused convolutions
+  std::string arch;                  // the cubins' architecture ("sm_90")
+  std::string compiler;              // nvrtc_version() of the kora that compiled them
+  std::string codegen;               // the generator's revision, part of the fingerprint
   MeasureOptions measure = {3, 10, 100, 1.0, 0.01};  // measure_timed's, with CUDA events
   std::vector<std::string> programs;  // cubin file names, relative to the job directory
   std::vector<CudaJobKernel> kernels;

@@ -73,6 +73,9 @@ bool cuda_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate
 // CUDA: kernels of several primitives the target cannot compute are not candidates. `graph`
 // must outlive the options.
 CandidateOptions cuda_candidate_options(const PrimGraph& graph, CandidateOptions options);
+// The cost, in ms, of a kernel every implementation of which failed on the GPU
+// (ProfileDbCost::penalize_failed): chosen only where nothing else computes its primitives.
+constexpr double kCudaFailedKernelMs = 1000;
 
 // Calls `fn` once per distinct candidate kernel (the first of each signature) that the
 // CUDA generator or a library (cuda_gemm_plan, cuda_conv_plan) supports and `known` does not name,

@@ -1,8 +1,9 @@
 // Which candidate kernels NVIDIA's libraries compute on the cuda target: a candidate in;
 // the library call that computes it out, or nothing: a float32 MatMul alone, as one cuBLAS
 // strided-batched GEMM, when each operand's batch dimensions are all the output's or all 1
-// (broadcast by a zero stride); a float32 Conv alone with symmetric padding, as a cuDNN
-// convolution. Epilogues (bias, activation) stay generated kernels of their own.
+// (broadcast by a zero stride); a float32 Conv with symmetric padding, as a cuDNN
+// convolution, with a bias, residual and ReLU after it fused where cuDNN can. Other
+// epilogues stay generated kernels of their own.
 #pragma once
 #include <optional>
 #include <vector>
@@ -17,8 +18,10 @@ namespace kora {
 std::optional<CudaGemm> cuda_gemm_plan(const PrimGraph& graph, const KernelDag& dag,
                                        const Candidate& c);
 
-// A float32 Conv alone with symmetric padding, as a cuDNN convolution (algo 0; the job
-// measures each of cudnn_conv_algorithms() as schedule "cudnn:ALGO").
+// A float32 Conv with symmetric padding, as a cuDNN convolution (algo 0; the job measures
+// each of cudnn_conv_algorithms() as schedule "cudnn:ALGO"): alone, or 2-D with a bias
+// (M values), then optionally a residual of its output's shape added, then optionally a
+// ReLU (CudaConv::fused(): cudnnConvolutionBiasActivationForward).
 std::optional<CudaConv> cuda_conv_plan(const PrimGraph& graph, const KernelDag& dag,
                                        const Candidate& c);
 // cuDNN's forward algorithms worth measuring (cudnnConvolutionFwdAlgo_t; DIRECT is never

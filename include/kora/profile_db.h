@@ -56,6 +56,8 @@ class ProfileDb {
   bool known(const std::string& device, uint64_t signature) const;
   // Records on `device` (all devices when empty).
   int64_t count(const std::string& device = "") const;
+  // Kernels with records on the device, every one failed.
+  std::vector<uint64_t> failed_only(const std::string& device) const;
   // Every device fingerprint with records, sorted.
   std::vector<std::string> devices() const;
 

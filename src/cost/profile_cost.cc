@@ -15,10 +15,15 @@ ProfileDbCost::ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string de
                 std::move(fallback)),
       device_(std::move(device)) {
   if (!db) throw Error("ProfileDbCost needs a database");
+  db_ = db;
   path_ = db->path();
   table_ = db->fastest_except(device_, kOnednnNative);
   native_ = db->fastest_only(device_, kOnednnNative);
   blocked_ = db->fastest_only(device_, kOnednnBlocked);
+}
+
+void ProfileDbCost::penalize_failed(double ms) {
+  for (uint64_t signature : db_->failed_only(device_)) table_.emplace(signature, ms);
 }
 
 LayoutCost ProfileDbCost::layout_cost(const PrimGraph& graph, const KernelDag& dag,

@@ -57,7 +57,12 @@ class CudaBackend : public ArtifactBackend {
         if (!r.failed) schedules.push_back(r.schedule);
     const std::optional<CudaGemm> gemm = cuda_gemm_plan(graph, dag, c);
     const std::optional<CudaConv> conv = gemm ? std::nullopt : cuda_conv_plan(graph, dag, c);
-    schedules.push_back(gemm ? "cublas" : conv ? "cudnn:0" : "default");
+    bool measured = false;  // only failed implementations: none to fall back to
+    if (db_) measured = db_->known(options_.device, chosen.signature);
+    if (!measured || !schedules.empty())  // cuDNN's implicit precomputed GEMM fuses any epilogue
+      schedules.push_back(gemm   ? "cublas"
+                          : conv ? (conv->fused() ? "cudnn:1" : "cudnn:0")
+                                 : "default");
     for (const std::string& s : schedules) {
       if (s == "cublas" && gemm) {
         k.library = "cublas_gemm";
@@ -84,9 +89,13 @@ class CudaBackend : public ArtifactBackend {
       k.schedule = e.kernel.schedule = s;
       return;
     }
+    if (measured)
+      throw Error("kernel " + std::to_string(index) + " (" + kernel_label(graph, c) +
+                  "): every implementation failed on " + options_.device +
+                  " (kora profile stored why)");
     throw Error("kernel " + std::to_string(index) + " (" + kernel_label(graph, c) +
                 ") has no CUDA implementation: the cuda target generates elementwise, layout "
-                "and reduce primitives and calls cuBLAS / cuDNN for lone matrix products and "
+                "and reduce primitives and calls cuBLAS / cuDNN for matrix products and "
                 "convolutions");
   }
 

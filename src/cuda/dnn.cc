@@ -17,19 +17,21 @@ namespace kora {
 #ifdef KORA_HAVE_CUDA
 namespace {
 
-#define KORA_DNN_FUNCTIONS(X)                                                                  \
-  X(cudnnCreate)                                                                               \
-  X(cudnnSetStream)                                                                            \
-  X(cudnnDestroy)                                                                              \
-  X(cudnnGetVersion)                                                                           \
-  X(cudnnGetErrorString)                                                                       \
-  X(cudnnCreateTensorDescriptor)                                                               \
-  X(cudnnDestroyTensorDescriptor) X(cudnnSetTensorNdDescriptor) X(cudnnCreateFilterDescriptor) \
-      X(cudnnDestroyFilterDescriptor) X(cudnnSetFilterNdDescriptor)                            \
-          X(cudnnCreateConvolutionDescriptor) X(cudnnDestroyConvolutionDescriptor)             \
-              X(cudnnSetConvolutionNdDescriptor) X(cudnnSetConvolutionGroupCount)              \
-                  X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionForwardWorkspaceSize)    \
-                      X(cudnnConvolutionForward)
+#define KORA_DNN_FUNCTIONS(X)                                                                     \
+  X(cudnnCreate)                                                                                  \
+  X(cudnnSetStream)                                                                               \
+  X(cudnnDestroy)                                                                                 \
+  X(cudnnGetVersion)                                                                              \
+  X(cudnnGetErrorString)                                                                          \
+  X(cudnnCreateTensorDescriptor)                                                                  \
+  X(cudnnDestroyTensorDescriptor)                                                                 \
+  X(cudnnSetTensorNdDescriptor) X(cudnnCreateFilterDescriptor) X(cudnnDestroyFilterDescriptor)    \
+      X(cudnnSetFilterNdDescriptor) X(cudnnCreateConvolutionDescriptor)                           \
+          X(cudnnDestroyConvolutionDescriptor) X(cudnnSetConvolutionNdDescriptor)                 \
+              X(cudnnSetConvolutionGroupCount) X(cudnnSetConvolutionMathType)                     \
+                  X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnConvolutionForward)           \
+                      X(cudnnConvolutionBiasActivationForward) X(cudnnCreateActivationDescriptor) \
+                          X(cudnnSetActivationDescriptor) X(cudnnDestroyActivationDescriptor)
 
 struct Dnn {
 #define KORA_MEMBER(f) decltype(&::f) f = nullptr;
@@ -112,6 +114,23 @@ class DnnConv : public CudaDnn::Conv {
     check(d.cudnnGetConvolutionForwardWorkspaceSize(
               handle_, x_, w_, conv_, y_, static_cast<cudnnConvolutionFwdAlgo_t>(algo_), &bytes_),
           "cudnnGetConvolutionForwardWorkspaceSize");
+    if (c.fused()) {
+      // cuDNN fuses an identity activation only with IMPLICIT_PRECOMP_GEMM.
+      if (!c.relu && algo_ != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+        throw CudaUnsupported(
+            "unsupported by cuDNN: a bias without ReLU is fused only with algorithm 1");
+      std::vector<int> b(x.size(), 1);
+      b[1] = y[1];
+      check(d.cudnnCreateTensorDescriptor(&bias_), "cudnnCreateTensorDescriptor");
+      check(d.cudnnSetTensorNdDescriptor(bias_, CUDNN_DATA_FLOAT, rank, b.data(),
+                                         packed_strides(b).data()),
+            "cudnnSetTensorNdDescriptor");
+      check(d.cudnnCreateActivationDescriptor(&act_), "cudnnCreateActivationDescriptor");
+      check(d.cudnnSetActivationDescriptor(
+                act_, c.relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                CUDNN_NOT_PROPAGATE_NAN, 0.0),
+            "cudnnSetActivationDescriptor");
+    }
   }
   ~DnnConv() override {
     const Dnn& d = dnn();
@@ -119,11 +138,23 @@ class DnnConv : public CudaDnn::Conv {
     if (y_) d.cudnnDestroyTensorDescriptor(y_);
     if (w_) d.cudnnDestroyFilterDescriptor(w_);
     if (conv_) d.cudnnDestroyConvolutionDescriptor(conv_);
+    if (bias_) d.cudnnDestroyTensorDescriptor(bias_);
+    if (act_) d.cudnnDestroyActivationDescriptor(act_);
   }
   size_t workspace_bytes() const override { return bytes_; }
-  void run(CudaDevice::Ptr x, CudaDevice::Ptr w, CudaDevice::Ptr y,
-           CudaDevice::Ptr workspace) override {
+  void run(CudaDevice::Ptr x, CudaDevice::Ptr w, CudaDevice::Ptr y, CudaDevice::Ptr workspace,
+           CudaDevice::Ptr bias, CudaDevice::Ptr z) override {
     const float one = 1, zero = 0;
+    if (bias_) {  // y = act(conv(x, w) + alpha2 z + bias); without a residual z is y, times 0
+      check(dnn().cudnnConvolutionBiasActivationForward(
+                handle_, &one, x_, reinterpret_cast<const void*>(x), w_,
+                reinterpret_cast<const void*>(w), conv_,
+                static_cast<cudnnConvolutionFwdAlgo_t>(algo_), reinterpret_cast<void*>(workspace),
+                bytes_, z ? &one : &zero, y_, reinterpret_cast<const void*>(z ? z : y), bias_,
+                reinterpret_cast<const void*>(bias), act_, y_, reinterpret_cast<void*>(y)),
+            "cudnnConvolutionBiasActivationForward");
+      return;
+    }
     check(dnn().cudnnConvolutionForward(handle_, &one, x_, reinterpret_cast<const void*>(x), w_,
                                         reinterpret_cast<const void*>(w), conv_,
                                         static_cast<cudnnConvolutionFwdAlgo_t>(algo_),
@@ -138,6 +169,8 @@ class DnnConv : public CudaDnn::Conv {
   cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr;
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
+  cudnnTensorDescriptor_t bias_ = nullptr;  // fused: [1, M, 1, ...]
+  cudnnActivationDescriptor_t act_ = nullptr;
   size_t bytes_ = 0;
 };
 

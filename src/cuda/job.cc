@@ -100,7 +100,11 @@ json kernel_json(const CudaJobKernel& k) {
                   {"dilations", c.dilations},
                   {"group", c.group},
                   {"algo", c.algo},
-                  {"read_x", c.read_x}};
+                  {"read_x", c.read_x},
+                  {"read_w", c.read_w},
+                  {"read_bias", c.read_bias},
+                  {"read_z", c.read_z},
+                  {"relu", c.relu}};
   }
   return jk;
 }
@@ -178,11 +182,18 @@ CudaJobKernel kernel_of(const json& jk, size_t programs) {
       v.group = c.at("group").get<int64_t>();
       v.algo = c.at("algo").get<int>();
       v.read_x = c.at("read_x").get<int>();
+      v.read_w = c.at("read_w").get<int>();
+      v.read_bias = c.at("read_bias").get<int>();
+      v.read_z = c.at("read_z").get<int>();
+      v.relu = c.at("relu").get<bool>();
       const size_t spatial = v.x.size() - 2;
       if (v.x.size() < 3 || v.w.size() != v.x.size() || v.y.size() != v.x.size() ||
           v.pads.size() != spatial || v.strides.size() != spatial ||
-          v.dilations.size() != spatial || (v.read_x != 0 && v.read_x != 1) || v.group < 1)
+          v.dilations.size() != spatial || v.group < 1)
         throw Error("a convolution's dims do not agree");
+      if (v.read_x < 0 || v.read_w < 0 || v.read_x == v.read_w || v.read_bias < -1 ||
+          v.read_z < -1 || (v.read_z >= 0 && v.read_bias < 0))
+        throw Error("a convolution's operands are not distinct reads");
     } else if (k.library != "cublas_gemm") {
       throw Error("unknown library '" + k.library + "'");
     } else {

@@ -1,7 +1,8 @@
 // The cuda target's library kernels (include/kora/cuda_library.h): a candidate in, the
 // cuBLAS GEMM that computes it out when it is a lone float32 MatMul whose batch dims each
-// operand has in full or not at all, or the cuDNN convolution of a lone float32 Conv with
-// symmetric padding.
+// operand has in full or not at all, or the cuDNN convolution of a float32 Conv with
+// symmetric padding, alone or with a bias, a residual and a ReLU after it.
+#include "cpu/onednn_plan.h"
 #include "kora/cuda_library.h"
 
 namespace kora {
@@ -49,10 +50,11 @@ std::optional<CudaGemm> cuda_gemm_plan(const PrimGraph& graph, const KernelDag& 
   return g;
 }
 
-std::optional<CudaConv> cuda_conv_plan(const PrimGraph& graph, const KernelDag& dag,
-                                       const Candidate& c) {
-  if (c.members.size() != 1) return std::nullopt;
-  const Primitive& p = graph.prims[dag.prim[c.members[0]]];
+namespace {
+
+// The convolution primitive `p` as cuDNN takes it (float32, 1-3 spatial dims, symmetric
+// padding), operands not yet placed.
+std::optional<CudaConv> conv_of(const PrimGraph& graph, const Primitive& p) {
   const auto* linear = std::get_if<LinearAttrs>(&p.attrs);
   const ConvAttrs* attrs = linear ? std::get_if<ConvAttrs>(linear) : nullptr;
   if (!attrs || p.inputs.size() != 2 || p.inputs[0] == p.inputs[1]) return std::nullopt;
@@ -73,9 +75,58 @@ std::optional<CudaConv> cuda_conv_plan(const PrimGraph& graph, const KernelDag& 
   conv.strides = attrs->strides;
   conv.dilations = attrs->dilations;
   conv.group = attrs->group;
+  return conv;
+}
+
+// A convolution with a bias, then optionally a residual of its shape, then optionally a
+// ReLU: the epilogue cudnnConvolutionBiasActivationForward fuses (read off the candidate as
+// the CPU's oneDNN plan reads it).
+std::optional<CudaConv> fused_conv(const PrimGraph& graph, const KernelDag& dag,
+                                   const Candidate& c) {
+  std::string why;
+  const std::optional<onednn::Plan> plan = onednn::plan_kernel(graph, dag, c, &why);
+  if (!plan || !plan->conv || plan->bias < 0) return std::nullopt;
+  const Primitive* linear = nullptr;
+  for (int v : c.members)
+    if (graph.prims[dag.prim[v]].kind() == PrimKind::kLinear) linear = &graph.prims[dag.prim[v]];
+  std::optional<CudaConv> conv = linear ? conv_of(graph, *linear) : std::nullopt;
+  if (!conv || plan->src_dims != conv->x || plan->weights_dims != conv->w ||
+      plan->dst_dims != conv->y || conv->x.size() != 4)
+    return std::nullopt;
+  if (numel(plan->bias_dims) != conv->y[1]) return std::nullopt;  // one per output channel
   const std::vector<std::string> reads = kernel_reads(graph, dag, c);
-  if (reads.size() != 2) return std::nullopt;
-  conv.read_x = reads[0] == p.inputs[0] ? 0 : 1;
+  size_t next = 0;
+  const std::vector<onednn::PostOp>& ops = plan->post_ops;
+  if (next < ops.size() && ops[next].binary && ops[next].op == onednn::Binary::kAdd &&
+      ops[next].operand >= 0 && ops[next].operand_dims == conv->y &&
+      numel(graph.value(reads[static_cast<size_t>(ops[next].operand)]).shape) == numel(conv->y))
+    conv->read_z = ops[next++].operand;
+  if (next < ops.size() && !ops[next].binary && ops[next].eltwise == onednn::Eltwise::kRelu &&
+      ops[next].alpha == 0) {
+    conv->relu = true;
+    ++next;
+  }
+  if (next != ops.size()) return std::nullopt;
+  conv->read_x = plan->src;
+  conv->read_w = plan->weights;
+  conv->read_bias = plan->bias;
+  const size_t used = 3 + (conv->read_z >= 0);
+  if (reads.size() != used) return std::nullopt;  // reads nothing else
+  return conv;
+}
+
+}  // namespace
+
+std::optional<CudaConv> cuda_conv_plan(const PrimGraph& graph, const KernelDag& dag,
+                                       const Candidate& c) {
+  if (c.members.size() > 1) return fused_conv(graph, dag, c);
+  if (c.members.size() != 1) return std::nullopt;
+  const Primitive& p = graph.prims[dag.prim[c.members[0]]];
+  std::optional<CudaConv> conv = conv_of(graph, p);
+  const std::vector<std::string> reads = kernel_reads(graph, dag, c);
+  if (!conv || reads.size() != 2) return std::nullopt;
+  conv->read_x = reads[0] == p.inputs[0] ? 0 : 1;
+  conv->read_w = 1 - conv->read_x;
   return conv;
 }
 

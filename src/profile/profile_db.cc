@@ -224,6 +224,16 @@ int64_t ProfileDb::count(const std::string& device) const {
   return select.integer(0);
 }
 
+std::vector<uint64_t> ProfileDb::failed_only(const std::string& device) const {
+  Statement select(db_, path_,
+                   "SELECT signature FROM profiles WHERE device = ? GROUP BY signature"
+                   " HAVING MIN(failed) = 1");
+  select.bind(1, device);
+  std::vector<uint64_t> out;
+  while (select.step()) out.push_back(std::strtoull(select.text(0).c_str(), nullptr, 16));
+  return out;
+}
+
 std::vector<std::string> ProfileDb::devices() const {
   Statement select(db_, path_, "SELECT DISTINCT device FROM profiles ORDER BY device");
   std::vector<std::string> out;

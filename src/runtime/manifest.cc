@@ -289,9 +289,9 @@ Manifest manifest_from_json(const std::string& text, const std::string& source) 
     k.predicted_ms = r.number(e, "predicted_ms", where);
     k.primitives = r.strings(e, "primitives", where);
     if (k.impl == "cuda") {
-      const size_t args = k.cuda.library.empty() ? 0 : 2;
-      if (args && (k.reads.size() != args || k.writes.size() != 1))
-        r.fail(where + ": a library kernel reads 2 tensors and writes 1");
+      if (!k.cuda.library.empty() &&
+          (k.reads.size() < 2 || k.reads.size() > 4 || k.writes.size() != 1))
+        r.fail(where + ": a library kernel reads 2 to 4 tensors and writes 1");
     } else if (k.impl != "generated") {
       k.graph_json = r.at(e, "graph", where).dump();
     }

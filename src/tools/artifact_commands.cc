@@ -148,6 +148,7 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
   stage = std::chrono::steady_clock::now();
   ProfileDbCost costs(db, device,
                       std::make_unique<RooflineCost>(device_params(cuda ? "h100" : "cpu")));
+  if (cuda) costs.penalize_failed(kCudaFailedKernelMs);
   o.orch.strategy = o.strategy;
   o.orch.progress = verbose;
   o.orch.progress_line = !verbose && terminal;

@@ -216,9 +216,11 @@ int main(int argc, char** argv) {
             orch_db.empty() ? kora::default_profile_db_path() : orch_db);
         if (orch_target == "cuda") {
           orch.candidates = kora::cuda_candidate_options(g, orch.candidates);
-          costs = std::make_unique<kora::ProfileDbCost>(
+          auto cuda = std::make_unique<kora::ProfileDbCost>(
               db, kora::cuda_target_device(*db, orch_gpu, nullptr),
               std::make_unique<kora::RooflineCost>(kora::device_params("h100")));
+          cuda->penalize_failed(kora::kCudaFailedKernelMs);
+          costs = std::move(cuda);
         } else {
           costs = std::make_unique<kora::ProfileDbCost>(
               db, kora::cpu_backend_fingerprint(threads, orch_compiler), std::move(costs));

@@ -25,6 +25,7 @@
 #include "kora/cuda_compile.h"
 #include "kora/cuda_driver.h"
 #include "kora/cuda_kernels.h"
+#include "kora/cuda_library.h"
 #include "kora/error.h"
 #include "kora/interpreter.h"
 #include "kora/npy.h"
@@ -142,7 +143,7 @@ TEST(CudaArtifact, WritesLaunchesAndLibraryCallsWithTheFastestMeasuredSchedule) 
     if (cuda_codegen_supports(g, dag, c)) {
       db.put({device, k.signature, "block=128;items=2;reduce=auto", 0.5, 0, 3, false, "", ""});
       db.put({device, k.signature, "default", 0.7, 0, 3, false, "", ""});
-    } else if (g.prims[k.prims[0]].kind() == PrimKind::kLinear && k.prims.size() == 1) {
+    } else if (cuda_conv_plan(g, dag, c)) {
       db.put({device, k.signature, "cudnn:2", 0.1, 0, 3, true, "unsupported", ""});
       db.put({device, k.signature, "cudnn:1", 0.2, 0, 3, false, "", ""});
     }
@@ -167,6 +168,8 @@ TEST(CudaArtifact, WritesLaunchesAndLibraryCallsWithTheFastestMeasuredSchedule) 
       EXPECT_EQ(k.schedule, "cudnn:1");
       EXPECT_EQ(k.cuda.conv.algo, 1);
       EXPECT_EQ(k.cuda.conv.group, 2);
+      EXPECT_TRUE(k.cuda.conv.fused());  // its bias and ReLU with it
+      EXPECT_TRUE(k.cuda.conv.relu);
     } else if (k.cuda.library == "cublas_gemm") {
       EXPECT_EQ(k.schedule, "cublas");
       EXPECT_EQ(k.cuda.gemm.batch, 2);

@@ -237,8 +237,10 @@ void textbook_sgemm(const CublasGemmCall& c, const float* a, const float* b, flo
       }
 }
 
-// A 2-D NCHW grouped convolution (cross-correlation, zero padding) by its definition.
-void textbook_conv(const CudaConv& c, const float* x, const float* w, float* y) {
+// A 2-D NCHW grouped convolution (cross-correlation, zero padding) by its definition, then
+// its fused epilogue as cuDNN defines it: y = act(conv + z + bias) (bias, z: null when none).
+void textbook_conv(const CudaConv& c, const float* x, const float* w, float* y,
+                   const float* bias = nullptr, const float* z = nullptr) {
   ASSERT_EQ(c.x.size(), 4u);
   const int64_t N = c.x[0], C = c.x[1], H = c.x[2], W = c.x[3], M = c.w[0], KH = c.w[2],
                 KW = c.w[3], OH = c.y[2], OW = c.y[3], cg = C / c.group, mg = M / c.group;
@@ -257,7 +259,11 @@ void textbook_conv(const CudaConv& c, const float* x, const float* w, float* y) 
                 sum += double(x[((n * C + ch) * H + ih) * W + iw]) *
                        w[((m * cg + ci) * KH + kh) * KW + kw];
               }
-          y[((n * M + m) * OH + oh) * OW + ow] = static_cast<float>(sum);
+          const int64_t at = ((n * M + m) * OH + oh) * OW + ow;
+          if (bias) sum += bias[m];
+          if (z) sum += z[at];
+          if (c.relu && sum < 0) sum = 0;
+          y[at] = static_cast<float>(sum);
         }
 }
 
@@ -318,9 +324,12 @@ void emulate_worker(const PrimGraph& g, const CudaKernelsOptions& options, const
     if (k.library == "cublas_gemm")  // as the worker: cuBLAS's A is the job's B
       textbook_sgemm(cublas_gemm_call(k.gemm), static_cast<float*>(args[1 - k.gemm.read_a]),
                      static_cast<float*>(args[k.gemm.read_a]), static_cast<float*>(args[2]));
-    if (k.library == "cudnn_conv")
-      textbook_conv(k.conv, static_cast<float*>(args[k.conv.read_x]),
-                    static_cast<float*>(args[1 - k.conv.read_x]), static_cast<float*>(args[2]));
+    if (k.library == "cudnn_conv") {
+      const CudaConv& c = k.conv;
+      auto read = [&](int i) { return i >= 0 ? static_cast<const float*>(args[i]) : nullptr; };
+      textbook_conv(c, read(c.read_x), read(c.read_w), static_cast<float*>(args[k.reads.size()]),
+                    read(c.read_bias), read(c.read_z));
+    }
     for (const CudaJobLaunch& l : k.launches)
       reinterpret_cast<Entry>(lib.symbol("kora_emu_" + l.function))(l.grid, l.block, args.data());
     CudaResult r;
@@ -478,6 +487,55 @@ int run(const std::string& command, std::string* output) {
   while (p && fgets(buf, sizeof buf, p)) *output += buf;
   const int status = p ? pclose(p) : -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A convolution with a bias, a residual and a ReLU after it, as fission writes them: the
+// candidates cuDNN's fused epilogue computes are library kernels (each read placed), and,
+// run as cuDNN defines cudnnConvolutionBiasActivationForward, match the interpreter.
+TEST(CudaJob, FusedConvolutionEpiloguesMatchTheInterpreter) {
+  if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
+  std::mt19937 rng(4);
+  kora_codegen_test::GraphBuilder b(rng);
+  const DType F = DType::kFloat32;
+  ConvAttrs conv{1, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  const Shape o = {1, 6, 9, 9};
+  const std::string x = b.input(F, {1, 4, 9, 9}), residual = b.input(F, o);
+  const std::string c = b.prim(LinearAttrs{conv}, {x, b.input(F, {6, 4, 3, 3}, true)}, F, o);
+  const std::string bias = b.prim(BroadcastAttrs{}, {b.input(F, {1, 6, 1, 1}, true)}, F, o);
+  const std::string cb =
+      b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}}, {c, bias}, F, o);
+  const std::string sum = b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}},
+                                 {residual, cb}, F, o);
+  const std::string y = b.prim(ElementwiseAttrs{ScalarOp::kRelu, {Operand{0, 0}}}, {sum}, F, o);
+  b.g.outputs = {y};
+  const PrimGraph& g = b.g;
+  const KernelDag dag = kernel_dag_of(g);
+  // Members: 0 conv, 1 bias broadcast, 2 bias add, 3 residual add, 4 relu.
+  const auto fused = cuda_conv_plan(g, dag, make_candidate(dag, {0, 1, 2, 3, 4}));
+  ASSERT_TRUE(fused.has_value());
+  EXPECT_TRUE(fused->fused());
+  EXPECT_TRUE(fused->relu);
+  EXPECT_GE(fused->read_z, 0);
+  const auto biased = cuda_conv_plan(g, dag, make_candidate(dag, {0, 1, 2}));
+  ASSERT_TRUE(biased.has_value());
+  EXPECT_FALSE(biased->relu);
+  EXPECT_EQ(biased->read_z, -1);
+  EXPECT_FALSE(cuda_conv_plan(g, dag, make_candidate(dag, {0, 1, 2, 4})));  // relu skips z
+
+  kora_test::TempDir tmp;
+  CudaKernelsOptions options = job_options(tmp);
+  options.candidates.max_size = 5;
+  const CudaKernelsSummary summary = compile_cuda_kernels(g, options);
+  EXPECT_GE(summary.library, 3);  // the conv alone, with its bias, with the residual and ReLU
+  emulate_worker(g, options, options.job_dir, tmp.file("emulated"));
+  ProfileDb db(tmp.file("profiles.db"));
+  const CudaMergeSummary merged = merge_cuda_results(g, options.job_dir, db, options);
+  for (const ProfileFailure& f : merged.failures) ADD_FAILURE() << f.kernel << ": " << f.error;
+  int fused_kernels = 0;
+  for (const CudaJobKernel& k : read_cuda_job(options.job_dir).kernels)
+    fused_kernels += k.library == "cudnn_conv" && k.conv.fused();
+  EXPECT_GE(fused_kernels, 2 * static_cast<int>(cudnn_conv_algorithms().size()));
+  EXPECT_EQ(merged.stored, merged.results);
 }
 
 #ifdef KORA_CUDA_WORKER_PATH
