@@ -29,6 +29,7 @@ struct CudaArtifactOptions {
   std::string arch = "sm_90";
   std::string cache_dir;  // NVRTC's cache; empty: default_cuda_kernel_cache_dir()
   int kernels_per_program = 32;
+  bool tf32 = false;  // cuBLAS / cuDNN calls with TF32 math (`device` must be measured so)
   std::ostream* progress = nullptr;
 };
 

@@ -1,8 +1,8 @@
 // cuBLAS, opened at run time like the driver (include/kora/cuda_driver.h): libcublas is
 // loaded with dlopen ($KORA_CUBLAS, else libcublas.so.13, .so.12, .so), so the worker and
 // kora start where it is missing and say so. A CudaBlas runs float32 GEMMs on the current
-// device's default stream, in full float32 (no TF32). In a kora built without the CUDA
-// toolkit it never opens.
+// device's default stream, in full float32 (TF32 where a call asks). In a kora built without the
+// CUDA toolkit it never opens.
 #pragma once
 #include <memory>
 #include <string>
@@ -33,6 +33,7 @@ class CudaBlas {
   CudaBlas() = default;
   void* handle_ = nullptr;
   int version_ = 0;
+  bool tf32_ = false;  // the handle's math mode
 };
 
 }  // namespace kora

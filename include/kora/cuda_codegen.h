@@ -35,9 +35,10 @@ namespace kora {
 // The revision of the generated CUDA code, part of the GPU fingerprint: bump it whenever a
 // change makes some generated kernel faster or slower.
 constexpr int kCudaCodegenRevision = 1;
-// "kora-cuda-gen 1": the revision as fingerprints and jobs record it.
-inline std::string cuda_codegen_revision() {
-  return "kora-cuda-gen " + std::to_string(kCudaCodegenRevision);
+// "kora-cuda-gen 1": the revision as fingerprints and jobs record it; with `tf32`,
+// "kora-cuda-gen 1 tf32": measurements with TF32 library math are another device's.
+inline std::string cuda_codegen_revision(bool tf32 = false) {
+  return "kora-cuda-gen " + std::to_string(kCudaCodegenRevision) + (tf32 ? " tf32" : "");
 }
 
 // Whether generate_cuda_kernel can compute this candidate.

@@ -48,7 +48,8 @@ struct CudaJobLaunch {
 struct CudaGemm {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batches
-  int read_a = 0;  // A's index among the kernel's two reads (kernel_reads order); B is 1 - it
+  int read_a = 0;     // A's index among the kernel's two reads (kernel_reads order); B is 1 - it
+  bool tf32 = false;  // TF32 tensor-core math (an explicit option); else full float32
 };
 
 // The column-major cublasSgemmStridedBatched call (no transposes, alpha 1, beta 0) that
@@ -56,6 +57,7 @@ struct CudaGemm {
 struct CublasGemmCall {
   int m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0, batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // of cuBLAS's A, B, C
+  bool tf32 = false;
 };
 // Throws kora::Error when a size does not fit cuBLAS's 32-bit integers.
 CublasGemmCall cublas_gemm_call(const CudaGemm& gemm);
@@ -73,6 +75,7 @@ struct CudaConv {
   int read_bias = -1;          // the bias's (M elements), -1: no epilogue
   int read_z = -1;             // the residual's, -1: none
   bool relu = false;
+  bool tf32 = false;  // TF32 tensor-core math (an explicit option); else FMA, full float32
   bool fused() const { return read_bias >= 0; }
 };
 

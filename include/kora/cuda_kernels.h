@@ -30,6 +30,9 @@ struct CudaKernelsOptions {
   // Schedules per generated kernel: the first N of cuda_schedule_space (the default first);
   // 0: all. Large models have thousands of kernels with up to 30 schedules each.
   int max_schedules = 0;
+  // cuBLAS and cuDNN with TF32 tensor-core math (about 1e-3 relative error) instead of full
+  // float32: an explicit option, measured and stored as another device fingerprint.
+  bool tf32 = false;
   int threads = 0;                   // NVRTC compilations at once; 0: the machine's cores
   std::string cache_dir;             // empty: default_cuda_kernel_cache_dir()
   std::ostream* progress = nullptr;  // a line per stage

@@ -32,13 +32,17 @@ std::string cuda_fingerprint(const CudaDeviceInfo& device, const std::string& co
 class CudaDevice;
 // The fingerprint of `device` as kora profile stores its measurements (with this machine's
 // cuBLAS, cuDNN and NVRTC).
-std::string local_cuda_fingerprint(const CudaDevice& device);
+std::string local_cuda_fingerprint(const CudaDevice& device, bool tf32 = false);
 
 // The GPU whose measurements orchestrate and compile for the cuda target use, and its
 // architecture (*arch): the GPU here when there is one and `gpu` is empty; else the one
-// GPU fingerprint in `db` containing `gpu`. Throws kora::Error when there is none (saying
-// how to measure) or several (listing them).
-std::string cuda_target_device(const ProfileDb& db, const std::string& gpu, std::string* arch);
+// GPU fingerprint in `db` containing `gpu` (of measurements with TF32 library math when
+// `tf32`, else without). Throws kora::Error when there is none (saying how to measure) or
+// several (listing them).
+std::string cuda_target_device(const ProfileDb& db, const std::string& gpu, std::string* arch,
+                               bool tf32 = false);
+// The relative error TF32 library math is checked to (merge_cuda_results, kora check).
+constexpr double kCudaTf32Tolerance = 2e-3;
 
 struct CudaMergeSummary {
   std::string device;   // the fingerprint stored under

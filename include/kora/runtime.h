@@ -76,6 +76,8 @@ class Session {
   int64_t intermediate_bytes() const;
   int threads() const;
   std::string target() const;  // "cpu" or "cuda"
+  // The device fingerprint whose measurements chose its kernels.
+  std::string compiled_for() const;
   // Where it runs: "cpu, N threads", or the GPU's name and how the plan is replayed.
   std::string device() const;
   // Target cuda: the GPU time of one run of the plan (CUDA events around it, inputs already

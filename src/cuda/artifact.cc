@@ -67,10 +67,12 @@ class CudaBackend : public ArtifactBackend {
       if (s == "cublas" && gemm) {
         k.library = "cublas_gemm";
         k.gemm = *gemm;
+        k.gemm.tf32 = options_.tf32;
       } else if (s.rfind("cudnn:", 0) == 0 && conv) {
         k.library = "cudnn_conv";
         k.conv = *conv;
         k.conv.algo = std::stoi(s.substr(6));
+        k.conv.tf32 = options_.tf32;
       } else if (!gemm && !conv && cuda_codegen_supports(graph, dag, c)) {
         CudaSchedule schedule;
         try {

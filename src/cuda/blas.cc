@@ -94,6 +94,12 @@ void CudaBlas::set_stream(void* stream, CudaDevice::Ptr workspace, size_t worksp
 void CudaBlas::gemm(const CublasGemmCall& c, CudaDevice::Ptr a, CudaDevice::Ptr b,
                     CudaDevice::Ptr out) {
   const float one = 1, zero = 0;
+  if (c.tf32 != tf32_) {
+    check(blas().cublasSetMathMode(static_cast<cublasHandle_t>(handle_),
+                                   c.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH),
+          "cublasSetMathMode");
+    tf32_ = c.tf32;
+  }
   check(blas().cublasSgemmStridedBatched(
             static_cast<cublasHandle_t>(handle_), CUBLAS_OP_N, CUBLAS_OP_N, c.m, c.n, c.k, &one,
             reinterpret_cast<const float*>(a), c.lda, c.stride_a, reinterpret_cast<const float*>(b),

@@ -77,7 +77,7 @@ int64_t write_job(const std::string& dir, const std::vector<Implementation>& imp
   CudaJob job;
   job.arch = options.arch;
   job.compiler = nvrtc_version();
-  job.codegen = cuda_codegen_revision();
+  job.codegen = cuda_codegen_revision(options.tf32);
   job.measure = options.measure;
   for (size_t p = 0; p < program_keys.size(); ++p) {
     job.programs.push_back("program_" + std::to_string(p) + ".cubin");
@@ -161,6 +161,7 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
             k.schedule = "cublas";
             k.library = "cublas_gemm";
             k.gemm = *gemm;
+            k.gemm.tf32 = options.tf32;
             library.push_back(std::move(k));
           } else {
             k.library = "cudnn_conv";
@@ -168,6 +169,7 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
               k.schedule = "cudnn:" + std::to_string(algo);
               k.conv = *conv;
               k.conv.algo = algo;
+              k.conv.tf32 = options.tf32;
               library.push_back(k);
             }
           }

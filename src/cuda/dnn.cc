@@ -17,21 +17,22 @@ namespace kora {
 #ifdef KORA_HAVE_CUDA
 namespace {
 
-#define KORA_DNN_FUNCTIONS(X)                                                                     \
-  X(cudnnCreate)                                                                                  \
-  X(cudnnSetStream)                                                                               \
-  X(cudnnDestroy)                                                                                 \
-  X(cudnnGetVersion)                                                                              \
-  X(cudnnGetErrorString)                                                                          \
-  X(cudnnCreateTensorDescriptor)                                                                  \
-  X(cudnnDestroyTensorDescriptor)                                                                 \
-  X(cudnnSetTensorNdDescriptor) X(cudnnCreateFilterDescriptor) X(cudnnDestroyFilterDescriptor)    \
-      X(cudnnSetFilterNdDescriptor) X(cudnnCreateConvolutionDescriptor)                           \
-          X(cudnnDestroyConvolutionDescriptor) X(cudnnSetConvolutionNdDescriptor)                 \
-              X(cudnnSetConvolutionGroupCount) X(cudnnSetConvolutionMathType)                     \
-                  X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnConvolutionForward)           \
-                      X(cudnnConvolutionBiasActivationForward) X(cudnnCreateActivationDescriptor) \
-                          X(cudnnSetActivationDescriptor) X(cudnnDestroyActivationDescriptor)
+#define KORA_DNN_FUNCTIONS(X)                                                                  \
+  X(cudnnCreate)                                                                               \
+  X(cudnnSetStream)                                                                            \
+  X(cudnnDestroy)                                                                              \
+  X(cudnnGetVersion)                                                                           \
+  X(cudnnGetErrorString)                                                                       \
+  X(cudnnCreateTensorDescriptor)                                                               \
+  X(cudnnDestroyTensorDescriptor)                                                              \
+  X(cudnnSetTensorNdDescriptor)                                                                \
+  X(cudnnCreateFilterDescriptor) X(cudnnDestroyFilterDescriptor) X(cudnnSetFilterNdDescriptor) \
+      X(cudnnCreateConvolutionDescriptor) X(cudnnDestroyConvolutionDescriptor)                 \
+          X(cudnnSetConvolutionNdDescriptor) X(cudnnSetConvolutionGroupCount)                  \
+              X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionForwardWorkspaceSize)        \
+                  X(cudnnConvolutionForward) X(cudnnConvolutionBiasActivationForward)          \
+                      X(cudnnCreateActivationDescriptor) X(cudnnSetActivationDescriptor)       \
+                          X(cudnnDestroyActivationDescriptor)
 
 struct Dnn {
 #define KORA_MEMBER(f) decltype(&::f) f = nullptr;
@@ -110,7 +111,9 @@ class DnnConv : public CudaDnn::Conv {
           "cudnnSetConvolutionNdDescriptor");
     check(d.cudnnSetConvolutionGroupCount(conv_, static_cast<int>(c.group)),
           "cudnnSetConvolutionGroupCount");
-    check(d.cudnnSetConvolutionMathType(conv_, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+    check(d.cudnnSetConvolutionMathType(
+              conv_, c.tf32 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : CUDNN_FMA_MATH),
+          "cudnnSetConvolutionMathType");
     check(d.cudnnGetConvolutionForwardWorkspaceSize(
               handle_, x_, w_, conv_, y_, static_cast<cudnnConvolutionFwdAlgo_t>(algo_), &bytes_),
           "cudnnGetConvolutionForwardWorkspaceSize");

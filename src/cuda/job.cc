@@ -90,6 +90,7 @@ json kernel_json(const CudaJobKernel& k) {
   if (k.library == "cublas_gemm") {
     const CudaGemm& g = k.gemm;
     jk["gemm"] = {g.batch, g.m, g.n, g.k, g.stride_a, g.stride_b, g.stride_c, g.read_a};
+    jk["tf32"] = g.tf32;
   } else if (k.library == "cudnn_conv") {
     const CudaConv& c = k.conv;
     jk["conv"] = {{"x", c.x},
@@ -104,7 +105,8 @@ json kernel_json(const CudaJobKernel& k) {
                   {"read_w", c.read_w},
                   {"read_bias", c.read_bias},
                   {"read_z", c.read_z},
-                  {"relu", c.relu}};
+                  {"relu", c.relu},
+                  {"tf32", c.tf32}};
   }
   return jk;
 }
@@ -186,6 +188,7 @@ CudaJobKernel kernel_of(const json& jk, size_t programs) {
       v.read_bias = c.at("read_bias").get<int>();
       v.read_z = c.at("read_z").get<int>();
       v.relu = c.at("relu").get<bool>();
+      v.tf32 = c.at("tf32").get<bool>();
       const size_t spatial = v.x.size() - 2;
       if (v.x.size() < 3 || v.w.size() != v.x.size() || v.y.size() != v.x.size() ||
           v.pads.size() != spatial || v.strides.size() != spatial ||
@@ -201,6 +204,7 @@ CudaJobKernel kernel_of(const json& jk, size_t programs) {
       if (g.size() != 8 || (g[7] != 0 && g[7] != 1))
         throw Error("a gemm needs 8 numbers, the last 0 or 1");
       k.gemm = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], static_cast<int>(g[7])};
+      k.gemm.tf32 = jk.at("tf32").get<bool>();
     }
   } else if (k.program < 0 || k.program >= static_cast<int>(programs))
     throw Error("kernel " + hex64(k.signature) + " names program " + std::to_string(k.program) +
@@ -403,6 +407,7 @@ CublasGemmCall cublas_gemm_call(const CudaGemm& g) {
   c.stride_a = g.stride_b;
   c.stride_b = g.stride_a;
   c.stride_c = g.stride_c;
+  c.tf32 = g.tf32;
   return c;
 }
 

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -97,6 +98,8 @@ CudaMergeSummary merge_cuda_results(const PrimGraph& graph, const std::string& d
                                     const CudaKernelsOptions& options, double tolerance) {
   const CudaJob job = read_cuda_job(dir);
   const CudaResults results = read_cuda_results(dir);
+  if (job.codegen.find(" tf32") != std::string::npos)  // TF32 library math: ~1e-3 relative
+    tolerance = std::max(tolerance, kCudaTf32Tolerance);
   if (results.job_id != job.id)
     throw Error(cuda_results_file(dir) + " holds the results of another job (" + results.job_id +
                 ", the job is " + job.id + "): run kora-cuda-worker " + dir + " again");
@@ -163,23 +166,26 @@ CudaMergeSummary merge_cuda_results(const PrimGraph& graph, const std::string& d
   return summary;
 }
 
-std::string local_cuda_fingerprint(const CudaDevice& device) {
+std::string local_cuda_fingerprint(const CudaDevice& device, bool tf32) {
   const std::unique_ptr<CudaBlas> blas = CudaBlas::open(nullptr);
   const std::unique_ptr<CudaDnn> dnn = CudaDnn::open(nullptr);
   return cuda_fingerprint(cuda_device_info(device, blas.get(), dnn.get()), nvrtc_version(),
-                          cuda_codegen_revision());
+                          cuda_codegen_revision(tf32));
 }
 
-std::string cuda_target_device(const ProfileDb& db, const std::string& gpu, std::string* arch) {
+std::string cuda_target_device(const ProfileDb& db, const std::string& gpu, std::string* arch,
+                               bool tf32) {
   std::string why;
   if (gpu.empty())
     if (const std::unique_ptr<CudaDevice> device = CudaDevice::open(0, &why)) {
       if (arch) *arch = device->arch();
-      return local_cuda_fingerprint(*device);
+      return local_cuda_fingerprint(*device, tf32);
     }
   std::vector<std::string> found;
   for (const std::string& d : db.devices())
-    if (d.rfind("cuda|", 0) == 0 && d.find(gpu) != std::string::npos) found.push_back(d);
+    if (d.rfind("cuda|", 0) == 0 && d.find(gpu) != std::string::npos &&
+        (d.find(" tf32") != std::string::npos) == tf32)
+      found.push_back(d);
   if (found.size() != 1) {
     std::string list;
     for (const std::string& d : found) list += "\n  " + d;
@@ -209,7 +215,7 @@ CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
   std::unique_ptr<CudaDevice> device = options.run_worker ? CudaDevice::open(0, &why) : nullptr;
   const bool gpu_here = device != nullptr;
   if (device) {  // the GPU is here: what the database holds for it is not measured again
-    const std::string fp = local_cuda_fingerprint(*device);
+    const std::string fp = local_cuda_fingerprint(*device, kernels.tf32);
     kernels.known = [&db, fp](uint64_t signature) { return db.known(fp, signature); };
     device.reset();  // the worker opens it
   }

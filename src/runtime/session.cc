@@ -356,6 +356,7 @@ int64_t Session::arena_bytes() const { return impl_->manifest.arena_bytes; }
 int64_t Session::intermediate_bytes() const { return impl_->manifest.intermediate_bytes; }
 int Session::threads() const { return impl_->threads; }
 std::string Session::target() const { return impl_->manifest.target; }
+std::string Session::compiled_for() const { return impl_->manifest.device; }
 
 std::string Session::device() const {
   if (!impl_->cuda) return "cpu, " + std::to_string(impl_->threads) + " threads";

@@ -39,7 +39,7 @@ struct ArtifactCommands::Options {
   ModelOptions model;
   std::string target = "cpu", out, strategy = "optimal", db, compiler, gpu;
   int threads = 0;
-  bool no_measure = false, json = false;
+  bool no_measure = false, json = false, tf32 = false;
   OrchestrationOptions orch;
   // run and check
   std::string dir, check_model;
@@ -112,6 +112,7 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
     prof.kernels.candidates = o.orch.candidates;
     prof.kernels.partition = o.orch.partition;
     prof.kernels.progress = &std::cerr;
+    prof.kernels.tf32 = o.tf32;
     prof.kernels.job_dir = (std::filesystem::path(db->path()).parent_path() / "cuda-jobs" /
                             (graph.name + "-" + prof.kernels.arch))
                                .string();
@@ -122,8 +123,8 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
               << std::endl;
   }
   std::string arch;
-  const std::string device =
-      cuda ? cuda_target_device(*db, o.gpu, &arch) : cpu_backend_fingerprint(threads, o.compiler);
+  const std::string device = cuda ? cuda_target_device(*db, o.gpu, &arch, o.tf32)
+                                  : cpu_backend_fingerprint(threads, o.compiler);
   if (cuda) {
     std::cerr << "kora compile: target cuda, " << arch << ", costs of " << device << std::endl;
     o.orch.candidates = cuda_candidate_options(graph, o.orch.candidates);
@@ -168,6 +169,7 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
     CudaArtifactOptions co;
     co.device = device;
     co.arch = arch;
+    co.tf32 = o.tf32;
     co.progress = &std::cerr;
     a = write_cuda_artifact(graph, plan, db.get(), o.out, co);
   } else {
@@ -299,7 +301,8 @@ int check_command(ArtifactCommands::Options& o) {
   const std::map<std::string, Tensor> feeds = session_inputs(session, o.inputs, o.seed);
   const std::map<std::string, Tensor> ours = session.run(feeds);
   const std::map<std::string, Tensor> reference =
-      run_onnxruntime(o.check_model, feeds, session.threads());
+      run_onnxruntime(o.check_model, feeds,
+                      session.target() == "cuda" ? 0 : session.threads());  // 0: all cores
   double worst = 0;
   for (const TensorInfo& t : session.outputs()) {
     auto it = reference.find(t.name);
@@ -319,7 +322,13 @@ int check_command(ArtifactCommands::Options& o) {
   char line[64];
   std::snprintf(line, sizeof line, "%.3g", worst);
   std::cout << "max_rel_l2 " << line << std::endl;
-  return worst <= o.tolerance ? 0 : 1;
+  double tolerance = o.tolerance;
+  if (o.check->count("--tolerance") == 0 &&
+      session.compiled_for().find(" tf32") != std::string::npos) {
+    tolerance = std::max(tolerance, kCudaTf32Tolerance);
+    std::cout << "tolerance " << tolerance << " (TF32 library math)" << std::endl;
+  }
+  return worst <= tolerance ? 0 : 1;
 }
 
 }  // namespace
@@ -339,6 +348,9 @@ ArtifactCommands::ArtifactCommands(CLI::App& app) : o_(std::make_unique<Options>
   o.compile->add_option("--gpu", o.gpu,
                         "--target cuda: compile for the GPU whose fingerprint in the database "
                         "contains TEXT (default: the GPU here, else the database's only one)");
+  o.compile->add_flag("--tf32", o.tf32,
+                      "--target cuda: cuBLAS and cuDNN with TF32 tensor-core math (an explicit "
+                      "option: about 1e-3 relative error; default full float32)");
   o.compile->add_option("-o,--output", o.out, "artifact directory to write")->required();
   o.compile
       ->add_option("--strategy", o.strategy,

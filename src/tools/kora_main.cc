@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   cli::ModelOptions orch_model;
   std::string orch_costs, orch_strategy = "optimal", orch_device = "cpu", orch_target, orch_db,
                           orch_gpu;
+  bool orch_tf32 = false;
   int orch_threads = 0;
   std::string orch_compiler;
   bool orch_json = false;
@@ -91,6 +92,9 @@ int main(int argc, char** argv) {
   orchestrate->add_option("--gpu", orch_gpu,
                           "--target cuda: the GPU whose fingerprint in the database contains "
                           "TEXT (default: the GPU here, else the database's only one)");
+  orchestrate->add_flag("--tf32", orch_tf32,
+                        "--target cuda: costs measured with TF32 library math (kora profile "
+                        "--tf32)");
   orchestrate->add_option("--db", orch_db,
                           "profile database (default $KORA_PROFILE_DB, else "
                           "~/.cache/kora/profiles.db); implies --target cpu");
@@ -111,6 +115,7 @@ int main(int argc, char** argv) {
   std::string prof_target = "cpu", prof_db, prof_arch, prof_job;
   bool prof_no_measure = false;
   int prof_schedules = 0;
+  bool prof_tf32 = false;
   kora::ProfileOptions prof;
   bool prof_json = false;
   CLI::App* profile = app.add_subcommand(
@@ -138,6 +143,9 @@ int main(int argc, char** argv) {
                    "--target cuda: measure at most N schedules per generated kernel, the "
                    "default first (default: all; large models have thousands of kernels)")
       ->check(CLI::NonNegativeNumber);
+  profile->add_flag("--tf32", prof_tf32,
+                    "--target cuda: cuBLAS and cuDNN with TF32 tensor-core math (faster, about "
+                    "1e-3 relative error; stored apart from full float32 measurements)");
   profile->add_option("--db", prof_db,
                       "profile database (default $KORA_PROFILE_DB, else "
                       "~/.cache/kora/profiles.db)");
@@ -217,7 +225,7 @@ int main(int argc, char** argv) {
         if (orch_target == "cuda") {
           orch.candidates = kora::cuda_candidate_options(g, orch.candidates);
           auto cuda = std::make_unique<kora::ProfileDbCost>(
-              db, kora::cuda_target_device(*db, orch_gpu, nullptr),
+              db, kora::cuda_target_device(*db, orch_gpu, nullptr, orch_tf32),
               std::make_unique<kora::RooflineCost>(kora::device_params("h100")));
           cuda->penalize_failed(kora::kCudaFailedKernelMs);
           costs = std::move(cuda);
@@ -259,6 +267,7 @@ int main(int argc, char** argv) {
                                          .string();
         cuda.run_worker = !prof_no_measure;
         cuda.kernels.max_schedules = prof_schedules;
+        cuda.kernels.tf32 = prof_tf32;
         std::cout << "database " << db.path() << "\n"
                   << kora::format_cuda_profile_summary(kora::profile_model_cuda(g, db, cuda));
         return 0;

@@ -538,6 +538,38 @@ TEST(CudaJob, FusedConvolutionEpiloguesMatchTheInterpreter) {
   EXPECT_EQ(merged.stored, merged.results);
 }
 
+// TF32 library math is an explicit option: its library calls say so, its job's generator
+// revision and so its fingerprint carry " tf32", and orchestration finds those measurements
+// only when asked for TF32.
+TEST(CudaJob, Tf32MeasurementsAreAnotherDevice) {
+  if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
+  const PrimGraph g = job_graph();
+  kora_test::TempDir tmp;
+  CudaKernelsOptions options = job_options(tmp);
+  options.tf32 = true;
+  compile_cuda_kernels(g, options);
+  const CudaJob job = read_cuda_job(options.job_dir);
+  EXPECT_EQ(job.codegen, cuda_codegen_revision() + " tf32");
+  int library = 0;
+  for (const CudaJobKernel& k : job.kernels) {
+    if (k.library.empty()) continue;
+    EXPECT_TRUE(k.library == "cublas_gemm" ? k.gemm.tf32 : k.conv.tf32) << k.name;
+    ++library;
+  }
+  EXPECT_GT(library, 0);
+  emulate_worker(g, options, options.job_dir, tmp.file("emulated"));
+  ProfileDb db(tmp.file("profiles.db"));
+  const CudaMergeSummary merged = merge_cuda_results(g, options.job_dir, db, options);
+  EXPECT_NE(merged.device.find("|kora-cuda-gen 1 tf32"), std::string::npos) << merged.device;
+  EXPECT_GT(merged.stored, 0);
+  if (!cuda_device_unavailable().empty()) {  // no GPU here: the database's GPU
+    std::string arch;
+    EXPECT_EQ(cuda_target_device(db, "", &arch, true), merged.device);
+    EXPECT_EQ(arch, job.arch);
+    EXPECT_THROW(cuda_target_device(db, "", &arch, false), Error);
+  }
+}
+
 #ifdef KORA_CUDA_WORKER_PATH
 TEST(CudaWorker, WithoutAGpuSaysSoAndLinksOnlyTheCRuntime) {
   std::mt19937 rng(2);
