@@ -38,7 +38,7 @@ struct ArtifactCommands::Options {
   // compile
   ModelOptions model;
   std::string target = "cpu", out, strategy = "optimal", db, compiler, gpu;
-  int threads = 0;
+  int threads = 0, schedules = 0;
   bool no_measure = false, json = false, tf32 = false;
   OrchestrationOptions orch;
   // run and check
@@ -113,6 +113,7 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
     prof.kernels.partition = o.orch.partition;
     prof.kernels.progress = &std::cerr;
     prof.kernels.tf32 = o.tf32;
+    prof.kernels.max_schedules = o.schedules;
     prof.kernels.job_dir = (std::filesystem::path(db->path()).parent_path() / "cuda-jobs" /
                             (graph.name + "-" + prof.kernels.arch))
                                .string();
@@ -348,6 +349,11 @@ ArtifactCommands::ArtifactCommands(CLI::App& app) : o_(std::make_unique<Options>
   o.compile->add_option("--gpu", o.gpu,
                         "--target cuda: compile for the GPU whose fingerprint in the database "
                         "contains TEXT (default: the GPU here, else the database's only one)");
+  o.compile
+      ->add_option("--schedules", o.schedules,
+                   "--target cuda with a GPU here: measure at most N schedules per generated "
+                   "kernel, the default first (default: all)")
+      ->check(CLI::NonNegativeNumber);
   o.compile->add_flag("--tf32", o.tf32,
                       "--target cuda: cuBLAS and cuDNN with TF32 tensor-core math (an explicit "
                       "option: about 1e-3 relative error; default full float32)");
