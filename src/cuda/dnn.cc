@@ -17,22 +17,19 @@ namespace kora {
 #ifdef KORA_HAVE_CUDA
 namespace {
 
-#define KORA_DNN_FUNCTIONS(X)                                                                  \
-  X(cudnnCreate)                                                                               \
-  X(cudnnSetStream)                                                                            \
-  X(cudnnDestroy)                                                                              \
-  X(cudnnGetVersion)                                                                           \
-  X(cudnnGetErrorString)                                                                       \
-  X(cudnnCreateTensorDescriptor)                                                               \
-  X(cudnnDestroyTensorDescriptor)                                                              \
-  X(cudnnSetTensorNdDescriptor)                                                                \
-  X(cudnnCreateFilterDescriptor) X(cudnnDestroyFilterDescriptor) X(cudnnSetFilterNdDescriptor) \
-      X(cudnnCreateConvolutionDescriptor) X(cudnnDestroyConvolutionDescriptor)                 \
-          X(cudnnSetConvolutionNdDescriptor) X(cudnnSetConvolutionGroupCount)                  \
-              X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionForwardWorkspaceSize)        \
-                  X(cudnnConvolutionForward) X(cudnnConvolutionBiasActivationForward)          \
-                      X(cudnnCreateActivationDescriptor) X(cudnnSetActivationDescriptor)       \
-                          X(cudnnDestroyActivationDescriptor)
+// clang-format off
+#define KORA_DNN_FUNCTIONS(X)                                                                \
+  X(cudnnCreate) X(cudnnSetStream) X(cudnnDestroy) X(cudnnGetVersion) X(cudnnGetErrorString) \
+  X(cudnnCreateTensorDescriptor) X(cudnnDestroyTensorDescriptor)                             \
+  X(cudnnSetTensorNdDescriptor) X(cudnnCreateFilterDescriptor)                               \
+  X(cudnnDestroyFilterDescriptor) X(cudnnSetFilterNdDescriptor)                              \
+  X(cudnnCreateConvolutionDescriptor) X(cudnnDestroyConvolutionDescriptor)                   \
+  X(cudnnSetConvolutionNdDescriptor) X(cudnnSetConvolutionGroupCount)                        \
+  X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionForwardWorkspaceSize)                  \
+  X(cudnnConvolutionForward) X(cudnnConvolutionBiasActivationForward)                        \
+  X(cudnnCreateActivationDescriptor) X(cudnnSetActivationDescriptor)                         \
+  X(cudnnDestroyActivationDescriptor)
+// clang-format on
 
 struct Dnn {
 #define KORA_MEMBER(f) decltype(&::f) f = nullptr;

@@ -43,10 +43,12 @@ struct Driver {
   CUresult (*call_elapsed)(float*, CUevent, CUevent) = nullptr;
   // Streams and graph capture, optional: without them plans run launch by launch on the
   // default stream.
+// clang-format off
 #define KORA_OPTIONAL_FUNCTIONS(X)                                                        \
-  X(cuStreamCreate)                                                                       \
-  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamBeginCapture) X(cuStreamEndCapture) \
-      X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy)
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamBeginCapture)     \
+  X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphDestroy) \
+  X(cuGraphExecDestroy)
+  // clang-format on
 #define KORA_MEMBER(f) decltype(&f) call_##f = nullptr;
   KORA_OPTIONAL_FUNCTIONS(KORA_MEMBER)
 #undef KORA_MEMBER
