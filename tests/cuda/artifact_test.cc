@@ -27,6 +27,8 @@
 #include "kora/cuda_kernels.h"
 #include "kora/cuda_library.h"
 #include "kora/error.h"
+#include "kora/fission.h"
+#include "kora/frontend.h"
 #include "kora/interpreter.h"
 #include "kora/npy.h"
 #include "kora/orchestration.h"
@@ -231,6 +233,16 @@ int run(const std::string& command, std::string* output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// The emulated library of `kernels` (tests/cuda/emulator.h), compiled into `cache`.
+std::string emulated_library(const std::vector<CudaKernel>& kernels, const PrimGraph& g,
+                             const std::string& cache) {
+  CompileOptions compile;
+  compile.cache_dir = cache;
+  compile.flags = {"-O0", "-fPIC", "-shared", "-std=c++17", "-w"};
+  return cache + "/" + compile_shared(kora_cuda_test::emulated_program(kernels, g), compile).key +
+         ".so";
+}
+
 TEST(CudaArtifact, RunsOnAFakeDriverLikeTheInterpreter) {
   const PrimGraph g = artifact_graph(false);  // the fake has no cuDNN
   for (const std::string strategy : {"optimal", "unfused"}) {
@@ -252,12 +264,7 @@ TEST(CudaArtifact, RunsOnAFakeDriverLikeTheInterpreter) {
         kernels.push_back(generate_cuda_kernel(g, dag, make_candidate(dag, plan.kernels[i].prims),
                                                "kora_k" + std::to_string(i),
                                                CudaSchedule::from_key(m.kernels[i].schedule)));
-    CompileOptions compile;
-    compile.cache_dir = tmp.file("emulated");
-    compile.flags = {"-O0", "-fPIC", "-shared", "-std=c++17", "-w"};
-    const std::string lib =
-        compile.cache_dir + "/" +
-        compile_shared(kora_cuda_test::emulated_program(kernels, g), compile).key + ".so";
+    const std::string lib = emulated_library(kernels, g, tmp.file("emulated"));
     for (const std::string& cubin : m.libraries) std::ofstream(art + "/" + cubin) << lib << '\0';
 
     const std::map<std::string, Tensor> inputs = random_inputs(g);
@@ -280,6 +287,91 @@ TEST(CudaArtifact, RunsOnAFakeDriverLikeTheInterpreter) {
       EXPECT_LT(relative_l2(got, value), 1e-5) << name;
     }
   }
+}
+
+// The whole flow of a machine with a GPU, on the fake one: kora profile --target cuda runs
+// the worker and stores the checked results under the fake GPU's fingerprint; kora compile
+// --target cuda finds that GPU here, measures nothing more and orchestrates with measured
+// costs only; kora run gives what the interpreter gives. Every module the fake loads is
+// the emulated library of the kernels the step launches (FAKE_CUDA_MODULE).
+TEST(CudaArtifact, ProfileCompileAndRunOnAFakeGpu) {
+  kora_test::TempDir tmp;
+  kora_test::ModelBuilder mb;
+  std::vector<float> w(32 * 16), table(10 * 16);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 7919) % 13) / 13 - 0.5f;
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<float>(i % 11) / 11;
+  mb.input("x", {4, 32}).input("ids", {2, 3}, onnx::TensorProto::INT64);
+  mb.init_f32("w", {32, 16}, w).init_f32("table", {10, 16}, table);
+  mb.node("MatMul", {"x", "w"}, {"m"});
+  mb.node("Softmax", {"m"}, {"s"}, {kora_test::attr_i("axis", -1)});
+  mb.node("Gather", {"table", "ids"}, {"e"});
+  mb.node("Relu", {"e"}, {"r"});
+  mb.output("s").output("r", onnx::TensorProto::FLOAT);
+  const std::string model = mb.save(tmp);
+  const PrimGraph g = fission(import_onnx(model));
+
+  // The measuring job's kernels, named as compile_cuda_kernels names them.
+  std::vector<CudaKernel> job_kernels;
+  for_each_cuda_candidate(g, CudaKernelsOptions{}, [&](const KernelDag& sub, const Candidate& c) {
+    if (!cuda_codegen_supports(g, sub, c)) return;
+    const std::vector<CudaSchedule> space = cuda_schedule_space(g, sub, c);
+    for (size_t k = 0; k < std::min<size_t>(2, space.size()); ++k)  // --schedules 2
+      job_kernels.push_back(generate_cuda_kernel(
+          g, sub, c, "kora_" + signature_hex(c.signature) + "_" + std::to_string(k), space[k]));
+  });
+  const std::string env =
+      std::string("KORA_CUDA_DRIVER=") + KORA_FAKE_CUDA_PATH +
+      " KORA_CUBLAS=" + KORA_FAKE_CUDA_PATH +
+      " KORA_CUDNN=/nonexistent/libcudnn.so KORA_CUDA_WORKER=" + KORA_CUDA_WORKER_PATH +
+      " KORA_KERNEL_CACHE=" + tmp.file("cache") + " KORA_PROFILE_DB=" + tmp.file("profiles.db") +
+      " ";
+  std::string out;
+  ASSERT_EQ(run(env + "FAKE_CUDA_MODULE=" + emulated_library(job_kernels, g, tmp.file("emu")) +
+                    " " + KORA_CLI_PATH + " profile " + model + " --target cuda --schedules 2",
+                &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("device cuda|Fake GPU|sm_80|4 SMs|driver 13000|cublas 130000"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(" stored, 0 failed"), std::string::npos) << out;
+
+  const std::string art = tmp.file("art");
+  out.clear();
+  ASSERT_EQ(run(env + KORA_CLI_PATH + " compile " + model + " --target cuda -o " + art, &out), 0)
+      << out;
+  EXPECT_NE(out.find("target cuda, sm_80, costs of cuda|Fake GPU"), std::string::npos) << out;
+  EXPECT_NE(out.find(" 0 from the roofline model"), std::string::npos) << out;
+  EXPECT_NE(out.find("profile: 0 implementations measured now"), std::string::npos) << out;
+
+  // The artifact's kernels, regenerated from its manifest.
+  const Manifest m = read_manifest(art);
+  const KernelDag dag = kernel_dag_of(g);
+  std::map<std::string, int> prim_index;
+  for (int i = 0; i < static_cast<int>(g.prims.size()); ++i) prim_index[g.prims[i].name] = i;
+  std::vector<CudaKernel> kernels;
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    if (!m.kernels[i].cuda.library.empty()) continue;
+    std::vector<int> nodes;
+    for (const std::string& p : m.kernels[i].primitives) nodes.push_back(prim_index.at(p));
+    std::sort(nodes.begin(), nodes.end());
+    kernels.push_back(generate_cuda_kernel(g, dag, make_candidate(dag, nodes),
+                                           "kora_k" + std::to_string(i),
+                                           CudaSchedule::from_key(m.kernels[i].schedule)));
+  }
+  std::map<std::string, Tensor> inputs = random_inputs(g);
+  for (int64_t i = 0; i < inputs.at("ids").numel(); ++i)  // the table has 10 rows
+    set_element_int(inputs.at("ids"), i, (inputs.at("ids").int64_at(i) + 7) % 10);
+  std::string command = env + "FAKE_CUDA_MODULE=" + emulated_library(kernels, g, tmp.file("emu")) +
+                        " " + KORA_CLI_PATH + " run " + art + " --output-dir " + tmp.file("out");
+  for (const auto& [name, value] : inputs) {
+    write_npy(tmp.file(name + ".npy"), value);
+    command += " --input " + name + "=" + tmp.file(name + ".npy");
+  }
+  out.clear();
+  ASSERT_EQ(run(command, &out), 0) << out;
+  for (const auto& [name, value] : interpret(g, inputs))
+    EXPECT_LT(relative_l2(read_npy(tmp.file("out") + "/" + name + ".npy"), value), 1e-5) << name;
 }
 #endif
 

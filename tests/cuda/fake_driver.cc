@@ -5,7 +5,8 @@
 // kora_emu_F entry and kora_emu_F_arity; a launch runs the emulation; events read the
 // steady clock; GEMMs are cuBLAS's column-major definition. Faults to inject, by function
 // name: $FAKE_CUDA_CRASH_ON aborts the process in the launch, $FAKE_CUDA_FAIL_ON returns
-// CUDA_ERROR_LAUNCH_FAILED.
+// CUDA_ERROR_LAUNCH_FAILED. $FAKE_CUDA_MODULE, when set, is loaded for every module image
+// (kora's own NVRTC cubins then stand for the emulated kernels of the same names).
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -104,7 +105,10 @@ CUresult cuMemsetD8(CUdeviceptr p, unsigned char value, size_t bytes) {
   return CUDA_SUCCESS;
 }
 CUresult cuModuleLoadData(CUmodule* module, const void* image) {
-  void* lib = ::dlopen(static_cast<const char*>(image), RTLD_NOW | RTLD_LOCAL);
+  // $FAKE_CUDA_MODULE: every module is that library (real cubins cannot run here).
+  const char* every = std::getenv("FAKE_CUDA_MODULE");
+  void* lib =
+      ::dlopen(every && *every ? every : static_cast<const char*>(image), RTLD_NOW | RTLD_LOCAL);
   if (!lib) return CUDA_ERROR_INVALID_IMAGE;
   *module = reinterpret_cast<CUmodule>(lib);
   return CUDA_SUCCESS;
