@@ -1,7 +1,8 @@
 #!/bin/bash
 # The GPU mode of `make bench` (make bench BENCH_TARGET=cuda): the model zoo on the GPU here.
-# Per model: kora profile --target cuda (the first N schedules of each generated kernel,
-# every cuDNN algorithm), kora compile --target cuda with each strategy (optimal, greedy,
+# Per model: kora profile --target cuda (every kernel's default schedule and every cuDNN
+# algorithm, then all schedules of the generated kernels slower than 10 us; or the first N
+# schedules of each with --schedules N), kora compile --target cuda with each strategy (optimal, greedy,
 # unfused), kora check against onnxruntime on the CPU, then bench/gpu_bench.py times the
 # artifacts against PyTorch eager and torch.compile (and onnxruntime's CUDA provider where
 # installed). Results: bench/results/DATE-gpu.json and a table at the end.
@@ -12,11 +13,11 @@ set -u
 KORA=$1 ZOO=$2
 shift 2
 MODELS="mobilenet_v2,resnet50,candy,efficientvit_b0,vit_b_16,bert_base,segformer_b0,yolov8n"
-SCHEDULES=2 ITERS=200 AUTOTUNE=
+SCHEDULES= ITERS=200 AUTOTUNE=
 while [ $# -gt 0 ]; do
   case $1 in
     --models) MODELS=$2; shift 2 ;;
-    --schedules) SCHEDULES=$2; shift 2 ;;
+    --schedules) SCHEDULES="--schedules $2"; shift 2 ;;
     --iters) ITERS=$2; shift 2 ;;
     --max-autotune) AUTOTUNE=--max-autotune; shift ;;
     *) echo "gpu_zoo.sh: unknown argument $1" >&2; exit 2 ;;
@@ -32,7 +33,7 @@ fi
 failed=0
 for m in ${MODELS//,/ }; do
   echo "== $m"
-  "$KORA" profile "$ZOO/$m.onnx" --target cuda --schedules "$SCHEDULES" 2>&1 | grep -E "^(kernels|results|device)"
+  "$KORA" profile "$ZOO/$m.onnx" --target cuda $SCHEDULES 2>&1 | grep -E "^(kernels|results|device|tuned)"
   for s in optimal greedy unfused; do
     "$KORA" compile "$ZOO/$m.onnx" --target cuda --strategy $s --no-measure -o "$ART/$m-$s" 2>&1 |
       grep -E "error|CUDA kernels"

@@ -28,8 +28,11 @@ struct CudaKernelsOptions {
   PartitionOptions partition;
   int kernels_per_program = 64;
   // Schedules per generated kernel: the first N of cuda_schedule_space (the default first);
-  // 0: all. Large models have thousands of kernels with up to 30 schedules each.
+  // 0: all. Large models have thousands of kernels with up to 30 schedules each. (For
+  // profile_model_cuda, -1: the default schedules, then all of the kernels that matter.)
   int max_schedules = 0;
+  int first_schedule = 0;  // schedules before this index are left out (already measured)
+  bool library = true;     // false: cuBLAS / cuDNN kernels are left out
   // cuBLAS and cuDNN with TF32 tensor-core math (about 1e-3 relative error) instead of full
   // float32: an explicit option, measured and stored as another device fingerprint.
   bool tf32 = false;

@@ -60,9 +60,12 @@ CudaMergeSummary merge_cuda_results(const PrimGraph& graph, const std::string& d
 struct CudaProfileOptions {
   CudaKernelsOptions kernels;  // kernels.job_dir: where the job goes (required)
   double tolerance = 1e-4;     // relative L2 error vs the interpreter
-  bool run_worker = true;      // run the worker when this machine has a usable GPU
-  std::string worker;          // the worker program; empty: $KORA_CUDA_WORKER, else
-                               // kora-cuda-worker next to the running executable
+  // With a GPU here and kernels.max_schedules -1: every kernel's default schedule first,
+  // then every schedule of the generated kernels whose default took at least tune_ms.
+  double tune_ms = 0.01;
+  bool run_worker = true;  // run the worker when this machine has a usable GPU
+  std::string worker;      // the worker program; empty: $KORA_CUDA_WORKER, else
+                           // kora-cuda-worker next to the running executable
 };
 
 struct CudaProfileSummary {
@@ -71,6 +74,10 @@ struct CudaProfileSummary {
   bool merged = false;  // results were checked and stored (merge below)
   CudaMergeSummary merge;
   std::string next;  // when nothing was stored: what to do to measure
+  // The second round (kernels.max_schedules -1): kernels whose every schedule was then
+  // measured, and what was stored.
+  int64_t tuned = 0;
+  CudaMergeSummary tune;
 };
 
 CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,

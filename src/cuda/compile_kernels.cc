@@ -149,6 +149,7 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
         const std::optional<CudaGemm> gemm = cuda_gemm_plan(graph, sub, c);
         const std::optional<CudaConv> conv = gemm ? std::nullopt : cuda_conv_plan(graph, sub, c);
         if (gemm || conv) {
+          if (!options.library) return;
           CudaJobKernel k;
           k.signature = c.signature;
           k.program = -1;
@@ -180,7 +181,8 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
         std::vector<CudaSchedule> space = cuda_schedule_space(graph, sub, c);
         if (options.max_schedules > 0 && space.size() > static_cast<size_t>(options.max_schedules))
           space.resize(static_cast<size_t>(options.max_schedules));
-        for (size_t k = 0; k < space.size(); ++k) {
+        for (size_t k = static_cast<size_t>(std::max(0, options.first_schedule)); k < space.size();
+             ++k) {
           CudaKernel kernel = generate_cuda_kernel(
               graph, sub, c, "kora_" + signature_hex(c.signature) + "_" + std::to_string(k),
               space[k]);

@@ -12,6 +12,8 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "base/read_file.h"
@@ -205,22 +207,17 @@ std::string cuda_target_device(const ProfileDb& db, const std::string& gpu, std:
   return found[0];
 }
 
-CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
-                                      const CudaProfileOptions& options) {
-  if (options.kernels.job_dir.empty()) throw Error("profile_model_cuda: no job directory");
-  const std::string& dir = options.kernels.job_dir;
-  CudaProfileSummary summary;
-  CudaKernelsOptions kernels = options.kernels;
-  std::string why = "measuring was not asked for";
-  std::unique_ptr<CudaDevice> device = options.run_worker ? CudaDevice::open(0, &why) : nullptr;
-  const bool gpu_here = device != nullptr;
-  if (device) {  // the GPU is here: what the database holds for it is not measured again
-    const std::string fp = local_cuda_fingerprint(*device, kernels.tf32);
-    kernels.known = [&db, fp](uint64_t signature) { return db.known(fp, signature); };
-    device.reset();  // the worker opens it
-  }
-  summary.kernels = compile_cuda_kernels(graph, kernels);
+namespace {
 
+// One round: the job of `kernels` written to kernels.job_dir, measured where the GPU is
+// here, checked and stored.
+CudaProfileSummary profile_round(const PrimGraph& graph, ProfileDb& db,
+                                 const CudaProfileOptions& options,
+                                 const CudaKernelsOptions& kernels, bool gpu_here,
+                                 const std::string& why) {
+  const std::string& dir = kernels.job_dir;
+  CudaProfileSummary summary;
+  summary.kernels = compile_cuda_kernels(graph, kernels);
   bool results = std::filesystem::exists(cuda_results_file(dir));
   if (results) {  // results of an older job are measured again where a GPU is here
     try {
@@ -268,6 +265,51 @@ CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
   return summary;
 }
 
+}  // namespace
+
+CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
+                                      const CudaProfileOptions& options) {
+  if (options.kernels.job_dir.empty()) throw Error("profile_model_cuda: no job directory");
+  CudaKernelsOptions kernels = options.kernels;
+  std::string why = "measuring was not asked for";
+  std::unique_ptr<CudaDevice> device = options.run_worker ? CudaDevice::open(0, &why) : nullptr;
+  const bool gpu_here = device != nullptr;
+  std::string fp;
+  if (device) {  // the GPU is here: what the database holds for it is not measured again
+    fp = local_cuda_fingerprint(*device, kernels.tf32);
+    kernels.known = [&db, fp](uint64_t signature) { return db.known(fp, signature); };
+    device.reset();  // the worker opens it
+  }
+  // -1: with the GPU here, two rounds (defaults, then the kernels that matter); else all.
+  const bool two_rounds = gpu_here && kernels.max_schedules < 0;
+  if (kernels.max_schedules < 0) kernels.max_schedules = two_rounds ? 1 : 0;
+  CudaProfileSummary summary = profile_round(graph, db, options, kernels, gpu_here, why);
+  if (!two_rounds) return summary;
+
+  // The generated kernels whose default schedule took at least tune_ms and whose other
+  // schedules are not measured yet: all of their schedules.
+  std::set<uint64_t> tune;
+  CudaKernelsOptions every = options.kernels;
+  every.known = nullptr;
+  for_each_cuda_candidate(graph, every, [&](const KernelDag& sub, const Candidate& c) {
+    if (!cuda_codegen_supports(graph, sub, c)) return;  // a library call: all measured
+    const size_t space = cuda_schedule_space(graph, sub, c).size();
+    if (space < 2 || db.records(fp, c.signature).size() >= space) return;
+    const std::optional<ProfileRecord> best = db.best(fp, c.signature);
+    if (best && best->median_ms >= options.tune_ms) tune.insert(c.signature);
+  });
+  summary.tuned = static_cast<int64_t>(tune.size());
+  if (tune.empty()) return summary;
+  CudaKernelsOptions rest = options.kernels;
+  rest.max_schedules = 0;
+  rest.first_schedule = 1;
+  rest.library = false;
+  rest.known = [&tune](uint64_t signature) { return tune.count(signature) == 0; };
+  rest.job_dir = options.kernels.job_dir + "-tune";
+  summary.tune = profile_round(graph, db, options, rest, true, why).merge;
+  return summary;
+}
+
 std::string format_cuda_profile_summary(const CudaProfileSummary& s) {
   std::ostringstream os;
   os << format_cuda_kernels_summary(s.kernels);
@@ -283,6 +325,13 @@ std::string format_cuda_profile_summary(const CudaProfileSummary& s) {
          << "): " << f.error.substr(0, f.error.find('\n')) << "\n";
   } else if (!s.next.empty()) {
     os << "job " << s.kernels.job_kernels << " implementations; " << s.next << "\n";
+  }
+  if (s.tuned > 0) {
+    os << "tuned " << s.tuned << " kernels (every schedule): " << s.tune.results << " results, "
+       << s.tune.stored << " stored, " << s.tune.failures.size() << " failed\n";
+    for (const ProfileFailure& f : s.tune.failures)
+      os << "failed: " << signature_hex(f.signature) << " " << f.schedule << " (" << f.kernel
+         << "): " << f.error.substr(0, f.error.find('\n')) << "\n";
   }
   return os.str();
 }

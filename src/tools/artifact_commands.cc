@@ -38,7 +38,7 @@ struct ArtifactCommands::Options {
   // compile
   ModelOptions model;
   std::string target = "cpu", out, strategy = "optimal", db, compiler, gpu;
-  int threads = 0, schedules = 0;
+  int threads = 0, schedules = -1;
   bool no_measure = false, json = false, tf32 = false;
   OrchestrationOptions orch;
   // run and check
@@ -351,8 +351,9 @@ ArtifactCommands::ArtifactCommands(CLI::App& app) : o_(std::make_unique<Options>
                         "contains TEXT (default: the GPU here, else the database's only one)");
   o.compile
       ->add_option("--schedules", o.schedules,
-                   "--target cuda with a GPU here: measure at most N schedules per generated "
-                   "kernel, the default first (default: all)")
+                   "--target cuda with a GPU here: measure the first N schedules of each "
+                   "generated kernel; 0: all (default: every default schedule, then all "
+                   "schedules of the kernels slower than 10 us)")
       ->check(CLI::NonNegativeNumber);
   o.compile->add_flag("--tf32", o.tf32,
                       "--target cuda: cuBLAS and cuDNN with TF32 tensor-core math (an explicit "

@@ -114,7 +114,8 @@ int main(int argc, char** argv) {
   cli::ModelOptions prof_model;
   std::string prof_target = "cpu", prof_db, prof_arch, prof_job;
   bool prof_no_measure = false;
-  int prof_schedules = 0;
+  int prof_schedules = -1;
+  double prof_tune_ms = kora::CudaProfileOptions().tune_ms;
   bool prof_tf32 = false;
   kora::ProfileOptions prof;
   bool prof_json = false;
@@ -140,8 +141,15 @@ int main(int argc, char** argv) {
                     "--target cuda: write the job only, even when a GPU is here");
   profile
       ->add_option("--schedules", prof_schedules,
-                   "--target cuda: measure at most N schedules per generated kernel, the "
-                   "default first (default: all; large models have thousands of kernels)")
+                   "--target cuda: measure the first N schedules of each generated kernel (the "
+                   "default first); 0: all. Default: with a GPU here, every kernel's default "
+                   "schedule, then all schedules of the kernels slower than --tune-ms; without "
+                   "one, all")
+      ->check(CLI::NonNegativeNumber);
+  profile
+      ->add_option("--tune-ms", prof_tune_ms,
+                   "--target cuda: the default schedule's time from which a kernel gets all "
+                   "its schedules measured (default 0.01 ms)")
       ->check(CLI::NonNegativeNumber);
   profile->add_flag("--tf32", prof_tf32,
                     "--target cuda: cuBLAS and cuDNN with TF32 tensor-core math (faster, about "
@@ -267,6 +275,7 @@ int main(int argc, char** argv) {
                                          .string();
         cuda.run_worker = !prof_no_measure;
         cuda.kernels.max_schedules = prof_schedules;
+        cuda.tune_ms = prof_tune_ms;
         cuda.kernels.tf32 = prof_tf32;
         std::cout << "database " << db.path() << "\n"
                   << kora::format_cuda_profile_summary(kora::profile_model_cuda(g, db, cuda));

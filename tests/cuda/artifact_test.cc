@@ -338,7 +338,10 @@ TEST(CudaArtifact, ProfileCompileAndRunOnAFakeGpu) {
 
   const std::string art = tmp.file("art");
   out.clear();
-  ASSERT_EQ(run(env + KORA_CLI_PATH + " compile " + model + " --target cuda -o " + art, &out), 0)
+  ASSERT_EQ(
+      run(env + KORA_CLI_PATH + " compile " + model + " --target cuda --schedules 2 -o " + art,
+          &out),
+      0)
       << out;
   EXPECT_NE(out.find("target cuda, sm_80, costs of cuda|Fake GPU"), std::string::npos) << out;
   EXPECT_NE(out.find(" 0 from the roofline model"), std::string::npos) << out;
@@ -372,6 +375,53 @@ TEST(CudaArtifact, ProfileCompileAndRunOnAFakeGpu) {
   ASSERT_EQ(run(command, &out), 0) << out;
   for (const auto& [name, value] : interpret(g, inputs))
     EXPECT_LT(relative_l2(read_npy(tmp.file("out") + "/" + name + ".npy"), value), 1e-5) << name;
+}
+
+// kora profile --target cuda with the GPU here measures every kernel's default schedule,
+// then every schedule of the generated kernels whose default took at least --tune-ms, once.
+TEST(CudaArtifact, ProfileTunesTheSlowKernelsOnAFakeGpu) {
+  kora_test::TempDir tmp;
+  kora_test::ModelBuilder mb;
+  mb.input("x", {8, 64}).init_f32("k", {64}, std::vector<float>(64, 0.5f));
+  mb.node("Relu", {"x"}, {"r"});
+  mb.node("Mul", {"r", "k"}, {"m"});
+  mb.node("Sigmoid", {"m"}, {"y"});
+  mb.output("y");
+  const std::string model = mb.save(tmp);
+  const PrimGraph g = fission(import_onnx(model));
+  std::vector<CudaKernel> kernels;
+  std::map<uint64_t, size_t> spaces;  // generated kernel -> its schedules
+  for_each_cuda_candidate(g, CudaKernelsOptions{}, [&](const KernelDag& sub, const Candidate& c) {
+    const std::vector<CudaSchedule> space = cuda_schedule_space(g, sub, c);
+    spaces[c.signature] = space.size();
+    for (size_t k = 0; k < space.size(); ++k)
+      kernels.push_back(generate_cuda_kernel(
+          g, sub, c, "kora_" + signature_hex(c.signature) + "_" + std::to_string(k), space[k]));
+  });
+  ASSERT_GE(spaces.size(), 3u);
+  const std::string db_path = tmp.file("profiles.db");
+  const std::string profile =
+      std::string("KORA_CUDA_DRIVER=") + KORA_FAKE_CUDA_PATH +
+      " KORA_CUBLAS=" + KORA_FAKE_CUDA_PATH + " KORA_CUDA_WORKER=" + KORA_CUDA_WORKER_PATH +
+      " KORA_KERNEL_CACHE=" + tmp.file("cache") +
+      " FAKE_CUDA_MODULE=" + emulated_library(kernels, g, tmp.file("emu")) + " " + KORA_CLI_PATH +
+      " profile " + model + " --target cuda --db " + db_path + " --tune-ms ";
+  auto records = [&](uint64_t signature) {
+    const ProfileDb db(db_path);
+    return db.records(db.devices().at(0), signature).size();
+  };
+  std::string out;
+  ASSERT_EQ(run(profile + "1000", &out), 0) << out;  // nothing that slow: defaults only
+  EXPECT_EQ(out.find("tuned"), std::string::npos) << out;
+  for (const auto& [signature, space] : spaces) EXPECT_EQ(records(signature), 1u);
+  out.clear();
+  ASSERT_EQ(run(profile + "0", &out), 0) << out;  // every kernel: all its schedules
+  EXPECT_NE(out.find("tuned " + std::to_string(spaces.size()) + " kernels"), std::string::npos)
+      << out;
+  for (const auto& [signature, space] : spaces) EXPECT_EQ(records(signature), space);
+  out.clear();
+  ASSERT_EQ(run(profile + "0", &out), 0) << out;  // measured once
+  EXPECT_EQ(out.find("tuned"), std::string::npos) << out;
 }
 #endif
 
