@@ -289,27 +289,15 @@ TEST(CudaArtifact, RunsOnAFakeDriverLikeTheInterpreter) {
   }
 }
 
-// The whole flow of a machine with a GPU, on the fake one: kora profile --target cuda runs
-// the worker and stores the checked results under the fake GPU's fingerprint; kora compile
-// --target cuda finds that GPU here, measures nothing more and orchestrates with measured
-// costs only; kora run gives what the interpreter gives. Every module the fake loads is
-// the emulated library of the kernels the step launches (FAKE_CUDA_MODULE).
-TEST(CudaArtifact, ProfileCompileAndRunOnAFakeGpu) {
-  kora_test::TempDir tmp;
-  kora_test::ModelBuilder mb;
-  std::vector<float> w(32 * 16), table(10 * 16);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 7919) % 13) / 13 - 0.5f;
-  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<float>(i % 11) / 11;
-  mb.input("x", {4, 32}).input("ids", {2, 3}, onnx::TensorProto::INT64);
-  mb.init_f32("w", {32, 16}, w).init_f32("table", {10, 16}, table);
-  mb.node("MatMul", {"x", "w"}, {"m"});
-  mb.node("Softmax", {"m"}, {"s"}, {kora_test::attr_i("axis", -1)});
-  mb.node("Gather", {"table", "ids"}, {"e"});
-  mb.node("Relu", {"e"}, {"r"});
-  mb.output("s").output("r", onnx::TensorProto::FLOAT);
-  const std::string model = mb.save(tmp);
-  const PrimGraph g = fission(import_onnx(model));
-
+// The whole flow of a machine with a GPU, on the fake one, for `model`: kora profile
+// --target cuda --schedules 2 runs the worker and stores the checked results under the
+// fake GPU's fingerprint (its output in *profiled); kora compile --target cuda finds that
+// GPU here, measures nothing more and orchestrates with measured costs only; kora run gives
+// what the interpreter gives on `inputs`. Every module the fake loads is the emulated
+// library of the kernels the step launches (FAKE_CUDA_MODULE); `env`: more variables.
+void fake_gpu_flow(const kora_test::TempDir& tmp, const std::string& model, const PrimGraph& g,
+                   const std::map<std::string, Tensor>& inputs, const std::string& env_more,
+                   std::string* profiled) {
   // The measuring job's kernels, named as compile_cuda_kernels names them.
   std::vector<CudaKernel> job_kernels;
   for_each_cuda_candidate(g, CudaKernelsOptions{}, [&](const KernelDag& sub, const Candidate& c) {
@@ -319,13 +307,12 @@ TEST(CudaArtifact, ProfileCompileAndRunOnAFakeGpu) {
       job_kernels.push_back(generate_cuda_kernel(
           g, sub, c, "kora_" + signature_hex(c.signature) + "_" + std::to_string(k), space[k]));
   });
-  const std::string env =
-      std::string("KORA_CUDA_DRIVER=") + KORA_FAKE_CUDA_PATH +
-      " KORA_CUBLAS=" + KORA_FAKE_CUDA_PATH +
-      " KORA_CUDNN=/nonexistent/libcudnn.so KORA_CUDA_WORKER=" + KORA_CUDA_WORKER_PATH +
-      " KORA_KERNEL_CACHE=" + tmp.file("cache") + " KORA_PROFILE_DB=" + tmp.file("profiles.db") +
-      " ";
-  std::string out;
+  const std::string env = std::string("KORA_CUDA_DRIVER=") + KORA_FAKE_CUDA_PATH +
+                          " KORA_CUBLAS=" + KORA_FAKE_CUDA_PATH +
+                          " KORA_CUDA_WORKER=" + KORA_CUDA_WORKER_PATH +
+                          " KORA_KERNEL_CACHE=" + tmp.file("cache") +
+                          " KORA_PROFILE_DB=" + tmp.file("profiles.db") + " " + env_more + " ";
+  std::string& out = *profiled;
   ASSERT_EQ(run(env + "FAKE_CUDA_MODULE=" + emulated_library(job_kernels, g, tmp.file("emu")) +
                     " " + KORA_CLI_PATH + " profile " + model + " --target cuda --schedules 2",
                 &out),
@@ -334,18 +321,20 @@ TEST(CudaArtifact, ProfileCompileAndRunOnAFakeGpu) {
   EXPECT_NE(out.find("device cuda|Fake GPU|sm_80|4 SMs|driver 13000|cublas 130000"),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find(" stored, 0 failed"), std::string::npos) << out;
+  EXPECT_EQ(out.find("wrong result"), std::string::npos) << out;
 
   const std::string art = tmp.file("art");
-  out.clear();
+  std::string compiled;
   ASSERT_EQ(
       run(env + KORA_CLI_PATH + " compile " + model + " --target cuda --schedules 2 -o " + art,
-          &out),
+          &compiled),
       0)
-      << out;
-  EXPECT_NE(out.find("target cuda, sm_80, costs of cuda|Fake GPU"), std::string::npos) << out;
-  EXPECT_NE(out.find(" 0 from the roofline model"), std::string::npos) << out;
-  EXPECT_NE(out.find("profile: 0 implementations measured now"), std::string::npos) << out;
+      << compiled;
+  EXPECT_NE(compiled.find("target cuda, sm_80, costs of cuda|Fake GPU"), std::string::npos)
+      << compiled;
+  EXPECT_NE(compiled.find(" 0 from the roofline model"), std::string::npos) << compiled;
+  EXPECT_NE(compiled.find("profile: 0 implementations measured now"), std::string::npos)
+      << compiled;
 
   // The artifact's kernels, regenerated from its manifest.
   const Manifest m = read_manifest(art);
@@ -362,19 +351,80 @@ TEST(CudaArtifact, ProfileCompileAndRunOnAFakeGpu) {
                                            "kora_k" + std::to_string(i),
                                            CudaSchedule::from_key(m.kernels[i].schedule)));
   }
-  std::map<std::string, Tensor> inputs = random_inputs(g);
-  for (int64_t i = 0; i < inputs.at("ids").numel(); ++i)  // the table has 10 rows
-    set_element_int(inputs.at("ids"), i, (inputs.at("ids").int64_at(i) + 7) % 10);
   std::string command = env + "FAKE_CUDA_MODULE=" + emulated_library(kernels, g, tmp.file("emu")) +
                         " " + KORA_CLI_PATH + " run " + art + " --output-dir " + tmp.file("out");
   for (const auto& [name, value] : inputs) {
     write_npy(tmp.file(name + ".npy"), value);
     command += " --input " + name + "=" + tmp.file(name + ".npy");
   }
-  out.clear();
-  ASSERT_EQ(run(command, &out), 0) << out;
+  std::string ran;
+  ASSERT_EQ(run(command, &ran), 0) << ran;
   for (const auto& [name, value] : interpret(g, inputs))
     EXPECT_LT(relative_l2(read_npy(tmp.file("out") + "/" + name + ".npy"), value), 1e-5) << name;
+}
+
+TEST(CudaArtifact, ProfileCompileAndRunOnAFakeGpu) {
+  kora_test::TempDir tmp;
+  kora_test::ModelBuilder mb;
+  std::vector<float> w(32 * 16), table(10 * 16);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 7919) % 13) / 13 - 0.5f;
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<float>(i % 11) / 11;
+  mb.input("x", {4, 32}).input("ids", {2, 3}, onnx::TensorProto::INT64);
+  mb.init_f32("w", {32, 16}, w).init_f32("table", {10, 16}, table);
+  mb.node("MatMul", {"x", "w"}, {"m"});
+  mb.node("Softmax", {"m"}, {"s"}, {kora_test::attr_i("axis", -1)});
+  mb.node("Gather", {"table", "ids"}, {"e"});
+  mb.node("Relu", {"e"}, {"r"});
+  mb.output("s").output("r", onnx::TensorProto::FLOAT);
+  const std::string model = mb.save(tmp);
+  const PrimGraph g = fission(import_onnx(model));
+  std::map<std::string, Tensor> inputs = random_inputs(g);
+  for (int64_t i = 0; i < inputs.at("ids").numel(); ++i)  // the table has 10 rows
+    set_element_int(inputs.at("ids"), i, (inputs.at("ids").int64_at(i) + 7) % 10);
+  std::string profiled;
+  fake_gpu_flow(tmp, model, g, inputs, "KORA_CUDNN=/nonexistent/libcudnn.so", &profiled);
+  EXPECT_NE(profiled.find(" stored, 0 failed"), std::string::npos) << profiled;
+}
+
+// Convolutions on the fake cuDNN (tests/cuda/fake_cudnn.cc, cuDNN's documented
+// semantics): one with a bias, a residual and a ReLU, one strided with a bias only (cuDNN
+// fuses an identity activation with algorithm 1 only), one algorithm refused throughout.
+// The fused ones are measured, checked against the interpreter, chosen and run.
+TEST(CudaArtifact, FusedConvolutionsOnAFakeGpu) {
+  kora_test::TempDir tmp;
+  kora_test::ModelBuilder mb;
+  auto values = [](size_t n, int seed) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 7919 + seed) % 17) / 17 - 0.5f;
+    return v;
+  };
+  mb.input("x", {1, 4, 9, 9}).input("res", {1, 6, 9, 9});
+  mb.init_f32("w1", {6, 4, 3, 3}, values(216, 1)).init_f32("b1", {6}, values(6, 2));
+  mb.init_f32("w2", {3, 4, 3, 3}, values(108, 3)).init_f32("b2", {3}, values(3, 4));
+  mb.node("Conv", {"x", "w1", "b1"}, {"c1"}, {kora_test::attr_is("pads", {1, 1, 1, 1})});
+  mb.node("Add", {"c1", "res"}, {"a"});
+  mb.node("Relu", {"a"}, {"y1"});
+  mb.node("Conv", {"x", "w2", "b2"}, {"y2"},
+          {kora_test::attr_is("pads", {1, 1, 1, 1}), kora_test::attr_is("strides", {2, 2})});
+  mb.output("y1").output("y2");
+  const std::string model = mb.save(tmp);
+  const PrimGraph g = fission(import_onnx(model));
+  std::string profiled;
+  fake_gpu_flow(tmp, model, g, random_inputs(g),
+                std::string("KORA_CUDNN=") + KORA_FAKE_CUDA_PATH + " FAKE_CUDNN_REFUSE=6",
+                &profiled);
+  EXPECT_NE(profiled.find("cudnn:6"), std::string::npos) << profiled;  // refused, stored failed
+  const Manifest m = read_manifest(tmp.file("art"));
+  int fused = 0;
+  for (const ManifestKernel& k : m.kernels) {
+    if (k.cuda.library != "cudnn_conv") continue;
+    EXPECT_NE(k.schedule, "cudnn:6");
+    if (k.cuda.conv.fused()) {
+      ++fused;
+      if (!k.cuda.conv.relu) EXPECT_EQ(k.schedule, "cudnn:1");
+    }
+  }
+  EXPECT_GT(fused, 0);
 }
 
 // kora profile --target cuda with the GPU here measures every kernel's default schedule,
