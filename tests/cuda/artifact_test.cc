@@ -421,7 +421,9 @@ TEST(CudaArtifact, FusedConvolutionsOnAFakeGpu) {
     EXPECT_NE(k.schedule, "cudnn:6");
     if (k.cuda.conv.fused()) {
       ++fused;
-      if (!k.cuda.conv.relu) EXPECT_EQ(k.schedule, "cudnn:1");
+      if (!k.cuda.conv.relu) {
+        EXPECT_EQ(k.schedule, "cudnn:1");
+      }
     }
   }
   EXPECT_GT(fused, 0);
