@@ -65,6 +65,7 @@ struct CudaKernelsSummary {
   double generate_seconds = 0, compile_seconds = 0;
   std::vector<CudaKernelFailure> failures;
   int64_t job_kernels = 0;  // implementations in the job written (job_dir)
+  int64_t known = 0;        // distinct kernels `known` left out
 };
 
 CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph,

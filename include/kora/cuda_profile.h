@@ -63,6 +63,9 @@ struct CudaProfileOptions {
   // With a GPU here and kernels.max_schedules -1: every kernel's default schedule first,
   // then every schedule of the generated kernels whose default took at least tune_ms.
   double tune_ms = 0.01;
+  // Without a GPU here: the fingerprint of the GPU the job is for (kora profile --gpu),
+  // whose measurements in the database the job leaves out.
+  std::string remote_device;
   bool run_worker = true;  // run the worker when this machine has a usable GPU
   std::string worker;      // the worker program; empty: $KORA_CUDA_WORKER, else
                            // kora-cuda-worker next to the running executable

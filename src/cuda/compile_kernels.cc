@@ -144,8 +144,15 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
   std::vector<CudaJobKernel> library;  // cuBLAS calls
   std::string data;                    // the job's data.bin
   std::map<std::string, int64_t> data_offsets;
+  CudaKernelsOptions counted = options;  // counts the kernels `known` leaves out
+  if (options.known)
+    counted.known = [&](uint64_t signature) {
+      const bool known = options.known(signature);
+      summary.known += known;
+      return known;
+    };
   summary.kernels =
-      for_each_cuda_candidate(graph, options, [&](const KernelDag& sub, const Candidate& c) {
+      for_each_cuda_candidate(graph, counted, [&](const KernelDag& sub, const Candidate& c) {
         const std::optional<CudaGemm> gemm = cuda_gemm_plan(graph, sub, c);
         const std::optional<CudaConv> conv = gemm ? std::nullopt : cuda_conv_plan(graph, sub, c);
         if (gemm || conv) {
@@ -243,8 +250,10 @@ std::string format_cuda_kernels_summary(const CudaKernelsSummary& s) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(1);
   os << "target cuda (" << s.arch << ")\n"
-     << "kernels " << s.kernels << " distinct, " << s.supported << " generated for CUDA, "
-     << s.library << " on cuBLAS or cuDNN, " << s.kernels - s.supported - s.library
+     << "kernels " << s.kernels << " distinct, "
+     << (s.known ? std::to_string(s.known) + " measured before, " : "") << s.supported
+     << " generated for CUDA, " << s.library << " on cuBLAS or cuDNN, "
+     << s.kernels - s.known - s.supported - s.library
      << " left (linear with fused neighbours, opaque)\n"
      << "implementations " << s.implementations << " (kernel x schedule), " << s.launches
      << " launches\n"

@@ -279,6 +279,9 @@ CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
     fp = local_cuda_fingerprint(*device, kernels.tf32);
     kernels.known = [&db, fp](uint64_t signature) { return db.known(fp, signature); };
     device.reset();  // the worker opens it
+  } else if (!options.remote_device.empty()) {
+    const std::string remote = options.remote_device;
+    kernels.known = [&db, remote](uint64_t signature) { return db.known(remote, signature); };
   }
   // -1: with the GPU here, two rounds (defaults, then the kernels that matter); else all.
   const bool two_rounds = gpu_here && kernels.max_schedules < 0;

@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
   int prof_schedules = -1;
   double prof_tune_ms = kora::CudaProfileOptions().tune_ms;
   bool prof_tf32 = false;
+  std::string prof_gpu;
   kora::ProfileOptions prof;
   bool prof_json = false;
   CLI::App* profile = app.add_subcommand(
@@ -151,6 +152,10 @@ int main(int argc, char** argv) {
                    "--target cuda: the default schedule's time from which a kernel gets all "
                    "its schedules measured (default 0.01 ms)")
       ->check(CLI::NonNegativeNumber);
+  profile->add_option("--gpu", prof_gpu,
+                      "--target cuda without a GPU here: the job is for the GPU whose "
+                      "fingerprint in the database contains TEXT (its architecture; kernels "
+                      "measured on it left out)");
   profile->add_flag("--tf32", prof_tf32,
                     "--target cuda: cuBLAS and cuDNN with TF32 tensor-core math (faster, about "
                     "1e-3 relative error; stored apart from full float32 measurements)");
@@ -257,7 +262,12 @@ int main(int argc, char** argv) {
       if (prof_target == "cuda") {
         kora::CudaProfileOptions cuda;
         cuda.kernels.arch = prof_arch;
-        if (prof_arch.empty()) {
+        if (!prof_gpu.empty()) {  // a GPU elsewhere, measured before: what it lacks
+          std::string arch;
+          cuda.remote_device = kora::cuda_target_device(db, prof_gpu, &arch, prof_tf32);
+          if (prof_arch.empty()) cuda.kernels.arch = arch;
+          std::cerr << "kora profile: for " << cuda.remote_device << std::endl;
+        } else if (prof_arch.empty()) {
           std::string why;
           const auto device = kora::CudaDevice::open(0, &why);
           cuda.kernels.arch = device ? device->arch() : "sm_80";

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include "cpu/codegen_harness.h"
 #include "cuda/emulator.h"
@@ -26,6 +27,7 @@
 #include "kora/cuda_driver.h"
 #include "kora/cuda_kernels.h"
 #include "kora/cuda_library.h"
+#include "kora/cuda_profile.h"
 #include "kora/error.h"
 #include "kora/fission.h"
 #include "kora/frontend.h"
@@ -205,6 +207,35 @@ TEST(CudaArtifact, WritesLaunchesAndLibraryCallsWithTheFastestMeasuredSchedule) 
           << e.what();
     }
   }
+}
+
+// Profiling for a GPU elsewhere (kora profile --gpu): the job leaves out the kernels the
+// database holds for that GPU.
+TEST(CudaArtifact, AJobForAGpuElsewhereLeavesOutWhatItMeasured) {
+  if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
+  const PrimGraph g = artifact_graph(false);
+  kora_test::TempDir tmp;
+  ProfileDb db(tmp.file("profiles.db"));
+  CudaProfileOptions options;
+  options.run_worker = false;
+  options.kernels.arch = "sm_90";
+  options.kernels.candidates.max_size = 3;
+  options.kernels.max_schedules = 1;
+  options.kernels.cache_dir = tmp.file("cubins");
+  options.kernels.job_dir = tmp.file("all");
+  const int64_t all = profile_model_cuda(g, db, options).kernels.job_kernels;
+  std::set<uint64_t> measured;
+  const std::string remote = "cuda|Remote GPU|sm_90|132 SMs|kora-cuda-gen 1";
+  for (const CudaJobKernel& k : read_cuda_job(options.kernels.job_dir).kernels)
+    if (measured.size() < 5 && measured.insert(k.signature).second)
+      db.put({remote, k.signature, k.schedule, 0.1, 0, 3, false, "", ""});
+  options.remote_device = remote;
+  options.kernels.job_dir = tmp.file("rest");
+  const CudaProfileSummary rest = profile_model_cuda(g, db, options);
+  EXPECT_LT(rest.kernels.job_kernels, all);
+  EXPECT_GT(rest.kernels.job_kernels, 0);
+  for (const CudaJobKernel& k : read_cuda_job(options.kernels.job_dir).kernels)
+    EXPECT_EQ(measured.count(k.signature), 0u) << k.name;
 }
 
 TEST(CudaArtifact, NamesAKernelTheTargetCannotCompute) {
