@@ -15,6 +15,8 @@
 
 namespace kora {
 
+// Also a lone float32 1x1 convolution (stride 1, no padding, one group), which the job
+// measures as a GEMM too: per batch element Y[M, S] = W[M, C] X[C, S].
 std::optional<CudaGemm> cuda_gemm_plan(const PrimGraph& graph, const KernelDag& dag,
                                        const Candidate& c);
 

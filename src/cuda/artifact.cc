@@ -56,7 +56,7 @@ class CudaBackend : public ArtifactBackend {
       for (const ProfileRecord& r : db_->records(options_.device, chosen.signature))
         if (!r.failed) schedules.push_back(r.schedule);
     const std::optional<CudaGemm> gemm = cuda_gemm_plan(graph, dag, c);
-    const std::optional<CudaConv> conv = gemm ? std::nullopt : cuda_conv_plan(graph, dag, c);
+    const std::optional<CudaConv> conv = cuda_conv_plan(graph, dag, c);  // both: a 1x1 conv
     bool measured = false;  // only failed implementations: none to fall back to
     if (db_) measured = db_->known(options_.device, chosen.signature);
     if (!measured || !schedules.empty())  // cuDNN's implicit precomputed GEMM fuses any epilogue

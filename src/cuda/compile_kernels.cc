@@ -154,7 +154,7 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
   summary.kernels =
       for_each_cuda_candidate(graph, counted, [&](const KernelDag& sub, const Candidate& c) {
         const std::optional<CudaGemm> gemm = cuda_gemm_plan(graph, sub, c);
-        const std::optional<CudaConv> conv = gemm ? std::nullopt : cuda_conv_plan(graph, sub, c);
+        const std::optional<CudaConv> conv = cuda_conv_plan(graph, sub, c);  // both: 1x1
         if (gemm || conv) {
           if (!options.library) return;
           CudaJobKernel k;
@@ -170,8 +170,9 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
             k.library = "cublas_gemm";
             k.gemm = *gemm;
             k.gemm.tf32 = options.tf32;
-            library.push_back(std::move(k));
-          } else {
+            library.push_back(k);
+          }
+          if (conv) {
             k.library = "cudnn_conv";
             for (int algo : cudnn_conv_algorithms()) {
               k.schedule = "cudnn:" + std::to_string(algo);

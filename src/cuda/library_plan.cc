@@ -7,11 +7,57 @@
 
 namespace kora {
 
+namespace {
+
+// A float32 convolution with 1x1 kernels, stride 1, no padding and one group is, per batch
+// element, the matrix product Y[M, S] = W[M, C] X[C, S] (S: the spatial size), W shared.
+std::optional<CudaGemm> pointwise_conv_gemm(const PrimGraph& graph, const KernelDag& dag,
+                                            const Candidate& c, const Primitive& p,
+                                            const ConvAttrs& conv) {
+  if (p.inputs.size() != 2 || p.inputs[0] == p.inputs[1] || conv.group != 1) return std::nullopt;
+  const ValueInfo &x = graph.value(p.inputs[0]), &w = graph.value(p.inputs[1]),
+                  &y = graph.value(p.output());
+  for (const ValueInfo* v : {&x, &w, &y})
+    if (v->dtype != DType::kFloat32) return std::nullopt;
+  const size_t rank = x.shape.size();
+  if (rank < 3 || w.shape.size() != rank || y.shape.size() != rank || y.shape != [&] {
+        Shape s = x.shape;
+        s[1] = w.shape[0];
+        return s;
+      }())
+    return std::nullopt;
+  for (size_t d = 2; d < rank; ++d)
+    if (w.shape[d] != 1) return std::nullopt;
+  for (int64_t v : conv.strides)
+    if (v != 1) return std::nullopt;
+  for (const auto* pads : {&conv.pads_begin, &conv.pads_end})
+    for (int64_t v : *pads)
+      if (v != 0) return std::nullopt;
+  CudaGemm g;
+  g.batch = x.shape[0];
+  g.m = w.shape[0];
+  g.k = x.shape[1];
+  g.n = numel(x.shape) / (g.batch * g.k);
+  if (g.batch == 0 || g.m == 0 || g.n == 0 || g.k == 0 || w.shape[1] != g.k) return std::nullopt;
+  g.stride_a = 0;  // the weights, for every batch element
+  g.stride_b = g.k * g.n;
+  g.stride_c = g.m * g.n;
+  const std::vector<std::string> reads = kernel_reads(graph, dag, c);
+  if (reads.size() != 2) return std::nullopt;
+  g.read_a = reads[0] == p.inputs[1] ? 0 : 1;  // A is the weights
+  return g;
+}
+
+}  // namespace
+
 std::optional<CudaGemm> cuda_gemm_plan(const PrimGraph& graph, const KernelDag& dag,
                                        const Candidate& c) {
   if (c.members.size() != 1) return std::nullopt;
   const Primitive& p = graph.prims[dag.prim[c.members[0]]];
   const auto* linear = std::get_if<LinearAttrs>(&p.attrs);
+  if (linear)
+    if (const auto* conv = std::get_if<ConvAttrs>(linear))
+      return pointwise_conv_gemm(graph, dag, c, p, *conv);
   if (!linear || !std::holds_alternative<MatMulAttrs>(*linear) || p.inputs.size() != 2 ||
       p.inputs[0] == p.inputs[1])
     return std::nullopt;

@@ -419,8 +419,9 @@ TEST(CudaArtifact, ProfileCompileAndRunOnAFakeGpu) {
 
 // Convolutions on the fake cuDNN (tests/cuda/fake_cudnn.cc, cuDNN's documented
 // semantics): one with a bias, a residual and a ReLU, one strided with a bias only (cuDNN
-// fuses an identity activation with algorithm 1 only), one algorithm refused throughout.
-// The fused ones are measured, checked against the interpreter, chosen and run.
+// fuses an identity activation with algorithm 1 only), a pointwise one (also measured as
+// a cuBLAS GEMM), one algorithm refused throughout. All are measured, checked against the
+// interpreter, chosen and run.
 TEST(CudaArtifact, FusedConvolutionsOnAFakeGpu) {
   kora_test::TempDir tmp;
   kora_test::ModelBuilder mb;
@@ -437,7 +438,9 @@ TEST(CudaArtifact, FusedConvolutionsOnAFakeGpu) {
   mb.node("Relu", {"a"}, {"y1"});
   mb.node("Conv", {"x", "w2", "b2"}, {"y2"},
           {kora_test::attr_is("pads", {1, 1, 1, 1}), kora_test::attr_is("strides", {2, 2})});
-  mb.output("y1").output("y2");
+  mb.init_f32("w3", {5, 4, 1, 1}, values(20, 5));
+  mb.node("Conv", {"x", "w3"}, {"y3"});  // pointwise: a GEMM too
+  mb.output("y1").output("y2").output("y3");
   const std::string model = mb.save(tmp);
   const PrimGraph g = fission(import_onnx(model));
   std::string profiled;
@@ -458,6 +461,12 @@ TEST(CudaArtifact, FusedConvolutionsOnAFakeGpu) {
     }
   }
   EXPECT_GT(fused, 0);
+  const ProfileDb db(tmp.file("profiles.db"));  // the pointwise convolution on cuBLAS too
+  int gemm = 0;
+  for (const ChosenKernel& k : cuda_plan(g, "unfused").kernels)
+    for (const ProfileRecord& r : db.records(db.devices().at(0), k.signature))
+      gemm += r.schedule == "cublas" && !r.failed;
+  EXPECT_EQ(gemm, 1);
 }
 
 // kora profile --target cuda with the GPU here measures every kernel's default schedule,
