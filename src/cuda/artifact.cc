@@ -47,7 +47,8 @@ class CudaBackend : public ArtifactBackend {
     const Candidate& c = e.candidate;
     CudaJobKernel& k = e.kernel.cuda;
     k.signature = chosen.signature;
-    k.name = kernel_label(graph, c);
+    k.program = -1;  // generated: set when compiled
+    k.name = kernel_name(graph, dag, c);
     for (const std::string& t : e.kernel.reads) k.reads.push_back(buffer_of(graph, t));
     for (const std::string& t : e.kernel.writes) k.writes.push_back(buffer_of(graph, t));
     e.kernel.impl = "cuda";
@@ -92,16 +93,16 @@ class CudaBackend : public ArtifactBackend {
       return;
     }
     if (measured)
-      throw Error("kernel " + std::to_string(index) + " (" + kernel_label(graph, c) +
+      throw Error("kernel " + std::to_string(index) + " (" + kernel_name(graph, dag, c) +
                   "): every implementation failed on " + options_.device +
                   " (kora profile stored why)");
-    throw Error("kernel " + std::to_string(index) + " (" + kernel_label(graph, c) +
+    throw Error("kernel " + std::to_string(index) + " (" + kernel_name(graph, dag, c) +
                 ") has no CUDA implementation: the cuda target generates elementwise, layout "
                 "and reduce primitives and calls cuBLAS / cuDNN for matrix products and "
                 "convolutions");
   }
 
-  void compile(const PrimGraph& graph, const KernelDag&, std::vector<Emitted>& emitted,
+  void compile(const PrimGraph&, const KernelDag&, std::vector<Emitted>& emitted,
                const fs::path& tmp, Manifest& m) override {
     std::vector<Emitted*> generated;
     std::vector<std::string> sources;
@@ -121,8 +122,7 @@ class CudaBackend : public ArtifactBackend {
         sources, nvrtc, static_cast<size_t>(std::max(1, options_.kernels_per_program)), 0);
     for (size_t i = 0; i < generated.size(); ++i)
       if (build.program[i] < 0)
-        throw Error("kernel " + generated[i]->kernel.cuda.name + " (" +
-                    kernel_label(graph, generated[i]->candidate) +
+        throw Error("kernel (" + generated[i]->kernel.cuda.name +
                     ") did not compile: " + build.errors[i]);
     const std::string cache = cubin_cache_dir(nvrtc);
     for (size_t p = 0; p < build.keys.size(); ++p) {
@@ -144,7 +144,6 @@ class CudaBackend : public ArtifactBackend {
     ++(library.empty()            ? summary.generated
        : library == "cublas_gemm" ? summary.cublas
                                   : summary.cudnn);
-    if (!library.empty()) e.kernel.cuda.program = -1;
   }
 
  private:

@@ -51,7 +51,4 @@ class ArtifactBackend {
 ArtifactSummary write_artifact_with(const PrimGraph& graph, const OrchestrationResult& plan,
                                     const std::string& dir, ArtifactBackend& backend);
 
-// "a, b, c, ...": a kernel's first primitives, for messages.
-std::string kernel_label(const PrimGraph& graph, const Candidate& c);
-
 }  // namespace kora

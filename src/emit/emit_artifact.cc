@@ -154,7 +154,7 @@ void compile_kernels(const PrimGraph& graph, const KernelDag& dag, std::vector<E
           } catch (const Error& err) {
             std::lock_guard<std::mutex> lock(mutex);
             errors[u] +=
-                "kernel " + e->kernel.symbol + " (" + kernel_label(graph, e->candidate) +
+                "kernel " + e->kernel.symbol + " (" + kernel_name(graph, dag, e->candidate) +
                 ") did not compile; using " +
                 (onednn_supports(graph, dag, e->candidate) ? "oneDNN" : "the interpreter") + ": " +
                 std::string(err.what()).substr(0, 300) + "\n";
@@ -301,14 +301,6 @@ class CpuBackend : public ArtifactBackend {
 
 }  // namespace
 
-std::string kernel_label(const PrimGraph& graph, const Candidate& c) {
-  std::string s;
-  for (size_t i = 0; i < c.members.size() && i < 3; ++i)
-    s += (i ? ", " : "") + graph.prims[c.members[i]].name;
-  if (c.members.size() > 3) s += ", ...";
-  return s;
-}
-
 ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult& plan,
                                const ProfileDb* db, const std::string& dir_name,
                                const ArtifactOptions& options) {
@@ -383,7 +375,7 @@ ArtifactSummary write_artifact_with(const PrimGraph& graph, const OrchestrationR
         } else if (m.tensors.count(t) && m.tensors[t].storage == Storage::kInput) {
         } else if (!produced_at.count(t)) {
           throw Error("the plan's kernel " + std::to_string(i) + " (" +
-                      kernel_label(graph, emitted[i].candidate) + ") reads '" + t +
+                      kernel_name(graph, dag, emitted[i].candidate) + ") reads '" + t +
                       "' before any kernel writes it");
         } else if (lifetimes.count(t)) {
           lifetimes[t].last = static_cast<int>(i);

@@ -17,6 +17,7 @@
 
 #include "cpu/codegen_harness.h"
 #include "cuda/emulator.h"
+#include "cuda/reduce_graphs.h"
 #include "frontend/model_builder.h"
 #include "kora/check.h"
 #include "kora/cost.h"
@@ -50,21 +51,7 @@ PrimGraph artifact_graph(bool convolutions, bool lopsided = false) {
   std::mt19937 rng(5);
   kora_codegen_test::GraphBuilder b(rng);
   const DType F = DType::kFloat32;
-  const Shape s = {6, 40}, r = {6, 1};
-  const std::string x = b.input(F, s);
-  const std::string w = b.input(DType::kInt64, s, true, 0, 5);
-  const std::string wf = b.prim(ElementwiseAttrs{ScalarOp::kCast, {Operand{0, 0}}}, {w}, F, s);
-  const std::string y =
-      b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}}, {x, wf}, F, s);
-  const std::string mx = b.prim(ReduceAttrs{ReduceOp::kMax, {1}}, {y}, F, r);
-  const std::string mb = b.prim(BroadcastAttrs{}, {mx}, F, s);
-  const std::string d =
-      b.prim(ElementwiseAttrs{ScalarOp::kSub, {Operand{0, 0}, Operand{1, 0}}}, {y, mb}, F, s);
-  const std::string e = b.prim(ElementwiseAttrs{ScalarOp::kExp, {Operand{0, 0}}}, {d}, F, s);
-  const std::string sum = b.prim(ReduceAttrs{ReduceOp::kSum, {1}}, {e}, F, r);
-  const std::string sb = b.prim(BroadcastAttrs{}, {sum}, F, s);
-  const std::string soft =
-      b.prim(ElementwiseAttrs{ScalarOp::kDiv, {Operand{0, 0}, Operand{1, 0}}}, {e, sb}, F, s);
+  const std::string soft = kora_cuda_test::weighted_softmax(b).second;
   const std::string xa = b.input(F, {2, 3, 5});
   const std::string p =
       b.prim(LinearAttrs{MatMulAttrs{}}, {xa, b.input(F, {1, 5, 4}, true)}, F, {2, 3, 4});

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda/textbook_conv.h"
+
 struct cudnnContext {};
 struct cudnnTensorStruct {
   std::vector<int> dims, strides;
@@ -34,37 +36,22 @@ bool refused(cudnnConvolutionFwdAlgo_t algo) {
   return v && *v && std::atoi(v) == static_cast<int>(algo);
 }
 
-// out[n, m, oh, ow] = alpha conv + beta_or_z, then bias and activation.
+// The descriptors' convolution by its definition (tests/cuda/textbook_conv.h).
 cudnnStatus_t convolve(const cudnnTensorStruct& xd, const float* x, const cudnnFilterStruct& wd,
                        const float* w, const cudnnConvolutionStruct& c, double alpha, double beta,
                        const float* z, const float* bias, cudnnActivationMode_t act,
                        const cudnnTensorStruct& yd, float* y) {
   if (xd.dims.size() != 4 || wd.dims.size() != 4 || yd.dims.size() != 4 || c.pads.size() != 2)
     return CUDNN_STATUS_NOT_SUPPORTED;
-  const long N = xd.dims[0], C = xd.dims[1], H = xd.dims[2], W = xd.dims[3], M = wd.dims[0],
-             KH = wd.dims[2], KW = wd.dims[3], OH = yd.dims[2], OW = yd.dims[3];
-  const long cg = C / c.groups, mg = M / c.groups;
-  if (wd.dims[1] != cg || yd.dims[1] != M || yd.dims[0] != N) return CUDNN_STATUS_BAD_PARAM;
-  for (long n = 0; n < N; ++n)
-    for (long m = 0; m < M; ++m)
-      for (long oh = 0; oh < OH; ++oh)
-        for (long ow = 0; ow < OW; ++ow) {
-          double sum = 0;
-          for (long ci = 0; ci < cg; ++ci)
-            for (long kh = 0; kh < KH; ++kh)
-              for (long kw = 0; kw < KW; ++kw) {
-                const long ih = oh * c.strides[0] - c.pads[0] + kh * c.dilations[0];
-                const long iw = ow * c.strides[1] - c.pads[1] + kw * c.dilations[1];
-                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                sum += double(x[((n * C + (m / mg) * cg + ci) * H + ih) * W + iw]) *
-                       w[((m * cg + ci) * KH + kh) * KW + kw];
-              }
-          const long at = ((n * M + m) * OH + oh) * OW + ow;
-          double v = alpha * sum + (beta != 0 ? beta * (z ? z[at] : y[at]) : 0);
-          if (bias) v += bias[m];
-          if (act == CUDNN_ACTIVATION_RELU && v < 0) v = 0;
-          y[at] = static_cast<float>(v);
-        }
+  kora_cuda_test::Conv2d d;
+  d.n = xd.dims[0], d.c = xd.dims[1], d.h = xd.dims[2], d.w = xd.dims[3];
+  d.m = wd.dims[0], d.kh = wd.dims[2], d.kw = wd.dims[3], d.oh = yd.dims[2], d.ow = yd.dims[3];
+  d.groups = c.groups;
+  for (int i = 0; i < 2; ++i)
+    d.stride[i] = c.strides[i], d.pad[i] = c.pads[i], d.dilation[i] = c.dilations[i];
+  if (wd.dims[1] != d.c / d.groups || yd.dims[1] != d.m || yd.dims[0] != d.n)
+    return CUDNN_STATUS_BAD_PARAM;
+  kora_cuda_test::textbook_conv2d(d, x, w, y, alpha, beta, z, bias, act == CUDNN_ACTIVATION_RELU);
   return CUDNN_STATUS_SUCCESS;
 }
 

@@ -22,6 +22,7 @@
 #include "cpu/codegen_harness.h"
 #include "cuda/emulator.h"
 #include "cuda/reduce_graphs.h"
+#include "cuda/textbook_conv.h"
 #include "frontend/model_builder.h"
 #include "kora/cpu_compile.h"
 #include "kora/cuda_codegen.h"
@@ -182,21 +183,8 @@ PrimGraph job_graph() {
   std::mt19937 rng(11);
   kora_codegen_test::GraphBuilder b(rng);
   const DType F = DType::kFloat32;
-  const Shape s = {6, 40}, r = {6, 1};
-  const std::string x = b.input(F, s);
-  const std::string w = b.input(DType::kInt64, s, true, 0, 5);
-  const std::string wf = b.prim(ElementwiseAttrs{ScalarOp::kCast, {Operand{0, 0}}}, {w}, F, s);
-  const std::string y =
-      b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}}, {x, wf}, F, s);
-  const std::string mx = b.prim(ReduceAttrs{ReduceOp::kMax, {1}}, {y}, F, r);
-  const std::string mb = b.prim(BroadcastAttrs{}, {mx}, F, s);
-  const std::string d =
-      b.prim(ElementwiseAttrs{ScalarOp::kSub, {Operand{0, 0}, Operand{1, 0}}}, {y, mb}, F, s);
-  const std::string e = b.prim(ElementwiseAttrs{ScalarOp::kExp, {Operand{0, 0}}}, {d}, F, s);
-  const std::string sum = b.prim(ReduceAttrs{ReduceOp::kSum, {1}}, {e}, F, r);
-  const std::string sb = b.prim(BroadcastAttrs{}, {sum}, F, s);
-  const std::string out =
-      b.prim(ElementwiseAttrs{ScalarOp::kDiv, {Operand{0, 0}, Operand{1, 0}}}, {e, sb}, F, s);
+  const Shape s = {6, 40};
+  const auto [w, out] = kora_cuda_test::weighted_softmax(b);
   const std::string zero = b.prim(
       ElementwiseAttrs{ScalarOp::kEqual, {Operand{0, 0}, Operand{-1, 0}}}, {w}, DType::kBool, s);
   const std::string xa = b.input(F, {2, 3, 5});
@@ -237,34 +225,17 @@ void textbook_sgemm(const CublasGemmCall& c, const float* a, const float* b, flo
       }
 }
 
-// A 2-D NCHW grouped convolution (cross-correlation, zero padding) by its definition, then
-// its fused epilogue as cuDNN defines it: y = act(conv + z + bias) (bias, z: null when none).
+// A job's 2-D convolution and its fused epilogue by their definition
+// (tests/cuda/textbook_conv.h): y = act(conv + z + bias) (bias, z: null when none).
 void textbook_conv(const CudaConv& c, const float* x, const float* w, float* y,
                    const float* bias = nullptr, const float* z = nullptr) {
   ASSERT_EQ(c.x.size(), 4u);
-  const int64_t N = c.x[0], C = c.x[1], H = c.x[2], W = c.x[3], M = c.w[0], KH = c.w[2],
-                KW = c.w[3], OH = c.y[2], OW = c.y[3], cg = C / c.group, mg = M / c.group;
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          double sum = 0;
-          for (int64_t ci = 0; ci < cg; ++ci)
-            for (int64_t kh = 0; kh < KH; ++kh)
-              for (int64_t kw = 0; kw < KW; ++kw) {
-                const int64_t ih = oh * c.strides[0] - c.pads[0] + kh * c.dilations[0],
-                              iw = ow * c.strides[1] - c.pads[1] + kw * c.dilations[1];
-                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                const int64_t ch = (m / mg) * cg + ci;
-                sum += double(x[((n * C + ch) * H + ih) * W + iw]) *
-                       w[((m * cg + ci) * KH + kh) * KW + kw];
-              }
-          const int64_t at = ((n * M + m) * OH + oh) * OW + ow;
-          if (bias) sum += bias[m];
-          if (z) sum += z[at];
-          if (c.relu && sum < 0) sum = 0;
-          y[at] = static_cast<float>(sum);
-        }
+  kora_cuda_test::Conv2d d;
+  d.n = c.x[0], d.c = c.x[1], d.h = c.x[2], d.w = c.x[3];
+  d.m = c.w[0], d.kh = c.w[2], d.kw = c.w[3], d.oh = c.y[2], d.ow = c.y[3], d.groups = c.group;
+  for (int i = 0; i < 2; ++i)
+    d.stride[i] = c.strides[i], d.pad[i] = c.pads[i], d.dilation[i] = c.dilations[i];
+  kora_cuda_test::textbook_conv2d(d, x, w, y, 1, z ? 1 : 0, z, bias, c.relu);
 }
 
 // compile_cuda_kernels' options for job_graph() in `tmp`: candidates of up to 3

@@ -7,6 +7,7 @@
 
 #include <random>
 #include <string>
+#include <utility>
 
 #include "cpu/codegen_harness.h"
 
@@ -14,13 +15,12 @@ namespace kora_cuda_test {
 
 using kora_codegen_test::GraphBuilder;
 
-// Softmax (max, sub, exp, sum, div) over the last axis of [rows, n].
-inline kora::PrimGraph softmax_graph(std::mt19937& rng, int64_t rows, int64_t n) {
+// Softmax (max, sub, exp, sum, div) of `x` ([rows, n]) over its last axis, appended to
+// `b`; returns the output.
+inline std::string softmax_rows(GraphBuilder& b, const std::string& x) {
   using namespace kora;
-  GraphBuilder b(rng);
   const DType F = DType::kFloat32;
-  const Shape s = {rows, n}, r = {rows, 1};
-  const std::string x = b.input(F, s);
+  const Shape s = b.info(x).shape, r = {s[0], 1};
   const std::string mx = b.prim(ReduceAttrs{ReduceOp::kMax, {1}}, {x}, F, r);
   const std::string mb = b.prim(BroadcastAttrs{}, {mx}, F, s);
   const std::string d =
@@ -28,9 +28,28 @@ inline kora::PrimGraph softmax_graph(std::mt19937& rng, int64_t rows, int64_t n)
   const std::string e = b.prim(ElementwiseAttrs{ScalarOp::kExp, {Operand{0, 0}}}, {d}, F, s);
   const std::string sum = b.prim(ReduceAttrs{ReduceOp::kSum, {1}}, {e}, F, r);
   const std::string sb = b.prim(BroadcastAttrs{}, {sum}, F, s);
-  b.prim(ElementwiseAttrs{ScalarOp::kDiv, {Operand{0, 0}, Operand{1, 0}}}, {e, sb}, F, s);
-  b.g.outputs = {b.g.prims.back().output()};
+  return b.prim(ElementwiseAttrs{ScalarOp::kDiv, {Operand{0, 0}, Operand{1, 0}}}, {e, sb}, F, s);
+}
+
+// Softmax over the last axis of [rows, n].
+inline kora::PrimGraph softmax_graph(std::mt19937& rng, int64_t rows, int64_t n) {
+  GraphBuilder b(rng);
+  b.g.outputs = {softmax_rows(b, b.input(kora::DType::kFloat32, {rows, n}))};
   return b.g;
+}
+
+// softmax(x * float(w)) over the rows of [6, 40], x an input, w an int64 constant in
+// [0, 5) (which a CUDA job carries as data); appended to `b`. Returns {w, the output}.
+inline std::pair<std::string, std::string> weighted_softmax(GraphBuilder& b) {
+  using namespace kora;
+  const DType F = DType::kFloat32;
+  const Shape s = {6, 40};
+  const std::string x = b.input(F, s);
+  const std::string w = b.input(DType::kInt64, s, true, 0, 5);
+  const std::string wf = b.prim(ElementwiseAttrs{ScalarOp::kCast, {Operand{0, 0}}}, {w}, F, s);
+  const std::string y =
+      b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}}, {x, wf}, F, s);
+  return {w, softmax_rows(b, y)};
 }
 
 // Layer normalization over the last axis of [rows, n]: mean, sub, square, mean, add eps,
