@@ -87,6 +87,11 @@ CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
                                       const CudaProfileOptions& options);
 std::string format_cuda_profile_summary(const CudaProfileSummary& summary);
 
+// Where kora profile and kora compile put a model's job by default: cuda-jobs/MODEL-ARCH
+// next to the database (MODEL: the model file's name without extension).
+std::string default_cuda_job_dir(const std::string& db_path, const std::string& model_path,
+                                 const std::string& arch);
+
 // The worker program kora runs: `configured`, else $KORA_CUDA_WORKER, else
 // kora-cuda-worker in the running executable's directory ("" when none is there).
 std::string find_cuda_worker(const std::string& configured = "");

@@ -45,9 +45,8 @@ struct Driver {
   // default stream.
 // clang-format off
 #define KORA_OPTIONAL_FUNCTIONS(X)                                                        \
-  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamBeginCapture)     \
-  X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphDestroy) \
-  X(cuGraphExecDestroy)
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamBeginCapture) X(cuStreamEndCapture)      \
+  X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy)
   // clang-format on
 #define KORA_MEMBER(f) decltype(&f) call_##f = nullptr;
   KORA_OPTIONAL_FUNCTIONS(KORA_MEMBER)

@@ -194,9 +194,6 @@ CudaJobKernel kernel_of(const json& jk, size_t programs) {
           v.pads.size() != spatial || v.strides.size() != spatial ||
           v.dilations.size() != spatial || v.group < 1)
         throw Error("a convolution's dims do not agree");
-      if (v.read_x < 0 || v.read_w < 0 || v.read_x == v.read_w || v.read_bias < -1 ||
-          v.read_z < -1 || (v.read_z >= 0 && v.read_bias < 0))
-        throw Error("a convolution's operands are not distinct reads");
     } else if (k.library != "cublas_gemm") {
       throw Error("unknown library '" + k.library + "'");
     } else {

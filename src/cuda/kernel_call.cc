@@ -25,6 +25,7 @@ CudaCall::CudaCall(const CudaJobKernel& k, CudaDevice& device, CudaDevice::Modul
           std::count(operands.begin(), operands.end(), i) != 1)
         throw Error("a convolution's operands are not its distinct reads");
     if (operands.size() != reads) throw Error("a convolution reads what it does not use");
+    if (c.read_z >= 0 && !c.fused()) throw Error("a convolution's residual needs its bias");
   }
   if (k.library == "cublas_gemm") {
     if (!blas) throw Error("kernel " + k.name + " needs cuBLAS");

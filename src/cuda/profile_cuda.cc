@@ -168,6 +168,14 @@ CudaMergeSummary merge_cuda_results(const PrimGraph& graph, const std::string& d
   return summary;
 }
 
+std::string default_cuda_job_dir(const std::string& db_path, const std::string& model_path,
+                                 const std::string& arch) {
+  namespace fs = std::filesystem;
+  return (fs::path(db_path).parent_path() / "cuda-jobs" /
+          (fs::path(model_path).stem().string() + "-" + arch))
+      .string();
+}
+
 std::string local_cuda_fingerprint(const CudaDevice& device, bool tf32) {
   const std::unique_ptr<CudaBlas> blas = CudaBlas::open(nullptr);
   const std::unique_ptr<CudaDnn> dnn = CudaDnn::open(nullptr);

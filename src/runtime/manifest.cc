@@ -288,10 +288,18 @@ Manifest manifest_from_json(const std::string& text, const std::string& source) 
     k.schedule = r.str(e, "schedule", where);
     k.predicted_ms = r.number(e, "predicted_ms", where);
     k.primitives = r.strings(e, "primitives", where);
-    if (k.impl == "cuda") {
-      if (!k.cuda.library.empty() &&
-          (k.reads.size() < 2 || k.reads.size() > 4 || k.writes.size() != 1))
-        r.fail(where + ": a library kernel reads 2 to 4 tensors and writes 1");
+    if (k.impl == "cuda") {  // its buffers are its reads and writes, in order
+      auto same = [&](const std::vector<std::string>& names,
+                      const std::vector<CudaJobBuffer>& buffers) {
+        if (names.size() != buffers.size()) return false;
+        for (size_t i = 0; i < names.size(); ++i)
+          if (buffers[i].count != numel(m.tensors.at(names[i]).info.shape) ||
+              buffers[i].dtype != dtype_name(m.tensors.at(names[i]).info.dtype))
+            return false;
+        return true;
+      };
+      if (!same(k.reads, k.cuda.reads) || !same(k.writes, k.cuda.writes))
+        r.fail(where + ": its CUDA kernel's buffers are not the tensors it reads and writes");
     } else if (k.impl != "generated") {
       k.graph_json = r.at(e, "graph", where).dump();
     }

@@ -107,10 +107,12 @@ Session::Session(const std::string& artifact_dir, const SessionOptions& options)
   if (weights_checksum(s.weights.get(), static_cast<size_t>(m.weights_bytes)) != m.weights_checksum)
     throw Error("weights file '" + weights_path.string() +
                 "' is corrupt: its checksum differs from the manifest's");
-  if (m.target == "cpu") s.arena = aligned_bytes(m.arena_bytes);
-
-  for (const std::string& lib : m.target == "cpu" ? m.libraries : std::vector<std::string>())
-    s.libraries.push_back(std::make_shared<SharedLibrary>(fs::absolute(dir / lib).string()));
+  const bool cpu = m.target == "cpu";  // else cuda: the plan runs on the GPU (CudaPlan)
+  if (cpu) {
+    s.arena = aligned_bytes(m.arena_bytes);
+    for (const std::string& lib : m.libraries)
+      s.libraries.push_back(std::make_shared<SharedLibrary>(fs::absolute(dir / lib).string()));
+  }
 
   std::map<std::string, int> input_index, output_index;
   for (const std::string& name : m.inputs) {
@@ -154,16 +156,15 @@ Session::Session(const std::string& artifact_dir, const SessionOptions& options)
                   static_cast<size_t>(t.bytes()));
   };
 
-  if (m.target == "cuda") {
-    s.cuda = std::make_unique<CudaPlan>(m, dir.string(), s.weights.get());
-    for (const ManifestKernel& k : m.kernels) {
-      std::string names;
-      for (const std::string& p : k.primitives) names += (names.empty() ? "" : ", ") + p;
-      s.infos.push_back({k.cuda.library.empty() ? "generated" : k.cuda.library, k.schedule, names,
-                         k.predicted_ms});
-    }
-  }
-  for (const ManifestKernel& k : m.target == "cpu" ? m.kernels : std::vector<ManifestKernel>()) {
+  if (!cpu) s.cuda = std::make_unique<CudaPlan>(m, dir.string(), s.weights.get());
+  for (const ManifestKernel& k : m.kernels) {
+    std::string names;
+    for (const std::string& p : k.primitives) names += (names.empty() ? "" : ", ") + p;
+    s.infos.push_back({cpu                      ? k.impl
+                       : k.cuda.library.empty() ? "generated"
+                                                : k.cuda.library,
+                       k.schedule, names, k.predicted_ms});
+    if (!cpu) continue;
     Step step;
     for (const std::string& t : k.reads) {
       const ManifestTensor& info = m.tensors.at(t);
@@ -245,9 +246,6 @@ Session::Session(const std::string& artifact_dir, const SessionOptions& options)
       step.input_slots = std::move(slots);
     }
     s.steps.push_back(std::move(step));
-    std::string names;
-    for (const std::string& p : k.primitives) names += (names.empty() ? "" : ", ") + p;
-    s.infos.push_back({k.impl, k.schedule, names, k.predicted_ms});
   }
   for (const auto& [index, name] : s.copied_outputs)
     if (m.tensors.at(name).storage == Storage::kConstant)

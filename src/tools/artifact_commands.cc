@@ -114,9 +114,7 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
     prof.kernels.progress = &std::cerr;
     prof.kernels.tf32 = o.tf32;
     prof.kernels.max_schedules = o.schedules;
-    prof.kernels.job_dir = (std::filesystem::path(db->path()).parent_path() / "cuda-jobs" /
-                            (graph.name + "-" + prof.kernels.arch))
-                               .string();
+    prof.kernels.job_dir = default_cuda_job_dir(db->path(), o.model.model, prof.kernels.arch);
     const CudaProfileSummary s = profile_model_cuda(graph, *db, prof);
     profile_seconds = seconds_since(stage);
     std::cerr << "kora compile: profile: " << s.merge.stored << " implementations measured now, "

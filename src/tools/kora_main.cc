@@ -277,12 +277,10 @@ int main(int argc, char** argv) {
         cuda.kernels.partition.min_size =
             std::min(cuda.kernels.partition.min_size, cuda.kernels.partition.max_size);
         cuda.kernels.progress = &std::cerr;
-        cuda.kernels.job_dir = !prof_job.empty()
-                                   ? prof_job
-                                   : (std::filesystem::path(db.path()).parent_path() / "cuda-jobs" /
-                                      (std::filesystem::path(prof_model.model).stem().string() +
-                                       "-" + cuda.kernels.arch))
-                                         .string();
+        cuda.kernels.job_dir =
+            !prof_job.empty()
+                ? prof_job
+                : kora::default_cuda_job_dir(db.path(), prof_model.model, cuda.kernels.arch);
         cuda.run_worker = !prof_no_measure;
         cuda.kernels.max_schedules = prof_schedules;
         cuda.tune_ms = prof_tune_ms;

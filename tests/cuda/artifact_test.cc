@@ -182,6 +182,21 @@ TEST(CudaArtifact, WritesLaunchesAndLibraryCallsWithTheFastestMeasuredSchedule) 
   for (const std::string& cubin : m.libraries)
     EXPECT_GT(std::filesystem::file_size(tmp.file("art") + "/" + cubin), 0u);
 
+  // A manifest whose CUDA kernel's buffers are not its tensors is refused when read.
+  {
+    std::ifstream in(tmp.file("art") + "/manifest.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t at = text.find("\"count\": ") + 9;
+    text.replace(at, text.find_first_not_of("0123456789", at) - at, "123457");
+    try {
+      manifest_from_json(text, "tampered");
+      FAIL() << "a CUDA kernel with a wrong buffer size was read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("buffers are not the tensors it reads and writes"),
+                std::string::npos)
+          << e.what();
+    }
+  }
   // Where no GPU can be used, a session says so (and names the architecture).
   std::string why;
   if (!CudaDevice::open(0, &why)) {
