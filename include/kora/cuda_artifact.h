@@ -7,8 +7,8 @@
 //   kernels_N.cubin the generated kernels, compiled by NVRTC for `arch`;
 //   weights.bin     every constant a kernel reads.
 // Each kernel takes its fastest working schedule for the GPU fingerprint `device` in the
-// database ("cublas", "cudnn:ALGO", a CudaSchedule key); one the database lacks takes cuBLAS
-// or cuDNN (algorithm 0) where they fit, else the generated default schedule. A kernel the
+// database ("cublas", "cublaslt:I", "cudnn:ALGO", a CudaSchedule key); one the database lacks takes
+// cuBLAS or cuDNN (algorithm 0) where they fit, else the generated default schedule. A kernel the
 // cuda target cannot compute (cuda_supports) throws kora::Error naming it. No GPU is needed
 // to write one; the runtime (include/kora/runtime.h) runs it on a GPU of `arch`.
 #pragma once

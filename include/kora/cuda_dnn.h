@@ -15,11 +15,6 @@
 
 namespace kora {
 
-class CudaUnsupported : public Error {
- public:
-  using Error::Error;
-};
-
 class CudaDnn {
  public:
   // A handle on the device whose context is current, or nullptr with *why.

@@ -12,7 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "kora/error.h"
+
 namespace kora {
+
+// A library (cuBLAS, cuBLASLt, cuDNN) refusing a shape or a configuration: the kernel
+// fails, the context is fine.
+class CudaUnsupported : public Error {
+ public:
+  using Error::Error;
+};
 
 class CudaDevice {
  public:

@@ -43,20 +43,38 @@ struct CudaJobLaunch {
   int block = 0;
 };
 
-// A row-major batched matrix product C[b] = A[b] B[b] (A m x k, B k x n, C m x n; a batch
-// stride of 0 broadcasts the operand), run by cuBLAS.
+// A row-major batched matrix product D[b] = act(alpha A[b] B[b] + C[b] + bias) (A m x k,
+// B k x n, D m x n), run by cuBLAS. An operand is read in place from a view of its tensor:
+// a batch stride (0 broadcasts it), a row stride (ld) and, transposed, stored as k x m
+// (A) or n x k (B). The epilogue (a residual C of D's layout, a bias of n values added to
+// every row, then a ReLU) is cuBLASLt's; a plain product runs on either library.
 struct CudaGemm {
   int64_t batch = 1, m = 0, n = 0, k = 0;
-  int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batches
-  int read_a = 0;     // A's index among the kernel's two reads (kernel_reads order); B is 1 - it
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batches (C: D's)
+  int64_t ld_a = 0, ld_b = 0;  // elements between stored rows; 0: dense (k, n; transposed m, k)
+  bool trans_a = false, trans_b = false;  // stored transposed
+  int read_a = 0, read_b = 1;             // A's and B's indices among the kernel's reads
+  float alpha = 1;
+  int read_bias = -1, read_c = -1;  // the bias's (n values) and the residual's, -1: none
+  bool relu = false;
+  int algo = -1;      // -1: cublasSgemmStridedBatched; i >= 0: cuBLASLt's i-th heuristic choice
   bool tf32 = false;  // TF32 tensor-core math (an explicit option); else full float32
+  bool fused() const { return read_bias >= 0 || read_c >= 0 || relu; }
+  int64_t lda() const { return ld_a ? ld_a : (trans_a ? m : k); }
+  int64_t ldb() const { return ld_b ? ld_b : (trans_b ? k : n); }
 };
 
-// The column-major cublasSgemmStridedBatched call (no transposes, alpha 1, beta 0) that
-// computes a CudaGemm: C^T = B^T A^T, so cuBLAS's first operand is the job's B.
+// How many of cuBLASLt's heuristic choices a GEMM is measured with (schedules
+// "cublaslt:0" ...; plain products also "cublas").
+constexpr int kCublasLtAlgos = 8;
+
+// The column-major call that computes a CudaGemm: D^T = B^T A^T, so cuBLAS's first
+// operand is the job's B (transposed by op T where the job's is stored transposed).
 struct CublasGemmCall {
   int m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0, batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // of cuBLAS's A, B, C
+  bool trans_a = false, trans_b = false;             // cuBLAS's op T
+  float alpha = 1;
   bool tf32 = false;
 };
 // Throws kora::Error when a size does not fit cuBLAS's 32-bit integers.
@@ -81,8 +99,8 @@ struct CudaConv {
 
 // One implementation: a kernel signature with one schedule. Every launch takes a pointer
 // per read buffer, then per written buffer, in order. A library kernel (schedule "cublas",
-// or "cudnn:ALGO") has no program or launches: it reads A and B (X, W and the epilogue's
-// bias and residual) and writes C (Y).
+// "cublaslt:I" or "cudnn:ALGO") has no program or launches: it reads A and B (X and W), and
+// the epilogue's bias and residual, and writes D (Y).
 struct CudaJobKernel {
   uint64_t signature = 0;
   std::string schedule;
@@ -96,7 +114,7 @@ struct CudaJobKernel {
 };
 
 struct CudaJob {
-  static constexpr int kFormat = 2;  // 2: fused convolutions
+  static constexpr int kFormat = 3;  // 2: fused convolutions, 3: cuBLASLt GEMMs
   std::string arch;                  // the cubins' architecture ("sm_90")
   std::string compiler;              // nvrtc_version() of the kora that compiled them
   std::string codegen;               // the generator's revision, part of the fingerprint

@@ -43,8 +43,10 @@ struct CudaKernelsOptions {
   // compiled implementation on a GPU, with these measuring options.
   std::string job_dir;
   MeasureOptions measure = CudaJob().measure;
-  // When set: kernels (signatures) to leave out, e.g. those the database already holds.
+  // When set: generated kernels (signatures) to leave out, e.g. those the database
+  // already holds; and library schedules (cuBLAS, cuBLASLt, cuDNN calls) to leave out.
   std::function<bool(uint64_t signature)> known;
+  std::function<bool(uint64_t signature, const std::string& schedule)> measured;
 };
 
 // An implementation NVRTC rejected.
@@ -65,7 +67,7 @@ struct CudaKernelsSummary {
   double generate_seconds = 0, compile_seconds = 0;
   std::vector<CudaKernelFailure> failures;
   int64_t job_kernels = 0;  // implementations in the job written (job_dir)
-  int64_t known = 0;        // distinct kernels `known` left out
+  int64_t known = 0;        // distinct kernels left out (`known`, or every schedule `measured`)
 };
 
 CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph,
@@ -84,9 +86,10 @@ CandidateOptions cuda_candidate_options(const PrimGraph& graph, CandidateOptions
 // (ProfileDbCost::penalize_failed): chosen only where nothing else computes its primitives.
 constexpr double kCudaFailedKernelMs = 1000;
 
-// Calls `fn` once per distinct candidate kernel (the first of each signature) that the
-// CUDA generator or a library (cuda_gemm_plan, cuda_conv_plan) supports and `known` does not name,
-// in the order compile_cuda_kernels takes them; returns the number of distinct kernels.
+// Calls `fn` once per distinct candidate kernel (the first of each signature) that a
+// library (cuda_gemm_plan, cuda_conv_plan) computes, or the CUDA generator supports and
+// `known` does not name, in the order compile_cuda_kernels takes them; returns the number
+// of distinct kernels.
 int64_t for_each_cuda_candidate(
     const PrimGraph& graph, const CudaKernelsOptions& options,
     const std::function<void(const KernelDag& sub, const Candidate& c)>& fn);

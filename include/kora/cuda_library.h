@@ -1,11 +1,13 @@
 // Which candidate kernels NVIDIA's libraries compute on the cuda target: a candidate in;
-// the library call that computes it out, or nothing: a float32 MatMul alone, as one cuBLAS
+// the library call that computes it out, or nothing: a float32 MatMul as one cuBLAS
 // strided-batched GEMM, when each operand's batch dimensions are all the output's or all 1
-// (broadcast by a zero stride); a float32 Conv with symmetric padding, as a cuDNN
-// convolution, with a bias, residual and ReLU after it fused where cuDNN can. Other
-// epilogues stay generated kernels of their own.
+// (broadcast by a zero stride), alone or read through reshapes and transposes (strided
+// views), with a scale, bias, residual and ReLU after it fused by cuBLASLt; a float32 Conv
+// with symmetric padding, as a cuDNN convolution, with a bias, residual and ReLU after it
+// fused where cuDNN can. Other epilogues stay generated kernels of their own.
 #pragma once
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "kora/candidates.h"
@@ -16,7 +18,8 @@
 namespace kora {
 
 // Also a lone float32 1x1 convolution (stride 1, no padding, one group), which the job
-// measures as a GEMM too: per batch element Y[M, S] = W[M, C] X[C, S].
+// measures as a GEMM too: per batch element Y[M, S] = W[M, C] X[C, S]. A plan with an
+// epilogue has algo 0 (cuBLASLt); the job measures each of cuda_gemm_schedules().
 std::optional<CudaGemm> cuda_gemm_plan(const PrimGraph& graph, const KernelDag& dag,
                                        const Candidate& c);
 
@@ -26,6 +29,11 @@ std::optional<CudaGemm> cuda_gemm_plan(const PrimGraph& graph, const KernelDag& 
 // ReLU (CudaConv::fused(): cudnnConvolutionBiasActivationForward).
 std::optional<CudaConv> cuda_conv_plan(const PrimGraph& graph, const KernelDag& dag,
                                        const Candidate& c);
+// The schedules a GEMM is measured with: "cublas" (plain products only), then
+// "cublaslt:I" for I < kCublasLtAlgos; and the GEMM a schedule names (nullopt: not one
+// of them).
+std::vector<std::string> cuda_gemm_schedules(const CudaGemm& gemm);
+std::optional<CudaGemm> cuda_gemm_with_schedule(const CudaGemm& gemm, const std::string& schedule);
 // cuDNN's forward algorithms worth measuring (cudnnConvolutionFwdAlgo_t; DIRECT is never
 // implemented).
 const std::vector<int>& cudnn_conv_algorithms();

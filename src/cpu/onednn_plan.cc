@@ -60,8 +60,11 @@ struct Step {
 
 class Analyzer {
  public:
-  Analyzer(const PrimGraph& graph, const KernelDag& dag, const Candidate& c)
-      : g_(graph), reads_(kernel_reads(graph, dag, c)), writes_(kernel_writes(graph, dag, c)) {
+  Analyzer(const PrimGraph& graph, const KernelDag& dag, const Candidate& c, PlanOptions options)
+      : g_(graph),
+        options_(options),
+        reads_(kernel_reads(graph, dag, c)),
+        writes_(kernel_writes(graph, dag, c)) {
     for (int v : c.members) members_.push_back(&graph.prims[dag.prim[v]]);
     used_.assign(members_.size(), false);
     for (size_t m = 0; m < members_.size(); ++m) {
@@ -216,7 +219,10 @@ class Analyzer {
       const Primitive& p = *members_[m];
       if (used_[m]) return fail(p.describe() + " reads the epilogue value twice");
       if (is_reshape(p)) {
-        if (squeeze(shape(p.output())) != squeeze(plan_.dst_dims))
+        const Shape& out = shape(p.output());
+        const bool rows = options_.reshaped_rows && !plan_.conv && !out.empty() &&
+                          out.back() == plan_.dst_dims.back();
+        if (squeeze(out) != squeeze(plan_.dst_dims) && !rows)
           return fail(p.describe() + " reshapes beyond dims of size 1");
         used_[m] = true;
         cur_ = p.output();
@@ -274,7 +280,16 @@ class Analyzer {
     *index = plain_view_of(s, m);
     if (*index < 0) return fail("broadcast operand '" + s + "' is computed in the kernel");
     used_[m] = true;
-    *dims = map_dims(shape(s), cur_shape_, plan_.dst_dims);
+    const Shape& sp = shape(s);
+    if (squeeze(cur_shape_) == squeeze(plan_.dst_dims)) {
+      *dims = map_dims(sp, cur_shape_, plan_.dst_dims);
+      return true;
+    }
+    // Rows reshaped (PlanOptions::reshaped_rows): only an operand along the last dim maps.
+    if (!sp.empty() && numel(sp) != sp.back())
+      return fail("operand '" + s + "' is broadcast across reshaped rows");
+    *dims = Shape(plan_.dst_dims.size(), 1);
+    if (!sp.empty()) dims->back() = sp.back();
     return true;
   }
 
@@ -519,6 +534,7 @@ class Analyzer {
   }
 
   const PrimGraph& g_;
+  const PlanOptions options_;
   std::vector<std::string> reads_, writes_;
   std::vector<const Primitive*> members_;
   std::vector<bool> used_;
@@ -533,8 +549,8 @@ class Analyzer {
 }  // namespace
 
 std::optional<Plan> plan_kernel(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
-                                std::string* why) {
-  return Analyzer(graph, dag, c).run(why);
+                                std::string* why, PlanOptions options) {
+  return Analyzer(graph, dag, c, options).run(why);
 }
 
 }  // namespace kora::onednn

@@ -68,8 +68,15 @@ struct Plan {
   std::string weights_tensor;  // name of the weights tensor (constant or not)
 };
 
+struct PlanOptions {
+  // A matmul's epilogue may reshape its value in any way that keeps the last dim (a
+  // library that writes the product contiguously, as cuBLAS does); an operand after such a
+  // reshape must then vary along the last dim only, or be read in full.
+  bool reshaped_rows = false;
+};
+
 // The plan, or nullopt with the reason in *why.
 std::optional<Plan> plan_kernel(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
-                                std::string* why);
+                                std::string* why, PlanOptions options = {});
 
 }  // namespace kora::onednn

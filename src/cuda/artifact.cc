@@ -61,13 +61,14 @@ class CudaBackend : public ArtifactBackend {
     bool measured = false;  // only failed implementations: none to fall back to
     if (db_) measured = db_->known(options_.device, chosen.signature);
     if (!measured || !schedules.empty())  // cuDNN's implicit precomputed GEMM fuses any epilogue
-      schedules.push_back(gemm   ? "cublas"
+      schedules.push_back(gemm   ? cuda_gemm_schedules(*gemm).front()
                           : conv ? (conv->fused() ? "cudnn:1" : "cudnn:0")
                                  : "default");
     for (const std::string& s : schedules) {
-      if (s == "cublas" && gemm) {
+      if (const std::optional<CudaGemm> g =
+              gemm ? cuda_gemm_with_schedule(*gemm, s) : std::nullopt) {
         k.library = "cublas_gemm";
-        k.gemm = *gemm;
+        k.gemm = *g;
         k.gemm.tf32 = options_.tf32;
       } else if (s.rfind("cudnn:", 0) == 0 && conv) {
         k.library = "cudnn_conv";

@@ -125,8 +125,11 @@ int64_t for_each_cuda_candidate(
     const SegmentCandidates sc = segment_candidates(graph, dag, s, options.candidates);
     for (const Candidate& c : sc.candidates) {
       if (!seen.insert(c.signature).second) continue;
-      if (options.known && options.known(c.signature)) continue;
-      if (cuda_supports(graph, sc.sub, c)) fn(sc.sub, c);
+      const bool generated = cuda_codegen_supports(graph, sc.sub, c);
+      if (!generated && !cuda_gemm_plan(graph, sc.sub, c) && !cuda_conv_plan(graph, sc.sub, c))
+        continue;
+      if (generated && options.known && options.known(c.signature)) continue;
+      fn(sc.sub, c);
     }
   }
   return static_cast<int64_t>(seen.size());
@@ -165,24 +168,30 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
             k.reads.push_back(job_buffer(graph, t, data, data_offsets));
           for (const std::string& t : kernel_writes(graph, sub, c))
             k.writes.push_back(job_buffer(graph, t, data, data_offsets));
+          // Each schedule not measured before (a library may have gained schedules).
+          const size_t before = library.size();
+          auto add = [&](const std::string& schedule) {
+            k.schedule = schedule;
+            if (!options.measured || !options.measured(c.signature, schedule)) library.push_back(k);
+          };
           if (gemm) {
-            k.schedule = "cublas";
             k.library = "cublas_gemm";
-            k.gemm = *gemm;
-            k.gemm.tf32 = options.tf32;
-            library.push_back(k);
+            for (const std::string& schedule : cuda_gemm_schedules(*gemm)) {
+              k.gemm = *cuda_gemm_with_schedule(*gemm, schedule);
+              k.gemm.tf32 = options.tf32;
+              add(schedule);
+            }
           }
           if (conv) {
             k.library = "cudnn_conv";
             for (int algo : cudnn_conv_algorithms()) {
-              k.schedule = "cudnn:" + std::to_string(algo);
               k.conv = *conv;
               k.conv.algo = algo;
               k.conv.tf32 = options.tf32;
-              library.push_back(k);
+              add("cudnn:" + std::to_string(algo));
             }
           }
-          ++summary.library;
+          ++(library.size() == before ? summary.known : summary.library);
           return;
         }
         ++summary.supported;

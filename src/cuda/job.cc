@@ -9,6 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
+#include <utility>
 
 #include "base/fnv_hash.h"
 #include "base/read_file.h"
@@ -89,8 +91,25 @@ json kernel_json(const CudaJobKernel& k) {
   if (!k.library.empty()) jk["library"] = k.library;
   if (k.library == "cublas_gemm") {
     const CudaGemm& g = k.gemm;
-    jk["gemm"] = {g.batch, g.m, g.n, g.k, g.stride_a, g.stride_b, g.stride_c, g.read_a};
-    jk["tf32"] = g.tf32;
+    jk["gemm"] = {{"batch", g.batch},
+                  {"m", g.m},
+                  {"n", g.n},
+                  {"k", g.k},
+                  {"stride_a", g.stride_a},
+                  {"stride_b", g.stride_b},
+                  {"stride_c", g.stride_c},
+                  {"ld_a", g.ld_a},
+                  {"ld_b", g.ld_b},
+                  {"trans_a", g.trans_a},
+                  {"trans_b", g.trans_b},
+                  {"read_a", g.read_a},
+                  {"read_b", g.read_b},
+                  {"alpha", g.alpha},
+                  {"read_bias", g.read_bias},
+                  {"read_c", g.read_c},
+                  {"relu", g.relu},
+                  {"algo", g.algo},
+                  {"tf32", g.tf32}};
   } else if (k.library == "cudnn_conv") {
     const CudaConv& c = k.conv;
     jk["conv"] = {{"x", c.x},
@@ -164,6 +183,53 @@ CudaProbe probe_of(const T* x, int64_t count) {
   return p;
 }
 
+// A GEMM of job.json: an object; or, in a manifest written before cuBLASLt, 8 numbers
+// (batch, m, n, k, the 3 batch strides, A's read) with "tf32" beside them.
+CudaGemm gemm_of(const json& jk) {
+  const json& j = jk.at("gemm");
+  CudaGemm g;
+  if (j.is_array()) {
+    const std::vector<int64_t> v = j.get<std::vector<int64_t>>();
+    if (v.size() != 8 || (v[7] != 0 && v[7] != 1))
+      throw Error("a gemm needs 8 numbers, the last 0 or 1");
+    g = {v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
+    g.read_a = static_cast<int>(v[7]);
+    g.read_b = 1 - g.read_a;
+    g.tf32 = jk.at("tf32").get<bool>();
+    return g;
+  }
+  auto get = [&j](const char* name, auto* field) {
+    *field = j.at(name).get<std::remove_pointer_t<decltype(field)>>();
+  };
+  for (auto [name, field] :
+       std::initializer_list<std::pair<const char*, int64_t*>>{{"batch", &g.batch},
+                                                               {"m", &g.m},
+                                                               {"n", &g.n},
+                                                               {"k", &g.k},
+                                                               {"stride_a", &g.stride_a},
+                                                               {"stride_b", &g.stride_b},
+                                                               {"stride_c", &g.stride_c},
+                                                               {"ld_a", &g.ld_a},
+                                                               {"ld_b", &g.ld_b}})
+    get(name, field);
+  for (auto [name, field] :
+       std::initializer_list<std::pair<const char*, int*>>{{"read_a", &g.read_a},
+                                                           {"read_b", &g.read_b},
+                                                           {"read_bias", &g.read_bias},
+                                                           {"read_c", &g.read_c},
+                                                           {"algo", &g.algo}})
+    get(name, field);
+  for (auto [name, field] : std::initializer_list<std::pair<const char*, bool*>>{
+           {"trans_a", &g.trans_a}, {"trans_b", &g.trans_b}, {"relu", &g.relu}, {"tf32", &g.tf32}})
+    get(name, field);
+  g.alpha = j.at("alpha").get<float>();
+  if (g.batch < 1 || g.m < 1 || g.n < 1 || g.k < 1 || g.ld_a < 0 || g.ld_b < 0 ||
+      g.lda() < (g.trans_a ? g.m : g.k) || g.ldb() < (g.trans_b ? g.k : g.n) || g.algo < -1)
+    throw Error("a gemm's sizes do not agree");
+  if (g.fused() && g.algo < 0) throw Error("a gemm's epilogue needs a cuBLASLt algorithm");
+  return g;
+}
+
 // A kernel of job.json (or of a CUDA artifact's manifest); `programs`: how many there are.
 CudaJobKernel kernel_of(const json& jk, size_t programs) {
   CudaJobKernel k;
@@ -197,11 +263,7 @@ CudaJobKernel kernel_of(const json& jk, size_t programs) {
     } else if (k.library != "cublas_gemm") {
       throw Error("unknown library '" + k.library + "'");
     } else {
-      const std::vector<int64_t> g = jk.at("gemm").get<std::vector<int64_t>>();
-      if (g.size() != 8 || (g[7] != 0 && g[7] != 1))
-        throw Error("a gemm needs 8 numbers, the last 0 or 1");
-      k.gemm = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], static_cast<int>(g[7])};
-      k.gemm.tf32 = jk.at("tf32").get<bool>();
+      k.gemm = gemm_of(jk);
     }
   } else if (k.program < 0 || k.program >= static_cast<int>(programs))
     throw Error("kernel " + hex64(k.signature) + " names program " + std::to_string(k.program) +
@@ -391,19 +453,24 @@ void cuda_job_fill(const CudaJobBuffer& b, const std::string& data, void* out) {
 
 CublasGemmCall cublas_gemm_call(const CudaGemm& g) {
   const int64_t limit = 0x7fffffff;
-  for (int64_t v : {g.batch, g.m, g.n, g.k})
+  for (int64_t v : {g.batch, g.m, g.n, g.k, g.lda(), g.ldb()})
     if (v <= 0 || v > limit) throw Error("a gemm size does not fit cuBLAS's 32-bit integers");
-  CublasGemmCall c;  // column-major C^T (n x m) = B^T (n x k) A^T (k x m)
+  CublasGemmCall c;  // column-major D^T (n x m) = B^T (n x k) A^T (k x m)
   c.m = static_cast<int>(g.n);
   c.n = static_cast<int>(g.m);
   c.k = static_cast<int>(g.k);
-  c.lda = static_cast<int>(g.n);  // cuBLAS's A: the job's B, row-major k x n
-  c.ldb = static_cast<int>(g.k);  // cuBLAS's B: the job's A, row-major m x k
+  // cuBLAS's A: the job's B, row-major k x n (column-major n x k), or stored n x k (op T);
+  // cuBLAS's B: the job's A, row-major m x k (column-major k x m), or stored k x m (op T).
+  c.lda = static_cast<int>(g.ldb());
+  c.ldb = static_cast<int>(g.lda());
+  c.trans_a = g.trans_b;
+  c.trans_b = g.trans_a;
   c.ldc = static_cast<int>(g.n);
   c.batch = static_cast<int>(g.batch);
   c.stride_a = g.stride_b;
   c.stride_b = g.stride_a;
   c.stride_c = g.stride_c;
+  c.alpha = g.alpha;
   c.tf32 = g.tf32;
   return c;
 }

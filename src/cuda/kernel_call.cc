@@ -1,5 +1,6 @@
 // A CUDA kernel made ready to enqueue (src/cuda/kernel_call.h): a job's or artifact's
-// kernel in; its launches, its cuBLAS GEMM or its cuDNN convolution enqueued out.
+// kernel in; its launches, its cuBLAS GEMM, its cuBLASLt matmul or its cuDNN convolution
+// enqueued out.
 #include "cuda/kernel_call.h"
 
 #include <algorithm>
@@ -14,22 +15,28 @@ CudaCall::CudaCall(const CudaJobKernel& k, CudaDevice& device, CudaDevice::Modul
   const size_t reads = k.reads.size();
   if (!k.library.empty() && (reads < 2 || reads > 4 || k.writes.size() != 1))
     throw Error("a library kernel reads 2 to 4 tensors and writes 1");
-  if (k.library == "cublas_gemm" && reads != 2) throw Error("a GEMM reads 2 tensors");
-  const CudaConv& c = k.conv;
-  if (k.library == "cudnn_conv") {
-    std::vector<int> operands = {c.read_x, c.read_w};
-    if (c.read_bias >= 0) operands.push_back(c.read_bias);
-    if (c.read_z >= 0) operands.push_back(c.read_z);
+  // The library call's operands: the kernel's reads, each once.
+  std::vector<int> operands;
+  for (int i :
+       k.library == "cudnn_conv"
+           ? std::vector<int>{k.conv.read_x, k.conv.read_w, k.conv.read_bias, k.conv.read_z}
+           : std::vector<int>{k.gemm.read_a, k.gemm.read_b, k.gemm.read_bias, k.gemm.read_c})
+    if (i >= 0 || operands.size() < 2) operands.push_back(i);  // the first two are needed
+  if (!k.library.empty()) {
     for (int i : operands)
       if (i < 0 || i >= static_cast<int>(reads) ||
           std::count(operands.begin(), operands.end(), i) != 1)
-        throw Error("a convolution's operands are not its distinct reads");
-    if (operands.size() != reads) throw Error("a convolution reads what it does not use");
-    if (c.read_z >= 0 && !c.fused()) throw Error("a convolution's residual needs its bias");
+        throw Error("a library call's operands are not its distinct reads");
+    if (operands.size() != reads) throw Error("a library call reads what it does not use");
   }
+  if (k.library == "cudnn_conv" && k.conv.read_z >= 0 && !k.conv.fused())
+    throw Error("a convolution's residual needs its bias");
+  if (k.library == "cublas_gemm" && k.gemm.fused() && k.gemm.algo < 0)
+    throw Error("a GEMM's epilogue needs cuBLASLt");
   if (k.library == "cublas_gemm") {
     if (!blas) throw Error("kernel " + k.name + " needs cuBLAS");
     gemm_ = cublas_gemm_call(k.gemm);
+    if (k.gemm.algo >= 0) lt_ = blas->prepare(k.gemm);
   } else if (k.library == "cudnn_conv") {
     if (!dnn) throw Error("kernel " + k.name + " needs cuDNN");
     conv_ = dnn->prepare(k.conv);
@@ -42,12 +49,17 @@ CudaCall::CudaCall(const CudaJobKernel& k, CudaDevice& device, CudaDevice::Modul
 
 void CudaCall::enqueue(const std::vector<CudaDevice::Ptr>& args, CudaDevice::Ptr workspace) const {
   const CudaJobKernel& k = kernel_;
-  if (k.library == "cublas_gemm")  // cuBLAS's A is the kernel's B (see CublasGemmCall)
-    blas_->gemm(gemm_, args.at(1 - k.gemm.read_a), args.at(k.gemm.read_a), args.at(2));
+  const CudaGemm& g = k.gemm;
+  auto read = [&](int i) { return i >= 0 ? args.at(static_cast<size_t>(i)) : 0; };
+  if (lt_)  // cuBLAS's A is the kernel's B (see CublasGemmCall)
+    lt_->run(read(g.read_b), read(g.read_a), read(g.read_c), read(g.read_bias),
+             args.at(k.reads.size()), workspace);
+  else if (k.library == "cublas_gemm")
+    blas_->gemm(gemm_, read(g.read_b), read(g.read_a), args.at(k.reads.size()));
   if (conv_) {
     const CudaConv& c = k.conv;
-    conv_->run(args.at(c.read_x), args.at(c.read_w), args.at(k.reads.size()), workspace,
-               c.read_bias >= 0 ? args.at(c.read_bias) : 0, c.read_z >= 0 ? args.at(c.read_z) : 0);
+    conv_->run(read(c.read_x), read(c.read_w), args.at(k.reads.size()), workspace,
+               read(c.read_bias), read(c.read_z));
   }
   for (size_t i = 0; i < k.launches.size(); ++i)
     device_.launch(functions_[i], k.launches[i].grid, k.launches[i].block, args);

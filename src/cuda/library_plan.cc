@@ -1,7 +1,11 @@
 // The cuda target's library kernels (include/kora/cuda_library.h): a candidate in, the
-// cuBLAS GEMM that computes it out when it is a lone float32 MatMul whose batch dims each
-// operand has in full or not at all, or the cuDNN convolution of a float32 Conv with
+// cuBLAS GEMM that computes it out when it is a float32 MatMul whose operands are strided
+// views of its reads (each batch dim in full or not at all), alone or with a scale, a bias,
+// a residual and a ReLU after it, or the cuDNN convolution of a float32 Conv with
 // symmetric padding, alone or with a bias, a residual and a ReLU after it.
+#include <algorithm>
+#include <cmath>
+
 #include "cpu/onednn_plan.h"
 #include "kora/cuda_library.h"
 
@@ -45,6 +49,111 @@ std::optional<CudaGemm> pointwise_conv_gemm(const PrimGraph& graph, const Kernel
   const std::vector<std::string> reads = kernel_reads(graph, dag, c);
   if (reads.size() != 2) return std::nullopt;
   g.read_a = reads[0] == p.inputs[1] ? 0 : 1;  // A is the weights
+  g.read_b = 1 - g.read_a;
+  return g;
+}
+
+// An operand of dims `dims` (rank of the output `out`) at element `strides` in its read,
+// as a GEMM reads it: one batch stride over the output's batch dims (0: broadcast), and a
+// rows x cols matrix stored row-major with rows `ld` apart, or transposed. False when the
+// view has no such form.
+bool gemm_view(const Shape& dims, const Shape& strides, const Shape& out, int64_t* batch_stride,
+               int64_t* ld, bool* transposed) {
+  const size_t r = out.size();
+  const int64_t rows = dims[r - 2], cols = dims[r - 1];
+  if (cols == 1 || strides[r - 1] == 1) {
+    *transposed = false;
+    *ld = rows > 1 ? strides[r - 2] : cols;
+    if (*ld < cols) return false;
+  } else if (rows == 1 || strides[r - 2] == 1) {
+    *transposed = true;
+    *ld = cols > 1 ? strides[r - 1] : rows;
+    if (*ld < rows) return false;
+  } else {
+    return false;
+  }
+  bool full = false, broadcast = false;
+  *batch_stride = 0;
+  int64_t next = 0;  // the stride the next outer full dim needs
+  for (size_t i = r - 2; i-- > 0;) {
+    if (out[i] == 1) continue;
+    if (dims[i] == 1) {
+      broadcast = true;
+      continue;
+    }
+    if (dims[i] != out[i]) return false;
+    if (!full)
+      *batch_stride = strides[i];
+    else if (strides[i] != next)
+      return false;
+    full = true;
+    next = strides[i] * dims[i];
+  }
+  return !(full && broadcast);
+}
+
+// A float32 MatMul whose operands are views of the kernel's reads through reshapes and
+// transposes, then a chain of: a scale by an immediate, a bias of N values, a residual of
+// its output's shape, a ReLU (read off the candidate as the CPU's oneDNN plan reads it).
+std::optional<CudaGemm> viewed_gemm(const PrimGraph& graph, const KernelDag& dag,
+                                    const Candidate& c) {
+  std::string why;
+  const std::optional<onednn::Plan> plan =
+      onednn::plan_kernel(graph, dag, c, &why, {/*reshaped_rows=*/true});  // D is contiguous
+  if (!plan || plan->conv) return std::nullopt;
+  const Shape &a = plan->src_dims, &b = plan->weights_dims, &d = plan->dst_dims;
+  const size_t r = d.size();
+  if (r < 2 || a.size() != r || b.size() != r) return std::nullopt;
+  CudaGemm g;
+  g.m = a[r - 2];
+  g.k = a[r - 1];
+  g.n = b[r - 1];
+  if (b[r - 2] != g.k || d[r - 2] != g.m || d[r - 1] != g.n || g.m == 0 || g.n == 0 || g.k == 0)
+    return std::nullopt;
+  for (size_t i = 0; i + 2 < r; ++i) g.batch *= d[i];
+  if (!gemm_view(a, plan->src_strides, d, &g.stride_a, &g.ld_a, &g.trans_a) ||
+      !gemm_view(b, plan->weights_strides, d, &g.stride_b, &g.ld_b, &g.trans_b))
+    return std::nullopt;
+  g.stride_c = g.m * g.n;
+  g.read_a = plan->src;
+  g.read_b = plan->weights;
+  const std::vector<std::string> reads = kernel_reads(graph, dag, c);
+  const int64_t size = numel(d);
+  auto is_bias = [&](const Shape& dims) { return numel(dims) == g.n && dims.back() == g.n; };
+  if (plan->bias >= 0) {
+    if (!is_bias(plan->bias_dims)) return std::nullopt;
+    g.read_bias = plan->bias;
+  }
+  for (const onednn::PostOp& op : plan->post_ops) {
+    const bool relu =
+        (!op.binary && op.eltwise == onednn::Eltwise::kRelu && op.alpha == 0) ||
+        (op.binary && op.operand < 0 && op.op == onednn::Binary::kMax && op.scalar == 0);
+    const bool added = g.read_bias >= 0 || g.read_c >= 0;
+    if (g.relu) return std::nullopt;  // nothing after the ReLU
+    if (relu) {
+      g.relu = true;
+    } else if (op.binary && op.operand < 0 && !added &&
+               (op.op == onednn::Binary::kMul || op.op == onednn::Binary::kDiv)) {
+      g.alpha = op.op == onednn::Binary::kMul ? g.alpha * op.scalar : g.alpha / op.scalar;
+    } else if (op.binary && op.operand >= 0 && op.op == onednn::Binary::kAdd && g.read_bias < 0 &&
+               is_bias(op.operand_dims)) {
+      g.read_bias = op.operand;
+    } else if (op.binary && op.operand >= 0 && op.op == onednn::Binary::kAdd && g.read_c < 0 &&
+               op.operand_dims == d &&
+               numel(graph.value(reads[static_cast<size_t>(op.operand)]).shape) == size) {
+      g.read_c = op.operand;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!std::isfinite(g.alpha)) return std::nullopt;
+  std::vector<int> used = {g.read_a, g.read_b};
+  for (int i : {g.read_bias, g.read_c})
+    if (i >= 0) used.push_back(i);
+  for (int i : used)
+    if (std::count(used.begin(), used.end(), i) != 1) return std::nullopt;
+  if (used.size() != reads.size()) return std::nullopt;
+  if (g.fused()) g.algo = 0;  // cuBLASLt's first choice; the others are measured
   return g;
 }
 
@@ -52,6 +161,7 @@ std::optional<CudaGemm> pointwise_conv_gemm(const PrimGraph& graph, const Kernel
 
 std::optional<CudaGemm> cuda_gemm_plan(const PrimGraph& graph, const KernelDag& dag,
                                        const Candidate& c) {
+  if (c.members.size() > 1) return viewed_gemm(graph, dag, c);
   if (c.members.size() != 1) return std::nullopt;
   const Primitive& p = graph.prims[dag.prim[c.members[0]]];
   const auto* linear = std::get_if<LinearAttrs>(&p.attrs);
@@ -93,6 +203,7 @@ std::optional<CudaGemm> cuda_gemm_plan(const PrimGraph& graph, const KernelDag& 
   const std::vector<std::string> reads = kernel_reads(graph, dag, c);
   if (reads.size() != 2) return std::nullopt;
   g.read_a = reads[0] == p.inputs[0] ? 0 : 1;
+  g.read_b = 1 - g.read_a;
   return g;
 }
 
@@ -174,6 +285,28 @@ std::optional<CudaConv> cuda_conv_plan(const PrimGraph& graph, const KernelDag& 
   conv->read_x = reads[0] == p.inputs[0] ? 0 : 1;
   conv->read_w = 1 - conv->read_x;
   return conv;
+}
+
+std::vector<std::string> cuda_gemm_schedules(const CudaGemm& gemm) {
+  std::vector<std::string> out;
+  if (!gemm.fused()) out.push_back("cublas");
+  for (int i = 0; i < kCublasLtAlgos; ++i) out.push_back("cublaslt:" + std::to_string(i));
+  return out;
+}
+
+std::optional<CudaGemm> cuda_gemm_with_schedule(const CudaGemm& gemm, const std::string& s) {
+  CudaGemm g = gemm;
+  if (s == "cublas" && !gemm.fused()) {
+    g.algo = -1;
+    return g;
+  }
+  const std::string prefix = "cublaslt:";
+  if (s.rfind(prefix, 0) != 0 || s.size() == prefix.size() ||
+      s.find_first_not_of("0123456789", prefix.size()) != std::string::npos ||
+      s.size() > prefix.size() + 3)
+    return std::nullopt;
+  g.algo = std::stoi(s.substr(prefix.size()));
+  return g;
 }
 
 const std::vector<int>& cudnn_conv_algorithms() {

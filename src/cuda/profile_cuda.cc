@@ -285,11 +285,17 @@ CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
   std::string fp;
   if (device) {  // the GPU is here: what the database holds for it is not measured again
     fp = local_cuda_fingerprint(*device, kernels.tf32);
-    kernels.known = [&db, fp](uint64_t signature) { return db.known(fp, signature); };
     device.reset();  // the worker opens it
-  } else if (!options.remote_device.empty()) {
-    const std::string remote = options.remote_device;
-    kernels.known = [&db, remote](uint64_t signature) { return db.known(remote, signature); };
+  } else {
+    fp = options.remote_device;
+  }
+  if (!fp.empty()) {
+    kernels.known = [&db, fp](uint64_t signature) { return db.known(fp, signature); };
+    kernels.measured = [&db, fp](uint64_t signature, const std::string& schedule) {
+      for (const ProfileRecord& r : db.records(fp, signature))
+        if (r.schedule == schedule) return true;
+      return false;
+    };
   }
   // -1: with the GPU here, two rounds (defaults, then the kernels that matter); else all.
   const bool two_rounds = gpu_here && kernels.max_schedules < 0;

@@ -228,16 +228,30 @@ TEST(CudaArtifact, AJobForAGpuElsewhereLeavesOutWhatItMeasured) {
   const int64_t all = profile_model_cuda(g, db, options).kernels.job_kernels;
   std::set<uint64_t> measured;
   const std::string remote = "cuda|Remote GPU|sm_90|132 SMs|kora-cuda-gen 1";
-  for (const CudaJobKernel& k : read_cuda_job(options.kernels.job_dir).kernels)
-    if (measured.size() < 5 && measured.insert(k.signature).second)
+  uint64_t gemm = 0;  // measured with cuBLAS only: cuBLASLt's algorithms are still to measure
+  for (const CudaJobKernel& k : read_cuda_job(options.kernels.job_dir).kernels) {
+    if (k.library.empty() && measured.size() < 5 && measured.insert(k.signature).second)
       db.put({remote, k.signature, k.schedule, 0.1, 0, 3, false, "", ""});
+    if (k.schedule == "cublas" && !gemm) {
+      gemm = k.signature;
+      db.put({remote, k.signature, k.schedule, 0.1, 0, 3, false, "", ""});
+    }
+  }
+  ASSERT_NE(gemm, 0u);
   options.remote_device = remote;
   options.kernels.job_dir = tmp.file("rest");
   const CudaProfileSummary rest = profile_model_cuda(g, db, options);
   EXPECT_LT(rest.kernels.job_kernels, all);
   EXPECT_GT(rest.kernels.job_kernels, 0);
-  for (const CudaJobKernel& k : read_cuda_job(options.kernels.job_dir).kernels)
+  int gemm_schedules = 0;
+  for (const CudaJobKernel& k : read_cuda_job(options.kernels.job_dir).kernels) {
     EXPECT_EQ(measured.count(k.signature), 0u) << k.name;
+    if (k.signature == gemm) {
+      EXPECT_NE(k.schedule, "cublas");
+      ++gemm_schedules;
+    }
+  }
+  EXPECT_EQ(gemm_schedules, kCublasLtAlgos);
 }
 
 TEST(CudaArtifact, NamesAKernelTheTargetCannotCompute) {
@@ -258,6 +272,12 @@ TEST(CudaArtifact, NamesAKernelTheTargetCannotCompute) {
 }
 
 #if defined(KORA_FAKE_CUDA_PATH) && defined(KORA_CLI_PATH)
+// The environment that loads the fake driver, cuBLAS and cuBLASLt (not cuDNN).
+std::string fake_libraries() {
+  const std::string fake = KORA_FAKE_CUDA_PATH;
+  return "KORA_CUDA_DRIVER=" + fake + " KORA_CUBLAS=" + fake + " KORA_CUBLASLT=" + fake + " ";
+}
+
 int run(const std::string& command, std::string* output) {
   FILE* p = popen((command + " 2>&1").c_str(), "r");
   char buf[512];
@@ -301,9 +321,8 @@ TEST(CudaArtifact, RunsOnAFakeDriverLikeTheInterpreter) {
     for (const std::string& cubin : m.libraries) std::ofstream(art + "/" + cubin) << lib << '\0';
 
     const std::map<std::string, Tensor> inputs = random_inputs(g);
-    std::string command = std::string("KORA_CUDA_DRIVER=") + KORA_FAKE_CUDA_PATH +
-                          " KORA_CUBLAS=" + KORA_FAKE_CUDA_PATH + " " + KORA_CLI_PATH + " run " +
-                          art + " --iters 3 --output-dir " + tmp.file("out");
+    std::string command = fake_libraries() + KORA_CLI_PATH + " run " + art +
+                          " --iters 3 --output-dir " + tmp.file("out");
     for (const auto& [name, value] : inputs) {
       write_npy(tmp.file(name + ".npy"), value);
       command += " --input " + name + "=" + tmp.file(name + ".npy");
@@ -340,9 +359,7 @@ void fake_gpu_flow(const kora_test::TempDir& tmp, const std::string& model, cons
       job_kernels.push_back(generate_cuda_kernel(
           g, sub, c, "kora_" + signature_hex(c.signature) + "_" + std::to_string(k), space[k]));
   });
-  const std::string env = std::string("KORA_CUDA_DRIVER=") + KORA_FAKE_CUDA_PATH +
-                          " KORA_CUBLAS=" + KORA_FAKE_CUDA_PATH +
-                          " KORA_CUDA_WORKER=" + KORA_CUDA_WORKER_PATH +
+  const std::string env = fake_libraries() + "KORA_CUDA_WORKER=" + KORA_CUDA_WORKER_PATH +
                           " KORA_KERNEL_CACHE=" + tmp.file("cache") +
                           " KORA_PROFILE_DB=" + tmp.file("profiles.db") + " " + env_more + " ";
   std::string& out = *profiled;
@@ -415,7 +432,10 @@ TEST(CudaArtifact, ProfileCompileAndRunOnAFakeGpu) {
   for (int64_t i = 0; i < inputs.at("ids").numel(); ++i)  // the table has 10 rows
     set_element_int(inputs.at("ids"), i, (inputs.at("ids").int64_at(i) + 7) % 10);
   std::string profiled;
-  fake_gpu_flow(tmp, model, g, inputs, "KORA_CUDNN=/nonexistent/libcudnn.so", &profiled);
+  fake_gpu_flow(
+      tmp, model, g, inputs,
+      "KORA_CUDNN=/nonexistent/libcudnn.so FAKE_CUBLASLT_ALGOS=" + std::to_string(kCublasLtAlgos),
+      &profiled);
   EXPECT_NE(profiled.find(" stored, 0 failed"), std::string::npos) << profiled;
 }
 
@@ -471,6 +491,45 @@ TEST(CudaArtifact, FusedConvolutionsOnAFakeGpu) {
   EXPECT_EQ(gemm, 1);
 }
 
+// Matrix products on the fake cuBLASLt (tests/cuda/fake_cublaslt.cc, cuBLASLt's documented
+// semantics): one with a bias, a residual and a ReLU, one reading a transposed operand in
+// place and scaled; cuBLASLt's second algorithm refused throughout. All are measured,
+// checked against the interpreter, chosen and run.
+TEST(CudaArtifact, FusedGemmsOnAFakeGpu) {
+  kora_test::TempDir tmp;
+  kora_test::ModelBuilder mb;
+  std::vector<float> w(8 * 6), bias(6);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 7919) % 13) / 13 - 0.5f;
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(i) / 6 - 0.4f;
+  mb.input("x", {2, 5, 8}).input("res", {2, 5, 6}).input("q", {2, 5, 8}).input("k", {2, 6, 8});
+  mb.init_f32("w", {8, 6}, w).init_f32("b", {6}, bias).init_f32("scale", {}, {0.25f});
+  mb.node("MatMul", {"x", "w"}, {"m"});
+  mb.node("Add", {"m", "b"}, {"mb"});
+  mb.node("Add", {"res", "mb"}, {"s"});
+  mb.node("Relu", {"s"}, {"y1"});
+  mb.node("Transpose", {"k"}, {"kt"}, {kora_test::attr_is("perm", {0, 2, 1})});
+  mb.node("MatMul", {"q", "kt"}, {"qk"});
+  mb.node("Mul", {"qk", "scale"}, {"y2"});
+  mb.output("y1").output("y2");
+  const std::string model = mb.save(tmp);
+  const PrimGraph g = fission(import_onnx(model));
+  std::string profiled;
+  fake_gpu_flow(tmp, model, g, random_inputs(g),
+                "KORA_CUDNN=/nonexistent/libcudnn.so FAKE_CUBLASLT_REFUSE=1", &profiled);
+  EXPECT_NE(profiled.find("cublaslt:1"), std::string::npos) << profiled;  // refused
+  EXPECT_NE(profiled.find("cuBLASLt offers 3 algorithms"), std::string::npos) << profiled;
+  EXPECT_EQ(profiled.find("wrong result"), std::string::npos) << profiled;
+  const Manifest m = read_manifest(tmp.file("art"));
+  int fused = 0, transposed = 0;
+  for (const ManifestKernel& k : m.kernels) {
+    if (k.cuda.library != "cublas_gemm") continue;
+    EXPECT_NE(k.schedule, "cublaslt:1");
+    fused += k.cuda.gemm.fused();
+    transposed += k.cuda.gemm.trans_b;
+  }
+  EXPECT_GT(fused + transposed, 0);
+}
+
 // kora profile --target cuda with the GPU here measures every kernel's default schedule,
 // then every schedule of the generated kernels whose default took at least --tune-ms, once.
 TEST(CudaArtifact, ProfileTunesTheSlowKernelsOnAFakeGpu) {
@@ -494,12 +553,11 @@ TEST(CudaArtifact, ProfileTunesTheSlowKernelsOnAFakeGpu) {
   });
   ASSERT_GE(spaces.size(), 3u);
   const std::string db_path = tmp.file("profiles.db");
-  const std::string profile =
-      std::string("KORA_CUDA_DRIVER=") + KORA_FAKE_CUDA_PATH +
-      " KORA_CUBLAS=" + KORA_FAKE_CUDA_PATH + " KORA_CUDA_WORKER=" + KORA_CUDA_WORKER_PATH +
-      " KORA_KERNEL_CACHE=" + tmp.file("cache") +
-      " FAKE_CUDA_MODULE=" + emulated_library(kernels, g, tmp.file("emu")) + " " + KORA_CLI_PATH +
-      " profile " + model + " --target cuda --db " + db_path + " --tune-ms ";
+  const std::string profile = fake_libraries() + "KORA_CUDA_WORKER=" + KORA_CUDA_WORKER_PATH +
+                              " KORA_KERNEL_CACHE=" + tmp.file("cache") +
+                              " FAKE_CUDA_MODULE=" + emulated_library(kernels, g, tmp.file("emu")) +
+                              " " + KORA_CLI_PATH + " profile " + model + " --target cuda --db " +
+                              db_path + " --tune-ms ";
   auto records = [&](uint64_t signature) {
     const ProfileDb db(db_path);
     return db.records(db.devices().at(0), signature).size();

@@ -3,10 +3,11 @@
 // types of cuda.h) and cuBLAS's, over host memory. A "module image" is the path of a
 // shared library built from generated kernels by tests/cuda/emulator.h; a function is its
 // kora_emu_F entry and kora_emu_F_arity; a launch runs the emulation; events read the
-// steady clock; GEMMs are cuBLAS's column-major definition. Faults to inject, by function
-// name: $FAKE_CUDA_CRASH_ON aborts the process in the launch, $FAKE_CUDA_FAIL_ON returns
-// CUDA_ERROR_LAUNCH_FAILED. $FAKE_CUDA_MODULE, when set, is loaded for every module image
-// (kora's own NVRTC cubins then stand for the emulated kernels of the same names).
+// steady clock; GEMMs are cuBLAS's column-major definition (tests/cuda/textbook_gemm.h). Faults to
+// inject, by function name: $FAKE_CUDA_CRASH_ON aborts the process in the launch,
+// $FAKE_CUDA_FAIL_ON returns CUDA_ERROR_LAUNCH_FAILED. $FAKE_CUDA_MODULE, when set, is loaded for
+// every module image (kora's own NVRTC cubins then stand for the emulated kernels of the same
+// names).
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -16,6 +17,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "cuda/textbook_gemm.h"
 
 namespace {
 
@@ -173,17 +176,13 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOperation_t ta, c
                                          int lda, long long sa, const float* b, int ldb,
                                          long long sb, const float* beta, float* c, int ldc,
                                          long long sc, int batch) {
-  if (ta != CUBLAS_OP_N || tb != CUBLAS_OP_N) return CUBLAS_STATUS_NOT_SUPPORTED;
-  for (long long p = 0; p < batch; ++p)
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < m; ++i) {
-        double sum = 0;
-        for (int l = 0; l < k; ++l)
-          sum += double(a[p * sa + i + static_cast<long long>(l) * lda]) *
-                 b[p * sb + l + static_cast<long long>(j) * ldb];
-        float& out = c[p * sc + i + static_cast<long long>(j) * ldc];
-        out = static_cast<float>(*alpha * sum + (*beta == 0 ? 0 : *beta * out));
-      }
+  kora_cuda_test::Gemm g;
+  g.m = m, g.n = n, g.k = k, g.batch = batch;
+  g.trans_a = ta == CUBLAS_OP_T, g.trans_b = tb == CUBLAS_OP_T;
+  g.lda = lda, g.ldb = ldb, g.ldc = g.ldd = ldc;
+  g.stride_a = sa, g.stride_b = sb, g.stride_c = g.stride_d = sc;
+  g.alpha = *alpha, g.beta = *beta;
+  kora_cuda_test::textbook_gemm(g, a, b, c, nullptr, c);
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -23,6 +23,7 @@
 #include "cuda/emulator.h"
 #include "cuda/reduce_graphs.h"
 #include "cuda/textbook_conv.h"
+#include "cuda/textbook_gemm.h"
 #include "frontend/model_builder.h"
 #include "kora/cpu_compile.h"
 #include "kora/cuda_codegen.h"
@@ -211,18 +212,19 @@ PrimGraph job_graph() {
   return b.g;
 }
 
-// cuBLAS's column-major sgemm, strided and batched (no transposes, alpha 1, beta 0), as
-// its documentation defines it: C[i + j ldc] = sum_l A[i + l lda] B[l + j ldb].
-void textbook_sgemm(const CublasGemmCall& c, const float* a, const float* b, float* out) {
-  for (int64_t n = 0; n < c.batch; ++n)
-    for (int j = 0; j < c.n; ++j)
-      for (int i = 0; i < c.m; ++i) {
-        double sum = 0;
-        for (int l = 0; l < c.k; ++l)
-          sum += double(a[n * c.stride_a + i + int64_t(l) * c.lda]) *
-                 b[n * c.stride_b + l + int64_t(j) * c.ldb];
-        out[n * c.stride_c + i + int64_t(j) * c.ldc] = static_cast<float>(sum);
-      }
+// A job's GEMM as cuBLAS and cuBLASLt define the call that computes it
+// (tests/cuda/textbook_gemm.h), with the worker's operand order: cuBLAS's A is the job's B.
+void textbook_gemm(const CudaGemm& gemm, const std::vector<void*>& args, size_t reads) {
+  const CublasGemmCall c = cublas_gemm_call(gemm);
+  kora_cuda_test::Gemm g;
+  g.m = c.m, g.n = c.n, g.k = c.k, g.batch = c.batch;
+  g.trans_a = c.trans_a, g.trans_b = c.trans_b;
+  g.lda = c.lda, g.ldb = c.ldb, g.ldc = g.ldd = c.ldc;
+  g.stride_a = c.stride_a, g.stride_b = c.stride_b, g.stride_c = g.stride_d = c.stride_c;
+  g.alpha = c.alpha, g.beta = gemm.read_c >= 0 ? 1 : 0, g.relu = gemm.relu;
+  auto read = [&](int i) { return i >= 0 ? static_cast<const float*>(args[i]) : nullptr; };
+  kora_cuda_test::textbook_gemm(g, read(gemm.read_b), read(gemm.read_a), read(gemm.read_c),
+                                read(gemm.read_bias), static_cast<float*>(args[reads]));
 }
 
 // A job's 2-D convolution and its fused epilogue by their definition
@@ -250,8 +252,8 @@ CudaKernelsOptions job_options(const kora_test::TempDir& tmp) {
 }
 
 // What the worker does on a GPU, through the emulator: per job kernel, its buffers filled
-// as the job says, its launches run by name (a cuBLAS call by textbook_sgemm, with the
-// worker's operand order), its outputs probed; times made up (the
+// as the job says, its launches run by name (a cuBLAS call by textbook_gemm), its outputs
+// probed; times made up (the
 // kernel's index in the job, so the fastest schedule is known). Writes DIR/results.jsonl.
 // The generated kernels of the job (regenerated with the job's names) as one emulated
 // shared library in `cache`; its path.
@@ -292,9 +294,7 @@ void emulate_worker(const PrimGraph& g, const CudaKernelsOptions& options, const
     for (const CudaJobBuffer& b : k.writes) buffers.emplace_back(b.bytes());
     std::vector<void*> args;
     for (auto& b : buffers) args.push_back(b.data());
-    if (k.library == "cublas_gemm")  // as the worker: cuBLAS's A is the job's B
-      textbook_sgemm(cublas_gemm_call(k.gemm), static_cast<float*>(args[1 - k.gemm.read_a]),
-                     static_cast<float*>(args[k.gemm.read_a]), static_cast<float*>(args[2]));
+    if (k.library == "cublas_gemm") textbook_gemm(k.gemm, args, k.reads.size());
     if (k.library == "cudnn_conv") {
       const CudaConv& c = k.conv;
       auto read = [&](int i) { return i >= 0 ? static_cast<const float*>(args[i]) : nullptr; };
@@ -328,8 +328,8 @@ TEST(CudaJob, AModelsJobRunThroughTheEmulatorIsCheckedAndStored) {
   // is lopsided: neither is a library call.
   EXPECT_EQ(summary.library, 3);
   ASSERT_GT(summary.programs, 1);
-  EXPECT_EQ(summary.job_kernels,
-            summary.implementations + 2 + static_cast<int64_t>(cudnn_conv_algorithms().size()));
+  EXPECT_EQ(summary.job_kernels, summary.implementations + 2 * (1 + kCublasLtAlgos) +
+                                     static_cast<int64_t>(cudnn_conv_algorithms().size()));
 
   // The job: every implementation; its program holds every function it launches; the
   // int64 constant travels as data, the float input is random, the same for every kernel.
@@ -353,7 +353,8 @@ TEST(CudaJob, AModelsJobRunThroughTheEmulatorIsCheckedAndStored) {
       continue;
     }
     if (k.library == "cublas_gemm") {
-      EXPECT_EQ(k.schedule, "cublas");
+      EXPECT_EQ(k.schedule, k.gemm.algo < 0 ? "cublas" : "cublaslt:" + std::to_string(k.gemm.algo));
+      EXPECT_FALSE(k.gemm.fused());
       EXPECT_EQ(k.gemm.batch, 2);
       EXPECT_EQ(k.gemm.stride_a, 15);
       EXPECT_TRUE(k.gemm.stride_b == 0 || k.gemm.stride_b == 20) << k.gemm.stride_b;
@@ -380,7 +381,7 @@ TEST(CudaJob, AModelsJobRunThroughTheEmulatorIsCheckedAndStored) {
     }
   }
   EXPECT_GT(carried, 0);
-  EXPECT_EQ(gemms, 2);
+  EXPECT_EQ(gemms, 2 * (1 + kCublasLtAlgos));  // cuBLAS, and each of cuBLASLt's choices
   EXPECT_EQ(convs, static_cast<int>(cudnn_conv_algorithms().size()));
 
   // Run and stored: every result matches the interpreter; the fastest schedule per kernel
@@ -509,6 +510,88 @@ TEST(CudaJob, FusedConvolutionEpiloguesMatchTheInterpreter) {
   EXPECT_EQ(merged.stored, merged.results);
 }
 
+// Matrix products as fission writes them, with what cuBLASLt fuses: a bias, a residual and a
+// ReLU after one; a transposed operand and a scale; a head split (reshape and transpose)
+// read in place. The candidates are library kernels (views and epilogues read off them)
+// and, run as cuBLAS and cuBLASLt define their calls, match the interpreter.
+TEST(CudaJob, GemmViewsAndEpiloguesMatchTheInterpreter) {
+  if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
+  std::mt19937 rng(6);
+  kora_codegen_test::GraphBuilder b(rng);
+  const DType F = DType::kFloat32;
+  auto binary = [&](ScalarOp op, const std::string& x, const std::string& y, const Shape& s) {
+    return b.prim(ElementwiseAttrs{op, {Operand{0, 0}, Operand{1, 0}}}, {x, y}, F, s);
+  };
+  const Shape o = {2, 5, 6};
+  // 0 matmul (weights broadcast over the batch), 1 bias broadcast, 2 bias add, 3 residual
+  // add, 4 relu.
+  const std::string m1 = b.prim(LinearAttrs{MatMulAttrs{}},
+                                {b.input(F, {2, 5, 8}), b.input(F, {1, 8, 6}, true)}, F, o);
+  const std::string bias = b.prim(BroadcastAttrs{}, {b.input(F, {1, 1, 6}, true)}, F, o);
+  const std::string a2 =
+      binary(ScalarOp::kAdd, b.input(F, o), binary(ScalarOp::kAdd, m1, bias, o), o);
+  const std::string y1 = b.prim(ElementwiseAttrs{ScalarOp::kRelu, {Operand{0, 0}}}, {a2}, F, o);
+  // 5 transpose, 6 matmul, 7 scale.
+  const std::string kt =
+      b.prim(LayoutAttrs{layout::Transpose{{0, 2, 1}}}, {b.input(F, {2, 6, 8})}, F, {2, 8, 6});
+  const std::string m2 = b.prim(LinearAttrs{MatMulAttrs{}}, {b.input(F, {2, 5, 8}), kt}, F, o);
+  const std::string y2 =
+      b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{-1, 0.25}}}, {m2}, F, o);
+  // 8 reshape, 9 transpose, 10 matmul: heads of 4 split off rows of 12.
+  const std::string split =
+      b.prim(LayoutAttrs{layout::Reshape{}}, {b.input(F, {5, 12})}, F, {5, 3, 4});
+  const std::string heads =
+      b.prim(LayoutAttrs{layout::Transpose{{1, 0, 2}}}, {split}, F, {3, 5, 4});
+  const std::string y3 =
+      b.prim(LinearAttrs{MatMulAttrs{}}, {heads, b.input(F, {3, 4, 2})}, F, {3, 5, 2});
+  b.g.outputs = {y1, y2, y3};
+  const PrimGraph& g = b.g;
+  const KernelDag dag = kernel_dag_of(g);
+
+  const auto fused = cuda_gemm_plan(g, dag, make_candidate(dag, {0, 1, 2, 3, 4}));
+  ASSERT_TRUE(fused.has_value());
+  EXPECT_TRUE(fused->fused());
+  EXPECT_TRUE(fused->relu);
+  EXPECT_GE(fused->read_bias, 0);
+  EXPECT_GE(fused->read_c, 0);
+  EXPECT_EQ(fused->algo, 0);  // cuBLASLt
+  EXPECT_EQ(fused->stride_b, 0);
+  EXPECT_FALSE(cuda_gemm_plan(g, dag, make_candidate(dag, {0, 1, 2, 4})));  // relu skips c
+  const auto scaled = cuda_gemm_plan(g, dag, make_candidate(dag, {5, 6, 7}));
+  ASSERT_TRUE(scaled.has_value());
+  EXPECT_FALSE(scaled->fused());
+  EXPECT_TRUE(scaled->trans_b);
+  EXPECT_FALSE(scaled->trans_a);
+  EXPECT_EQ(scaled->alpha, 0.25f);
+  EXPECT_EQ(scaled->stride_b, 48);
+  const auto split_heads = cuda_gemm_plan(g, dag, make_candidate(dag, {8, 9, 10}));
+  ASSERT_TRUE(split_heads.has_value());
+  EXPECT_EQ(split_heads->batch, 3);
+  EXPECT_EQ(split_heads->stride_a, 4);
+  EXPECT_EQ(split_heads->lda(), 12);
+  EXPECT_FALSE(split_heads->trans_a);
+  EXPECT_EQ(cuda_gemm_schedules(*fused).front(), "cublaslt:0");
+  EXPECT_EQ(cuda_gemm_schedules(*scaled).front(), "cublas");
+  EXPECT_EQ(cuda_gemm_schedules(*scaled).size(), 1u + kCublasLtAlgos);
+
+  kora_test::TempDir tmp;
+  CudaKernelsOptions options = job_options(tmp);
+  options.candidates.max_size = 5;
+  compile_cuda_kernels(g, options);
+  int fused_kernels = 0, viewed = 0;
+  for (const CudaJobKernel& k : read_cuda_job(options.job_dir).kernels) {
+    fused_kernels += k.library == "cublas_gemm" && k.gemm.fused();
+    viewed += k.library == "cublas_gemm" && (k.gemm.trans_b || k.gemm.ld_a != 0);
+  }
+  EXPECT_GE(fused_kernels, 3 * kCublasLtAlgos);  // bias; bias and residual; and ReLU
+  EXPECT_GE(viewed, 2 * (1 + kCublasLtAlgos));
+  emulate_worker(g, options, options.job_dir, tmp.file("emulated"));
+  ProfileDb db(tmp.file("profiles.db"));
+  const CudaMergeSummary merged = merge_cuda_results(g, options.job_dir, db, options);
+  for (const ProfileFailure& f : merged.failures) ADD_FAILURE() << f.kernel << ": " << f.error;
+  EXPECT_EQ(merged.stored, merged.results);
+}
+
 // TF32 library math is an explicit option: its library calls say so, its job's generator
 // revision and so its fingerprint carry " tf32", and orchestration finds those measurements
 // only when asked for TF32.
@@ -595,7 +678,8 @@ TEST(CudaWorker, RunsAJobOnAFakeDriverThroughCrashesAndItsResultsMatch) {
   std::string out;
   const int status = run(
       std::string("KORA_CUDA_DRIVER=") + KORA_FAKE_CUDA_PATH +
-          " KORA_CUBLAS=" + KORA_FAKE_CUDA_PATH +
+          " KORA_CUBLAS=" + KORA_FAKE_CUDA_PATH + " KORA_CUBLASLT=" + KORA_FAKE_CUDA_PATH +
+          " FAKE_CUBLASLT_ALGOS=" + std::to_string(kCublasLtAlgos) +
           " KORA_CUDNN=/nonexistent/libcudnn.so FAKE_CUDA_CRASH_ON=" + crash.launches[0].function +
           " FAKE_CUDA_FAIL_ON=" + fail.launches[0].function + " " + KORA_CUDA_WORKER_PATH + " " +
           dir,
