@@ -14,6 +14,7 @@
 #include <fstream>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "cpu/codegen_harness.h"
 #include "cuda/emulator.h"
@@ -288,12 +289,34 @@ int run(const std::string& command, std::string* output) {
 
 // The emulated library of `kernels` (tests/cuda/emulator.h), compiled into `cache`.
 std::string emulated_library(const std::vector<CudaKernel>& kernels, const PrimGraph& g,
-                             const std::string& cache) {
+                             const std::string& cache, const std::string& level = "-O0") {
   CompileOptions compile;
   compile.cache_dir = cache;
-  compile.flags = {"-O0", "-fPIC", "-shared", "-std=c++17", "-w"};
+  compile.flags = {level, "-fPIC", "-shared", "-std=c++17", "-w"};
   return cache + "/" + compile_shared(kora_cuda_test::emulated_program(kernels, g), compile).key +
          ".so";
+}
+
+// The generated kernels of the CUDA artifact `art` (of `g`), regenerated from its manifest
+// with their schedules, as one emulated library compiled into `cache`: what the fake driver
+// loads for the artifact's cubins.
+std::string artifact_emulation(const std::string& art, const PrimGraph& g, const std::string& cache,
+                               const std::string& level = "-O0") {
+  const Manifest m = read_manifest(art);
+  const KernelDag dag = kernel_dag_of(g);
+  std::map<std::string, int> prim_index;
+  for (int i = 0; i < static_cast<int>(g.prims.size()); ++i) prim_index[g.prims[i].name] = i;
+  std::vector<CudaKernel> kernels;
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    if (!m.kernels[i].cuda.library.empty()) continue;
+    std::vector<int> nodes;
+    for (const std::string& p : m.kernels[i].primitives) nodes.push_back(prim_index.at(p));
+    std::sort(nodes.begin(), nodes.end());
+    kernels.push_back(generate_cuda_kernel(g, dag, make_candidate(dag, nodes),
+                                           "kora_k" + std::to_string(i),
+                                           CudaSchedule::from_key(m.kernels[i].schedule)));
+  }
+  return emulated_library(kernels, g, cache, level);
 }
 
 TEST(CudaArtifact, RunsOnAFakeDriverLikeTheInterpreter) {
@@ -386,22 +409,7 @@ void fake_gpu_flow(const kora_test::TempDir& tmp, const std::string& model, cons
   EXPECT_NE(compiled.find("profile: 0 implementations measured now"), std::string::npos)
       << compiled;
 
-  // The artifact's kernels, regenerated from its manifest.
-  const Manifest m = read_manifest(art);
-  const KernelDag dag = kernel_dag_of(g);
-  std::map<std::string, int> prim_index;
-  for (int i = 0; i < static_cast<int>(g.prims.size()); ++i) prim_index[g.prims[i].name] = i;
-  std::vector<CudaKernel> kernels;
-  for (size_t i = 0; i < m.kernels.size(); ++i) {
-    if (!m.kernels[i].cuda.library.empty()) continue;
-    std::vector<int> nodes;
-    for (const std::string& p : m.kernels[i].primitives) nodes.push_back(prim_index.at(p));
-    std::sort(nodes.begin(), nodes.end());
-    kernels.push_back(generate_cuda_kernel(g, dag, make_candidate(dag, nodes),
-                                           "kora_k" + std::to_string(i),
-                                           CudaSchedule::from_key(m.kernels[i].schedule)));
-  }
-  std::string command = env + "FAKE_CUDA_MODULE=" + emulated_library(kernels, g, tmp.file("emu")) +
+  std::string command = env + "FAKE_CUDA_MODULE=" + artifact_emulation(art, g, tmp.file("emu")) +
                         " " + KORA_CLI_PATH + " run " + art + " --output-dir " + tmp.file("out");
   for (const auto& [name, value] : inputs) {
     write_npy(tmp.file(name + ".npy"), value);
@@ -528,6 +536,59 @@ TEST(CudaArtifact, FusedGemmsOnAFakeGpu) {
     transposed += k.cuda.gemm.trans_b;
   }
   EXPECT_GT(fused + transposed, 0);
+}
+
+// A folder of ONNX models (the zoo, models/zoo) on the fake GPU, where $KORA_EMULATE_ZOO
+// names one (minutes a model, so not in the default run): each model ($KORA_EMULATE_MODELS,
+// comma-separated names, else every *.onnx) compiled for the cuda target with each strategy
+// ($KORA_EMULATE_STRATEGIES, else all three) at the costs of the database's GPU
+// ($KORA_PROFILE_DB, --gpu $KORA_EMULATE_GPU, else the database's only one), then `kora
+// check` against onnxruntime with the chosen schedules' generated kernels emulated and the
+// library calls on the fake cuBLAS, cuBLASLt and cuDNN: what that GPU would run, less the GPU.
+TEST(CudaZooEmulated, ChecksEachModelAgainstOnnxruntime) {
+  const char* zoo = std::getenv("KORA_EMULATE_ZOO");
+  if (!zoo || !*zoo) GTEST_SKIP() << "set KORA_EMULATE_ZOO=DIR to check its models on the fake GPU";
+  auto list = [](const char* var, const std::string& fallback) {
+    const char* v = std::getenv(var);
+    std::vector<std::string> out;
+    std::stringstream in(v && *v ? v : fallback);
+    for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+    return out;
+  };
+  std::vector<std::string> models = list("KORA_EMULATE_MODELS", "");
+  if (models.empty())
+    for (const auto& e : std::filesystem::directory_iterator(zoo))
+      if (e.path().extension() == ".onnx") models.push_back(e.path().stem().string());
+  std::sort(models.begin(), models.end());
+  const char* gpu = std::getenv("KORA_EMULATE_GPU");
+  const std::string gpu_option = gpu && *gpu ? std::string(" --gpu '") + gpu + "'" : "";
+  kora_test::TempDir tmp;
+  for (const std::string& name : models) {
+    const std::string model = std::string(zoo) + "/" + name + ".onnx";
+    const PrimGraph g = fission(import_onnx(model));
+    for (const std::string& strategy : list("KORA_EMULATE_STRATEGIES", "optimal,greedy,unfused")) {
+      SCOPED_TRACE(name + " " + strategy);
+      const std::string art = tmp.file(name + "-" + strategy);
+      std::string out;
+      ASSERT_EQ(run(std::string(KORA_CLI_PATH) + " compile " + model + " --target cuda" +
+                        gpu_option + " --strategy " + strategy + " -o " + art,
+                    &out),
+                0)
+          << out;
+      const std::string lib = artifact_emulation(art, g, tmp.file("emu"), "-O1");
+      out.clear();
+      const int status = run(fake_libraries() + "FAKE_CUDA_ARCH=" + read_manifest(art).arch +
+                                 " KORA_CUDNN=" + KORA_FAKE_CUDA_PATH + " FAKE_CUDA_MODULE=" + lib +
+                                 " " + KORA_CLI_PATH + " check " + art + " " + model,
+                             &out);
+      EXPECT_EQ(status, 0) << out;
+      const size_t at = out.find("max_rel_l2");
+      std::printf("[ info     ] %s %s: %s\n", name.c_str(), strategy.c_str(),
+                  at == std::string::npos ? "no comparison"
+                                          : out.substr(at, out.find('\n', at) - at).c_str());
+      std::fflush(stdout);
+    }
+  }
 }
 
 // kora profile --target cuda with the GPU here measures every kernel's default schedule,

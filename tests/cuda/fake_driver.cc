@@ -7,7 +7,7 @@
 // inject, by function name: $FAKE_CUDA_CRASH_ON aborts the process in the launch,
 // $FAKE_CUDA_FAIL_ON returns CUDA_ERROR_LAUNCH_FAILED. $FAKE_CUDA_MODULE, when set, is loaded for
 // every module image (kora's own NVRTC cubins then stand for the emulated kernels of the same
-// names).
+// names). $FAKE_CUDA_ARCH=sm_XY: the compute capability (default sm_80).
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -60,12 +60,13 @@ CUresult cuDeviceGetName(char* name, int len, CUdevice) {
 }
 CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
   switch (attribute) {
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-      *value = 8;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:  // $FAKE_CUDA_ARCH (sm_XY), else 8.0
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: {
+      const char* arch = std::getenv("FAKE_CUDA_ARCH");
+      const int sm = arch && std::strlen(arch) == 5 ? std::atoi(arch + 3) : 80;
+      *value = attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? sm / 10 : sm % 10;
       break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-      *value = 0;
-      break;
+    }
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
       *value = 4;
       break;
