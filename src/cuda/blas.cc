@@ -44,9 +44,7 @@ const Blas& blas() {
         open_first_library("KORA_CUBLAS", {"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
                            "cuBLAS", &out.unavailable);
     if (!lib) return out;
-#define KORA_LOAD(f)                                           \
-  out.f = reinterpret_cast<decltype(out.f)>(::dlsym(lib, #f)); \
-  if (!out.f && out.unavailable.empty()) out.unavailable = "cuBLAS lacks " #f;
+#define KORA_LOAD(f) load_function(lib, #f, out.f, "cuBLAS", &out.unavailable);
     KORA_BLAS_FUNCTIONS(KORA_LOAD)
 #undef KORA_LOAD
     out.set_stream = reinterpret_cast<decltype(out.set_stream)>(::dlsym(lib, "cublasSetStream_v2"));
@@ -87,9 +85,7 @@ const Lt& lt() {
                                    {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
                                    "cuBLASLt", &out.unavailable);
     if (!lib) return out;
-#define KORA_LOAD(f)                                           \
-  out.f = reinterpret_cast<decltype(out.f)>(::dlsym(lib, #f)); \
-  if (!out.f && out.unavailable.empty()) out.unavailable = "cuBLASLt lacks " #f;
+#define KORA_LOAD(f) load_function(lib, #f, out.f, "cuBLASLt", &out.unavailable);
     KORA_LT_FUNCTIONS(KORA_LOAD)
 #undef KORA_LOAD
     return out;

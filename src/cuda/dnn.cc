@@ -44,9 +44,7 @@ const Dnn& dnn() {
     void* lib = open_first_library("KORA_CUDNN", {"libcudnn.so.9", "libcudnn.so.8", "libcudnn.so"},
                                    "cuDNN", &out.unavailable);
     if (!lib) return out;
-#define KORA_LOAD(f)                                           \
-  out.f = reinterpret_cast<decltype(out.f)>(::dlsym(lib, #f)); \
-  if (!out.f && out.unavailable.empty()) out.unavailable = "cuDNN lacks " #f;
+#define KORA_LOAD(f) load_function(lib, #f, out.f, "cuDNN", &out.unavailable);
     KORA_DNN_FUNCTIONS(KORA_LOAD)
 #undef KORA_LOAD
     return out;

@@ -1,6 +1,7 @@
 // Internal: opening one of NVIDIA's libraries at run time (blas.cc, dnn.cc): an environment
 // variable and the usual file names in; the handle of the first that loads out, or nullptr
-// with why ("no cuBLAS (each dlerror)"). The library stays loaded for the process.
+// with why ("no cuBLAS (each dlerror)"); then its functions, or which one it lacks. The
+// library stays loaded for the process.
 #pragma once
 #include <dlfcn.h>
 
@@ -23,6 +24,15 @@ inline void* open_first_library(const char* env, std::initializer_list<const cha
   }
   *why = "no " + what + " (" + tried + ")";
   return nullptr;
+}
+
+// Sets `f` to `lib`'s function `name`; where it lacks it, *unavailable (if still empty)
+// says so ("cuBLAS lacks NAME").
+template <class F>
+void load_function(void* lib, const char* name, F& f, const std::string& what,
+                   std::string* unavailable) {
+  f = reinterpret_cast<F>(::dlsym(lib, name));
+  if (!f && unavailable->empty()) *unavailable = what + " lacks " + name;
 }
 
 }  // namespace kora

@@ -315,6 +315,17 @@ void emulate_worker(const PrimGraph& g, const CudaKernelsOptions& options, const
   }
 }
 
+// options.job_dir run through the emulated worker and merged into a database in `tmp`:
+// every result matches the interpreter and is stored.
+void emulate_and_merge(const PrimGraph& g, const CudaKernelsOptions& options,
+                       const kora_test::TempDir& tmp) {
+  emulate_worker(g, options, options.job_dir, tmp.file("emulated"));
+  ProfileDb db(tmp.file("profiles.db"));
+  const CudaMergeSummary merged = merge_cuda_results(g, options.job_dir, db, options);
+  for (const ProfileFailure& f : merged.failures) ADD_FAILURE() << f.kernel << ": " << f.error;
+  EXPECT_EQ(merged.stored, merged.results);
+}
+
 TEST(CudaJob, AModelsJobRunThroughTheEmulatorIsCheckedAndStored) {
   if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
   const PrimGraph g = job_graph();
@@ -499,15 +510,11 @@ TEST(CudaJob, FusedConvolutionEpiloguesMatchTheInterpreter) {
   options.candidates.max_size = 5;
   const CudaKernelsSummary summary = compile_cuda_kernels(g, options);
   EXPECT_GE(summary.library, 3);  // the conv alone, with its bias, with the residual and ReLU
-  emulate_worker(g, options, options.job_dir, tmp.file("emulated"));
-  ProfileDb db(tmp.file("profiles.db"));
-  const CudaMergeSummary merged = merge_cuda_results(g, options.job_dir, db, options);
-  for (const ProfileFailure& f : merged.failures) ADD_FAILURE() << f.kernel << ": " << f.error;
+  emulate_and_merge(g, options, tmp);
   int fused_kernels = 0;
   for (const CudaJobKernel& k : read_cuda_job(options.job_dir).kernels)
     fused_kernels += k.library == "cudnn_conv" && k.conv.fused();
   EXPECT_GE(fused_kernels, 2 * static_cast<int>(cudnn_conv_algorithms().size()));
-  EXPECT_EQ(merged.stored, merged.results);
 }
 
 // Matrix products as fission writes them, with what cuBLASLt fuses: a bias, a residual and a
@@ -585,11 +592,7 @@ TEST(CudaJob, GemmViewsAndEpiloguesMatchTheInterpreter) {
   }
   EXPECT_GE(fused_kernels, 3 * kCublasLtAlgos);  // bias; bias and residual; and ReLU
   EXPECT_GE(viewed, 2 * (1 + kCublasLtAlgos));
-  emulate_worker(g, options, options.job_dir, tmp.file("emulated"));
-  ProfileDb db(tmp.file("profiles.db"));
-  const CudaMergeSummary merged = merge_cuda_results(g, options.job_dir, db, options);
-  for (const ProfileFailure& f : merged.failures) ADD_FAILURE() << f.kernel << ": " << f.error;
-  EXPECT_EQ(merged.stored, merged.results);
+  emulate_and_merge(g, options, tmp);
 }
 
 // TF32 library math is an explicit option: its library calls say so, its job's generator
