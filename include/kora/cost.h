@@ -76,6 +76,8 @@ class TableCost : public CostModel {
   double cost_ms(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) override;
   int64_t hits() const { return hits_; }
   int64_t misses() const { return misses_; }
+  // Whether the table holds the kernel's cost (else the fallback estimates it).
+  bool measured(uint64_t signature) const { return table_.count(signature) > 0; }
 
  protected:
   // `source` names the table in errors ("cost table 'costs.json'").

@@ -161,6 +161,16 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
                                            : " (gap " + fixed(plan.gap_ms, 3) + " ms)")
             << "; " << costs.hits() << " kernel costs measured, " << costs.misses()
             << " from the roofline model (" << fixed(orchestrate_seconds, 1) << " s)" << std::endl;
+  int64_t estimated = 0;  // chosen at the roofline model's estimate
+  for (const ChosenKernel& k : plan.kernels) estimated += !costs.measured(k.signature);
+  if (estimated > 0)
+    std::cerr << "kora compile: note: " << estimated << " of the " << plan.kernels.size()
+              << " chosen kernels were never measured on " << device
+              << ": their costs are roofline estimates"
+              << (cuda ? " (measure them: kora profile MODEL --target cuda, on that GPU or "
+                         "with --gpu here)"
+                       : "")
+              << std::endl;
 
   stage = std::chrono::steady_clock::now();
   ArtifactSummary a;
@@ -340,9 +350,10 @@ ArtifactCommands::ArtifactCommands(CLI::App& app) : o_(std::make_unique<Options>
       "(profile, orchestrate, generate and compile kernels, plan memory)");
   add_model_options(o.compile, o.model);
   o.compile
-      ->add_option("--target", o.target,
-                   "cpu (default) or cuda (cubins, cuBLAS and cuDNN, replayed as a CUDA Graph; "
-                   "costs measured on the GPU here, else taken from the database: see --gpu)")
+      ->add_option(
+          "--target", o.target,
+          "cpu (default) or cuda (cubins, cuBLAS, cuBLASLt and cuDNN, replayed as a CUDA Graph; "
+          "costs measured on the GPU here, else taken from the database: see --gpu)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   o.compile->add_option("--gpu", o.gpu,
                         "--target cuda: compile for the GPU whose fingerprint in the database "
@@ -353,9 +364,10 @@ ArtifactCommands::ArtifactCommands(CLI::App& app) : o_(std::make_unique<Options>
                    "generated kernel; 0: all (default: every default schedule, then all "
                    "schedules of the kernels slower than 10 us)")
       ->check(CLI::NonNegativeNumber);
-  o.compile->add_flag("--tf32", o.tf32,
-                      "--target cuda: cuBLAS and cuDNN with TF32 tensor-core math (an explicit "
-                      "option: about 1e-3 relative error; default full float32)");
+  o.compile->add_flag(
+      "--tf32", o.tf32,
+      "--target cuda: cuBLAS, cuBLASLt and cuDNN with TF32 tensor-core math (an explicit "
+      "option: about 1e-3 relative error; default full float32)");
   o.compile->add_option("-o,--output", o.out, "artifact directory to write")->required();
   o.compile
       ->add_option("--strategy", o.strategy,

@@ -156,9 +156,10 @@ int main(int argc, char** argv) {
                       "--target cuda without a GPU here: the job is for the GPU whose "
                       "fingerprint in the database contains TEXT (its architecture; kernels "
                       "measured on it left out)");
-  profile->add_flag("--tf32", prof_tf32,
-                    "--target cuda: cuBLAS and cuDNN with TF32 tensor-core math (faster, about "
-                    "1e-3 relative error; stored apart from full float32 measurements)");
+  profile->add_flag(
+      "--tf32", prof_tf32,
+      "--target cuda: cuBLAS, cuBLASLt and cuDNN with TF32 tensor-core math (faster, about "
+      "1e-3 relative error; stored apart from full float32 measurements)");
   profile->add_option("--db", prof_db,
                       "profile database (default $KORA_PROFILE_DB, else "
                       "~/.cache/kora/profiles.db)");
