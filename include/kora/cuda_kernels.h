@@ -78,9 +78,14 @@ std::string format_cuda_kernels_summary(const CudaKernelsSummary& summary);
 // Whether the cuda target computes this candidate: generated (cuda_codegen_supports) or a
 // library call (cuda_gemm_plan, cuda_conv_plan).
 bool cuda_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
-// `options` with the cuda target's capability filter (cuda_supports), for orchestrating for
-// CUDA: kernels of several primitives the target cannot compute are not candidates. `graph`
-// must outlive the options.
+// A lone primitive the GPU cannot compute (no generated kernel, no library call: TopK,
+// ArgMax, a convolution with asymmetric padding, ...), which a CUDA artifact runs on the
+// host with the reference interpreter (copies in and out around it): so that every model
+// kora interprets compiles for cuda, the slow step named in the compile summary.
+bool cuda_runs_on_host(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
+// `options` with the cuda target's capability filter (cuda_supports, cuda_runs_on_host),
+// for orchestrating for CUDA: kernels of several primitives the target cannot compute are
+// not candidates. `graph` must outlive the options.
 CandidateOptions cuda_candidate_options(const PrimGraph& graph, CandidateOptions options);
 // The cost, in ms, of a kernel every implementation of which failed on the GPU
 // (ProfileDbCost::penalize_failed): chosen only where nothing else computes its primitives.

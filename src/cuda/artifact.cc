@@ -93,6 +93,11 @@ class CudaBackend : public ArtifactBackend {
       k.schedule = e.kernel.schedule = s;
       return;
     }
+    if (cuda_runs_on_host(graph, dag, c)) {  // the reference interpreter, on the host
+      e.kernel.impl = "interpreter";
+      e.kernel.schedule = "host";
+      return;
+    }
     if (measured)
       throw Error("kernel " + std::to_string(index) + " (" + kernel_name(graph, dag, c) +
                   "): every implementation failed on " + options_.device +
@@ -108,7 +113,7 @@ class CudaBackend : public ArtifactBackend {
     std::vector<Emitted*> generated;
     std::vector<std::string> sources;
     for (Emitted& e : emitted)
-      if (e.kernel.cuda.library.empty()) {
+      if (e.kernel.impl == "cuda" && e.kernel.cuda.library.empty()) {
         generated.push_back(&e);
         sources.push_back(std::move(e.source));
       }
@@ -140,7 +145,12 @@ class CudaBackend : public ArtifactBackend {
     return 0;  // plain row-major tensors throughout
   }
 
-  void finish(const PrimGraph&, Emitted& e, int, ArtifactSummary& summary) override {
+  void finish(const PrimGraph& graph, Emitted& e, int index, ArtifactSummary& summary) override {
+    if (e.kernel.impl == "interpreter") {
+      e.kernel.graph = kernel_graph(graph, e.candidate, e.kernel, index);
+      ++summary.interpreter;
+      return;
+    }
     const std::string& library = e.kernel.cuda.library;
     ++(library.empty()            ? summary.generated
        : library == "cublas_gemm" ? summary.cublas

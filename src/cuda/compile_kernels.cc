@@ -109,9 +109,14 @@ bool cuda_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate
          cuda_conv_plan(graph, dag, c);
 }
 
+bool cuda_runs_on_host(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  return c.members.size() == 1 && !cuda_supports(graph, dag, c);
+}
+
 CandidateOptions cuda_candidate_options(const PrimGraph& graph, CandidateOptions options) {
   options.capable = [&graph](const KernelDag& dag, const std::vector<int>& members) {
-    return cuda_supports(graph, dag, make_candidate(dag, members));
+    const Candidate c = make_candidate(dag, members);
+    return cuda_supports(graph, dag, c) || cuda_runs_on_host(graph, dag, c);
   };
   return options;
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,12 @@ class ArtifactBackend {
                                  const std::vector<Emitted>& emitted, Manifest& m) = 0;
   virtual void finish(const PrimGraph& graph, Emitted& e, int index, ArtifactSummary& summary) = 0;
 };
+
+// The kernel's primitives as a graph of their own (ManifestKernel::graph), for a library
+// kernel (oneDNN, the interpreter) to be rebuilt from at run time (constants carried by
+// name; the session takes their bytes from the weights).
+std::shared_ptr<PrimGraph> kernel_graph(const PrimGraph& graph, const Candidate& c,
+                                        const ManifestKernel& k, int index);
 
 ArtifactSummary write_artifact_with(const PrimGraph& graph, const OrchestrationResult& plan,
                                     const std::string& dir, ArtifactBackend& backend);

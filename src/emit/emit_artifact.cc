@@ -88,28 +88,6 @@ void choose_implementation(const PrimGraph& graph, const KernelDag& dag, const P
   e.kernel.impl = e.kernel.schedule = "interpreter";
 }
 
-// The kernel's primitives as a graph of their own, for a library kernel to be rebuilt
-// from at run time (constants carried by name; the session takes their bytes from the
-// weights).
-std::shared_ptr<PrimGraph> kernel_graph(const PrimGraph& graph, const Candidate& c,
-                                        const ManifestKernel& k, int index) {
-  auto g = std::make_shared<PrimGraph>();
-  g->name = "kernel " + std::to_string(index);
-  for (int v : c.members) {
-    const Primitive& p = graph.prims[v];
-    g->prims.push_back(p);
-    for (const std::string& t : p.inputs) {
-      g->values[t] = graph.value(t);
-      if (const Tensor* constant = graph.constant(t)) g->constants[t] = *constant;
-    }
-    for (const std::string& t : p.outputs) g->values[t] = graph.value(t);
-  }
-  for (const std::string& t : k.reads)
-    if (!graph.constant(t)) g->inputs.push_back(t);
-  g->outputs = k.writes;
-  return g;
-}
-
 // Compiles the generated kernels, `per_unit` to a library, all cores busy. A library
 // that fails to compile is compiled again kernel by kernel; a kernel that still fails
 // falls back to oneDNN or the interpreter (reported on the progress stream).
@@ -300,6 +278,28 @@ class CpuBackend : public ArtifactBackend {
 };
 
 }  // namespace
+
+// The kernel's primitives as a graph of their own, for a library kernel to be rebuilt
+// from at run time (constants carried by name; the session takes their bytes from the
+// weights).
+std::shared_ptr<PrimGraph> kernel_graph(const PrimGraph& graph, const Candidate& c,
+                                        const ManifestKernel& k, int index) {
+  auto g = std::make_shared<PrimGraph>();
+  g->name = "kernel " + std::to_string(index);
+  for (int v : c.members) {
+    const Primitive& p = graph.prims[v];
+    g->prims.push_back(p);
+    for (const std::string& t : p.inputs) {
+      g->values[t] = graph.value(t);
+      if (const Tensor* constant = graph.constant(t)) g->constants[t] = *constant;
+    }
+    for (const std::string& t : p.outputs) g->values[t] = graph.value(t);
+  }
+  for (const std::string& t : k.reads)
+    if (!graph.constant(t)) g->inputs.push_back(t);
+  g->outputs = k.writes;
+  return g;
+}
 
 ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult& plan,
                                const ProfileDb* db, const std::string& dir_name,

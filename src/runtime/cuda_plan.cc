@@ -11,6 +11,7 @@
 #include "base/read_file.h"
 #include "cuda/kernel_call.h"
 #include "kora/error.h"
+#include "runtime/library_kernel.h"
 
 namespace kora {
 
@@ -29,13 +30,24 @@ struct CudaPlan::Impl {
   std::vector<CudaDevice::Ptr> owned;  // freed last
   std::vector<CudaDevice::Ptr> input_buffers;
   std::vector<std::pair<CudaDevice::Ptr, int64_t>> output_buffers;  // 0: not stored as output
+  // A kernel on the GPU (call), or on the host (the interpreter: its arguments copied out
+  // of and back into device memory around it; constants it reads are its own).
   struct Step {
     std::unique_ptr<CudaCall> call;
     std::vector<CudaDevice::Ptr> args;
+    RebuiltKernel host;
+    std::vector<CudaDevice::Ptr> host_in, host_out;  // in the host kernel's order; 0: constant
+    std::vector<std::vector<char>> in_bytes, out_bytes;
   };
   std::vector<Step> steps;
+  // The plan as runs of GPU steps (a CUDA graph each, once captured) between host steps.
+  struct Run {
+    size_t begin, end;
+    bool host;
+    std::shared_ptr<CudaDevice::Graph> graph;
+  };
+  std::vector<Run> runs;
   CudaDevice::Ptr workspace = 0;
-  std::shared_ptr<CudaDevice::Graph> graph;
   bool checked = false;  // the first run went launch by launch
   std::string mode = "launches";
 
@@ -43,11 +55,39 @@ struct CudaPlan::Impl {
     owned.push_back(device->alloc(static_cast<size_t>(std::max<int64_t>(bytes, 1))));
     return owned.back();
   }
-  void enqueue() {
-    for (const Step& s : steps) s.call->enqueue(s.args, workspace);
+  void run_host(Step& s) {
+    device->synchronize();
+    std::vector<const void*> in;
+    std::vector<void*> out;
+    for (size_t i = 0; i < s.host_in.size(); ++i) {
+      if (s.host_in[i]) device->to_host(s.in_bytes[i].data(), s.host_in[i], s.in_bytes[i].size());
+      in.push_back(s.host_in[i] ? s.in_bytes[i].data() : nullptr);
+    }
+    for (std::vector<char>& b : s.out_bytes) out.push_back(b.data());
+    s.host.object->run(in.data(), out.data());
+    for (size_t i = 0; i < s.host_out.size(); ++i)
+      device->to_device(s.host_out[i], s.out_bytes[i].data(), s.out_bytes[i].size());
+  }
+  void enqueue(Step& s) {
+    if (s.call)
+      s.call->enqueue(s.args, workspace);
+    else
+      run_host(s);
+  }
+  void enqueue(const Run& r) {
+    for (size_t i = r.begin; i < r.end; ++i) enqueue(steps[i]);
+  }
+  // The whole plan: graphs replayed where captured.
+  void execute() {
+    for (const Run& r : runs) {
+      if (r.graph)
+        device->replay(*r.graph);
+      else
+        enqueue(r);
+    }
   }
   ~Impl() {
-    graph.reset();
+    runs.clear();
     steps.clear();
     if (device)
       for (CudaDevice::Ptr p : owned) device->free(p);
@@ -130,6 +170,28 @@ CudaPlan::CudaPlan(const Manifest& m, const std::string& dir, const void* weight
     Impl::Step step;
     for (const auto* list : {&k.reads, &k.writes})
       for (const std::string& t : *list) step.args.push_back(address(t));
+    if (k.impl == "interpreter") {  // on the host
+      const std::string where = "artifact kernel " + std::to_string(i) + " (host)";
+      step.host = rebuild_library_kernel(k, where, [&](const std::string& name) {
+        const ManifestTensor& t = m.tensors.at(name);
+        if (t.storage != Storage::kConstant)
+          throw Error(where + ": constant '" + name + "' is not in the weights");
+        return Tensor(t.info.dtype, t.info.shape, static_cast<const std::byte*>(weights) + t.offset,
+                      static_cast<size_t>(t.bytes()));
+      });
+      for (size_t pos : step.host.reads) {
+        const ManifestTensor& t = m.tensors.at(k.reads[pos]);
+        const bool constant = t.storage == Storage::kConstant;
+        step.host_in.push_back(constant ? 0 : step.args[pos]);
+        step.in_bytes.emplace_back(constant ? 0 : static_cast<size_t>(t.bytes()));
+      }
+      for (size_t pos : step.host.writes) {
+        step.host_out.push_back(step.args[k.reads.size() + pos]);
+        step.out_bytes.emplace_back(static_cast<size_t>(m.tensors.at(k.writes[pos]).bytes()));
+      }
+      s.steps.push_back(std::move(step));
+      continue;
+    }
     CudaDevice::Module* module =
         k.cuda.library.empty() ? s.modules.at(static_cast<size_t>(k.cuda.program)).get() : nullptr;
     try {
@@ -142,6 +204,14 @@ CudaPlan::CudaPlan(const Manifest& m, const std::string& dir, const void* weight
     s.steps.push_back(std::move(step));
   }
   if (workspace) s.workspace = s.alloc(static_cast<int64_t>(workspace));
+  // Runs: each host step alone, the GPU steps between them together.
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    const bool host = !s.steps[i].call;
+    if (host || s.runs.empty() || s.runs.back().host)
+      s.runs.push_back({i, i + 1, host, nullptr});
+    else
+      s.runs.back().end = i + 1;
+  }
 }
 
 CudaPlan::~CudaPlan() = default;
@@ -151,10 +221,10 @@ void CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outpu
   for (size_t i = 0; i < s.input_buffers.size(); ++i)
     s.device->to_device(s.input_buffers[i], inputs.at(i).bytes(), inputs[i].nbytes());
   if (!s.checked) {
-    // The first run launch by launch, so that a failing kernel is named; then the graph.
+    // The first run launch by launch, so that a failing kernel is named; then the graphs.
     for (size_t i = 0; i < s.steps.size(); ++i) {
       try {
-        s.steps[i].call->enqueue(s.steps[i].args, s.workspace);
+        s.enqueue(s.steps[i]);
       } catch (const Error& e) {
         throw Error("artifact kernel " + std::to_string(i) + ": " + e.what());
       }
@@ -163,15 +233,20 @@ void CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outpu
     s.checked = true;
     if (s.mode == "CUDA graph") {
       try {
-        s.graph = s.device->capture([&] { s.enqueue(); });
+        for (Impl::Run& r : s.runs)
+          if (!r.host) r.graph = s.device->capture([&] { s.enqueue(r); });
+        size_t host = 0;
+        for (const Impl::Run& r : s.runs) host += r.host;
+        if (host)
+          s.mode = "CUDA graphs (" + std::to_string(s.runs.size() - host) + ") around " +
+                   std::to_string(host) + " host kernels";
       } catch (const Error& e) {
+        for (Impl::Run& r : s.runs) r.graph.reset();
         s.mode = std::string("launches (capture failed: ") + e.what() + ")";
       }
     }
-  } else if (s.graph) {
-    s.device->replay(*s.graph);
   } else {
-    s.enqueue();
+    s.execute();
   }
   s.device->synchronize();
   for (size_t i = 0; i < s.output_buffers.size(); ++i)
@@ -183,19 +258,13 @@ void CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outpu
 double CudaPlan::plan_ms() {
   Impl& s = *impl_;
   if (!s.checked) throw Error("run the plan once before timing it");
-  return s.device->elapsed_ms([&] {
-    if (s.graph)
-      s.device->replay(*s.graph);
-    else
-      s.enqueue();
-  });
+  return s.device->elapsed_ms([&] { s.execute(); });
 }
 
 std::vector<double> CudaPlan::kernel_ms() {
   Impl& s = *impl_;
   std::vector<double> ms;
-  for (const Impl::Step& step : s.steps)
-    ms.push_back(s.device->elapsed_ms([&] { step.call->enqueue(step.args, s.workspace); }));
+  for (Impl::Step& step : s.steps) ms.push_back(s.device->elapsed_ms([&] { s.enqueue(step); }));
   return ms;
 }
 

@@ -3,10 +3,12 @@
 // opens the device ($KORA_CUDA_DEVICE, else 0; its architecture must be the cubins'),
 // loads the cubins, copies the weights once, allocates the arena and one buffer per graph
 // input and output, resolves every kernel's functions and arguments, and prepares its
-// cuBLAS / cuDNN calls (one shared workspace). The first run enqueues the kernels one by
-// one on a stream of the session's own and checks them; it then captures them as a CUDA
-// Graph, which every later run replays (launches one by one where the driver or a library
-// cannot be captured: mode() says which and why).
+// cuBLAS / cuDNN calls (one shared workspace); kernels the GPU cannot compute run on the
+// host (the reference interpreter, their tensors copied out and back in). The first run
+// enqueues the kernels one by one on a stream of the session's own and checks them; it
+// then captures each run of GPU kernels between host kernels as a CUDA Graph, which every
+// later run replays (launches one by one where the driver or a library cannot be
+// captured: mode() says which and why).
 #pragma once
 
 #include <memory>
@@ -36,7 +38,8 @@ class CudaPlan {
   // Per kernel, its GPU time (CUDA events) when enqueued alone, in plan order.
   std::vector<double> kernel_ms();
   std::string device_name() const;
-  std::string mode() const;  // "CUDA graph" or "launches (why)"
+  std::string mode()
+      const;  // "CUDA graph", "CUDA graphs (N) around M host kernels" or "launches (why)"
 
  private:
   struct Impl;

@@ -272,7 +272,8 @@ Manifest manifest_from_json(const std::string& text, const std::string& source) 
       } catch (const Error& err) {
         r.fail(where + ": " + err.what());
       }
-    } else if (m.target == "cuda" || (k.impl != "onednn" && k.impl != "interpreter")) {
+    } else if ((m.target == "cuda" && k.impl != "interpreter") ||
+               (k.impl != "onednn" && k.impl != "interpreter")) {
       r.fail(where + ": unknown implementation '" + k.impl + "' for target " + m.target);
     }
     k.reads = r.strings(e, "reads", where);

@@ -22,6 +22,7 @@
 #include "kora/runtime.h"
 #include "kora/shared_library.h"
 #include "runtime/cuda_plan.h"
+#include "runtime/library_kernel.h"
 #include "runtime/manifest.h"
 
 namespace kora {
@@ -160,9 +161,10 @@ Session::Session(const std::string& artifact_dir, const SessionOptions& options)
   for (const ManifestKernel& k : m.kernels) {
     std::string names;
     for (const std::string& p : k.primitives) names += (names.empty() ? "" : ", ") + p;
-    s.infos.push_back({cpu                      ? k.impl
-                       : k.cuda.library.empty() ? "generated"
-                                                : k.cuda.library,
+    s.infos.push_back({cpu                       ? k.impl
+                       : k.impl == "interpreter" ? "interpreter (host)"
+                       : k.cuda.library.empty()  ? "generated"
+                                                 : k.cuda.library,
                        k.schedule, names, k.predicted_ms});
     if (!cpu) continue;
     Step step;
@@ -199,8 +201,8 @@ Session::Session(const std::string& artifact_dir, const SessionOptions& options)
     } else {
       // A graph of the kernel's primitives, constants from the weights; its reads and
       // writes in the order the library kernel takes them.
-      step.graph = std::make_shared<PrimGraph>(kernel_graph_from_json(
-          k.graph_json,
+      RebuiltKernel r = rebuild_library_kernel(
+          k,
           "artifact manifest '" + manifest_path.string() + "', kernel " +
               std::to_string(s.steps.size()),
           [&](const std::string& name) {
@@ -208,39 +210,19 @@ Session::Session(const std::string& artifact_dir, const SessionOptions& options)
             if (it == m.tensors.end() || it->second.storage != Storage::kConstant)
               throw Error("constant '" + name + "' is not in the weights");
             return constant(name);
-          }));
-      const PrimGraph& g = *step.graph;
-      const KernelDag dag = kernel_dag_of(g);
-      std::vector<int> members(dag.size());
-      for (int i = 0; i < dag.size(); ++i) members[i] = i;
-      const Candidate c = make_candidate(dag, members);
-      step.object = k.impl == "onednn" ? make_onednn_kernel(g, dag, c, layouts, k.schedule)
-                                       : make_interpreter_kernel(g, dag, c);
-      // Rebind pointers in the library kernel's own order (it derives them from its graph).
-      const std::vector<std::string> reads = kernel_reads(g, dag, c);
-      const std::vector<std::string> writes = kernel_writes(g, dag, c);
-      if (reads.size() != k.reads.size() || writes.size() != k.writes.size())
-        throw Error("artifact manifest: the graph of library kernel '" + k.primitives.at(0) +
-                    "' reads or writes other tensors than the kernel lists");
+          },
+          layouts);
+      step.graph = r.graph;
+      step.object = std::move(r.object);
       std::vector<const void*> in;
       std::vector<std::pair<size_t, int>> slots;
-      for (const std::string& t : reads) {
-        const auto pos = std::find(k.reads.begin(), k.reads.end(), t) - k.reads.begin();
-        if (pos == static_cast<long>(k.reads.size()))
-          throw Error("artifact manifest: library kernel '" + k.primitives.at(0) + "' reads '" + t +
-                      "', which the kernel does not list");
+      for (size_t pos : r.reads) {
         for (const auto& [at, index] : step.input_slots)
-          if (at == static_cast<size_t>(pos)) slots.emplace_back(in.size(), index);
+          if (at == pos) slots.emplace_back(in.size(), index);
         in.push_back(step.in[pos]);
       }
       std::vector<void*> out;
-      for (const std::string& t : writes) {
-        const auto pos = std::find(k.writes.begin(), k.writes.end(), t) - k.writes.begin();
-        if (pos == static_cast<long>(k.writes.size()))
-          throw Error("artifact manifest: library kernel '" + k.primitives.at(0) + "' writes '" +
-                      t + "', which the kernel does not list");
-        out.push_back(step.out[pos]);
-      }
+      for (size_t pos : r.writes) out.push_back(step.out[pos]);
       step.in = std::move(in);
       step.out = std::move(out);
       step.input_slots = std::move(slots);

@@ -162,7 +162,19 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
             << "; " << costs.hits() << " kernel costs measured, " << costs.misses()
             << " from the roofline model (" << fixed(orchestrate_seconds, 1) << " s)" << std::endl;
   int64_t estimated = 0;  // chosen at the roofline model's estimate
-  for (const ChosenKernel& k : plan.kernels) estimated += !costs.measured(k.signature);
+  std::string host;       // cuda: kernels the GPU cannot compute (the interpreter runs them)
+  const KernelDag dag = kernel_dag_of(graph);
+  for (const ChosenKernel& k : plan.kernels) {
+    if (cuda && cuda_runs_on_host(graph, dag, make_candidate(dag, k.prims))) {
+      host += (host.empty() ? "" : ", ") + graph.prims[k.prims[0]].name;
+      continue;
+    }
+    estimated += !costs.measured(k.signature);
+  }
+  if (!host.empty())
+    std::cerr << "kora compile: note: no CUDA implementation, run on the host by the "
+                 "interpreter (copies in and out): "
+              << host << std::endl;
   if (estimated > 0)
     std::cerr << "kora compile: note: " << estimated << " of the " << plan.kernels.size()
               << " chosen kernels were never measured on " << device
@@ -214,8 +226,9 @@ int compile_command(ArtifactCommands::Options& o, bool verbose) {
   }
   if (cuda)
     std::cout << "kora compile: " << o.out << ": " << a.kernels << " CUDA kernels (" << a.generated
-              << " generated, " << a.cublas << " cuBLAS, " << a.cudnn << " cuDNN) in "
-              << a.libraries << " cubins for " << arch << "; strategy " << plan.strategy
+              << " generated, " << a.cublas << " cuBLAS, " << a.cudnn << " cuDNN"
+              << (a.interpreter ? ", " + std::to_string(a.interpreter) + " on the host" : "")
+              << ") in " << a.libraries << " cubins for " << arch << "; strategy " << plan.strategy
               << ", predicted " << fixed(a.predicted_ms, 3) << " ms\n";
   else
     std::cout << "kora compile: " << o.out << ": " << a.kernels << " kernels (" << a.generated
