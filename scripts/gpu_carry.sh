@@ -5,7 +5,8 @@
 # lacks (oneDNN, protobuf, CBC, SQLite, fmt, ...; not libc, libstdc++, NVRTC or CUDA's),
 # compressed into DIR/libs.tar.xz. On the GPU machine:
 #   tar xJf DIR/libs.tar.xz -C /tmp && export LD_LIBRARY_PATH=/tmp/lib:$PWD/build
-#   build/kora profile MODEL.onnx --target cuda ... (see bench/gpu_zoo.sh)
+#   build/kora profile MODEL.onnx --target cuda ... (see bench/gpu_zoo.sh), or the whole
+#   checklist in one call: scripts/gpu_session.sh $OUT --models a,b [--tests]
 # usage: scripts/gpu_carry.sh [BUILD] [DIR]   (defaults: build, .dev)
 set -eu
 BUILD=${1:-build} DIR=${2:-.dev}
