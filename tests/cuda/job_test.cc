@@ -595,6 +595,73 @@ TEST(CudaJob, GemmViewsAndEpiloguesMatchTheInterpreter) {
   emulate_and_merge(g, options, tmp);
 }
 
+// Random matrix products read through transposes and head splits, broadcast over the
+// batch or not, with random epilogues (a scale, a bias, a residual, a ReLU): every library
+// kernel among their candidates (each view and epilogue read off the candidate), run as
+// cuBLAS and cuBLASLt define their calls, matches the interpreter.
+TEST(CudaJob, RandomGemmViewsAndEpiloguesMatchTheInterpreter) {
+  if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
+  std::mt19937 rng(17);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int viewed = 0, fused = 0;
+  for (int round = 0; round < 10; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    kora_codegen_test::GraphBuilder b(rng);
+    const DType F = DType::kFloat32;
+    const int64_t batch = pick(1, 3), m = pick(1, 5), k = pick(1, 5), n = pick(1, 5);
+    // An operand [batch, rows, cols]: stored so, transposed ([batch, cols, rows] moved), or
+    // split off wider rows ([rows, batch * cols] reshaped and moved); with `shared`, one
+    // matrix for every batch element ([1, rows, cols]).
+    auto operand = [&](int64_t rows, int64_t cols, bool shared) {
+      const int64_t nb = shared ? 1 : batch;
+      switch (shared ? pick(0, 1) : pick(0, 2)) {
+        case 1: {
+          const std::string t = b.input(F, {nb, cols, rows});
+          return b.prim(LayoutAttrs{layout::Transpose{{0, 2, 1}}}, {t}, F, {nb, rows, cols});
+        }
+        case 2: {
+          const std::string wide = b.input(F, {rows, nb * cols});
+          const std::string split =
+              b.prim(LayoutAttrs{layout::Reshape{}}, {wide}, F, {rows, nb, cols});
+          return b.prim(LayoutAttrs{layout::Transpose{{1, 0, 2}}}, {split}, F, {nb, rows, cols});
+        }
+        default:
+          return b.input(F, {nb, rows, cols});
+      }
+    };
+    const bool shared_a = pick(0, 3) == 0, shared_b = !shared_a && pick(0, 1);
+    const Shape o = {batch, m, n};
+    std::string y = b.prim(LinearAttrs{MatMulAttrs{}},
+                           {operand(m, k, shared_a), operand(k, n, shared_b)}, F, o);
+    auto binary = [&](ScalarOp op, const std::string& x, const std::string& z) {
+      return b.prim(ElementwiseAttrs{op, {Operand{0, 0}, Operand{1, 0}}}, {x, z}, F, o);
+    };
+    if (pick(0, 1))
+      y = b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{-1, 0.5 * pick(1, 4)}}},
+                 {y}, F, o);
+    if (pick(0, 1))
+      y = binary(ScalarOp::kAdd, y, b.prim(BroadcastAttrs{}, {b.input(F, {1, 1, n})}, F, o));
+    if (pick(0, 1)) y = binary(ScalarOp::kAdd, b.input(F, o), y);
+    if (pick(0, 1)) y = b.prim(ElementwiseAttrs{ScalarOp::kRelu, {Operand{0, 0}}}, {y}, F, o);
+    b.g.outputs = {y};
+    const PrimGraph& g = b.g;
+
+    kora_test::TempDir tmp;
+    CudaKernelsOptions options = job_options(tmp);
+    options.candidates.max_size = 8;
+    options.max_schedules = 1;
+    compile_cuda_kernels(g, options);
+    for (const CudaJobKernel& kernel : read_cuda_job(options.job_dir).kernels) {
+      viewed += kernel.library == "cublas_gemm" && (kernel.gemm.trans_a || kernel.gemm.trans_b ||
+                                                    kernel.gemm.ld_a || kernel.gemm.ld_b);
+      fused += kernel.library == "cublas_gemm" && kernel.gemm.fused();
+    }
+    emulate_and_merge(g, options, tmp);
+  }
+  EXPECT_GT(viewed, 0);
+  EXPECT_GT(fused, 0);
+}
+
 // TF32 library math is an explicit option: its library calls say so, its job's generator
 // revision and so its fingerprint carry " tf32", and orchestration finds those measurements
 // only when asked for TF32.
