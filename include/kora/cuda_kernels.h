@@ -79,7 +79,7 @@ std::string format_cuda_kernels_summary(const CudaKernelsSummary& summary);
 // library call (cuda_gemm_plan, cuda_conv_plan).
 bool cuda_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 // A lone primitive the GPU cannot compute (no generated kernel, no library call: TopK,
-// ArgMax, a convolution with asymmetric padding, ...), which a CUDA artifact runs on the
+// GatherElements, a convolution with asymmetric padding, ...), which a CUDA artifact runs on the
 // host with the reference interpreter (copies in and out around it): so that every model
 // kora interprets compiles for cuda, the slow step named in the compile summary.
 bool cuda_runs_on_host(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);

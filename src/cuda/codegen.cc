@@ -143,18 +143,21 @@ constexpr CudaReduce kStrategies[] = {
     CudaReduce::kAuto,       CudaReduce::kThread,  CudaReduce::kWarp,    CudaReduce::kBlock,
     CudaReduce::kMultiBlock, CudaReduce::kRowWarp, CudaReduce::kRowBlock};
 
-// A kernel of one Gather of computed indices (codegen_gather.cc).
-const Primitive* lone_gather(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+// A kernel of one opaque primitive that is generated: a Gather of computed indices
+// (codegen_gather.cc), ArgMax or ArgMin (codegen_arg_extreme.cc).
+const Primitive* lone_opaque(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
   if (c.members.size() != 1) return nullptr;
   const Primitive& p = graph.prims[dag.prim[c.members[0]]];
-  return cuda_gen::gather_supported(graph, p) ? &p : nullptr;
+  return cuda_gen::gather_supported(graph, p) || cuda_gen::arg_extreme_supported(graph, p)
+             ? &p
+             : nullptr;
 }
 
 }  // namespace
 
 bool cuda_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
   if (c.members.empty()) return false;
-  if (lone_gather(graph, dag, c)) return true;
+  if (lone_opaque(graph, dag, c)) return true;
   for (int v : c.members)
     if (!member_supported(graph, graph.prims[dag.prim[v]])) return false;
   return true;
@@ -251,9 +254,10 @@ CudaKernel generate_cuda_kernel(const PrimGraph& graph, const KernelDag& dag, co
   if (schedule.block < 32 || schedule.block > 1024 || schedule.block % 32 != 0 ||
       schedule.items < 1)
     throw Error("cuda codegen: schedule '" + schedule.key() + "' is not valid");
-  if (const Primitive* g = lone_gather(graph, dag, c))
-    return cuda_gen::gather_kernel(graph, *g, kernel_reads(graph, dag, c),
-                                   kernel_writes(graph, dag, c), schedule, symbol);
+  if (const Primitive* o = lone_opaque(graph, dag, c))
+    return (cuda_gen::gather_supported(graph, *o) ? cuda_gen::gather_kernel
+                                                  : cuda_gen::arg_extreme_kernel)(
+        graph, *o, kernel_reads(graph, dag, c), kernel_writes(graph, dag, c), schedule, symbol);
   for (int v : c.members) {
     const Primitive& p = graph.prims[dag.prim[v]];
     if (!member_supported(graph, p))

@@ -8,7 +8,8 @@
 //                       warp or block, shuffles and shared memory combining partials) and
 //                       row-fused (every reduce and output of a row in one launch);
 //   codegen_prelude.cc  the prelude;
-//   codegen_gather.cc   a Gather of computed indices (opaque), alone in its kernel.
+//   codegen_gather.cc   a Gather of computed indices (opaque), alone in its kernel;
+//   codegen_arg_extreme.cc  ArgMax / ArgMin (opaque), alone in its kernel.
 // A tensor's value at coordinate expressions comes from the shared ValueWriter
 // (src/codegen/value_writer.h), as on the CPU.
 #pragma once
@@ -34,6 +35,16 @@ CudaKernel gather_kernel(const PrimGraph& graph, const Primitive& p,
                          const std::vector<std::string>& reads,
                          const std::vector<std::string>& writes, const CudaSchedule& schedule,
                          const std::string& symbol);
+
+// ArgMax / ArgMin (opaque) that arg_extreme_kernel generates: a non-bool input of a
+// supported dtype, a non-empty axis, int64 indices out.
+bool arg_extreme_supported(const PrimGraph& graph, const Primitive& p);
+// Its one function (SYMBOL_0), a thread per output element: reads and writes as
+// kernel_reads / kernel_writes give them.
+CudaKernel arg_extreme_kernel(const PrimGraph& graph, const Primitive& p,
+                              const std::vector<std::string>& reads,
+                              const std::vector<std::string>& writes, const CudaSchedule& schedule,
+                              const std::string& symbol);
 
 class KernelWriter : public codegen::ValueWriter {
  public:

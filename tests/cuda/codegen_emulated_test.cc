@@ -117,4 +117,12 @@ TEST(CudaCodegenEmulated, ReductionGraphsMatchTheInterpreter) {
   report("reductions", stats);
 }
 
+TEST(CudaCodegenEmulated, ArgExtremesMatchTheInterpreter) {
+  std::mt19937 rng(21);
+  Stats stats;
+  run_emulated(kora_cuda_test::arg_extreme_graph(rng), 1, rng, stats);
+  EXPECT_GE(stats.checked, 24);
+  report("argmax and argmin", stats);
+}
+
 }  // namespace

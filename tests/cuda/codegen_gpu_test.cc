@@ -71,4 +71,12 @@ TEST_F(CudaCodegenGpu, ReductionGraphsMatchTheInterpreter) {
   report("reductions", stats);
 }
 
+TEST_F(CudaCodegenGpu, ArgExtremesMatchTheInterpreter) {
+  std::mt19937 rng(21);
+  Stats stats;
+  kora_cuda_test::run_graph(*device_, kora_cuda_test::arg_extreme_graph(rng), 1, rng, stats);
+  EXPECT_GE(stats.checked, 24);
+  report("argmax and argmin", stats);
+}
+
 }  // namespace

@@ -78,6 +78,16 @@ TEST(CudaCodegen, ReductionGraphsCompileForSm80AndSm90) {
   report("reductions", stats);
 }
 
+TEST(CudaCodegen, ArgExtremesCompileForSm80AndSm90) {
+  if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
+  std::mt19937 rng(21);
+  Stats stats;
+  kora_cuda_test::compile_graph(kora_cuda_test::arg_extreme_graph(rng), 1, kArchs, stats);
+  EXPECT_GE(stats.kernels, 24);
+  EXPECT_EQ(stats.compiled, 2 * stats.kernels);
+  report("argmax and argmin", stats);
+}
+
 TEST(CudaCodegen, ScheduleKeys) {
   EXPECT_EQ(CudaSchedule{}.key(), "default");
   const CudaSchedule s{128, 4, CudaReduce::kWarp};

@@ -2,9 +2,11 @@
 // short, contiguous and strided rows: softmax over rows of 2500 (block per row by
 // default), layer normalization over 768 (warp per row), a reduce over the outer axis of
 // [300, 40] (strided rows: thread per row), over the middle axis of [4, 300, 10], a global
-// mean of 3 x 50 x 50 elements, and int64 and bool reductions.
+// mean of 3 x 50 x 50 elements, and int64 and bool reductions; ArgMax and ArgMin (opaque,
+// generated alone) on floats with NaNs and ties and on small integers.
 #pragma once
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <utility>
@@ -109,6 +111,49 @@ inline kora::PrimGraph strided_reductions_graph(std::mt19937& rng) {
   const std::string q = b.input(DType::kBool, {3, 90});
   reduce(ReduceOp::kMax, q, {1});
   reduce(ReduceOp::kMin, q, {0});
+  b.g.outputs = outs;
+  return b.g;
+}
+
+// ArgMax and ArgMin of a float constant [3, 5, 4] with ties (values of -2..2) and NaNs, and
+// of an int32 input (small random integers: ties everywhere), over every axis, with and
+// without keepdims and select_last_index: 24 primitives, each its own kernel.
+inline kora::PrimGraph arg_extreme_graph(std::mt19937& rng) {
+  using namespace kora;
+  GraphBuilder b(rng);
+  const Shape s = {3, 5, 4};
+  const std::string xf = b.input(DType::kFloat32, s, true);
+  Tensor& t = b.g.constants.at(xf);
+  for (int64_t i = 0; i < t.numel(); ++i) set_element(t, i, static_cast<double>((i * 7) % 5 - 2));
+  for (int64_t i : {6, 13, 21, 41, 42, 59}) set_element(t, i, NAN);
+  const std::string xi = b.input(DType::kInt32, s);
+  std::vector<std::string> outs;
+  for (const std::string& x : {xf, xi})
+    for (const char* op : {"ArgMax", "ArgMin"})
+      for (int64_t axis : {0, 1, -1})
+        for (int64_t last : {0, 1}) {
+          Node n;
+          n.op_type = op;
+          n.name = op + std::to_string(outs.size());
+          n.inputs = {x};
+          const bool keep = axis != 1;
+          for (const auto& [key, v] : {std::pair<const char*, int64_t>{"axis", axis},
+                                       {"keepdims", keep ? 1 : 0},
+                                       {"select_last_index", last}}) {
+            Attribute a;
+            a.kind = Attribute::Kind::kInt;
+            a.i = v;
+            n.attributes[key] = a;
+          }
+          Shape o;
+          for (int64_t d = 0; d < 3; ++d)
+            if (d != (axis + 3) % 3)
+              o.push_back(s[static_cast<size_t>(d)]);
+            else if (keep)
+              o.push_back(1);
+          outs.push_back(b.prim(OpaqueAttrs{n}, {x}, DType::kInt64, o));
+          std::get<OpaqueAttrs>(b.g.prims.back().attrs).node.outputs = {outs.back()};
+        }
   b.g.outputs = outs;
   return b.g;
 }
