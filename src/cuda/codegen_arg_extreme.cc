@@ -45,13 +45,8 @@ CudaKernel arg_extreme_kernel(const PrimGraph& graph, const Primitive& p,
   std::ostringstream os;
   os << "extern \"C\" __global__ void __launch_bounds__(" << schedule.block << ") " << fn
      << "(const " << t << "* __restrict__ r0, int64_t* __restrict__ w0) {\n"
-     << "  const int64_t first = (int64_t)blockIdx.x * " << int64_t(schedule.block) * schedule.items
-     << " + threadIdx.x;\n"
-     << "  for (int k = 0; k < " << schedule.items << "; ++k) {\n"
-     << "    const int64_t o = first + (int64_t)k * " << schedule.block << ";\n"
-     << "    if (o >= " << total << "LL) return;\n"
-     << "    const " << t << "* x = r0 + o / " << inner << "LL * " << len * inner << "LL + o % "
-     << inner << "LL;\n"
+     << per_output_loop(schedule, total) << "    const " << t << "* x = r0 + o / " << inner
+     << "LL * " << len * inner << "LL + o % " << inner << "LL;\n"
      << "    int64_t best = 0;\n"
      << "    " << t << " b = x[0];\n"
      << "    for (int64_t j = 1; j < " << len << "LL; ++j) {\n"
@@ -67,18 +62,7 @@ CudaKernel arg_extreme_kernel(const PrimGraph& graph, const Primitive& p,
      << "    }\n"
      << "    w0[o] = best;\n"
      << "  }\n}\n";
-  CudaKernel k;
-  k.symbol = symbol;
-  k.reads = reads;
-  k.writes = writes;
-  k.source = os.str();
-  CudaLaunch l;
-  l.function = fn;
-  l.work = total;
-  l.per_block = int64_t(schedule.block) * schedule.items;
-  l.block = schedule.block;
-  k.launches.push_back(l);
-  return k;
+  return one_launch_kernel(symbol, reads, writes, os.str(), schedule, total);
 }
 
 }  // namespace kora::cuda_gen

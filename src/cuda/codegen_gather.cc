@@ -36,10 +36,6 @@ CudaKernel gather_kernel(const PrimGraph& graph, const Primitive& p,
   const int64_t dim = data[static_cast<size_t>(axis)];
   const int64_t indices = numel(graph.value(p.inputs[1]).shape);
   const int64_t total = numel(graph.value(p.output()).shape);
-  CudaKernel k;
-  k.symbol = symbol;
-  k.reads = reads;
-  k.writes = writes;
   std::ostringstream os;
   const std::string fn = symbol + "_0";
   os << "extern \"C\" __global__ void __launch_bounds__(" << schedule.block << ") " << fn << "(";
@@ -53,26 +49,15 @@ CudaKernel gather_kernel(const PrimGraph& graph, const Primitive& p,
       static_cast<size_t>(std::find(reads.begin(), reads.end(), p.inputs[1]) - reads.begin());
   if (d >= reads.size() || x >= reads.size() || writes.size() != 1 || writes[0] != p.output())
     throw Error("cuda codegen: " + p.describe() + ": unexpected kernel inputs or outputs");
-  os << "  const int64_t first = (int64_t)blockIdx.x * " << int64_t(schedule.block) * schedule.items
-     << " + threadIdx.x;\n"
-     << "  for (int k = 0; k < " << schedule.items << "; ++k) {\n"
-     << "    const int64_t o = first + (int64_t)k * " << schedule.block << ";\n"
-     << "    if (o >= " << total << "LL) return;\n"
-     << "    const int64_t in = o % " << inner << "LL, rest = o / " << inner << "LL;\n"
+  os << per_output_loop(schedule, total) << "    const int64_t in = o % " << inner
+     << "LL, rest = o / " << inner << "LL;\n"
      << "    int64_t i = (int64_t)r" << x << "[rest % " << indices << "LL];\n"
      << "    if (i < 0) i += " << dim << "LL;\n"
      << "    i = i < 0 ? 0 : i >= " << dim << "LL ? " << dim - 1 << "LL : i;\n"
      << "    w0[o] = r" << d << "[(rest / " << indices << "LL * " << dim << "LL + i) * " << inner
      << "LL + in];\n"
      << "  }\n}\n";
-  k.source = os.str();
-  CudaLaunch l;
-  l.function = fn;
-  l.work = total;
-  l.per_block = int64_t(schedule.block) * schedule.items;
-  l.block = schedule.block;
-  k.launches.push_back(l);
-  return k;
+  return one_launch_kernel(symbol, reads, writes, os.str(), schedule, total);
 }
 
 }  // namespace kora::cuda_gen

@@ -36,6 +36,37 @@ CudaKernel gather_kernel(const PrimGraph& graph, const Primitive& p,
                          const std::vector<std::string>& writes, const CudaSchedule& schedule,
                          const std::string& symbol);
 
+// A kernel of one function (SYMBOL_0) over `total` outputs, for opaque primitives generated
+// alone: the head of its per-output loop (each thread schedule.items outputs, a block
+// apart; the body sees `o`, the output's flat index; close it with "  }\n}\n"), and the
+// kernel of that source.
+inline std::string per_output_loop(const CudaSchedule& s, int64_t total) {
+  std::ostringstream os;
+  os << "  const int64_t first = (int64_t)blockIdx.x * " << int64_t(s.block) * s.items
+     << " + threadIdx.x;\n"
+     << "  for (int k = 0; k < " << s.items << "; ++k) {\n"
+     << "    const int64_t o = first + (int64_t)k * " << s.block << ";\n"
+     << "    if (o >= " << total << "LL) return;\n";
+  return os.str();
+}
+inline CudaKernel one_launch_kernel(const std::string& symbol,
+                                    const std::vector<std::string>& reads,
+                                    const std::vector<std::string>& writes, std::string source,
+                                    const CudaSchedule& s, int64_t total) {
+  CudaKernel k;
+  k.symbol = symbol;
+  k.reads = reads;
+  k.writes = writes;
+  k.source = std::move(source);
+  CudaLaunch l;
+  l.function = symbol + "_0";
+  l.work = total;
+  l.per_block = int64_t(s.block) * s.items;
+  l.block = s.block;
+  k.launches.push_back(l);
+  return k;
+}
+
 // ArgMax / ArgMin (opaque) that arg_extreme_kernel generates: a non-bool input of a
 // supported dtype, a non-empty axis, int64 indices out.
 bool arg_extreme_supported(const PrimGraph& graph, const Primitive& p);
