@@ -97,6 +97,13 @@ struct CudaConv {
   bool fused() const { return read_bias >= 0; }
 };
 
+// A library call's operands as indices into its kernel's reads (A, B, bias, residual; X, W,
+// bias, z: the last two -1 when absent): "" when they are the `reads` reads, each once (so
+// the plan readers and CudaCall agree); else what is wrong.
+std::string cuda_library_operands_problem(const std::vector<int>& operands, size_t reads);
+std::vector<int> cuda_gemm_operands(const CudaGemm& g);
+std::vector<int> cuda_conv_operands(const CudaConv& c);
+
 // One implementation: a kernel signature with one schedule. Every launch takes a pointer
 // per read buffer, then per written buffer, in order. A library kernel (schedule "cublas",
 // "cublaslt:I" or "cudnn:ALGO") has no program or launches: it reads A and B (X and W), and

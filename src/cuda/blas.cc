@@ -38,20 +38,17 @@ struct Blas {
 
 // The library, loaded once: $KORA_CUBLAS, else the first of the usual names that loads.
 const Blas& blas() {
-  static const Blas b = [] {
-    Blas out;
-    void* lib =
-        open_first_library("KORA_CUBLAS", {"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
-                           "cuBLAS", &out.unavailable);
-    if (!lib) return out;
+  static const Blas b = open_library<Blas>(
+      "KORA_CUBLAS", {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, "cuBLAS",
+      [](void* lib, Blas& out) {
 #define KORA_LOAD(f) load_function(lib, #f, out.f, "cuBLAS", &out.unavailable);
-    KORA_BLAS_FUNCTIONS(KORA_LOAD)
+        KORA_BLAS_FUNCTIONS(KORA_LOAD)
 #undef KORA_LOAD
-    out.set_stream = reinterpret_cast<decltype(out.set_stream)>(::dlsym(lib, "cublasSetStream_v2"));
-    out.set_workspace =
-        reinterpret_cast<decltype(out.set_workspace)>(::dlsym(lib, "cublasSetWorkspace_v2"));
-    return out;
-  }();
+        out.set_stream =
+            reinterpret_cast<decltype(out.set_stream)>(::dlsym(lib, "cublasSetStream_v2"));
+        out.set_workspace =
+            reinterpret_cast<decltype(out.set_workspace)>(::dlsym(lib, "cublasSetWorkspace_v2"));
+      });
   return b;
 }
 
@@ -79,17 +76,13 @@ struct Lt {
 
 // cuBLASLt, loaded on first use: $KORA_CUBLASLT, else the first of the usual names.
 const Lt& lt() {
-  static const Lt l = [] {
-    Lt out;
-    void* lib = open_first_library("KORA_CUBLASLT",
-                                   {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
-                                   "cuBLASLt", &out.unavailable);
-    if (!lib) return out;
+  static const Lt l = open_library<Lt>("KORA_CUBLASLT",
+                                       {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
+                                       "cuBLASLt", [](void* lib, Lt& out) {
 #define KORA_LOAD(f) load_function(lib, #f, out.f, "cuBLASLt", &out.unavailable);
-    KORA_LT_FUNCTIONS(KORA_LOAD)
+                                         KORA_LT_FUNCTIONS(KORA_LOAD)
 #undef KORA_LOAD
-    return out;
-  }();
+                                       });
   return l;
 }
 

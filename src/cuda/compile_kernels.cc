@@ -115,8 +115,8 @@ bool cuda_runs_on_host(const PrimGraph& graph, const KernelDag& dag, const Candi
 
 CandidateOptions cuda_candidate_options(const PrimGraph& graph, CandidateOptions options) {
   options.capable = [&graph](const KernelDag& dag, const std::vector<int>& members) {
-    const Candidate c = make_candidate(dag, members);
-    return cuda_supports(graph, dag, c) || cuda_runs_on_host(graph, dag, c);
+    // A lone primitive always: on the GPU, or else on the host (cuda_runs_on_host).
+    return members.size() == 1 || cuda_supports(graph, dag, make_candidate(dag, members));
   };
   return options;
 }

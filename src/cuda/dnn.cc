@@ -39,16 +39,13 @@ struct Dnn {
 };
 
 const Dnn& dnn() {
-  static const Dnn d = [] {
-    Dnn out;
-    void* lib = open_first_library("KORA_CUDNN", {"libcudnn.so.9", "libcudnn.so.8", "libcudnn.so"},
-                                   "cuDNN", &out.unavailable);
-    if (!lib) return out;
+  static const Dnn d =
+      open_library<Dnn>("KORA_CUDNN", {"libcudnn.so.9", "libcudnn.so.8", "libcudnn.so"}, "cuDNN",
+                        [](void* lib, Dnn& out) {
 #define KORA_LOAD(f) load_function(lib, #f, out.f, "cuDNN", &out.unavailable);
-    KORA_DNN_FUNCTIONS(KORA_LOAD)
+                          KORA_DNN_FUNCTIONS(KORA_LOAD)
 #undef KORA_LOAD
-    return out;
-  }();
+                        });
   return d;
 }
 

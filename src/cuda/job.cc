@@ -451,6 +451,26 @@ void cuda_job_fill(const CudaJobBuffer& b, const std::string& data, void* out) {
   }
 }
 
+std::string cuda_library_operands_problem(const std::vector<int>& operands, size_t reads) {
+  size_t given = 0;
+  for (size_t k = 0; k < operands.size(); ++k) {
+    const int i = operands[k];
+    if (i < 0 && k >= 2) continue;  // an absent bias or residual
+    if (i < 0 || i >= static_cast<int>(reads) ||
+        std::count(operands.begin(), operands.end(), i) != 1)
+      return "a library call's operands are not its distinct reads";
+    ++given;
+  }
+  return given == reads ? "" : "a library call reads what it does not use";
+}
+
+std::vector<int> cuda_gemm_operands(const CudaGemm& g) {
+  return {g.read_a, g.read_b, g.read_bias, g.read_c};
+}
+std::vector<int> cuda_conv_operands(const CudaConv& c) {
+  return {c.read_x, c.read_w, c.read_bias, c.read_z};
+}
+
 CublasGemmCall cublas_gemm_call(const CudaGemm& g) {
   const int64_t limit = 0x7fffffff;
   for (int64_t v : {g.batch, g.m, g.n, g.k, g.lda(), g.ldb()})

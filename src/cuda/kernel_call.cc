@@ -3,8 +3,6 @@
 // enqueued out.
 #include "cuda/kernel_call.h"
 
-#include <algorithm>
-
 #include "kora/error.h"
 
 namespace kora {
@@ -15,19 +13,10 @@ CudaCall::CudaCall(const CudaJobKernel& k, CudaDevice& device, CudaDevice::Modul
   const size_t reads = k.reads.size();
   if (!k.library.empty() && (reads < 2 || reads > 4 || k.writes.size() != 1))
     throw Error("a library kernel reads 2 to 4 tensors and writes 1");
-  // The library call's operands: the kernel's reads, each once.
-  std::vector<int> operands;
-  for (int i :
-       k.library == "cudnn_conv"
-           ? std::vector<int>{k.conv.read_x, k.conv.read_w, k.conv.read_bias, k.conv.read_z}
-           : std::vector<int>{k.gemm.read_a, k.gemm.read_b, k.gemm.read_bias, k.gemm.read_c})
-    if (i >= 0 || operands.size() < 2) operands.push_back(i);  // the first two are needed
   if (!k.library.empty()) {
-    for (int i : operands)
-      if (i < 0 || i >= static_cast<int>(reads) ||
-          std::count(operands.begin(), operands.end(), i) != 1)
-        throw Error("a library call's operands are not its distinct reads");
-    if (operands.size() != reads) throw Error("a library call reads what it does not use");
+    const std::string problem = cuda_library_operands_problem(
+        k.library == "cudnn_conv" ? cuda_conv_operands(k.conv) : cuda_gemm_operands(k.gemm), reads);
+    if (!problem.empty()) throw Error(problem);
   }
   if (k.library == "cudnn_conv" && k.conv.read_z >= 0 && !k.conv.fused())
     throw Error("a convolution's residual needs its bias");

@@ -35,4 +35,14 @@ void load_function(void* lib, const char* name, F& f, const std::string& what,
   if (!f && unavailable->empty()) *unavailable = what + " lacks " + name;
 }
 
+// A table of a library's functions (a struct with `std::string unavailable`), filled by
+// `load(lib, table)` once the library opens; else `unavailable` says why it did not.
+template <class Table, class Load>
+Table open_library(const char* env, std::initializer_list<const char*> names,
+                   const std::string& what, Load load) {
+  Table out;
+  if (void* lib = open_first_library(env, names, what, &out.unavailable)) load(lib, out);
+  return out;
+}
+
 }  // namespace kora

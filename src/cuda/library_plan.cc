@@ -3,7 +3,6 @@
 // views of its reads (each batch dim in full or not at all), alone or with a scale, a bias,
 // a residual and a ReLU after it, or the cuDNN convolution of a float32 Conv with
 // symmetric padding, alone or with a bias, a residual and a ReLU after it.
-#include <algorithm>
 #include <cmath>
 
 #include "cpu/onednn_plan.h"
@@ -147,12 +146,8 @@ std::optional<CudaGemm> viewed_gemm(const PrimGraph& graph, const KernelDag& dag
     }
   }
   if (!std::isfinite(g.alpha)) return std::nullopt;
-  std::vector<int> used = {g.read_a, g.read_b};
-  for (int i : {g.read_bias, g.read_c})
-    if (i >= 0) used.push_back(i);
-  for (int i : used)
-    if (std::count(used.begin(), used.end(), i) != 1) return std::nullopt;
-  if (used.size() != reads.size()) return std::nullopt;
+  if (!cuda_library_operands_problem(cuda_gemm_operands(g), reads.size()).empty())
+    return std::nullopt;
   if (g.fused()) g.algo = 0;  // cuBLASLt's first choice; the others are measured
   return g;
 }
@@ -267,8 +262,8 @@ std::optional<CudaConv> fused_conv(const PrimGraph& graph, const KernelDag& dag,
   conv->read_x = plan->src;
   conv->read_w = plan->weights;
   conv->read_bias = plan->bias;
-  const size_t used = 3 + (conv->read_z >= 0);
-  if (reads.size() != used) return std::nullopt;  // reads nothing else
+  if (!cuda_library_operands_problem(cuda_conv_operands(*conv), reads.size()).empty())
+    return std::nullopt;  // reads something else
   return conv;
 }
 

@@ -38,14 +38,16 @@ struct CudaPlan::Impl {
     RebuiltKernel host;
     std::vector<CudaDevice::Ptr> host_in, host_out;  // in the host kernel's order; 0: constant
     std::vector<std::vector<char>> in_bytes, out_bytes;
+    std::vector<const void*> in;  // the host kernel's arguments: in_bytes (null: constant)
+    std::vector<void*> out;       // and out_bytes
   };
   std::vector<Step> steps;
   // The plan as runs of GPU steps (a CUDA graph each, once captured) between host steps.
   struct Run {
     size_t begin, end;
-    bool host;
     std::shared_ptr<CudaDevice::Graph> graph;
   };
+  bool on_host(const Run& r) const { return !steps[r.begin].call; }
   std::vector<Run> runs;
   CudaDevice::Ptr workspace = 0;
   bool checked = false;  // the first run went launch by launch
@@ -57,14 +59,9 @@ struct CudaPlan::Impl {
   }
   void run_host(Step& s) {
     device->synchronize();
-    std::vector<const void*> in;
-    std::vector<void*> out;
-    for (size_t i = 0; i < s.host_in.size(); ++i) {
+    for (size_t i = 0; i < s.host_in.size(); ++i)
       if (s.host_in[i]) device->to_host(s.in_bytes[i].data(), s.host_in[i], s.in_bytes[i].size());
-      in.push_back(s.host_in[i] ? s.in_bytes[i].data() : nullptr);
-    }
-    for (std::vector<char>& b : s.out_bytes) out.push_back(b.data());
-    s.host.object->run(in.data(), out.data());
+    s.host.object->run(s.in.data(), s.out.data());
     for (size_t i = 0; i < s.host_out.size(); ++i)
       device->to_device(s.host_out[i], s.out_bytes[i].data(), s.out_bytes[i].size());
   }
@@ -189,6 +186,9 @@ CudaPlan::CudaPlan(const Manifest& m, const std::string& dir, const void* weight
         step.host_out.push_back(step.args[k.reads.size() + pos]);
         step.out_bytes.emplace_back(static_cast<size_t>(m.tensors.at(k.writes[pos]).bytes()));
       }
+      for (size_t j = 0; j < step.in_bytes.size(); ++j)
+        step.in.push_back(step.host_in[j] ? step.in_bytes[j].data() : nullptr);
+      for (std::vector<char>& b : step.out_bytes) step.out.push_back(b.data());
       s.steps.push_back(std::move(step));
       continue;
     }
@@ -206,9 +206,8 @@ CudaPlan::CudaPlan(const Manifest& m, const std::string& dir, const void* weight
   if (workspace) s.workspace = s.alloc(static_cast<int64_t>(workspace));
   // Runs: each host step alone, the GPU steps between them together.
   for (size_t i = 0; i < s.steps.size(); ++i) {
-    const bool host = !s.steps[i].call;
-    if (host || s.runs.empty() || s.runs.back().host)
-      s.runs.push_back({i, i + 1, host, nullptr});
+    if (!s.steps[i].call || s.runs.empty() || s.on_host(s.runs.back()))
+      s.runs.push_back({i, i + 1, nullptr});
     else
       s.runs.back().end = i + 1;
   }
@@ -234,9 +233,9 @@ void CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outpu
     if (s.mode == "CUDA graph") {
       try {
         for (Impl::Run& r : s.runs)
-          if (!r.host) r.graph = s.device->capture([&] { s.enqueue(r); });
+          if (!s.on_host(r)) r.graph = s.device->capture([&] { s.enqueue(r); });
         size_t host = 0;
-        for (const Impl::Run& r : s.runs) host += r.host;
+        for (const Impl::Run& r : s.runs) host += s.on_host(r);
         if (host)
           s.mode = "CUDA graphs (" + std::to_string(s.runs.size() - host) + ") around " +
                    std::to_string(host) + " host kernels";
