@@ -8,7 +8,7 @@ usage: python3 bench/compile_time.py [--compiler g++] [--sample N] [--seed S]
                                      --variant NAME='FLAGS' ... [--prefix NAME=FILE ...]
                                      CACHE_DIR ...
 A variant's FLAGS are its optimization flags; the others are the profile's
-(include/kora/cpu_compile.h but -O...). --prefix puts FILE's text before each unit for
+(src/cpu/compile.h but -O...). --prefix puts FILE's text before each unit for
 that variant only (e.g. the standard headers an older prelude included).
 """
 import argparse

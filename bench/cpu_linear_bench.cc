@@ -1,7 +1,7 @@
 // Benchmark of the CPU kernels for linear primitives: representative matmul and
 // convolution shapes in; a table of GFLOP/s out, for oneDNN kernels (plain and blocked
 // convolution layouts, src/cpu/onednn_kernel.h) and generated kernels
-// (include/kora/cpu_codegen.h; "n/a" where the generator does not take the primitive),
+// (src/cpu/codegen.h; "n/a" where the generator does not take the primitive),
 // at 1 and 2 threads, timed with kora::measure (warm-up, median), and what building the
 // default oneDNN kernel costs (onednn_supports + make_onednn_kernel). Also prints the
 // machine's memcpy bandwidth for reference.
@@ -17,14 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "cpu/codegen.h"
+#include "cpu/compile.h"
+#include "cpu/library.h"
+#include "cpu/measure.h"
 #include "cpu/onednn_kernel.h"
 #include "kora/candidates.h"
-#include "kora/cpu_codegen.h"
-#include "kora/cpu_compile.h"
-#include "kora/cpu_library.h"
 #include "kora/error.h"
 #include "kora/kernel_dag.h"
-#include "kora/measure.h"
 #include "kora/primitive.h"
 
 namespace {

@@ -16,11 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "cpu/codegen.h"
+#include "cpu/compile.h"
+#include "cpu/measure.h"
 #include "kora/candidates.h"
-#include "kora/cpu_codegen.h"
-#include "kora/cpu_compile.h"
 #include "kora/kernel_dag.h"
-#include "kora/measure.h"
 #include "kora/primitive.h"
 
 namespace {

@@ -20,7 +20,7 @@
 #include <ostream>
 #include <string>
 
-#include "kora/cpu_compile.h"
+#include "cpu/compile.h"
 #include "kora/orchestration.h"
 #include "kora/primitive.h"
 

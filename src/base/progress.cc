@@ -1,5 +1,5 @@
-// Progress lines (include/kora/progress.h).
-#include "kora/progress.h"
+// Progress lines (src/base/progress.h).
+#include "base/progress.h"
 
 #include <cstdio>
 

@@ -2,8 +2,8 @@
 // non-failed schedule of each kernel measured on the device on plain tensors, read in one
 // query into the table that TableCost looks candidates up in; the native-layout records
 // of oneDNN convolutions for their layout costs.
+#include "cpu/library.h"
 #include "kora/cost.h"
-#include "kora/cpu_library.h"
 #include "kora/error.h"
 #include "kora/profile_db.h"
 

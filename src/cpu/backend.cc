@@ -1,15 +1,16 @@
-// The CPU backend's fingerprint (include/kora/cpu_backend.h): /proc/cpuinfo's model
+// The CPU backend's fingerprint (src/cpu/backend.h): /proc/cpuinfo's model
 // name, the logical core count, the thread count, the compiler's and the linked oneDNN's
 // versions, and the revision of kora's generated code. Measurements are only reused on a
 // machine with the same fingerprint.
+#include "cpu/backend.h"
+
 #include <oneapi/dnnl/dnnl.h>
 
 #include <fstream>
 #include <thread>
 
-#include "kora/cpu_backend.h"
-#include "kora/cpu_codegen.h"
-#include "kora/cpu_compile.h"
+#include "cpu/codegen.h"
+#include "cpu/compile.h"
 
 namespace kora {
 

@@ -1,4 +1,4 @@
-// CPU code generation (include/kora/cpu_codegen.h): a candidate in, one C++ function out.
+// CPU code generation (src/cpu/codegen.h): a candidate in, one C++ function out.
 // This file plans the function: pointers to the kernel's tensors, then a phase per reduce
 // and linear member in topological order (each writes its result to the output or to
 // scratch; a linear member's epilogue stores the written tensors computed from it at its

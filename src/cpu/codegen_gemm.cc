@@ -126,7 +126,7 @@ void KernelWriter::gemm_phase(const Primitive& p, const GemmSpec& g) {
   line("kora_ukernel_6x16(" + num(g.k) + ", " + ap + " + ip * " + num(g.k * kMr) + ", " + bp +
        " + jp * " + num(g.k * kNr) + ", tile);");
   // Constant tile sizes where no tile is partial: loops the compiler can vectorize and
-  // unroll without peeling (which only -O3 does; see include/kora/cpu_compile.h).
+  // unroll without peeling (which only -O3 does; see src/cpu/compile.h).
   line("const int64_t mrows = " + (m_edge ? "kora_imin(6, " + num(g.m) + " - ip * 6)" : "6") + ";");
   line("const int64_t ncols = " + (n_edge ? "kora_imin(16, " + num(g.n) + " - jp * 16)" : "16") +
        ";");

@@ -1,4 +1,4 @@
-// Internals of CPU code generation (include/kora/cpu_codegen.h), shared by the
+// Internals of CPU code generation (src/cpu/codegen.h), shared by the
 // src/cpu/codegen_*.cc files:
 //   codegen_prelude.cc the prelude: math builtins, float exp/tanh, the GEMM micro-kernel;
 //   codegen_phases.cc  loop nests: pointwise, reduce and linear phases;
@@ -19,8 +19,8 @@
 
 #include "codegen/scalar.h"
 #include "codegen/value_writer.h"
+#include "cpu/codegen.h"
 #include "kora/candidates.h"
-#include "kora/cpu_codegen.h"
 #include "kora/error.h"
 #include "kora/kernel_dag.h"
 #include "kora/primitive.h"

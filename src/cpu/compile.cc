@@ -1,7 +1,9 @@
-// Kernel compilation with a content-hash cache (include/kora/cpu_compile.h). The key is
+// Kernel compilation with a content-hash cache (src/cpu/compile.h). The key is
 // FNV-1a (base/fnv_hash.h) over the compiler's version line, the flags and the source. Cache
 // layout: DIR/KEY.cc (the source, kept for diagnostics) and DIR/KEY.so. The compiler's diagnostics
 // go to DIR/KEY.log.
+#include "cpu/compile.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -14,7 +16,6 @@
 #include <sstream>
 
 #include "base/fnv_hash.h"
-#include "kora/cpu_compile.h"
 #include "kora/error.h"
 #include "kora/profile_db.h"
 

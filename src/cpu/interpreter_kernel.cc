@@ -1,4 +1,4 @@
-// The interpreter kernel (include/kora/cpu_library.h): a candidate in; a kernel that runs
+// The interpreter kernel (src/cpu/library.h): a candidate in; a kernel that runs
 // the reference interpreter's run_primitive() member by member out. It copies the
 // kernel's inputs into tensors, keeps members' values as tensors and copies the written
 // ones out (constants are used in place: the `in` pointer of a constant is ignored),
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <map>
 
-#include "kora/cpu_library.h"
+#include "cpu/library.h"
 #include "kora/error.h"
 #include "kora/interpreter.h"
 

@@ -1,9 +1,9 @@
-// Latency measurement (include/kora/measure.h): each sample times one call with the
+// Latency measurement (src/cpu/measure.h): each sample times one call with the
 // steady clock (measure) or reports its own time (measure_timed); every 5 samples past the minimum,
 // the median is compared with the one 5 samples earlier and sampling stops once it moved by less
 // than `stable_within`. A first warm-up call of at least `slow_ms` cuts the warm-up to that call
 // and the minimum to 3 samples; one of at least `abandon_ms` is the only sample.
-#include "kora/measure.h"
+#include "cpu/measure.h"
 
 #include <algorithm>
 #include <chrono>

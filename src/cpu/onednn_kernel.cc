@@ -1,4 +1,4 @@
-// oneDNN library kernels (include/kora/cpu_library.h): a candidate in; a kernel that runs
+// oneDNN library kernels (src/cpu/library.h): a candidate in; a kernel that runs
 // one oneDNN matmul or convolution primitive with the candidate's epilogue as bias and
 // post-ops out (what is accepted: src/cpu/onednn_plan.h).
 //
@@ -30,9 +30,9 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "cpu/library.h"
 #include "cpu/onednn_plan.h"
 #include "kora/candidates.h"
-#include "kora/cpu_library.h"
 #include "kora/error.h"
 
 namespace kora {

@@ -1,14 +1,14 @@
 // oneDNN kernels with their knobs exposed (for the benchmark and tests): the candidate
 // and a convolution layout policy in, the kernel and the name of the oneDNN
-// implementation it runs out. make_onednn_kernel() (include/kora/cpu_library.h) is
+// implementation it runs out. make_onednn_kernel() (src/cpu/library.h) is
 // make_kernel(..., ConvLayout::kAuto).
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "cpu/library.h"
 #include "cpu/onednn_plan.h"
-#include "kora/cpu_library.h"
 
 namespace kora::onednn {
 

@@ -1,17 +1,18 @@
-// The CUDA artifact emitter (include/kora/cuda_artifact.h): chosen kernels in; per kernel
+// The CUDA artifact emitter (src/cuda/artifact.h): chosen kernels in; per kernel
 // its implementation (the database's fastest working schedule on the GPU), the generated
 // ones compiled by NVRTC into a few cubins in parallel, and the manifest's CUDA kernels
 // (launches or library calls) out, through the emitter every target shares
 // (src/emit/artifact_backend.h).
+#include "cuda/artifact.h"
+
 #include <filesystem>
 #include <optional>
 
+#include "cuda/codegen.h"
+#include "cuda/compile_kernels.h"
+#include "cuda/library_plan.h"
 #include "cuda/program_build.h"
 #include "emit/artifact_backend.h"
-#include "kora/cuda_artifact.h"
-#include "kora/cuda_codegen.h"
-#include "kora/cuda_kernels.h"
-#include "kora/cuda_library.h"
 #include "kora/error.h"
 #include "kora/profile_db.h"
 

@@ -1,6 +1,8 @@
-// cuBLAS and cuBLASLt through dlopen (include/kora/cuda_blas.h): the libraries' paths in;
+// cuBLAS and cuBLASLt through dlopen (src/cuda/blas.h): the libraries' paths in;
 // a handle, float32 strided-batched GEMMs and prepared cuBLASLt matmuls with their
 // epilogues out, or why cuBLAS is not usable.
+#include "cuda/blas.h"
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "cuda/library_loader.h"
-#include "kora/cuda_blas.h"
 #include "kora/error.h"
 
 #ifdef KORA_HAVE_CUDA

@@ -1,4 +1,4 @@
-// CUDA code generation (include/kora/cuda_codegen.h): a candidate in, the source of a few
+// CUDA code generation (src/cuda/codegen.h): a candidate in, the source of a few
 // __global__ functions and their launches out. This file plans them: one row-fused launch
 // when the schedule asks for it (or, by default, when the kernel allows it and its rows
 // are long enough), else a launch per reduce member in topological order (writing the

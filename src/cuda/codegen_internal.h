@@ -1,4 +1,4 @@
-// Internals of CUDA code generation (include/kora/cuda_codegen.h), shared by the
+// Internals of CUDA code generation (src/cuda/codegen.h), shared by the
 // src/cuda/codegen*.cc files:
 //   codegen.cc          planning (a launch per reduce member, then per output shape, or
 //                       one row-fused launch), what is supported, schedules and their
@@ -21,7 +21,7 @@
 
 #include "codegen/reduce.h"
 #include "codegen/value_writer.h"
-#include "kora/cuda_codegen.h"
+#include "cuda/codegen.h"
 
 namespace kora::cuda_gen {
 

@@ -5,7 +5,7 @@
 // (kora_exp, kora_log, ... for float and double), then the backend-neutral kora_* helpers
 // (src/codegen/scalar.cc).
 #include "codegen/scalar.h"
-#include "kora/cuda_codegen.h"
+#include "cuda/codegen.h"
 
 namespace kora {
 

@@ -1,9 +1,11 @@
-// Generating and compiling a model's CUDA candidate kernels (include/kora/cuda_kernels.h):
+// Generating and compiling a model's CUDA candidate kernels (src/cuda/compile_kernels.h):
 // a primitive graph in; every distinct supported candidate x schedule generated, grouped
 // into NVRTC programs of kernels_per_program kernels (the prelude once), compiled on
 // `threads` threads into the CUDA kernel cache; a summary out. A program NVRTC rejects is
 // compiled again kernel by kernel so that the failures name their kernels. Optionally the
-// measuring job of every compiled implementation (include/kora/cuda_job.h).
+// measuring job of every compiled implementation (src/cuda/job.h).
+#include "cuda/compile_kernels.h"
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -16,11 +18,10 @@
 #include <unordered_set>
 
 #include "base/fnv_hash.h"
+#include "cuda/codegen.h"
+#include "cuda/library_plan.h"
+#include "cuda/nvrtc_compile.h"
 #include "cuda/program_build.h"
-#include "kora/cuda_codegen.h"
-#include "kora/cuda_compile.h"
-#include "kora/cuda_kernels.h"
-#include "kora/cuda_library.h"
 #include "kora/error.h"
 #include "kora/kernel_dag.h"
 #include "kora/orchestration.h"

@@ -1,12 +1,13 @@
-// cuDNN through dlopen (include/kora/cuda_dnn.h): the library's path in; convolutions
+// cuDNN through dlopen (src/cuda/dnn.h): the library's path in; convolutions
 // prepared (tensor, filter and convolution descriptors, workspace size) and run out, or
 // why cuDNN is not usable.
+#include "cuda/dnn.h"
+
 #include <dlfcn.h>
 
 #include <vector>
 
 #include "cuda/library_loader.h"
-#include "kora/cuda_dnn.h"
 
 #ifdef KORA_HAVE_CUDA
 #include <cudnn.h>

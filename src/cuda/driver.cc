@@ -1,13 +1,14 @@
-// The CUDA driver API through dlopen (include/kora/cuda_driver.h): the library path in;
+// The CUDA driver API through dlopen (src/cuda/driver.h): the library path in;
 // a table of the driver functions kora calls out, or why it could not be had; and a
 // device wrapper over them (primary context, memory, modules, launches). Every driver
 // error throws kora::Error naming the call and the driver's message.
+#include "cuda/driver.h"
+
 #include <dlfcn.h>
 
 #include <cstdlib>
 #include <mutex>
 
-#include "kora/cuda_driver.h"
 #include "kora/error.h"
 
 #ifdef KORA_HAVE_CUDA

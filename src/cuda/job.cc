@@ -1,7 +1,9 @@
-// The CUDA measuring job's files (include/kora/cuda_job.h): CudaJob <-> DIR/job.json,
+// The CUDA measuring job's files (src/cuda/job.h): CudaJob <-> DIR/job.json,
 // results lines <-> DIR/results.jsonl, the inputs' generator and the outputs' probes.
 // Shared by kora and the standalone worker, so it uses nothing of kora but kora::Error
 // (nlohmann-json is header-only).
+#include "cuda/job.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -14,7 +16,6 @@
 
 #include "base/fnv_hash.h"
 #include "base/read_file.h"
-#include "kora/cuda_job.h"
 #include "kora/error.h"
 
 namespace kora {

@@ -8,10 +8,10 @@
 #include <memory>
 #include <vector>
 
-#include "kora/cuda_blas.h"
-#include "kora/cuda_dnn.h"
-#include "kora/cuda_driver.h"
-#include "kora/cuda_job.h"
+#include "cuda/blas.h"
+#include "cuda/dnn.h"
+#include "cuda/driver.h"
+#include "cuda/job.h"
 
 namespace kora {
 

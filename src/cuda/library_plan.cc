@@ -1,12 +1,13 @@
-// The cuda target's library kernels (include/kora/cuda_library.h): a candidate in, the
+// The cuda target's library kernels (src/cuda/library_plan.h): a candidate in, the
 // cuBLAS GEMM that computes it out when it is a float32 MatMul whose operands are strided
 // views of its reads (each batch dim in full or not at all), alone or with a scale, a bias,
 // a residual and a ReLU after it, or the cuDNN convolution of a float32 Conv with
 // symmetric padding, alone or with a bias, a residual and a ReLU after it.
+#include "cuda/library_plan.h"
+
 #include <cmath>
 
 #include "cpu/onednn_plan.h"
-#include "kora/cuda_library.h"
 
 namespace kora {
 

@@ -1,8 +1,10 @@
-// In-process NVRTC compilation of generated CUDA kernels (include/kora/cuda_compile.h):
+// In-process NVRTC compilation of generated CUDA kernels (src/cuda/nvrtc_compile.h):
 // source and architecture in, a cubin out, cached by FNV-1a (base/fnv_hash.h) over the
 // NVRTC version, the options and the source. Cache layout: DIR/KEY.cu, DIR/KEY.cubin,
 // DIR/KEY.failed (NVRTC's log of a rejected source). Without the CUDA toolkit at build
 // time (KORA_HAVE_CUDA undefined) every entry point throws "kora was built without CUDA".
+#include "cuda/nvrtc_compile.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -14,8 +16,7 @@
 
 #include "base/fnv_hash.h"
 #include "base/read_file.h"
-#include "kora/cpu_compile.h"
-#include "kora/cuda_compile.h"
+#include "cpu/compile.h"
 #include "kora/error.h"
 
 #ifdef KORA_HAVE_CUDA

@@ -1,6 +1,8 @@
-// Profiling a model for a CUDA GPU (include/kora/cuda_profile.h): generate and compile into
+// Profiling a model for a CUDA GPU (src/cuda/profile_cuda.h): generate and compile into
 // a job, run the worker where a GPU is usable, check the results' probes against the
 // reference interpreter and store them under the GPU's fingerprint.
+#include "cuda/profile_cuda.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,13 +19,12 @@
 #include <sstream>
 
 #include "base/read_file.h"
-#include "kora/cuda_blas.h"
-#include "kora/cuda_codegen.h"
-#include "kora/cuda_compile.h"
-#include "kora/cuda_dnn.h"
-#include "kora/cuda_driver.h"
-#include "kora/cuda_profile.h"
-#include "kora/cuda_worker.h"
+#include "cuda/blas.h"
+#include "cuda/codegen.h"
+#include "cuda/dnn.h"
+#include "cuda/driver.h"
+#include "cuda/nvrtc_compile.h"
+#include "cuda/worker.h"
 #include "kora/error.h"
 #include "kora/interpreter.h"
 #include "kora/profile_db.h"

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <thread>
 
-#include "kora/cuda_codegen.h"
+#include "cuda/codegen.h"
 #include "kora/error.h"
 
 namespace kora {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kora/cuda_compile.h"
+#include "cuda/nvrtc_compile.h"
 
 namespace kora {
 

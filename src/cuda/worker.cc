@@ -1,6 +1,8 @@
-// The CUDA measuring worker's loop (include/kora/cuda_worker.h): a job directory and a
+// The CUDA measuring worker's loop (src/cuda/worker.h): a job directory and a
 // device in; per kernel a results line appended out: probes of its outputs after a first
 // run, then its median time over samples timed with CUDA events, L2 flushed before each.
+#include "cuda/worker.h"
+
 #include <algorithm>
 #include <fstream>
 #include <memory>
@@ -8,13 +10,12 @@
 #include <sstream>
 #include <utility>
 
+#include "base/progress.h"
 #include "base/read_file.h"
+#include "cuda/blas.h"
+#include "cuda/dnn.h"
 #include "cuda/kernel_call.h"
-#include "kora/cuda_blas.h"
-#include "kora/cuda_dnn.h"
-#include "kora/cuda_worker.h"
 #include "kora/error.h"
-#include "kora/progress.h"
 
 namespace kora {
 namespace {

@@ -17,14 +17,14 @@
 #include <set>
 #include <thread>
 
+#include "base/progress.h"
+#include "cpu/codegen.h"
+#include "cpu/library.h"
 #include "emit/artifact_backend.h"
 #include "emit/memory_plan.h"
 #include "kora/artifact.h"
-#include "kora/cpu_codegen.h"
-#include "kora/cpu_library.h"
 #include "kora/error.h"
 #include "kora/profile_db.h"
-#include "kora/progress.h"
 #include "runtime/manifest.h"
 
 namespace kora {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kora/cpu_library.h"
+#include "cpu/library.h"
 #include "runtime/manifest.h"
 
 namespace kora {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "kora/cuda_job.h"
+#include "cuda/job.h"
 #include "kora/error.h"
 #include "runtime/prim_json.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "kora/cuda_job.h"
+#include "cuda/job.h"
 #include "kora/graph.h"
 #include "kora/primitive.h"
 
@@ -32,7 +32,7 @@ struct ManifestTensor {
   Storage storage = Storage::kArena;
   int64_t offset = 0;  // constant: in the weights file; arena: in the arena
   // Arena tensors between oneDNN convolutions: the blocked layout they are stored in
-  // (TensorLayouts in include/kora/cpu_library.h), no bigger than the plain tensor;
+  // (TensorLayouts in src/cpu/library.h), no bigger than the plain tensor;
   // empty: plain row-major.
   std::string layout;
   int64_t bytes() const;

@@ -16,14 +16,14 @@
 #include <set>
 #include <sstream>
 
-#include "kora/cpu_library.h"
+#include "cpu/library.h"
 #include "kora/error.h"
 #include "kora/kernel_dag.h"
 #include "kora/runtime.h"
-#include "kora/shared_library.h"
 #include "runtime/cuda_plan.h"
 #include "runtime/library_kernel.h"
 #include "runtime/manifest.h"
+#include "runtime/shared_library.h"
 
 namespace kora {
 namespace {

@@ -1,5 +1,5 @@
-// dlopen/dlsym behind include/kora/shared_library.h; errors name the library and dlerror().
-#include "kora/shared_library.h"
+// dlopen/dlsym behind src/runtime/shared_library.h; errors name the library and dlerror().
+#include "runtime/shared_library.h"
 
 #include <dlfcn.h>
 

@@ -8,12 +8,13 @@
 #include <random>
 #include <thread>
 
+#include "cpu/backend.h"
+#include "cpu/profile.h"
+#include "cuda/compile_kernels.h"
+#include "cuda/driver.h"
+#include "cuda/nvrtc_compile.h"
+#include "cuda/profile_cuda.h"
 #include "kora/cost.h"
-#include "kora/cpu_backend.h"
-#include "kora/cuda_compile.h"
-#include "kora/cuda_driver.h"
-#include "kora/cuda_kernels.h"
-#include "kora/cuda_profile.h"
 #include "kora/error.h"
 #include "kora/fission.h"
 #include "kora/frontend.h"
@@ -21,7 +22,6 @@
 #include "kora/interpreter.h"
 #include "kora/npy.h"
 #include "kora/orchestration.h"
-#include "kora/profile.h"
 #include "kora/profile_db.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"

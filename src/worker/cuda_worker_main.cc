@@ -1,5 +1,5 @@
 // kora-cuda-worker: measures a CUDA job on this machine's GPU. A job directory in (written
-// by `kora profile --target cuda`, include/kora/cuda_job.h); DIR/results.jsonl out, which
+// by `kora profile --target cuda`, src/cuda/job.h); DIR/results.jsonl out, which
 // `kora profile` checks against the reference and stores. It needs only the C++ runtime
 // and the CUDA driver (opened with dlopen), so it can be copied to a GPU machine that
 // has nothing else installed.
@@ -18,9 +18,9 @@
 #include <set>
 #include <string>
 
-#include "kora/cuda_driver.h"
-#include "kora/cuda_job.h"
-#include "kora/cuda_worker.h"
+#include "cuda/driver.h"
+#include "cuda/job.h"
+#include "cuda/worker.h"
 #include "kora/error.h"
 
 namespace {

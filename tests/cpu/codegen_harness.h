@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "cpu/codegen.h"
+#include "cpu/compile.h"
 #include "frontend/model_builder.h"
 #include "kora/candidates.h"
-#include "kora/cpu_codegen.h"
-#include "kora/cpu_compile.h"
 #include "kora/interpreter.h"
 #include "kora/kernel_dag.h"
 #include "kora/primitive.h"

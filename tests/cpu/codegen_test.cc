@@ -1,8 +1,10 @@
-// CPU code generation (include/kora/cpu_codegen.h) against the reference interpreter: on
+// CPU code generation (src/cpu/codegen.h) against the reference interpreter: on
 // 6 random float32 graphs of elementwise and broadcast primitives (shapes [2, 3, 5] and
 // ones like [1, 3, 1], computed on and broadcast up; immediate operands, shared values,
 // NaN and inf results), every candidate kernel x schedule goes through
 // tests/cpu/codegen_harness.h's check. Opaque primitives and float64 are refused.
+#include "cpu/codegen.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,10 +15,9 @@
 
 #include "cpu/codegen_graphs.h"
 #include "cpu/codegen_harness.h"
+#include "cpu/compile.h"
 #include "frontend/model_builder.h"
 #include "kora/candidates.h"
-#include "kora/cpu_codegen.h"
-#include "kora/cpu_compile.h"
 #include "kora/error.h"
 #include "kora/interpreter.h"
 #include "kora/kernel_dag.h"

@@ -6,7 +6,7 @@
 // `kora profile` does, every KORA_AB_EVERY-th of them (default 3), default schedule, on
 // KORA_AB_THREADS threads (default 1: with two, a busy machine's scheduler turns barrier
 // waits into 4 ms stalls that swamp what the flags change); compiled with the kernel flags
-// of include/kora/cpu_compile.h without their optimization flags, plus KORA_AB_A
+// of src/cpu/compile.h without their optimization flags, plus KORA_AB_A
 // (default -O3), and again plus KORA_AB_B (default: GCC's default optimization flags).
 // Each kernel is then measured A, B, B, A, A, B (each variant: the least of its three
 // medians, since load only adds time), so that load on a shared machine that comes and
@@ -25,9 +25,9 @@
 #include <unordered_set>
 
 #include "cpu/codegen_harness.h"
+#include "cpu/measure.h"
 #include "kora/fission.h"
 #include "kora/frontend.h"
-#include "kora/measure.h"
 #include "kora/orchestration.h"
 
 namespace {

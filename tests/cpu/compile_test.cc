@@ -1,9 +1,11 @@
-// Kernel compilation and measurement (include/kora/cpu_compile.h, measure.h): a source
+// Kernel compilation and measurement (src/cpu/compile.h, measure.h): a source
 // compiles, loads and computes what it should (checked against the same loop here);
 // the same source again comes from the cache without running the compiler, other
 // flags give another library; a compile error throws with the compiler's diagnostic
 // and the kept source's path; a missing symbol throws. measure() warms up, rotates the
 // sample index, stays within its sample bounds and is never below a known busy time.
+#include "cpu/compile.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,9 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "kora/cpu_compile.h"
+#include "cpu/measure.h"
 #include "kora/error.h"
-#include "kora/measure.h"
 
 namespace {
 

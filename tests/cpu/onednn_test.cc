@@ -1,4 +1,4 @@
-// oneDNN library kernels (include/kora/cpu_library.h) against the reference interpreter:
+// oneDNN library kernels (src/cpu/library.h) against the reference interpreter:
 // hand-built primitive graphs of convolutions (plain, grouped, depthwise, strided,
 // dilated, asymmetrically padded, 1-D and 3-D, constant and runtime weights) and matmuls
 // (2-D, batched, broadcast batch, rank 4, operands read through transposes) with epilogues (bias,
@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "cpu/codegen_harness.h"
+#include "cpu/library.h"
 #include "cpu/onednn_kernel.h"
 #include "kora/candidates.h"
-#include "kora/cpu_library.h"
 #include "kora/error.h"
 #include "kora/interpreter.h"
 #include "kora/kernel_dag.h"

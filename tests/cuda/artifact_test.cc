@@ -1,4 +1,4 @@
-// CUDA artifacts (include/kora/cuda_artifact.h) and their runtime (src/runtime/cuda_plan.h).
+// CUDA artifacts (src/cuda/artifact.h) and their runtime (src/runtime/cuda_plan.h).
 // Without a GPU: an orchestration for the cuda target (candidates the target computes)
 // written as an artifact (generated kernels in cubins, cuBLAS and cuDNN calls, fastest
 // measured schedule chosen), its manifest read back, a kernel the target cannot compute
@@ -6,6 +6,8 @@
 // on the fake driver and cuBLAS over host memory (tests/cuda/fake_driver.cc; kernels
 // emulated) matching the reference interpreter. On a GPU: the artifact with convolutions
 // run in-process (launch by launch, then replayed as a CUDA Graph) against the interpreter.
+#include "cuda/artifact.h"
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -17,19 +19,18 @@
 #include <sstream>
 
 #include "cpu/codegen_harness.h"
+#include "cpu/compile.h"
+#include "cuda/codegen.h"
+#include "cuda/compile_kernels.h"
+#include "cuda/driver.h"
 #include "cuda/emulator.h"
+#include "cuda/library_plan.h"
+#include "cuda/nvrtc_compile.h"
+#include "cuda/profile_cuda.h"
 #include "cuda/reduce_graphs.h"
 #include "frontend/model_builder.h"
 #include "kora/check.h"
 #include "kora/cost.h"
-#include "kora/cpu_compile.h"
-#include "kora/cuda_artifact.h"
-#include "kora/cuda_codegen.h"
-#include "kora/cuda_compile.h"
-#include "kora/cuda_driver.h"
-#include "kora/cuda_kernels.h"
-#include "kora/cuda_library.h"
-#include "kora/cuda_profile.h"
 #include "kora/error.h"
 #include "kora/fission.h"
 #include "kora/frontend.h"

@@ -11,10 +11,10 @@
 #include <cstdio>
 
 #include "cpu/codegen_graphs.h"
+#include "cpu/compile.h"
 #include "cuda/cuda_harness.h"
 #include "cuda/emulator.h"
 #include "cuda/reduce_graphs.h"
-#include "kora/cpu_compile.h"
 
 namespace {
 

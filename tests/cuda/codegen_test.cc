@@ -1,4 +1,4 @@
-// CUDA code generation (include/kora/cuda_codegen.h) without a GPU: every candidate x
+// CUDA code generation (src/cuda/codegen.h) without a GPU: every candidate x
 // schedule of the CPU tests' random graphs (elementwise, layout and reduce, mixed dtypes,
 // BERT mask; tests/cpu/codegen_graphs.h) and of reduction graphs with long, short and
 // strided rows (tests/cuda/reduce_graphs.h) is generated into one NVRTC program per graph

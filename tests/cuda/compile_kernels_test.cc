@@ -1,14 +1,15 @@
-// Generating and compiling a model's CUDA candidate kernels (include/kora/cuda_kernels.h)
+// Generating and compiling a model's CUDA candidate kernels (src/cuda/compile_kernels.h)
 // without a GPU: a softmax followed by a matmul, partitioned and enumerated as kora profile
 // does; every distinct candidate without the matmul is generated with each schedule and
 // compiled by NVRTC (several programs, on two threads); the matmul's candidates are left
 // to libraries; a second run finds every program in the cache.
+#include "cuda/compile_kernels.h"
+
 #include <gtest/gtest.h>
 
+#include "cuda/nvrtc_compile.h"
 #include "cuda/reduce_graphs.h"
 #include "frontend/model_builder.h"
-#include "kora/cuda_compile.h"
-#include "kora/cuda_kernels.h"
 
 namespace {
 

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "cpu/codegen_harness.h"
+#include "cuda/codegen.h"
+#include "cuda/driver.h"
+#include "cuda/nvrtc_compile.h"
 #include "frontend/model_builder.h"
 #include "kora/candidates.h"
-#include "kora/cuda_codegen.h"
-#include "kora/cuda_compile.h"
-#include "kora/cuda_driver.h"
 #include "kora/error.h"
 #include "kora/interpreter.h"
 #include "kora/kernel_dag.h"

@@ -1,14 +1,15 @@
-// The CUDA driver through dlopen (include/kora/cuda_driver.h) on any machine: a missing
+// The CUDA driver through dlopen (src/cuda/driver.h) on any machine: a missing
 // library is reported, not fatal; the toolkit's stub libcuda (which has every entry point
 // but no device) resolves every function kora calls and fails at cuInit, so the symbol
 // names are checked without a GPU. Where a device exists it opens and names its
 // architecture.
+#include "cuda/driver.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "kora/cuda_compile.h"
-#include "kora/cuda_driver.h"
+#include "cuda/nvrtc_compile.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "codegen/scalar.h"
-#include "kora/cuda_codegen.h"
+#include "cuda/codegen.h"
 #include "kora/primitive.h"
 
 namespace kora_cuda_test {

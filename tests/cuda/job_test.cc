@@ -1,4 +1,4 @@
-// The CUDA measuring job (include/kora/cuda_job.h, cuda_profile.h, cuda_worker.h) without a
+// The CUDA measuring job (src/cuda/job.h, cuda_profile.h, cuda_worker.h) without a
 // GPU: the inputs' generator and the probes against brute force; results lines round trip;
 // a model's job written by compile_cuda_kernels (programs hold every launched function,
 // integer constants travel as data); the job run kernel by kernel through the CUDA
@@ -7,6 +7,8 @@
 // device's fingerprint; tampered results (a wrong value, a GPU error) stored as failed;
 // results of another job refused; the worker program without a GPU (a clear message, exit
 // status 2) and what it links. On a GPU: kora profile's whole loop with the real worker.
+#include "cuda/job.h"
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -20,22 +22,21 @@
 #include <random>
 
 #include "cpu/codegen_harness.h"
+#include "cpu/compile.h"
+#include "cuda/codegen.h"
+#include "cuda/compile_kernels.h"
+#include "cuda/driver.h"
 #include "cuda/emulator.h"
+#include "cuda/library_plan.h"
+#include "cuda/nvrtc_compile.h"
+#include "cuda/profile_cuda.h"
 #include "cuda/reduce_graphs.h"
 #include "cuda/textbook_conv.h"
 #include "cuda/textbook_gemm.h"
 #include "frontend/model_builder.h"
-#include "kora/cpu_compile.h"
-#include "kora/cuda_codegen.h"
-#include "kora/cuda_compile.h"
-#include "kora/cuda_driver.h"
-#include "kora/cuda_job.h"
-#include "kora/cuda_kernels.h"
-#include "kora/cuda_library.h"
-#include "kora/cuda_profile.h"
 #include "kora/error.h"
 #include "kora/profile_db.h"
-#include "kora/shared_library.h"
+#include "runtime/shared_library.h"
 
 namespace {
 

@@ -1,15 +1,16 @@
-// NVRTC compilation (include/kora/cuda_compile.h) without a GPU: a kernel compiles to a
+// NVRTC compilation (src/cuda/nvrtc_compile.h) without a GPU: a kernel compiles to a
 // cubin for sm_80 and sm_90 (different images), the second compile is a cache hit with the
 // same bytes, a rejected source throws with NVRTC's diagnostic and fails again at once
 // from the cache; the architectures list has both.
+#include "cuda/nvrtc_compile.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 
+#include "cuda/codegen.h"
 #include "frontend/model_builder.h"
-#include "kora/cuda_codegen.h"
-#include "kora/cuda_compile.h"
 #include "kora/error.h"
 
 namespace {

@@ -14,10 +14,10 @@
 #include <fstream>
 #include <random>
 
+#include "cpu/backend.h"
+#include "cpu/library.h"
 #include "frontend/model_builder.h"
 #include "kora/cost.h"
-#include "kora/cpu_backend.h"
-#include "kora/cpu_library.h"
 #include "kora/error.h"
 #include "kora/fission.h"
 #include "kora/interpreter.h"

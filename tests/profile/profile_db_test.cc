@@ -19,7 +19,7 @@
 #include <string>
 #include <thread>
 
-#include "kora/cpu_backend.h"
+#include "cpu/backend.h"
 #include "kora/error.h"
 
 namespace {

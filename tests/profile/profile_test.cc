@@ -1,10 +1,10 @@
-// profile_model() (include/kora/profile.h) on a small model (conv + bias, relu, softmax,
+// profile_model() (src/cpu/profile.h) on a small model (conv + bias, relu, softmax,
 // TopK: generated, library and interpreter-only kernels): every unique candidate ends up
 // in the database with a working implementation, a second run measures nothing, the
 // orchestrator then finds every kernel measured; deliberately wrong or throwing
 // implementations and kernels that fail to compile are stored as failed and never
 // chosen; kernels whose generated code is the same are compiled and measured once.
-#include "kora/profile.h"
+#include "cpu/profile.h"
 
 #include <gtest/gtest.h>
 
@@ -12,10 +12,10 @@
 #include <filesystem>
 #include <set>
 
+#include "cpu/backend.h"
+#include "cpu/codegen.h"
 #include "frontend/model_builder.h"
 #include "kora/cost.h"
-#include "kora/cpu_backend.h"
-#include "kora/cpu_codegen.h"
 #include "kora/error.h"
 #include "kora/fission.h"
 #include "kora/orchestration.h"

@@ -5,7 +5,7 @@
 // bool (1 byte, 0/1); linear members go to cuBLAS/cuDNN; of opaque ones, only a Gather of computed
 // indices (an embedding lookup), alone in its kernel.
 //
-// The model is the CPU backend's (include/kora/cpu_codegen.h), from the same shared value
+// The model is the CPU backend's (src/cpu/codegen.h), from the same shared value
 // expansion (src/codegen/): a member's value is computed where it is used (elementwise,
 // broadcast and layout members are index maps and scalar functions composed per element).
 // A kernel whose reduce members share their rows is one row-fused launch (see CudaReduce);

@@ -1,4 +1,4 @@
-// The profiling driver (include/kora/profile.h): a primitive graph in; its unique
+// The profiling driver (src/cpu/profile.h): a primitive graph in; its unique
 // candidate kernels, each implementation checked against the interpreter and measured,
 // in the profile database out. Four stages: enumerate (as orchestrate() does), generate
 // (sources per schedule, library kernels), compile (translation units of many kernels,
@@ -6,7 +6,7 @@
 // so that an interrupted run keeps what it measured). Implementations whose generated code
 // is the same (different candidates often are: a reshape more or less, repeated layers)
 // are compiled and measured once.
-#include "kora/profile.h"
+#include "cpu/profile.h"
 
 #include <omp.h>
 
@@ -25,15 +25,15 @@
 #include <unordered_set>
 
 #include "base/fnv_hash.h"
+#include "base/progress.h"
+#include "cpu/backend.h"
+#include "cpu/codegen.h"
+#include "cpu/library.h"
 #include "cpu/machine_load.h"
-#include "kora/cpu_backend.h"
-#include "kora/cpu_codegen.h"
-#include "kora/cpu_library.h"
 #include "kora/error.h"
 #include "kora/interpreter.h"
 #include "kora/orchestration.h"
 #include "kora/profile_db.h"
-#include "kora/progress.h"
 
 namespace kora {
 namespace {

@@ -1,9 +1,9 @@
 // Profiling a model for a CUDA GPU (`kora profile --target cuda`): a primitive graph, a
 // profile database and options in; the model's CUDA kernels measured, checked and stored
 // under the GPU's fingerprint out. The GPU side is the standalone worker (kora-cuda-worker,
-// include/kora/cuda_worker.h), so measuring works where kora itself cannot be installed:
+// src/cuda/worker.h), so measuring works where kora itself cannot be installed:
 //   1. every distinct candidate x schedule is generated and compiled (include/kora/
-//      cuda_kernels.h) and written as a job directory (include/kora/cuda_job.h);
+//      cuda_kernels.h) and written as a job directory (src/cuda/job.h);
 //   2. on a machine with a usable GPU, kora runs the worker on the job; elsewhere the job is
 //      left for a worker on a GPU machine (copy the directory there, run kora-cuda-worker
 //      DIR, copy DIR/results.jsonl back);
@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "kora/cuda_job.h"
-#include "kora/cuda_kernels.h"
+#include "cpu/profile.h"
+#include "cuda/compile_kernels.h"
+#include "cuda/job.h"
 #include "kora/primitive.h"
-#include "kora/profile.h"
 
 namespace kora {
 

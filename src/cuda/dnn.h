@@ -1,4 +1,4 @@
-// cuDNN, opened at run time like cuBLAS (include/kora/cuda_blas.h): libcudnn is loaded with
+// cuDNN, opened at run time like cuBLAS (src/cuda/blas.h): libcudnn is loaded with
 // dlopen ($KORA_CUDNN, else libcudnn.so.9, .so.8, .so). A CudaDnn prepares float32
 // convolutions (CudaConv: NCHW, symmetric padding, groups, one forward algorithm; FMA
 // math, no TF32; with a bias, the fused bias / residual / ReLU epilogue of
@@ -9,8 +9,8 @@
 #include <memory>
 #include <string>
 
-#include "kora/cuda_driver.h"
-#include "kora/cuda_job.h"
+#include "cuda/driver.h"
+#include "cuda/job.h"
 #include "kora/error.h"
 
 namespace kora {

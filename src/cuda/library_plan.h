@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda/job.h"
 #include "kora/candidates.h"
-#include "kora/cuda_job.h"
 #include "kora/kernel_dag.h"
 #include "kora/primitive.h"
 

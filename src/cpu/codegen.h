@@ -31,7 +31,7 @@
 namespace kora {
 
 // The revision of the generated code. It is part of the CPU fingerprint
-// (include/kora/cpu_backend.h), so a profile database measured with other generated code
+// (src/cpu/backend.h), so a profile database measured with other generated code
 // is not reused: bump it whenever a change makes some generated kernel faster or slower.
 //   2: pooling windows (max, sum) as rows of accumulators, or padded planes for 2-D
 //      windows of stride 1.

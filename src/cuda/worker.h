@@ -1,5 +1,5 @@
 // The CUDA measuring worker's loop (the kora-cuda-worker program, src/worker/): a job
-// directory (include/kora/cuda_job.h) and an open device in; a results line per kernel
+// directory (src/cuda/job.h) and an open device in; a results line per kernel
 // appended to DIR/results.jsonl out. Per kernel: its program's cubin loaded, its read
 // buffers filled as the job says, its launches (or its cuBLAS / cuDNN call) run once and
 // every written tensor probed, then warm-up runs and samples timed with CUDA events, L2
@@ -12,8 +12,8 @@
 #include <ostream>
 #include <string>
 
-#include "kora/cuda_driver.h"
-#include "kora/cuda_job.h"
+#include "cuda/driver.h"
+#include "cuda/job.h"
 
 namespace kora {
 

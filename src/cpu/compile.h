@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kora/shared_library.h"
+#include "runtime/shared_library.h"
 
 namespace kora {
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "kora/measure.h"
+#include "cpu/measure.h"
 
 namespace kora {
 

@@ -4,7 +4,7 @@
 //               post-ops where it fits (src/cpu/onednn_kernel.cc);
 //   interpreter the reference interpreter run member by member: opaque primitives, and
 //               any kernel no faster implementation accepts (src/cpu/interpreter_kernel.cc).
-// Same calling convention as generated kernels (include/kora/cpu_codegen.h): `in` in
+// Same calling convention as generated kernels (src/cpu/codegen.h): `in` in
 // kernel_reads() order, `out` in kernel_writes() order, each pointer to its tensor's
 // elements; but a library kernel may take graph constants from the graph when built and
 // ignore their `in` pointers (oneDNN: the weights; the interpreter: every constant).

@@ -1,4 +1,4 @@
-// cuBLAS and cuBLASLt, opened at run time like the driver (include/kora/cuda_driver.h):
+// cuBLAS and cuBLASLt, opened at run time like the driver (src/cuda/driver.h):
 // libcublas is loaded with dlopen ($KORA_CUBLAS, else libcublas.so.13, .so.12, .so), so
 // the worker and kora start where it is missing and say so; libcublasLt ($KORA_CUBLASLT,
 // else libcublasLt.so.13, .so.12, .so) only when a GEMM asks for it. A CudaBlas runs float32
@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "kora/cuda_driver.h"
-#include "kora/cuda_job.h"
+#include "cuda/driver.h"
+#include "cuda/job.h"
 
 namespace kora {
 

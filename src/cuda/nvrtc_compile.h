@@ -1,7 +1,7 @@
 // Compiling generated CUDA kernels: CUDA C++ source in, a cubin for one GPU architecture
 // out, compiled in-process with NVRTC; no GPU is needed. Cubins are cached by content hash
 // (NVRTC version + options + source) in a directory, like the CPU kernel cache
-// (include/kora/cpu_compile.h): DIR/KEY.cu (the source, kept for diagnostics), DIR/KEY.cubin
+// (src/cpu/compile.h): DIR/KEY.cu (the source, kept for diagnostics), DIR/KEY.cubin
 // and, for a source NVRTC rejected, DIR/KEY.failed (its log), so it fails again at once.
 // Files are written under temporary names and renamed into place.
 // In a kora built without the CUDA toolkit every function here throws kora::Error

@@ -4,14 +4,14 @@
 // stored under the device fingerprint out. Per kernel, its implementations are:
 //   generated code, per schedule of cpu_schedule_space() (the default for every kernel,
 //   the others where the search decides), compiled many kernels per translation unit on
-//   all cores (include/kora/cpu_codegen.h, cpu_compile.h);
-//   oneDNN, when the candidate fits a library call (include/kora/cpu_library.h);
+//   all cores (src/cpu/codegen.h, cpu_compile.h);
+//   oneDNN, when the candidate fits a library call (src/cpu/library.h);
 //   the interpreter, when nothing else computes the kernel (opaque primitives) or every
 //   other implementation failed.
 // Each implementation runs once on random inputs (constants: their real values) and is
 // compared with the reference interpreter; one that fails to compile, throws or differs
 // (relative L2 error above the tolerance) is stored as failed with the reason, never
-// measured and never used. The rest are measured (include/kora/measure.h) with inputs
+// measured and never used. The rest are measured (src/cpu/measure.h) with inputs
 // rotated through copies so that they do not sit in cache unrealistically. Kernels the
 // database already knows for the device are not measured again. Generated code that is
 // the same for two kernels (comments aside; e.g. they differ by a reshape) is compiled
@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
+#include "cpu/compile.h"
+#include "cpu/library.h"
+#include "cpu/measure.h"
 #include "kora/candidates.h"
-#include "kora/cpu_compile.h"
-#include "kora/cpu_library.h"
-#include "kora/measure.h"
 #include "kora/partition.h"
 #include "kora/primitive.h"
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda/job.h"
 #include "kora/candidates.h"
-#include "kora/cuda_job.h"
 #include "kora/kernel_dag.h"
 #include "kora/partition.h"
 #include "kora/primitive.h"
@@ -39,7 +39,7 @@ struct CudaKernelsOptions {
   int threads = 0;                   // NVRTC compilations at once; 0: the machine's cores
   std::string cache_dir;             // empty: default_cuda_kernel_cache_dir()
   std::ostream* progress = nullptr;  // a line per stage
-  // When set: the job directory (include/kora/cuda_job.h) to write, for measuring every
+  // When set: the job directory (src/cuda/job.h) to write, for measuring every
   // compiled implementation on a GPU, with these measuring options.
   std::string job_dir;
   MeasureOptions measure = CudaJob().measure;
@@ -59,7 +59,7 @@ struct CudaKernelsSummary {
   std::string arch;
   int64_t kernels = 0;          // distinct candidate kernels (signatures)
   int64_t supported = 0;        // of them, generated for CUDA
-  int64_t library = 0;          // of them, a cuBLAS or cuDNN call (include/kora/cuda_library.h)
+  int64_t library = 0;          // of them, a cuBLAS or cuDNN call (src/cuda/library_plan.h)
   int64_t implementations = 0;  // supported kernels x schedules
   int64_t launches = 0;         // __global__ functions of the implementations
   int64_t programs = 0;         // NVRTC programs
