@@ -12,6 +12,14 @@
 
 namespace kora {
 
+// The relative L2 error kora accepts: float32 arithmetic, and TF32 library math (cuBLAS
+// and cuDNN tensor-op math on float32 data, about 1e-3; an explicit option, --tf32).
+constexpr double kFloat32Tolerance = 1e-4;
+constexpr double kTf32Tolerance = 2e-3;
+// The tolerance of an artifact compiled with the measurements of device fingerprint
+// `device` (TF32 fingerprints end in " tf32").
+double tolerance_for(const std::string& device);
+
 // Throws kora::Error with Python's message when onnxruntime cannot run the model.
 std::map<std::string, Tensor> run_onnxruntime(const std::string& model,
                                               const std::map<std::string, Tensor>& inputs,

@@ -111,4 +111,8 @@ double relative_l2(const Tensor& got, const Tensor& want) {
   return std::sqrt(diff / norm);
 }
 
+double tolerance_for(const std::string& device) {
+  return device.find(" tf32") != std::string::npos ? kTf32Tolerance : kFloat32Tolerance;
+}
+
 }  // namespace kora

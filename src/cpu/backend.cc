@@ -36,9 +36,9 @@ std::string cpu_fingerprint(int threads, const std::string& compiler, const std:
 }
 
 std::string cpu_backend_fingerprint(int threads, const std::string& compiler) {
-  return cpu_fingerprint(threads,
-                         compiler_version(compiler.empty() ? CompileOptions{}.compiler : compiler),
-                         onednn_version() + "|kora-gen " + std::to_string(kCpuCodegenRevision));
+  return cpu_fingerprint(
+      threads, compiler_version(compiler.empty() ? CxxCompileOptions{}.compiler : compiler),
+      onednn_version() + "|kora-gen " + std::to_string(kCpuCodegenRevision));
 }
 
 }  // namespace kora

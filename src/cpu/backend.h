@@ -13,7 +13,7 @@ std::string onednn_version();  // "onednn 2.6.3"
 // library versions, e.g. "cpu|AMD EPYC 7B13|cores=2|threads=2|g++ 12.2.0|onednn 2.6.3".
 std::string cpu_fingerprint(int threads, const std::string& compiler, const std::string& library);
 // cpu_fingerprint with the compiler of the generated kernels (empty: the default of
-// CompileOptions), the linked oneDNN and the generated code's revision
+// CxxCompileOptions), the linked oneDNN and the generated code's revision
 // (kCpuCodegenRevision), e.g. "...|onednn 2.6.3|kora-gen 2".
 std::string cpu_backend_fingerprint(int threads, const std::string& compiler = "");
 

@@ -95,7 +95,7 @@ std::string default_kernel_cache_dir() {
   return (fs::path(default_profile_db_path()).parent_path() / "kernels").string();
 }
 
-CompileResult compile_shared(const std::string& source, const CompileOptions& options) {
+CompileResult compile_shared(const std::string& source, const CxxCompileOptions& options) {
   const fs::path dir = options.cache_dir.empty() ? default_kernel_cache_dir() : options.cache_dir;
   std::string flags;
   for (const std::string& f :

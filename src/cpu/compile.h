@@ -14,7 +14,7 @@
 
 namespace kora {
 
-struct CompileOptions {
+struct CxxCompileOptions {
   std::string compiler = "g++";
   std::vector<std::string> flags;  // empty: default_compile_flags(compiler)
   std::string cache_dir;           // empty: default_kernel_cache_dir()
@@ -37,7 +37,7 @@ struct CompileResult {
 
 // Compiles `source` (or takes it from the cache) and loads it. A compile error throws
 // kora::Error with the compiler's first diagnostic lines and the path of the kept source.
-CompileResult compile_shared(const std::string& source, const CompileOptions& options = {});
+CompileResult compile_shared(const std::string& source, const CxxCompileOptions& options = {});
 
 // "g++ 12.2.0": the compiler's name and version (from --version), for fingerprints and
 // cache keys; throws kora::Error when the compiler cannot be run.

@@ -41,7 +41,7 @@ struct ProfileOptions {
   CandidateOptions candidates;
   PartitionOptions partition;
   MeasureOptions measure = {2, 5, 50, 0.25, 0.02, 20.0};
-  CompileOptions compile;
+  CxxCompileOptions compile;
   int kernels_per_unit = 32;  // generated kernels per translation unit (fewer when that
                               // leaves a compiler idle)
   int compile_jobs = 0;       // compilers run at once; 0: all cores

@@ -169,7 +169,9 @@ ArtifactSummary write_cuda_artifact(const PrimGraph& graph, const OrchestrationR
                                     const ProfileDb* db, const std::string& dir,
                                     const CudaArtifactOptions& options) {
   CudaBackend backend(db, options);
-  return write_artifact_with(graph, plan, dir, backend);
+  ArtifactSummary summary = write_artifact_with(graph, plan, dir, backend);
+  summary.arch = options.arch;
+  return summary;
 }
 
 }  // namespace kora

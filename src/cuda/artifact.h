@@ -1,6 +1,6 @@
 // Emitting a CUDA artifact (`kora compile --target cuda`): a primitive graph, an
 // orchestration chosen with the GPU's measured costs and the profile database in; an
-// artifact directory out (include/kora/artifact.h's layout, target "cuda"):
+// artifact directory out (src/emit/emit_artifact.cc's layout, target "cuda"):
 //   manifest.json   kernels in execution order, each a generated kernel's launches (grid,
 //                   block, function in a cubin) or a cuBLAS GEMM / cuDNN convolution call,
 //                   with the tensors it reads and writes and their storage;
@@ -16,7 +16,7 @@
 #include <ostream>
 #include <string>
 
-#include "kora/artifact.h"
+#include "kora/compile.h"
 #include "kora/orchestration.h"
 #include "kora/primitive.h"
 

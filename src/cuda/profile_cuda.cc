@@ -25,6 +25,7 @@
 #include "cuda/driver.h"
 #include "cuda/nvrtc_compile.h"
 #include "cuda/worker.h"
+#include "kora/check.h"
 #include "kora/error.h"
 #include "kora/interpreter.h"
 #include "kora/profile_db.h"
@@ -102,7 +103,7 @@ CudaMergeSummary merge_cuda_results(const PrimGraph& graph, const std::string& d
   const CudaJob job = read_cuda_job(dir);
   const CudaResults results = read_cuda_results(dir);
   if (job.codegen.find(" tf32") != std::string::npos)  // TF32 library math: ~1e-3 relative
-    tolerance = std::max(tolerance, kCudaTf32Tolerance);
+    tolerance = std::max(tolerance, kTf32Tolerance);
   if (results.job_id != job.id)
     throw Error(cuda_results_file(dir) + " holds the results of another job (" + results.job_id +
                 ", the job is " + job.id + "): run kora-cuda-worker " + dir + " again");

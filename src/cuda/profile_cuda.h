@@ -41,8 +41,6 @@ std::string local_cuda_fingerprint(const CudaDevice& device, bool tf32 = false);
 // several (listing them).
 std::string cuda_target_device(const ProfileDb& db, const std::string& gpu, std::string* arch,
                                bool tf32 = false);
-// The relative error TF32 library math is checked to (merge_cuda_results, kora check).
-constexpr double kCudaTf32Tolerance = 2e-3;
 
 struct CudaMergeSummary {
   std::string device;   // the fingerprint stored under

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "kora/artifact.h"
 #include "kora/candidates.h"
+#include "kora/compile.h"
 #include "kora/kernel_dag.h"
 #include "kora/orchestration.h"
 #include "runtime/manifest.h"

@@ -1,30 +1,27 @@
-// The artifact emitter (include/kora/artifact.h): chosen kernels in; per kernel an
-// implementation (the database's fastest working schedule), generated sources compiled
-// into a few libraries in parallel, the tensors' storage (inputs, weights, arena by
-// lifetime, outputs; blocked layouts between oneDNN convolutions), weights.bin and
-// manifest.json, written to a temporary directory
-// and renamed into place.
+// The artifact emitter, the part every target shares (src/emit/artifact_backend.h): a
+// primitive graph and the orchestration's chosen kernels in; an artifact directory out:
+//   manifest.json   kernels in execution order with the tensors they read and write,
+//                   every tensor's dtype, shape and storage (input, weights offset,
+//                   arena offset, output), inputs and outputs, strategy, predicted cost;
+//   the target's kernel files (kernels_N.so on the CPU, kernels_N.cubin on CUDA);
+//   weights.bin     every constant a kernel reads, 64-byte aligned.
+// The backend chooses each kernel's implementation and compiles the generated ones;
+// here, in order: implement, compile, place the tensors (intermediates share one arena,
+// placed by lifetime: src/emit/memory_plan.h), let the backend assign layouts, write the
+// weights and the manifest. The directory is written under a temporary name and renamed
+// into place: a failed compile leaves no half artifact, and an existing artifact at the
+// path is replaced only on success.
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <functional>
-#include <mutex>
-#include <optional>
 #include <set>
-#include <thread>
 
-#include "base/progress.h"
-#include "cpu/codegen.h"
-#include "cpu/library.h"
 #include "emit/artifact_backend.h"
 #include "emit/memory_plan.h"
-#include "kora/artifact.h"
 #include "kora/error.h"
-#include "kora/profile_db.h"
 #include "runtime/manifest.h"
 
 namespace kora {
@@ -38,198 +35,18 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
 
-// The implementation of kernel `k`: the first working record of the database that can
-// be built now, else oneDNN, generated code's default schedule, the interpreter.
-void choose_implementation(const PrimGraph& graph, const KernelDag& dag, const ProfileDb* db,
-                           const ArtifactOptions& options, int index, const ChosenKernel& chosen,
-                           bool layouts_decided, Emitted& e) {
-  const uint64_t signature = chosen.signature;
-  const Candidate& c = e.candidate;
-  std::vector<std::string> schedules;
-  double plain_ms = -1, native_ms = -1;
-  if (db)
-    for (const ProfileRecord& r : db->records(options.device, signature))
-      if (!r.failed) {
-        schedules.push_back(r.schedule);
-        if (r.schedule == "onednn") plain_ms = r.median_ms;
-        if (r.schedule == kOnednnNative) native_ms = r.median_ms;
-      }
-  // The solver decided which kernels run native; without it, those measured faster so.
-  e.native_ok = layouts_decided ? chosen.native : !(plain_ms >= 0 && native_ms > plain_ms);
-  if (chosen.native) schedules.insert(schedules.begin(), kOnednnNative);
-  // Not measured: oneDNN where it fits (it won 94 of the 137 ResNet-50 kernels it
-  // supports), else generated code's default schedule.
-  schedules.push_back("onednn");
-  schedules.push_back("default");
-  const std::string symbol = "kora_k" + std::to_string(index);
-  for (const std::string& s : schedules) {
-    try {
-      if (s == "default" || s.rfind("gen:", 0) == 0) {
-        if (!cpu_codegen_supports(graph, dag, c)) continue;
-        const CpuSchedule schedule =
-            s == "default" ? CpuSchedule{} : CpuSchedule::from_key(s.substr(4));
-        e.source = generate_cpu_kernel(graph, dag, c, symbol, schedule).source;
-        e.kernel.impl = "generated";
-        e.kernel.symbol = symbol;
-        e.kernel.schedule = "gen:" + schedule.key();
-        return;
-      }
-      if ((s == "onednn" || s == kOnednnNative || s == kOnednnBlocked) &&
-          onednn_supports(graph, dag, c)) {
-        e.kernel.impl = "onednn";
-        e.kernel.schedule = s;
-        return;
-      }
-      if (s == "interpreter") break;
-    } catch (const Error&) {
-      // A schedule the generator no longer takes: try the next one.
-    }
-  }
-  e.kernel.impl = e.kernel.schedule = "interpreter";
+// An existing `dir` must be empty or an artifact (it is then replaced).
+void check_output_dir(const fs::path& dir, const std::string& name) {
+  if (fs::exists(dir) &&
+      (!fs::is_directory(dir) || (!fs::is_empty(dir) && !fs::exists(dir / "manifest.json"))))
+    throw Error("'" + name +
+                "' exists and is not a kora artifact; choose another output directory");
 }
 
-// Compiles the generated kernels, `per_unit` to a library, all cores busy. A library
-// that fails to compile is compiled again kernel by kernel; a kernel that still fails
-// falls back to oneDNN or the interpreter (reported on the progress stream).
-void compile_kernels(const PrimGraph& graph, const KernelDag& dag, std::vector<Emitted>& emitted,
-                     const ArtifactOptions& options, const fs::path& tmp, Manifest& manifest) {
-  std::vector<Emitted*> pending;
-  for (Emitted& e : emitted)
-    if (e.kernel.impl == "generated") pending.push_back(&e);
-  if (pending.empty()) return;
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
-  const size_t per_unit = std::max<size_t>(
-      1, std::min<size_t>(std::max(1, options.kernels_per_unit),
-                          (pending.size() + cores - 1) / static_cast<size_t>(cores)));
-  std::vector<std::vector<Emitted*>> units;
-  for (size_t i = 0; i < pending.size(); i += per_unit)
-    units.emplace_back(pending.begin() + i,
-                       pending.begin() + std::min(pending.size(), i + per_unit));
-  const std::string prelude = cpu_codegen_prelude();
-  std::vector<std::string> library_paths(units.size());
-  std::vector<std::string> errors(units.size());
-  Progress progress(options.progress, "kora compile: kernels", static_cast<int64_t>(units.size()),
-                    "libraries", options.terminal);
-  std::atomic<size_t> next{0};
-  std::atomic<int64_t> done{0};
-  std::mutex mutex;
-  auto compile = [&](const std::vector<Emitted*>& unit) {
-    std::string source = prelude;
-    for (const Emitted* e : unit) source += "\n" + e->source;
-    return compile_shared(source, options.compile).library->path();
-  };
-  auto worker = [&]() {
-    for (size_t u; (u = next++) < units.size();) {
-      try {
-        library_paths[u] = compile(units[u]);
-      } catch (const Error& unit_error) {
-        // Find the kernels that fail; the rest are compiled without them.
-        std::vector<Emitted*> good;
-        for (Emitted* e : units[u]) {
-          try {
-            compile({e});
-            good.push_back(e);
-          } catch (const Error& err) {
-            std::lock_guard<std::mutex> lock(mutex);
-            errors[u] +=
-                "kernel " + e->kernel.symbol + " (" + kernel_name(graph, dag, e->candidate) +
-                ") did not compile; using " +
-                (onednn_supports(graph, dag, e->candidate) ? "oneDNN" : "the interpreter") + ": " +
-                std::string(err.what()).substr(0, 300) + "\n";
-            e->kernel.impl = e->kernel.schedule =
-                onednn_supports(graph, dag, e->candidate) ? "onednn" : "interpreter";
-          }
-        }
-        units[u] = good;
-        if (!good.empty()) library_paths[u] = compile(good);
-      }
-      std::lock_guard<std::mutex> lock(mutex);
-      progress.update(++done);
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int i = 0; i < std::min<int>(cores, static_cast<int>(units.size())); ++i)
-    threads.emplace_back(worker);
-  for (std::thread& t : threads) t.join();
-  progress.finish();
-  for (size_t u = 0; u < units.size(); ++u) {
-    if (!errors[u].empty() && options.progress) *options.progress << errors[u];
-    if (units[u].empty()) continue;
-    const std::string name = "kernels_" + std::to_string(manifest.libraries.size()) + ".so";
-    fs::copy_file(library_paths[u], tmp / name);
-    for (Emitted* e : units[u]) e->kernel.library = static_cast<int>(manifest.libraries.size());
-    manifest.libraries.push_back(name);
-  }
-}
-
-// Layout assignment. oneDNN convolutions usually run fastest on their native blocked
-// layouts (onednn_native_layouts; the profile measures them so, kOnednnNative), and elementwise
-// kernels run on any layout (layout_agnostic). Tensors joined by elementwise kernels form
-// a group; a group of arena tensors whose every other writer and reader is a oneDNN
-// convolution wanting the same layout for it is stored in that layout, so the reorders
-// to and from plain between those kernels disappear. When the solver chose the blocked
-// tensors and native kernels (`decided`, OrchestrationResult::layouts), only those are
-// blocked (and only where every user can take them, after fallbacks); otherwise (greedy,
-// unfused, unmeasured) every group that can be, except at kernels measured slower native
-// than plain. Returns how many tensors are blocked.
-int64_t assign_layouts(const PrimGraph& graph, const KernelDag& dag,
-                       const std::vector<Emitted>& emitted,
-                       const std::map<std::string, std::string>* decided, Manifest& m) {
-  std::vector<TensorLayouts> native(emitted.size());
-  std::vector<bool> agnostic(emitted.size());
-  std::map<std::string, std::vector<size_t>> users;  // writers and readers
-  std::map<std::string, std::string> group;          // tensor -> its group's first tensor
-  std::function<std::string(const std::string&)> find = [&](const std::string& t) {
-    auto it = group.find(t);
-    if (it == group.end() || it->second == t) return t;
-    return it->second = find(it->second);
-  };
-  for (size_t i = 0; i < emitted.size(); ++i) {
-    const ManifestKernel& k = emitted[i].kernel;
-    if (k.impl == "onednn" && emitted[i].native_ok)
-      native[i] = onednn_native_layouts(graph, dag, emitted[i].candidate);
-    agnostic[i] = k.impl == "generated" && layout_agnostic(graph, dag, emitted[i].candidate);
-    for (const auto* list : {&k.reads, &k.writes})
-      for (const std::string& t : *list) {
-        users[t].push_back(i);
-        if (agnostic[i]) group[find(t)] = find(k.writes.at(0));
-      }
-  }
-  // Per group: the layout every oneDNN user wants, or "" when some user cannot take one.
-  std::map<std::string, std::optional<std::string>> layout;
-  for (const auto& [t, kernels] : users) {
-    std::optional<std::string>& want = layout[find(t)];
-    const ManifestTensor& tensor = m.tensors.at(t);
-    bool ok = tensor.storage == Storage::kArena && !(want && want->empty());
-    if (decided) {  // only what the solver chose, as it chose it
-      auto it = decided->find(t);
-      ok = ok && it != decided->end() && (!want || *want == it->second);
-      if (ok) want = it->second;
-    }
-    for (size_t i : kernels) {
-      if (!ok || agnostic[i]) continue;
-      auto it = native[i].find(t);
-      ok = it != native[i].end() && (!want || *want == it->second);
-      if (ok) want = it->second;
-    }
-    if (!ok) want = std::string();
-  }
-  int64_t blocked = 0;
-  for (const auto& [t, kernels] : users) {
-    const std::optional<std::string>& want = layout[find(t)];
-    if (!want || want->empty()) continue;  // no oneDNN user, or one that cannot
-    m.tensors.at(t).layout = *want;
-    ++blocked;
-  }
-  return blocked;
-}
-
-// Replaces `dir` with `tmp`: an existing `dir` must be empty or an artifact.
+// Replaces `dir` with `tmp`.
 void move_into_place(const fs::path& tmp, const fs::path& dir) {
+  check_output_dir(dir, dir.string());
   if (fs::exists(dir)) {
-    if (!fs::is_directory(dir) || (!fs::is_empty(dir) && !fs::exists(dir / "manifest.json")))
-      throw Error("'" + dir.string() +
-                  "' exists and is not a kora artifact; choose another output directory");
     const fs::path old = dir.string() + ".old-" + std::to_string(::getpid());
     fs::rename(dir, old);
     fs::rename(tmp, dir);
@@ -239,43 +56,118 @@ void move_into_place(const fs::path& tmp, const fs::path& dir) {
   }
 }
 
-// The CPU target: generated C++ libraries, oneDNN, the interpreter, blocked layouts.
-class CpuBackend : public ArtifactBackend {
- public:
-  CpuBackend(const ProfileDb* db, const ArtifactOptions& options, const OrchestrationResult& plan)
-      : db_(db), options_(options), plan_(plan) {}
-  void describe(Manifest& m) const override {
-    m.target = "cpu";
-    m.device = options_.device;
-    m.threads = options_.threads > 0 ? options_.threads
-                                     : static_cast<int>(std::thread::hardware_concurrency());
+// Each chosen kernel's reads, writes, names and cost; the backend's implementation.
+std::vector<Emitted> implement_kernels(const PrimGraph& graph, const KernelDag& dag,
+                                       const OrchestrationResult& plan, ArtifactBackend& backend) {
+  std::vector<Emitted> emitted(plan.kernels.size());
+  for (size_t i = 0; i < plan.kernels.size(); ++i) {
+    const ChosenKernel& chosen = plan.kernels[i];
+    Emitted& e = emitted[i];
+    e.candidate = make_candidate(dag, chosen.prims);
+    e.kernel.reads = kernel_reads(graph, dag, e.candidate);
+    e.kernel.writes = kernel_writes(graph, dag, e.candidate);
+    e.kernel.signature = signature_hex(chosen.signature);
+    e.kernel.predicted_ms = chosen.cost_ms;
+    for (int v : chosen.prims) e.kernel.primitives.push_back(graph.prims[v].name);
+    backend.implement(graph, dag, static_cast<int>(i), chosen, e);
   }
-  void implement(const PrimGraph& graph, const KernelDag& dag, int index,
-                 const ChosenKernel& chosen, Emitted& e) override {
-    choose_implementation(graph, dag, db_, options_, index, chosen, plan_.layouts_decided, e);
-  }
-  void compile(const PrimGraph& graph, const KernelDag& dag, std::vector<Emitted>& emitted,
-               const fs::path& tmp, Manifest& m) override {
-    compile_kernels(graph, dag, emitted, options_, tmp, m);
-  }
-  int64_t assign_layouts(const PrimGraph& graph, const KernelDag& dag,
-                         const std::vector<Emitted>& emitted, Manifest& m) override {
-    return kora::assign_layouts(graph, dag, emitted,
-                                plan_.layouts_decided ? &plan_.layouts : nullptr, m);
-  }
-  void finish(const PrimGraph& graph, Emitted& e, int index, ArtifactSummary& summary) override {
-    ManifestKernel& k = e.kernel;
-    if (k.impl != "generated") k.graph = kernel_graph(graph, e.candidate, k, index);
-    ++(k.impl == "generated" ? summary.generated
-       : k.impl == "onednn"  ? summary.onednn
-                             : summary.interpreter);
-  }
+  return emitted;
+}
 
- private:
-  const ProfileDb* db_;
-  const ArtifactOptions& options_;
-  const OrchestrationResult& plan_;
-};
+// Every tensor's storage: graph inputs, constants (listed in `constants` in the order the
+// weights hold them), outputs, and intermediates in one arena placed by lifetime.
+void place_tensors(const PrimGraph& graph, const KernelDag& dag,
+                   const std::vector<Emitted>& emitted, Manifest& m,
+                   std::vector<std::string>& constants) {
+  const std::set<std::string> graph_outputs(graph.outputs.begin(), graph.outputs.end());
+  std::map<std::string, int> produced_at;
+  std::vector<std::string> arena_tensors;
+  std::map<std::string, BufferLifetime> lifetimes;
+  auto add_constant = [&](const std::string& t) {
+    if (!m.tensors.count(t)) {
+      m.tensors[t] = {graph.value(t), Storage::kConstant, 0, ""};
+      constants.push_back(t);
+    }
+  };
+  for (const std::string& t : graph.inputs) m.tensors[t] = {graph.value(t), Storage::kInput, 0, ""};
+  for (size_t i = 0; i < emitted.size(); ++i) {
+    const ManifestKernel& k = emitted[i].kernel;
+    for (const std::string& t : k.reads) {
+      if (graph.constant(t)) {
+        add_constant(t);
+      } else if (m.tensors.count(t) && m.tensors[t].storage == Storage::kInput) {
+      } else if (!produced_at.count(t)) {
+        throw Error("the plan's kernel " + std::to_string(i) + " (" +
+                    kernel_name(graph, dag, emitted[i].candidate) + ") reads '" + t +
+                    "' before any kernel writes it");
+      } else if (lifetimes.count(t)) {
+        lifetimes[t].last = static_cast<int>(i);
+      }
+    }
+    for (const std::string& t : k.writes) {
+      // A primitive that two kernels compute (the plan recomputes it rather than reading
+      // it) is written by both, the same value into the same buffer: it stays live until
+      // the later writer is done.
+      if (produced_at.count(t)) {
+        if (lifetimes.count(t))
+          lifetimes[t].last = std::max(lifetimes[t].last, static_cast<int>(i));
+        continue;
+      }
+      produced_at[t] = static_cast<int>(i);
+      const ValueInfo& v = graph.value(t);
+      if (graph_outputs.count(t)) {
+        m.tensors[t] = {v, Storage::kOutput, 0, ""};
+      } else {
+        m.tensors[t] = {v, Storage::kArena, 0, ""};
+        lifetimes[t] = {numel(v.shape) * static_cast<int64_t>(dtype_size(v.dtype)),
+                        static_cast<int>(i), static_cast<int>(i)};
+        arena_tensors.push_back(t);
+      }
+    }
+  }
+  for (const std::string& t : graph.outputs) {
+    if (m.tensors.count(t)) continue;
+    if (!graph.constant(t))
+      throw Error("the plan computes no value for the graph output '" + t + "'");
+    add_constant(t);
+  }
+  std::vector<BufferLifetime> buffers;
+  for (const std::string& t : arena_tensors) buffers.push_back(lifetimes.at(t));
+  const MemoryPlan memory = plan_memory(buffers, 64);
+  for (size_t i = 0; i < arena_tensors.size(); ++i)
+    m.tensors[arena_tensors[i]].offset = memory.offsets[i];
+  m.arena_bytes = memory.arena_bytes;
+  m.intermediate_bytes = memory.total_bytes;
+}
+
+// weights.bin: the constants, 64-byte aligned, in `constants` order; offsets, size and
+// checksum into the manifest.
+void write_weights(const PrimGraph& graph, const std::vector<std::string>& constants,
+                   const fs::path& tmp, Manifest& m) {
+  int64_t weights_bytes = 0;
+  for (const std::string& t : constants) {
+    m.tensors[t].offset = weights_bytes;
+    weights_bytes = align64(weights_bytes + m.tensors[t].bytes());
+  }
+  std::vector<char> weights(static_cast<size_t>(weights_bytes), 0);
+  for (const std::string& t : constants) {
+    const Tensor* c = graph.constant(t);
+    std::copy(reinterpret_cast<const char*>(c->bytes()),
+              reinterpret_cast<const char*>(c->bytes()) + c->nbytes(),
+              weights.data() + m.tensors[t].offset);
+  }
+  m.weights_bytes = weights_bytes;
+  m.weights_checksum = weights_checksum(weights.data(), weights.size());
+  std::ofstream out(tmp / m.weights_file, std::ios::binary);
+  out.write(weights.data(), static_cast<std::streamsize>(weights.size()));
+  if (!out.flush()) throw Error("cannot write '" + (tmp / m.weights_file).string() + "'");
+}
+
+void write_manifest(const Manifest& m, const fs::path& tmp) {
+  std::ofstream out(tmp / "manifest.json");
+  out << manifest_to_json(m) << "\n";
+  if (!out.flush()) throw Error("cannot write '" + (tmp / "manifest.json").string() + "'");
+}
 
 }  // namespace
 
@@ -301,23 +193,12 @@ std::shared_ptr<PrimGraph> kernel_graph(const PrimGraph& graph, const Candidate&
   return g;
 }
 
-ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult& plan,
-                               const ProfileDb* db, const std::string& dir_name,
-                               const ArtifactOptions& options) {
-  CpuBackend backend(db, options, plan);
-  return write_artifact_with(graph, plan, dir_name, backend);
-}
-
 ArtifactSummary write_artifact_with(const PrimGraph& graph, const OrchestrationResult& plan,
                                     const std::string& dir_name, ArtifactBackend& backend) {
   ArtifactSummary summary;
   const fs::path dir = fs::absolute(dir_name).lexically_normal();
   if (dir.filename().empty()) throw Error("output directory '" + dir_name + "' has no name");
-  if (fs::exists(dir) &&
-      (!fs::is_directory(dir) || (!fs::is_empty(dir) && !fs::exists(dir / "manifest.json"))))
-    throw Error("'" + dir_name +
-                "' exists and is not a kora artifact; choose another output "
-                "directory");
+  check_output_dir(dir, dir_name);
   fs::create_directories(dir.parent_path());
   const fs::path tmp = dir.string() + ".tmp-" + std::to_string(::getpid());
   fs::remove_all(tmp);
@@ -333,120 +214,21 @@ ArtifactSummary write_artifact_with(const PrimGraph& graph, const OrchestrationR
     m.proven_optimal = plan.proven_optimal;
     m.inputs = graph.inputs;
     m.outputs = graph.outputs;
-
-    // Implementations.
-    std::vector<Emitted> emitted(plan.kernels.size());
-    for (size_t i = 0; i < plan.kernels.size(); ++i) {
-      const ChosenKernel& chosen = plan.kernels[i];
-      Emitted& e = emitted[i];
-      e.candidate = make_candidate(dag, chosen.prims);
-      e.kernel.reads = kernel_reads(graph, dag, e.candidate);
-      e.kernel.writes = kernel_writes(graph, dag, e.candidate);
-      e.kernel.signature = signature_hex(chosen.signature);
-      e.kernel.predicted_ms = chosen.cost_ms;
-      for (int v : chosen.prims) e.kernel.primitives.push_back(graph.prims[v].name);
-      backend.implement(graph, dag, static_cast<int>(i), chosen, e);
-    }
+    std::vector<Emitted> emitted = implement_kernels(graph, dag, plan, backend);
     summary.generate_seconds = seconds_since(stage);
     stage = std::chrono::steady_clock::now();
     backend.compile(graph, dag, emitted, tmp, m);
     summary.compile_seconds = seconds_since(stage);
     stage = std::chrono::steady_clock::now();
-
-    // Storage of every tensor; lifetimes of the intermediates.
-    const std::set<std::string> graph_outputs(graph.outputs.begin(), graph.outputs.end());
-    std::map<std::string, int> produced_at;
-    std::vector<std::string> arena_tensors;
-    std::map<std::string, BufferLifetime> lifetimes;
     std::vector<std::string> constants;
-    auto add_constant = [&](const std::string& t) {
-      if (!m.tensors.count(t)) {
-        m.tensors[t] = {graph.value(t), Storage::kConstant, 0, ""};
-        constants.push_back(t);
-      }
-    };
-    for (const std::string& t : graph.inputs)
-      m.tensors[t] = {graph.value(t), Storage::kInput, 0, ""};
-    for (size_t i = 0; i < emitted.size(); ++i) {
-      const ManifestKernel& k = emitted[i].kernel;
-      for (const std::string& t : k.reads) {
-        if (graph.constant(t)) {
-          add_constant(t);
-        } else if (m.tensors.count(t) && m.tensors[t].storage == Storage::kInput) {
-        } else if (!produced_at.count(t)) {
-          throw Error("the plan's kernel " + std::to_string(i) + " (" +
-                      kernel_name(graph, dag, emitted[i].candidate) + ") reads '" + t +
-                      "' before any kernel writes it");
-        } else if (lifetimes.count(t)) {
-          lifetimes[t].last = static_cast<int>(i);
-        }
-      }
-      for (const std::string& t : k.writes) {
-        // A primitive that two kernels compute (the plan recomputes it rather than
-        // reading it) is written by both, the same value into the same buffer: it
-        // stays live until the later writer is done.
-        if (produced_at.count(t)) {
-          if (lifetimes.count(t))
-            lifetimes[t].last = std::max(lifetimes[t].last, static_cast<int>(i));
-          continue;
-        }
-        produced_at[t] = static_cast<int>(i);
-        const ValueInfo& v = graph.value(t);
-        if (graph_outputs.count(t)) {
-          m.tensors[t] = {v, Storage::kOutput, 0, ""};
-        } else {
-          m.tensors[t] = {v, Storage::kArena, 0, ""};
-          lifetimes[t] = {numel(v.shape) * static_cast<int64_t>(dtype_size(v.dtype)),
-                          static_cast<int>(i), static_cast<int>(i)};
-          arena_tensors.push_back(t);
-        }
-      }
-    }
-    for (const std::string& t : graph.outputs) {
-      if (m.tensors.count(t)) continue;
-      if (!graph.constant(t))
-        throw Error("the plan computes no value for the graph output '" + t + "'");
-      add_constant(t);
-    }
-    std::vector<BufferLifetime> buffers;
-    for (const std::string& t : arena_tensors) buffers.push_back(lifetimes.at(t));
-    const MemoryPlan memory = plan_memory(buffers, 64);
-    for (size_t i = 0; i < arena_tensors.size(); ++i)
-      m.tensors[arena_tensors[i]].offset = memory.offsets[i];
-    m.arena_bytes = memory.arena_bytes;
-    m.intermediate_bytes = memory.total_bytes;
+    place_tensors(graph, dag, emitted, m, constants);
     summary.blocked_tensors = backend.assign_layouts(graph, dag, emitted, m);
-
-    // Weights.
-    int64_t weights_bytes = 0;
-    for (const std::string& t : constants) {
-      m.tensors[t].offset = weights_bytes;
-      weights_bytes = align64(weights_bytes + m.tensors[t].bytes());
-    }
-    std::vector<char> weights(static_cast<size_t>(weights_bytes), 0);
-    for (const std::string& t : constants) {
-      const Tensor* c = graph.constant(t);
-      std::copy(reinterpret_cast<const char*>(c->bytes()),
-                reinterpret_cast<const char*>(c->bytes()) + c->nbytes(),
-                weights.data() + m.tensors[t].offset);
-    }
-    m.weights_bytes = weights_bytes;
-    m.weights_checksum = weights_checksum(weights.data(), weights.size());
-    {
-      std::ofstream out(tmp / m.weights_file, std::ios::binary);
-      out.write(weights.data(), static_cast<std::streamsize>(weights.size()));
-      if (!out.flush()) throw Error("cannot write '" + (tmp / m.weights_file).string() + "'");
-    }
-
+    write_weights(graph, constants, tmp, m);
     for (size_t i = 0; i < emitted.size(); ++i) {
       backend.finish(graph, emitted[i], static_cast<int>(i), summary);
       m.kernels.push_back(std::move(emitted[i].kernel));
     }
-    {
-      std::ofstream out(tmp / "manifest.json");
-      out << manifest_to_json(m) << "\n";
-      if (!out.flush()) throw Error("cannot write '" + (tmp / "manifest.json").string() + "'");
-    }
+    write_manifest(m, tmp);
     move_into_place(tmp, dir);
     summary.write_seconds = seconds_since(stage);
     summary.kernels = static_cast<int64_t>(m.kernels.size());

@@ -2,12 +2,14 @@
 #include "tools/cli_common.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cctype>
 #include <iostream>
 
+#include "kora/compile.h"
 #include "kora/error.h"
-#include "kora/frontend.h"
 #include "kora/npy.h"
+#include "kora/orchestration.h"
 
 namespace kora::cli {
 
@@ -25,7 +27,7 @@ void add_model_options(CLI::App* cmd, ModelOptions& m) {
                   "bind a graph input to a constant value, NAME=FILE.npy");
 }
 
-Graph load_model(const ModelOptions& m, bool verbose) {
+ImportOptions import_options(const ModelOptions& m, bool verbose) {
   ImportOptions options;
   for (const std::string& d : m.dims) {
     auto [name, value] = split_binding(d, "--dim");
@@ -40,7 +42,53 @@ Graph load_model(const ModelOptions& m, bool verbose) {
     options.constant_inputs[name] = read_npy(file);
   }
   if (verbose) options.trace = &std::cerr;
-  return import_onnx(m.model, options);
+  return options;
+}
+
+Graph load_model(const ModelOptions& m, bool verbose) {
+  return import_onnx(m.model, import_options(m, verbose));
+}
+
+PrimGraph load_primitives(const ModelOptions& m, bool verbose) {
+  return import_model(m.model, import_options(m, verbose));
+}
+
+void add_device_options(CLI::App* cmd, TargetOptions& t) {
+  cmd->add_option("--threads", t.threads,
+                  "threads per kernel, part of the device fingerprint (default: all cores)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--compiler", t.compiler,
+                  "C++ compiler of the generated kernels, part of the device fingerprint "
+                  "(default g++)");
+  cmd->add_option("--gpu", t.gpu,
+                  "--target cuda: the GPU whose fingerprint in the database contains TEXT "
+                  "(default: the GPU here, else the database's only one); without a GPU here "
+                  "kora profile writes the job for it (its architecture, what it lacks)");
+  cmd->add_flag("--tf32", t.tf32,
+                "--target cuda: cuBLAS, cuBLASLt and cuDNN with TF32 tensor-core math (an "
+                "explicit option: about 1e-3 relative error; measured and stored apart from "
+                "full float32)");
+}
+
+void add_candidate_options(CLI::App* cmd, OrchestrationOptions& o, bool solve) {
+  if (solve)
+    cmd->add_option("--time-limit", o.solve.time_limit_seconds,
+                    "solver time limit per segment in seconds (default 60); when hit, the "
+                    "remaining gap is reported");
+  cmd->add_option("--max-kernel-size", o.candidates.max_size,
+                  "most primitives in one candidate kernel (default 16)");
+  cmd->add_option_function<int>(
+      "--max-segment",
+      [&o](const int& n) {
+        o.partition.max_size = n;
+        o.partition.min_size = std::min(o.partition.min_size, n);  // short segments allowed
+      },
+      "most primitives in one segment of the partition (default 100)");
+}
+
+void add_db_option(CLI::App* cmd, std::string& db) {
+  cmd->add_option("--db", db,
+                  "profile database (default $KORA_PROFILE_DB, else ~/.cache/kora/profiles.db)");
 }
 
 std::string npy_file_name(const std::string& tensor) {
@@ -49,6 +97,10 @@ std::string npy_file_name(const std::string& tensor) {
     s +=
         (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-') ? c : '_';
   return s + ".npy";
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace kora::cli

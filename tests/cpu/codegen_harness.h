@@ -157,7 +157,7 @@ inline void check_graph(const PrimGraph& g, int max_size, std::mt19937& rng, Che
   }
   if (generated.empty()) return;
   kora_test::TempDir dir;
-  CompileOptions options;
+  CxxCompileOptions options;
   options.cache_dir = dir.file("kernels");
   // -O1: the kernels are tiny, and compiling dominates the test's time.
   options.flags = default_compile_flags(options.compiler);

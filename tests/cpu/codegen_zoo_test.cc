@@ -63,7 +63,7 @@ TEST(DISABLED_CpuCodegenZoo, ModelsGenerateAndCompile) {
       }
     }
     kora_test::TempDir tmp;
-    CompileOptions options;
+    CxxCompileOptions options;
     options.cache_dir = tmp.file("kernels");
     EXPECT_NO_THROW(compile_shared(source, options)) << path;
     std::printf("[ zoo      ] %-60s %6d distinct candidates, %5.1f%% supported, %d compiled\n",

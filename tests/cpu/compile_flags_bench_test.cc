@@ -39,7 +39,7 @@ const char* const kDefaultB = "-O2 -fvect-cost-model=dynamic -fpeel-loops";
 
 std::vector<std::string> flags_with(const char* env, const char* fallback) {
   std::vector<std::string> flags;
-  for (const std::string& f : default_compile_flags(CompileOptions{}.compiler))
+  for (const std::string& f : default_compile_flags(CxxCompileOptions{}.compiler))
     if (f.rfind("-O", 0) != 0 && f.rfind("-fvect-cost-model", 0) != 0 && f != "-fpeel-loops")
       flags.push_back(f);
   std::istringstream in(std::getenv(env) ? std::getenv(env) : fallback);
@@ -109,7 +109,7 @@ TEST(DISABLED_CompileFlagsBench, KernelSpeed) {
       std::string source = cpu_codegen_prelude();
       for (size_t i = u * per_unit; i < std::min(kernels.size(), (u + 1) * per_unit); ++i)
         source += kernels[i].code.source;
-      CompileOptions options;
+      CxxCompileOptions options;
       options.flags = flags[v];
       const CompileResult r = compile_shared(source, options);
       seconds[v].fetch_add(r.seconds);

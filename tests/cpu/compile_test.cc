@@ -32,7 +32,7 @@ class CompileTest : public testing::Test {
     fs::remove_all(options_.cache_dir);
   }
   void TearDown() override { fs::remove_all(options_.cache_dir); }
-  kora::CompileOptions options_;
+  kora::CxxCompileOptions options_;
 };
 
 const char* kSaxpy = R"(
@@ -57,7 +57,7 @@ TEST_F(CompileTest, CompilesLoadsAndCaches) {
   EXPECT_TRUE(again.cached);
   EXPECT_EQ(again.key, first.key);
   EXPECT_EQ(again.seconds, 0);
-  kora::CompileOptions other = options_;
+  kora::CxxCompileOptions other = options_;
   other.flags = {"-O1", "-fPIC", "-shared"};
   const kora::CompileResult o1 = kora::compile_shared(kSaxpy, other);
   EXPECT_FALSE(o1.cached);
@@ -77,7 +77,7 @@ TEST_F(CompileTest, CompileErrorsNameTheSourceAndTheProblem) {
     EXPECT_NE(what.find("undeclared_name"), std::string::npos) << what;
     EXPECT_NE(what.find(options_.cache_dir), std::string::npos) << what;
   }
-  kora::CompileOptions missing = options_;
+  kora::CxxCompileOptions missing = options_;
   missing.compiler = "/nonexistent/c++";
   EXPECT_THROW(kora::compile_shared(kSaxpy, missing), kora::Error);
   EXPECT_EQ(kora::compiler_version("g++").rfind("g++ ", 0), 0u);

@@ -25,7 +25,7 @@ void run_emulated(const PrimGraph& g, int max_size, std::mt19937& rng, Stats& st
   const kora_cuda_test::Generated gen = kora_cuda_test::generate_all(g, max_size, stats);
   if (gen.kernels.empty()) return;
   kora_test::TempDir dir;
-  CompileOptions options;
+  CxxCompileOptions options;
   options.cache_dir = dir.file("kernels");
   options.flags = {"-O0", "-fPIC", "-shared", "-std=c++17", "-w"};  // big, run once
   const CompileResult lib =

@@ -268,7 +268,7 @@ std::string emulated_library(const PrimGraph& g, const CudaKernelsOptions& optio
       kernels.push_back(generate_cuda_kernel(
           g, sub, c, "kora_" + signature_hex(c.signature) + "_" + std::to_string(k), space[k]));
   });
-  CompileOptions compile;
+  CxxCompileOptions compile;
   compile.cache_dir = cache;
   compile.flags = {"-O0", "-fPIC", "-shared", "-std=c++17", "-w"};
   return cache + "/" + compile_shared(kora_cuda_test::emulated_program(kernels, g), compile).key +

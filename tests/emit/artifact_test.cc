@@ -1,10 +1,10 @@
-// write_artifact() (include/kora/artifact.h) and the runtime Session
+// write_cpu_artifact() (src/cpu/artifact.h) and the runtime Session
 // (include/kora/runtime.h) end to end on small models: every strategy's artifact computes
 // what the reference interpreter computes; generated, oneDNN and interpreter kernels all
 // run from the manifest; intermediates share the arena; a corrupt manifest or weights
 // file, a missing library, wrong inputs and a bad output directory are clear errors that
 // leave nothing half written. Kernels compile at -O1 into one cache for the suite.
-#include "kora/artifact.h"
+#include "cpu/artifact.h"
 
 #include <gtest/gtest.h>
 
@@ -159,7 +159,7 @@ TEST(Artifact, EveryStrategyMatchesTheInterpreter) {
     SCOPED_TRACE(strategy);
     const OrchestrationResult plan = plan_of(g, strategy);
     const std::string out = dir.file(strategy);
-    const ArtifactSummary s = write_artifact(g, plan, nullptr, out, quick_options());
+    const ArtifactSummary s = write_cpu_artifact(g, plan, nullptr, out, quick_options());
     EXPECT_EQ(s.kernels, static_cast<int64_t>(plan.kernels.size()));
     EXPECT_GE(s.interpreter, 1);  // TopK
     EXPECT_GE(s.generated, 1);
@@ -196,7 +196,7 @@ TEST(Artifact, LibraryKernelsFromTheDatabaseRunFromTheManifest) {
     db.put(r);
   }
   ASSERT_GE(onednn, 2);  // both convolutions
-  const ArtifactSummary s = write_artifact(g, plan, &db, dir.file("lib"), options);
+  const ArtifactSummary s = write_cpu_artifact(g, plan, &db, dir.file("lib"), options);
   EXPECT_EQ(s.generated, 0);
   EXPECT_EQ(s.onednn, onednn);
   EXPECT_EQ(s.libraries, 0);
@@ -207,7 +207,7 @@ TEST(Artifact, IntermediatesShareTheArena) {
   kora_test::TempDir dir;
   const PrimGraph g = chain_model();
   const ArtifactSummary s =
-      write_artifact(g, plan_of(g, "unfused"), nullptr, dir.file("a"), quick_options());
+      write_cpu_artifact(g, plan_of(g, "unfused"), nullptr, dir.file("a"), quick_options());
   const int64_t one = 64 * 64 * 4;
   EXPECT_EQ(s.intermediate_bytes, 7 * one);  // 8 kernels, the last writes the output
   EXPECT_EQ(s.arena_bytes, 2 * one);
@@ -225,7 +225,7 @@ TEST(Artifact, RecomputedPrimitivesAreWrittenByEachKernel) {
     k.prims = members;
     plan.kernels.push_back(k);
   }
-  write_artifact(g, plan, nullptr, dir.file("a"), quick_options());
+  write_cpu_artifact(g, plan, nullptr, dir.file("a"), quick_options());
   expect_matches_interpreter(g, dir.file("a"));
 }
 
@@ -233,7 +233,7 @@ TEST(Artifact, BadArtifactsAreClearErrors) {
   kora_test::TempDir dir;
   const PrimGraph g = small_model();
   const std::string good = dir.file("good");
-  write_artifact(g, plan_of(g, "optimal"), nullptr, good, quick_options());
+  write_cpu_artifact(g, plan_of(g, "optimal"), nullptr, good, quick_options());
   const std::string manifest = read_file(fs::path(good) / "manifest.json");
   const std::string weights = read_file(fs::path(good) / "weights.bin");
   auto fresh = [&](const std::string& name) {
@@ -298,14 +298,14 @@ TEST(Artifact, NothingHalfWritten) {
   // A directory that holds something else is refused and left alone.
   fs::create_directories(dir.file("taken"));
   write_file(dir.file("taken") + "/notes.txt", "mine");
-  expect_error([&] { write_artifact(g, plan, nullptr, dir.file("taken"), quick_options()); },
+  expect_error([&] { write_cpu_artifact(g, plan, nullptr, dir.file("taken"), quick_options()); },
                "exists and is not a kora artifact");
   EXPECT_EQ(read_file(dir.file("taken") + "/notes.txt"), "mine");
   // A plan that fails after the kernels compiled (a kernel dropped: its value is read
   // before anything writes it) leaves no directory and no temporary one.
   OrchestrationResult broken = plan;
   broken.kernels.erase(broken.kernels.begin());
-  expect_error([&] { write_artifact(g, broken, nullptr, dir.file("failed"), quick_options()); },
+  expect_error([&] { write_cpu_artifact(g, broken, nullptr, dir.file("failed"), quick_options()); },
                "before any kernel writes it");
   for (const auto& e : fs::directory_iterator(dir.path()))
     EXPECT_TRUE(e.path().filename() == "taken") << e.path();
@@ -313,13 +313,13 @@ TEST(Artifact, NothingHalfWritten) {
   // kernels; the artifact still computes the right values.
   ArtifactOptions no_compiler = quick_options();
   no_compiler.compile.compiler = "false";
-  const ArtifactSummary s = write_artifact(g, plan, nullptr, dir.file("fallback"), no_compiler);
+  const ArtifactSummary s = write_cpu_artifact(g, plan, nullptr, dir.file("fallback"), no_compiler);
   EXPECT_EQ(s.generated, 0);
   EXPECT_EQ(s.libraries, 0);
   expect_matches_interpreter(g, dir.file("fallback"));
   // An earlier artifact is replaced.
-  write_artifact(g, plan_of(g, "unfused"), nullptr, dir.file("art"), quick_options());
-  write_artifact(g, plan, nullptr, dir.file("art"), quick_options());
+  write_cpu_artifact(g, plan_of(g, "unfused"), nullptr, dir.file("art"), quick_options());
+  write_cpu_artifact(g, plan, nullptr, dir.file("art"), quick_options());
   EXPECT_EQ(Session(dir.file("art")).strategy(), "greedy");
   expect_matches_interpreter(g, dir.file("art"));
 }
@@ -327,7 +327,7 @@ TEST(Artifact, NothingHalfWritten) {
 TEST(Artifact, CApi) {
   kora_test::TempDir dir;
   const PrimGraph g = small_model();
-  write_artifact(g, plan_of(g, "optimal"), nullptr, dir.file("a"), quick_options());
+  write_cpu_artifact(g, plan_of(g, "optimal"), nullptr, dir.file("a"), quick_options());
   EXPECT_EQ(kora_session_open(dir.file("missing").c_str(), 0), nullptr);
   EXPECT_NE(std::string(kora_last_error()).find("not a directory"), std::string::npos);
   kora_session* s = kora_session_open(dir.file("a").c_str(), 1);

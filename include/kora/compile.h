@@ -1,0 +1,100 @@
+// The compile API: an ONNX model (or its primitive graph) and a Target in; an artifact
+// directory that libkora_runtime runs (include/kora/runtime.h) and a typed summary out.
+// The pipeline, the same for every target (src/driver/compile.cc):
+//   import     ONNX -> operator graph -> primitive graph (fission)
+//   profile    the candidate kernels the database lacks, measured by the target
+//   orchestrate  candidates (the target's) costed by the database for the target's device
+//              (the target's roofline where unmeasured) -> chosen kernels
+//   emit       the target writes the chosen kernels, weights and manifest
+// Each stage is callable alone: import_model, profile_for, target_costs + orchestrate_for,
+// Target::write_artifact. Progress (one line per stage) goes to options.progress.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kora/frontend.h"
+#include "kora/orchestration.h"
+#include "kora/primitive.h"
+#include "kora/target.h"
+
+namespace kora {
+
+class ProfileDb;
+class ProfileDbCost;
+
+struct CompileOptions {
+  std::string strategy = "optimal";  // optimal | greedy | unfused
+  std::string db;                    // profile database; empty: default_profile_db_path()
+  bool measure = true;  // profile what the database lacks, where the target measures here
+  OrchestrationOptions orchestration;  // candidates, partition, solver (strategy: above)
+  std::string model_path;  // the model file (names a measuring job); compile(path) sets it
+  std::ostream* progress = nullptr;  // one line per stage, and the stages' progress
+  bool terminal = false;             // progress as rewritten lines
+};
+
+// What the emitted artifact holds.
+struct ArtifactSummary {
+  int64_t kernels = 0, generated = 0, onednn = 0, interpreter = 0;
+  int64_t cublas = 0, cudnn = 0;  // target cuda: library calls (generated: CUDA kernels)
+  int64_t libraries = 0;          // kernel libraries (cpu) or cubins (cuda)
+  std::string arch;               // target cuda: the cubins' architecture
+  double predicted_ms = 0;
+  int64_t arena_bytes = 0, intermediate_bytes = 0, weights_bytes = 0;
+  int64_t blocked_tensors = 0;  // kept in a blocked layout between oneDNN convolutions
+  double generate_seconds = 0, compile_seconds = 0, write_seconds = 0;
+};
+
+struct CompileSummary {
+  std::string target, device, describe, artifact_dir, database;
+  int64_t primitives = 0;
+  bool profiled = false;  // profile ran (measure on, the target measures here)
+  ProfileReport profile;
+  std::string strategy;
+  int64_t kernels = 0;
+  double predicted_ms = 0, gap_ms = 0;
+  bool proven_optimal = false;
+  int64_t measured_costs = 0, roofline_costs = 0;  // kernel costs looked up
+  int64_t estimated_kernels = 0;  // chosen kernels never measured (roofline estimates)
+  std::vector<std::string> notes;  // what the user should know of the plan
+  ArtifactSummary artifact;
+  double import_seconds = 0, profile_seconds = 0, orchestrate_seconds = 0, emit_seconds = 0,
+         total_seconds = 0;
+};
+
+struct CompiledArtifact {
+  std::string dir;
+  CompileSummary summary;
+};
+
+// ONNX file -> primitive graph (import_onnx, then fission).
+PrimGraph import_model(const std::string& path, const ImportOptions& options = {});
+
+// Measures what the database lacks for the graph's candidates (as orchestrate_for sees
+// them) on the target.
+ProfileReport profile_for(const PrimGraph& graph, Target& target, ProfileDb& db,
+                          const CompileOptions& options = {});
+
+// The database's costs for the target's device (*device set), its roofline for kernels
+// not measured, its penalty for kernels that failed.
+std::unique_ptr<ProfileDbCost> target_costs(Target& target, std::shared_ptr<const ProfileDb> db,
+                                            std::string* device = nullptr);
+
+// The plan over the target's candidates at `costs`.
+OrchestrationResult orchestrate_for(const PrimGraph& graph, Target& target, CostModel& costs,
+                                    const CompileOptions& options = {});
+
+// Every stage. Throws kora::Error (nothing left at `dir`) naming what failed.
+CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::string& dir,
+                         const CompileOptions& options = {});
+CompiledArtifact compile(const std::string& model_path, Target& target, const std::string& dir,
+                         const CompileOptions& options = {}, const ImportOptions& import = {});
+
+// kora compile's summary on stdout, and the same as JSON.
+std::string format_compile_summary(const CompileSummary& summary);
+std::string compile_summary_json(const CompileSummary& summary);
+
+}  // namespace kora

@@ -1,0 +1,120 @@
+// A compilation target: what a backend tells the pipeline (include/kora/compile.h). The
+// pipeline is the same for every target; a backend answers, for one device:
+//   device()          which fingerprint in the profile database measures it (and holds
+//                     the costs the plan is chosen by);
+//   candidates()      which candidate kernels it computes (a filter on enumeration);
+//   fallback_cost()   what a kernel not measured yet costs (the device's roofline);
+//   failure_penalty_ms()  what a kernel whose every implementation failed costs;
+//   measures_here() / profile()  how its kernels are measured: on this machine, or
+//                     through a job for a machine elsewhere;
+//   kernel_note()     what a user should know of a chosen kernel (it runs on the host);
+//   write_artifact()  how a plan becomes an artifact directory.
+// The runtime half of a backend lives in libkora_runtime (src/runtime/plan.h): the
+// manifest's target name, name() here, selects the plan that runs the artifact's steps.
+// make_target() builds the targets kora has: "cpu" (src/cpu/target.h) and "cuda"
+// (src/cuda/target.h).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kora/candidates.h"
+#include "kora/cost.h"
+#include "kora/kernel_dag.h"
+#include "kora/orchestration.h"
+#include "kora/partition.h"
+#include "kora/primitive.h"
+
+namespace kora {
+
+class ProfileDb;
+
+// The options of every target, each read by the targets it names.
+struct TargetOptions {
+  // cpu: threads per kernel (0: all cores) and the compiler of the generated kernels
+  // (empty: g++); both are part of the device fingerprint.
+  int threads = 0;
+  std::string compiler;
+  // cpu profiling: every schedule of every kernel; the schedule search's time limit.
+  bool exhaustive = false;
+  double search_seconds = 300;
+  // cuda: the GPU whose fingerprint in the database contains `gpu` (empty: the GPU here,
+  // else the database's only one); its architecture (empty: that GPU's, else sm_80).
+  std::string gpu, arch;
+  bool tf32 = false;    // cuBLAS / cuDNN with TF32 tensor-core math (explicit; ~1e-3 error)
+  int schedules = -1;   // generated kernels' schedules measured: first N, 0 all, -1 tuned
+  double tune_ms = 0.01;  // -1 tuning: all schedules of kernels whose default took this long
+  std::string job_dir;    // the measuring job's directory (empty: next to the database)
+  bool run_worker = true;  // false: write the job only, even with a GPU here
+};
+
+// What profiling measured, in the target's own words too.
+struct ProfileReport {
+  std::string device;
+  int64_t kernels = 0;   // unique candidate kernels
+  int64_t measured = 0;  // implementations or kernels measured now
+  int64_t from_db = 0;   // known before
+  int64_t failed = 0;    // implementations stored as failed
+  double seconds = 0;
+  std::string text;  // the target's summary, several lines
+  std::string json;  // the same as a JSON object
+};
+
+struct TargetProfileOptions {
+  CandidateOptions candidates;  // as orchestration enumerates them
+  PartitionOptions partition;
+  std::string model_path;  // names the measuring job of targets that write one
+  std::ostream* progress = nullptr;
+  bool terminal = false;  // progress as rewritten lines
+};
+
+struct TargetEmitOptions {
+  std::ostream* progress = nullptr;
+  bool terminal = false;
+};
+
+struct ArtifactSummary;
+
+class Target {
+ public:
+  virtual ~Target() = default;
+  virtual std::string name() const = 0;  // "cpu", "cuda": the manifest's target
+  // The device fingerprint of the costs (the database may decide it: a GPU measured
+  // elsewhere). Throws kora::Error when there is none, saying how to measure one.
+  virtual std::string device(const ProfileDb& db) = 0;
+  // One line for progress: the target and what it compiles for.
+  virtual std::string describe() const = 0;
+  virtual CandidateOptions candidates(const PrimGraph& graph, CandidateOptions options) const {
+    (void)graph;
+    return options;
+  }
+  virtual std::unique_ptr<CostModel> fallback_cost() const = 0;
+  // < 0: a kernel whose implementations all failed costs what the fallback says.
+  virtual double failure_penalty_ms() const { return -1; }
+  virtual bool measures_here() const = 0;
+  virtual ProfileReport profile(const PrimGraph& graph, ProfileDb& db,
+                                const TargetProfileOptions& options) = 0;
+  virtual std::string kernel_note(const PrimGraph& graph, const KernelDag& dag,
+                                  const Candidate& c) const {
+    (void)graph, (void)dag, (void)c;
+    return "";
+  }
+  // How to measure kernels the plan took at the fallback's estimate ("" : kora compile
+  // measures them itself).
+  virtual std::string measure_hint() const { return ""; }
+  // `device` is device(db)'s answer, whose measurements choose implementations.
+  virtual ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult& plan,
+                                         const ProfileDb* db, const std::string& device,
+                                         const std::string& dir,
+                                         const TargetEmitOptions& options) = 0;
+};
+
+// "cpu" or "cuda"; throws kora::Error for another name, or "cuda" in a kora built
+// without the CUDA toolkit.
+std::unique_ptr<Target> make_target(const std::string& name, const TargetOptions& options = {});
+std::vector<std::string> target_names();
+
+}  // namespace kora

@@ -1,0 +1,66 @@
+// The CPU target (src/cpu/target.h): the CPU backend's answers to the pipeline.
+#include "cpu/target.h"
+
+#include <thread>
+
+#include "cpu/artifact.h"
+#include "cpu/backend.h"
+#include "cpu/profile.h"
+#include "kora/compile.h"
+#include "kora/profile_db.h"
+
+namespace kora {
+
+CpuTarget::CpuTarget(const TargetOptions& options)
+    : options_(options),
+      threads_(options.threads > 0 ? options.threads
+                                   : static_cast<int>(std::thread::hardware_concurrency())) {}
+
+std::string CpuTarget::device(const ProfileDb&) {
+  return cpu_backend_fingerprint(threads_, options_.compiler);
+}
+
+std::string CpuTarget::describe() const { return "cpu, " + std::to_string(threads_) + " threads"; }
+
+std::unique_ptr<CostModel> CpuTarget::fallback_cost() const {
+  return std::make_unique<RooflineCost>(device_params("cpu"));
+}
+
+ProfileReport CpuTarget::profile(const PrimGraph& graph, ProfileDb& db,
+                                 const TargetProfileOptions& options) {
+  ProfileOptions p;
+  p.threads = threads_;
+  p.candidates = options.candidates;
+  p.partition = options.partition;
+  if (!options_.compiler.empty()) p.compile.compiler = options_.compiler;
+  p.exhaustive = options_.exhaustive;
+  p.search_max_seconds = options_.search_seconds;
+  p.progress = options.progress;
+  p.terminal = options.terminal;
+  const ProfileSummary s = profile_model(graph, db, p);
+  ProfileReport r;
+  r.device = s.device;
+  r.kernels = s.kernels;
+  r.measured = s.measured;
+  r.from_db = s.from_db;
+  r.failed = static_cast<int64_t>(s.failures.size());
+  r.seconds = s.total_seconds;
+  r.text = format_profile_summary(s);
+  r.json = profile_summary_json(s);
+  return r;
+}
+
+ArtifactSummary CpuTarget::write_artifact(const PrimGraph& graph, const OrchestrationResult& plan,
+                                          const ProfileDb* db, const std::string& device,
+                                          const std::string& dir,
+                                          const TargetEmitOptions& options) {
+  ArtifactOptions a;
+  a.device = device;
+  a.threads = threads_;
+  if (!options_.compiler.empty()) a.compile.compiler = options_.compiler;
+  a.progress = options.progress;
+  a.terminal = options.terminal;
+  return write_cpu_artifact(graph, plan, db, dir, a);
+}
+
+}  // namespace kora

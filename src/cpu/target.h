@@ -1,0 +1,30 @@
+// The CPU target (include/kora/target.h): x86-64 kernels generated as C++ (compiled with
+// the system compiler) or taken from oneDNN, measured on this machine (src/cpu/profile.h)
+// under its fingerprint (src/cpu/backend.h), emitted as shared libraries
+// (src/cpu/artifact.h) that the runtime's CPU plan calls (src/runtime/cpu_plan.h).
+#pragma once
+
+#include "kora/target.h"
+
+namespace kora {
+
+class CpuTarget : public Target {
+ public:
+  explicit CpuTarget(const TargetOptions& options);
+  std::string name() const override { return "cpu"; }
+  std::string device(const ProfileDb& db) override;
+  std::string describe() const override;
+  std::unique_ptr<CostModel> fallback_cost() const override;
+  bool measures_here() const override { return true; }
+  ProfileReport profile(const PrimGraph& graph, ProfileDb& db,
+                        const TargetProfileOptions& options) override;
+  ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult& plan,
+                                 const ProfileDb* db, const std::string& device,
+                                 const std::string& dir, const TargetEmitOptions& options) override;
+
+ private:
+  TargetOptions options_;
+  int threads_ = 0;  // resolved: all cores when options_.threads is 0
+};
+
+}  // namespace kora

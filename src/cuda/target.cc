@@ -1,0 +1,112 @@
+// The CUDA target (src/cuda/target.h): the CUDA backend's answers to the pipeline.
+#include "cuda/target.h"
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "cuda/artifact.h"
+#include "cuda/compile_kernels.h"
+#include "cuda/driver.h"
+#include "cuda/nvrtc_compile.h"
+#include "cuda/profile_cuda.h"
+#include "kora/compile.h"
+#include "kora/error.h"
+#include "kora/profile_db.h"
+
+namespace kora {
+
+CudaTarget::CudaTarget(const TargetOptions& options) : options_(options) {
+  if (!cuda_built()) throw Error("--target cuda: kora was built without CUDA");
+}
+
+std::string CudaTarget::device(const ProfileDb& db) {
+  return cuda_target_device(db, options_.gpu, &arch_, options_.tf32);
+}
+
+std::string CudaTarget::describe() const { return "cuda" + (arch_.empty() ? "" : ", " + arch_); }
+
+CandidateOptions CudaTarget::candidates(const PrimGraph& graph, CandidateOptions options) const {
+  return cuda_candidate_options(graph, options);
+}
+
+std::unique_ptr<CostModel> CudaTarget::fallback_cost() const {
+  return std::make_unique<RooflineCost>(device_params("h100"));
+}
+
+double CudaTarget::failure_penalty_ms() const { return kCudaFailedKernelMs; }
+
+bool CudaTarget::measures_here() const {
+  return options_.gpu.empty() && cuda_device_unavailable().empty();
+}
+
+ProfileReport CudaTarget::profile(const PrimGraph& graph, ProfileDb& db,
+                                  const TargetProfileOptions& options) {
+  CudaProfileOptions p;
+  p.kernels.arch = options_.arch;
+  if (!options_.gpu.empty()) {  // a GPU elsewhere, measured before: what it lacks
+    std::string arch;
+    p.remote_device = cuda_target_device(db, options_.gpu, &arch, options_.tf32);
+    if (p.kernels.arch.empty()) p.kernels.arch = arch;
+    if (options.progress) *options.progress << "kora profile: for " << p.remote_device << std::endl;
+  } else if (p.kernels.arch.empty()) {
+    std::string why;
+    const auto gpu = CudaDevice::open(0, &why);
+    p.kernels.arch = gpu ? gpu->arch() : "sm_80";
+  }
+  p.kernels.candidates = options.candidates;
+  p.kernels.partition = options.partition;
+  p.kernels.progress = options.progress;
+  p.kernels.job_dir = !options_.job_dir.empty()
+                          ? options_.job_dir
+                          : default_cuda_job_dir(db.path(), options.model_path, p.kernels.arch);
+  p.run_worker = options_.run_worker;
+  p.kernels.max_schedules = options_.schedules;
+  p.tune_ms = options_.tune_ms;
+  p.kernels.tf32 = options_.tf32;
+  const CudaProfileSummary s = profile_model_cuda(graph, db, p);
+  ProfileReport r;
+  r.device = s.merged ? s.merge.device : p.remote_device;
+  r.kernels = s.kernels.kernels;
+  r.measured = s.merge.stored + s.tune.stored;
+  r.from_db = s.kernels.known;
+  r.failed = static_cast<int64_t>(s.merge.failures.size() + s.tune.failures.size());
+  r.seconds = s.kernels.generate_seconds + s.kernels.compile_seconds;
+  r.text = format_cuda_profile_summary(s);
+  nlohmann::json j = {{"device", r.device},         {"arch", s.kernels.arch},
+                      {"kernels", r.kernels},       {"supported", s.kernels.supported},
+                      {"library", s.kernels.library}, {"implementations", s.kernels.implementations},
+                      {"from_db", r.from_db},       {"job", p.kernels.job_dir},
+                      {"job_kernels", s.kernels.job_kernels}, {"ran_worker", s.ran_worker},
+                      {"merged", s.merged},         {"results", s.merge.results},
+                      {"stored", s.merge.stored},   {"failed", r.failed},
+                      {"tuned", s.tuned},           {"tune_stored", s.tune.stored},
+                      {"next", s.next}};
+  r.json = j.dump(2);
+  return r;
+}
+
+std::string CudaTarget::kernel_note(const PrimGraph& graph, const KernelDag& dag,
+                                    const Candidate& c) const {
+  return cuda_runs_on_host(graph, dag, c)
+             ? "no CUDA implementation, run on the host by the interpreter (copies in and out)"
+             : "";
+}
+
+std::string CudaTarget::measure_hint() const {
+  return "measure them: kora profile MODEL --target cuda, on that GPU or with --gpu here";
+}
+
+ArtifactSummary CudaTarget::write_artifact(const PrimGraph& graph, const OrchestrationResult& plan,
+                                           const ProfileDb* db, const std::string& device,
+                                           const std::string& dir,
+                                           const TargetEmitOptions& options) {
+  if (arch_.empty() && db) this->device(*db);  // the architecture of that GPU
+  CudaArtifactOptions a;
+  a.device = device;
+  a.arch = arch_;
+  a.tf32 = options_.tf32;
+  a.progress = options.progress;
+  return write_cuda_artifact(graph, plan, db, dir, a);
+}
+
+}  // namespace kora

@@ -1,0 +1,42 @@
+// The CUDA target (include/kora/target.h): kernels generated as CUDA C++ and compiled by
+// NVRTC, or cuBLAS/cuBLASLt GEMMs and cuDNN convolutions; measured by the standalone
+// worker, on the GPU here or through a job for a GPU elsewhere (src/cuda/profile_cuda.h),
+// under the GPU's fingerprint; emitted as cubins and library calls (src/cuda/artifact.h)
+// that the runtime's CUDA plan replays as CUDA Graphs (src/runtime/cuda_plan.h). Lone
+// primitives the GPU cannot compute run on the host (kernel_note says so).
+#pragma once
+
+#include "kora/target.h"
+
+namespace kora {
+
+class CudaTarget : public Target {
+ public:
+  // Throws kora::Error in a kora built without the CUDA toolkit.
+  explicit CudaTarget(const TargetOptions& options);
+  std::string name() const override { return "cuda"; }
+  // The GPU here (options.gpu empty), else the database's GPU containing options.gpu.
+  std::string device(const ProfileDb& db) override;
+  std::string describe() const override;  // "cuda, sm_90" once device() chose the GPU
+  CandidateOptions candidates(const PrimGraph& graph, CandidateOptions options) const override;
+  std::unique_ptr<CostModel> fallback_cost() const override;
+  double failure_penalty_ms() const override;
+  // A GPU is here and options.gpu does not name another.
+  bool measures_here() const override;
+  // Writes the measuring job; runs the worker where a GPU is here (and run_worker), then
+  // checks and stores its results. options.gpu: the job is for that GPU, measured before.
+  ProfileReport profile(const PrimGraph& graph, ProfileDb& db,
+                        const TargetProfileOptions& options) override;
+  std::string kernel_note(const PrimGraph& graph, const KernelDag& dag,
+                          const Candidate& c) const override;
+  std::string measure_hint() const override;
+  ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult& plan,
+                                 const ProfileDb* db, const std::string& device,
+                                 const std::string& dir, const TargetEmitOptions& options) override;
+
+ private:
+  TargetOptions options_;
+  std::string arch_;  // of the GPU device() chose
+};
+
+}  // namespace kora

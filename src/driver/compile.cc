@@ -1,0 +1,170 @@
+// The compile pipeline (include/kora/compile.h), the same for every target: import,
+// profile what the database lacks, orchestrate at the database's costs for the target's
+// device, emit with the target. Each stage reports one progress line; the summary
+// collects what each did.
+#include "kora/compile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ostream>
+#include <sstream>
+
+#include "kora/cost.h"
+#include "kora/error.h"
+#include "kora/fission.h"
+#include "kora/profile_db.h"
+
+namespace kora {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(digits);
+  os << v;
+  return os.str();
+}
+
+void progress_line(const CompileOptions& options, const std::string& line) {
+  if (options.progress) *options.progress << "kora compile: " << line << std::endl;
+}
+
+// What the user should know of the chosen kernels: those the target notes (grouped by
+// note), and how many were chosen at the roofline's estimate (never measured).
+void note_plan(const PrimGraph& graph, const OrchestrationResult& plan, const Target& target,
+               const TableCost& costs, CompileSummary& s) {
+  const KernelDag dag = kernel_dag_of(graph);
+  std::vector<std::pair<std::string, std::string>> noted;  // (note, kernels)
+  for (const ChosenKernel& k : plan.kernels) {
+    const std::string note = target.kernel_note(graph, dag, make_candidate(dag, k.prims));
+    if (note.empty()) {
+      s.estimated_kernels += !costs.measured(k.signature);
+      continue;
+    }
+    auto it = std::find_if(noted.begin(), noted.end(), [&](const auto& n) { return n.first == note; });
+    if (it == noted.end()) it = noted.insert(noted.end(), {note, ""});
+    it->second += (it->second.empty() ? "" : ", ") + graph.prims[k.prims[0]].name;
+  }
+  for (const auto& [note, kernels] : noted) s.notes.push_back(note + ": " + kernels);
+  if (s.estimated_kernels > 0) {
+    const std::string hint = target.measure_hint();
+    s.notes.push_back(std::to_string(s.estimated_kernels) + " of the " +
+                      std::to_string(plan.kernels.size()) + " chosen kernels were never measured on " +
+                      s.device + ": their costs are roofline estimates" +
+                      (hint.empty() ? "" : " (" + hint + ")"));
+  }
+}
+
+}  // namespace
+
+PrimGraph import_model(const std::string& path, const ImportOptions& options) {
+  FissionOptions f;
+  f.trace = options.trace;
+  return fission(import_onnx(path, options), f);
+}
+
+ProfileReport profile_for(const PrimGraph& graph, Target& target, ProfileDb& db,
+                          const CompileOptions& options) {
+  TargetProfileOptions p;
+  p.candidates = options.orchestration.candidates;
+  p.partition = options.orchestration.partition;
+  p.model_path = options.model_path.empty() ? graph.name : options.model_path;
+  p.progress = options.progress;
+  p.terminal = options.terminal;
+  return target.profile(graph, db, p);
+}
+
+std::unique_ptr<ProfileDbCost> target_costs(Target& target, std::shared_ptr<const ProfileDb> db,
+                                            std::string* device) {
+  const std::string fingerprint = target.device(*db);
+  if (device) *device = fingerprint;
+  auto costs = std::make_unique<ProfileDbCost>(std::move(db), fingerprint, target.fallback_cost());
+  if (target.failure_penalty_ms() >= 0) costs->penalize_failed(target.failure_penalty_ms());
+  return costs;
+}
+
+OrchestrationResult orchestrate_for(const PrimGraph& graph, Target& target, CostModel& costs,
+                                    const CompileOptions& options) {
+  OrchestrationOptions o = options.orchestration;
+  o.strategy = options.strategy;
+  o.candidates = target.candidates(graph, o.candidates);
+  return orchestrate(graph, costs, o);
+}
+
+CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::string& dir,
+                         const CompileOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  CompiledArtifact out;
+  out.dir = dir;
+  CompileSummary& s = out.summary;
+  s.target = target.name();
+  s.artifact_dir = dir;
+  s.primitives = static_cast<int64_t>(graph.prims.size());
+  auto db = std::make_shared<ProfileDb>(options.db.empty() ? default_profile_db_path() : options.db);
+  s.database = db->path();
+
+  if (options.measure && target.measures_here()) {
+    const auto stage = std::chrono::steady_clock::now();
+    s.profile = profile_for(graph, target, *db, options);
+    s.profiled = true;
+    s.profile_seconds = seconds_since(stage);
+    progress_line(options, "profile: " + std::to_string(s.profile.kernels) + " kernels, " +
+                               std::to_string(s.profile.measured) + " measured now, " +
+                               std::to_string(s.profile.from_db) + " from the database " +
+                               s.database + ", " + std::to_string(s.profile.failed) +
+                               " implementations failed (" + fixed(s.profile_seconds, 1) + " s)");
+  }
+
+  auto stage = std::chrono::steady_clock::now();
+  std::unique_ptr<ProfileDbCost> costs = target_costs(target, db, &s.device);
+  s.describe = target.describe();
+  progress_line(options, "target " + s.describe + ", costs of " + s.device);
+  const OrchestrationResult plan = orchestrate_for(graph, target, *costs, options);
+  s.orchestrate_seconds = seconds_since(stage);
+  s.strategy = plan.strategy;
+  s.kernels = static_cast<int64_t>(plan.kernels.size());
+  s.predicted_ms = plan.total_cost_ms;
+  s.gap_ms = plan.gap_ms;
+  s.proven_optimal = plan.proven_optimal;
+  s.measured_costs = costs->hits();
+  s.roofline_costs = costs->misses();
+  progress_line(options, "orchestrate: " + plan.strategy + ", " + std::to_string(s.kernels) +
+                             " kernels, predicted " + fixed(plan.total_cost_ms, 3) + " ms" +
+                             (plan.strategy != "optimal" ? ""
+                              : plan.proven_optimal      ? " (proven optimal)"
+                                                         : " (gap " + fixed(plan.gap_ms, 3) + " ms)") +
+                             "; " + std::to_string(s.measured_costs) + " kernel costs measured, " +
+                             std::to_string(s.roofline_costs) + " from the roofline model (" +
+                             fixed(s.orchestrate_seconds, 1) + " s)");
+  note_plan(graph, plan, target, *costs, s);
+  for (const std::string& note : s.notes) progress_line(options, "note: " + note);
+
+  stage = std::chrono::steady_clock::now();
+  s.artifact = target.write_artifact(graph, plan, db.get(), s.device, dir,
+                                     TargetEmitOptions{options.progress, options.terminal});
+  s.emit_seconds = seconds_since(stage);
+  s.total_seconds = seconds_since(start);
+  return out;
+}
+
+CompiledArtifact compile(const std::string& model_path, Target& target, const std::string& dir,
+                         const CompileOptions& options, const ImportOptions& import) {
+  const auto start = std::chrono::steady_clock::now();
+  const PrimGraph graph = import_model(model_path, import);
+  const double import_seconds = seconds_since(start);
+  CompileOptions o = options;
+  o.model_path = model_path;
+  if (o.progress)
+    *o.progress << "kora compile: import and fission: " << graph.prims.size() << " primitives ("
+                << fixed(import_seconds, 1) << " s)" << std::endl;
+  CompiledArtifact out = compile(graph, target, dir, o);
+  out.summary.import_seconds = import_seconds;
+  out.summary.total_seconds = seconds_since(start);
+  return out;
+}
+
+}  // namespace kora

@@ -1,0 +1,85 @@
+// kora compile's summary (include/kora/compile.h): a CompileSummary in; the lines kora
+// compile prints on stdout, or the same as one JSON object (nlohmann-json), out.
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "kora/compile.h"
+
+namespace kora {
+namespace {
+
+std::string fixed(double v, int digits) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(digits);
+  os << v;
+  return os.str();
+}
+
+std::string megabytes(int64_t bytes) { return fixed(static_cast<double>(bytes) / 1e6, 1) + " MB"; }
+
+}  // namespace
+
+std::string format_compile_summary(const CompileSummary& s) {
+  const ArtifactSummary& a = s.artifact;
+  std::ostringstream os;
+  if (s.target == "cuda")
+    os << "kora compile: " << s.artifact_dir << ": " << a.kernels << " CUDA kernels ("
+       << a.generated << " generated, " << a.cublas << " cuBLAS, " << a.cudnn << " cuDNN"
+       << (a.interpreter ? ", " + std::to_string(a.interpreter) + " on the host" : "") << ") in "
+       << a.libraries << " cubins for " << a.arch << "; strategy " << s.strategy
+       << ", predicted " << fixed(a.predicted_ms, 3) << " ms\n";
+  else
+    os << "kora compile: " << s.artifact_dir << ": " << a.kernels << " kernels (" << a.generated
+       << " generated, " << a.onednn << " oneDNN, " << a.interpreter << " interpreter) in "
+       << a.libraries << " libraries; strategy " << s.strategy << ", predicted "
+       << fixed(a.predicted_ms, 3) << " ms\n"
+       << "layouts: " << a.blocked_tensors << " tensors kept blocked between oneDNN convolutions\n";
+  os << "memory: activations " << megabytes(a.arena_bytes) << " in one arena (sum of "
+     << "intermediates " << megabytes(a.intermediate_bytes) << "), weights "
+     << megabytes(a.weights_bytes) << "\n"
+     << "time: import " << fixed(s.import_seconds, 1) << " s, profile "
+     << fixed(s.profile_seconds, 1) << " s, orchestrate " << fixed(s.orchestrate_seconds, 1)
+     << " s, emit " << fixed(s.emit_seconds, 1) << " s, total " << fixed(s.total_seconds, 1)
+     << " s\n";
+  return os.str();
+}
+
+std::string compile_summary_json(const CompileSummary& s) {
+  const ArtifactSummary& a = s.artifact;
+  nlohmann::json j;
+  j["artifact"] = s.artifact_dir;
+  j["target"] = s.target;
+  j["device"] = s.device;
+  j["database"] = s.database;
+  j["strategy"] = s.strategy;
+  j["primitives"] = s.primitives;
+  j["kernels"] = a.kernels;
+  j["generated"] = a.generated;
+  j["onednn"] = a.onednn;
+  j["interpreter"] = a.interpreter;
+  j["cublas"] = a.cublas;
+  j["cudnn"] = a.cudnn;
+  j["libraries"] = a.libraries;
+  j["predicted_ms"] = a.predicted_ms;
+  j["proven_optimal"] = s.proven_optimal;
+  j["gap_ms"] = s.gap_ms;
+  j["measured_costs"] = s.measured_costs;
+  j["roofline_costs"] = s.roofline_costs;
+  j["estimated_kernels"] = s.estimated_kernels;
+  j["blocked_tensors"] = a.blocked_tensors;
+  j["arena_bytes"] = a.arena_bytes;
+  j["intermediate_bytes"] = a.intermediate_bytes;
+  j["weights_bytes"] = a.weights_bytes;
+  j["notes"] = s.notes;
+  if (s.profiled)
+    j["profile"] = {{"device", s.profile.device},     {"kernels", s.profile.kernels},
+                    {"measured", s.profile.measured}, {"from_db", s.profile.from_db},
+                    {"failed", s.profile.failed}};
+  j["seconds"] = {{"import", s.import_seconds},   {"profile", s.profile_seconds},
+                  {"orchestrate", s.orchestrate_seconds}, {"emit", s.emit_seconds},
+                  {"total", s.total_seconds}};
+  return j.dump();
+}
+
+}  // namespace kora
