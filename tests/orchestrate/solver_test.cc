@@ -7,7 +7,8 @@
 // schedulability is cheaper; its plan and the unfused and greedy plans are valid
 // (schedule() accepts them and each kernel runs after the producers of its inputs, every
 // required node produced), and optimal <= greedy, optimal <= unfused. schedule() rejects
-// a cycle of kernels, a missing required node and an input nobody produces.
+// a cycle of kernels, a missing required node and an input nobody produces. Out of time,
+// solve_optimal returns the greedy plan with the bound CBC proved.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -354,6 +355,33 @@ TEST(OrchestrationSolver, TrapPairIsCutAndRecomputationWins) {
   EXPECT_TRUE(std::count(opt.kernels.begin(), opt.kernels.end(), ad) == 1 &&
               std::count(opt.kernels.begin(), opt.kernels.end(), bc) == 1);
   EXPECT_THROW(kora::schedule(dag, c, {ad, bc}), kora::Error);
+}
+
+// The same trap with no time: CBC's first solution (the pair, 2) cannot run and the time
+// limit is spent, so solve_optimal falls back to the greedy plan, after one solve and no
+// cut, with the gap to the bound CBC proved (the pair's 2).
+TEST(OrchestrationSolver, OutOfTimeFallsBackToGreedyWithTheProvenBound) {
+  KernelDag dag;
+  for (int v = 0; v < 4; ++v) dag.add_node(PrimKind::kElementwise, v >= 2);
+  dag.add_edge(0, 2), dag.add_edge(1, 3), dag.add_edge(0, 3), dag.add_edge(1, 2);
+  const std::vector<Candidate> c = kora::enumerate_candidates(dag);
+  std::vector<double> cost(c.size(), 10);
+  for (size_t k = 0; k < c.size(); ++k)
+    if (c[k].members == std::vector<int>{0, 3} || c[k].members == std::vector<int>{1, 2})
+      cost[k] = 1;
+  ASSERT_DOUBLE_EQ(ExactSearch(dag, c, cost, false).solve(), 2);
+  kora::SolveOptions no_time;
+  no_time.time_limit_seconds = 0;
+  const kora::Plan opt = kora::solve_optimal(dag, c, cost, no_time);
+  const kora::Plan greedy = kora::plan_greedy(dag, c, cost);
+  EXPECT_EQ(opt.kernels, greedy.kernels);
+  EXPECT_DOUBLE_EQ(opt.cost, greedy.cost);
+  EXPECT_DOUBLE_EQ(opt.gap, greedy.cost - 2);
+  EXPECT_EQ(opt.solves, 1);
+  EXPECT_EQ(opt.cycle_cuts, 0);
+  EXPECT_TRUE(opt.native.empty());
+  EXPECT_TRUE(opt.blocked.empty());
+  expect_valid_plan(dag, c, cost, opt, "out of time");
 }
 
 TEST(OrchestrationSolver, ScheduleRejectsCyclesMissingOutputsAndMissingInputs) {
