@@ -70,6 +70,7 @@ class KernelWriter : public codegen::ValueWriter {
   void pointwise_phase(const std::vector<std::string>& writes);
   void reduce_phase(const Primitive& p, const ReduceAttrs& r);
   bool window_reduce_phase(const Primitive& p, const ReduceAttrs& r);  // false: not pooling
+  friend class WindowReduceWriter;  // window_reduce_phase's steps
   void matmul_phase(const Primitive& p);
   void conv_phase(const Primitive& p, const ConvAttrs& a);
   // Stores of the linear member `p`'s value `acc` at `coords`: its buffer (when it has one)

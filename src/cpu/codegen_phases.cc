@@ -78,162 +78,243 @@ void KernelWriter::pointwise_phase(const std::vector<std::string>& writes) {
 // window dims are skipped when out of range, and the last one's loop over On runs only
 // where its input column exists (bounds computed per position, no per-element tests), so
 // the inner loop is a contiguous (stride 1) or strided run of loads.
-bool KernelWriter::window_reduce_phase(const Primitive& p, const ReduceAttrs& r) {
-  const std::string& x = p.inputs.at(0);
-  auto prod = producer_.find(x);
-  if (prod == producer_.end() || buffer_.count(x)) return false;
-  const Primitive& wp = *prod->second;
-  const auto* la = std::get_if<LayoutAttrs>(&wp.attrs);
-  const auto* w = la ? std::get_if<layout::Window>(la) : nullptr;
-  if (!w) return false;
-  const codegen::ReduceCode code = codegen::reduce_code(graph_, p, r);
-  const bool max = r.op == ReduceOp::kMax;
-  if (!code.floating || !(max || r.op == ReduceOp::kSum)) return false;
-  if (max ? w->fill != -std::numeric_limits<double>::infinity() : w->fill != 0) return false;
-  const std::string& in = wp.inputs.at(0);
-  const Shape& is = graph_.value(in).shape;
-  const Shape& xs = graph_.value(x).shape;  // [N, C, O1..On, K1..Kn]
-  const Shape& os = graph_.value(p.output()).shape;
-  const size_t n = is.size() - 2;
-  if (n == 0 || xs.size() != 2 + 2 * n || os.size() != xs.size()) return false;
-  std::vector<int64_t> axes = r.axes;
-  std::sort(axes.begin(), axes.end());
-  for (size_t i = 0; i < n; ++i)
-    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(2 + n + i)) == axes.end() &&
-        xs[2 + n + i] > 1)
-      return false;
-  for (int64_t a : axes)
-    if (a < static_cast<int64_t>(2 + n)) return false;
-  const int64_t on = xs[1 + n];  // the last output dim: the accumulator row
-  const std::string& out = buffer_.at(p.output());
-  // max: a float accumulator (exact) that takes NaN and keeps it; sum: the reduce's own
-  const std::string acc_t = max ? "float" : code.acc_type;
-  const std::string init = max ? "-KORA_INF" : code.init;
-  auto update = [&](const std::string& a, const std::string& v) {
-    return max ? a + " = (" + v + " > " + a + " || " + v + " != " + v + ") ? " + v + " : " + a + ";"
-               : code.update(a, v);
-  };
+//
+// WindowReduceWriter writes it in steps for window_reduce_phase: match() (is the reduce
+// pooling?), then padded_planes() for 2-D windows of stride 1 on a small plane, else
+// accumulator_rows(). The order of its statements and fresh names is the text of the
+// kernel (the kernel cache key): a step that moves one changes every kernel it writes.
+class WindowReduceWriter {
+ public:
+  WindowReduceWriter(KernelWriter& kw, const Primitive& p, const ReduceAttrs& r)
+      : kw_(kw), p_(p), r_(r) {}
+
+  // Whether the reduce pools as above: its input the output of a window member computed
+  // in place, the op max or sum over float32, the fill its identity, and the reduced axes
+  // the window dims (each of size > 1 among them). Fills in what the steps below read.
+  bool match();
   // 2-D windows of stride 1 on a small plane: per (N, C), the plane is copied once into a
   // buffer padded with the fill (its producers computed once per element), and each
   // window position folds the whole padded plane in one loop, the accumulators taking
   // the padded row pitch (columns past the output row are computed and never stored).
   // Short output rows make many short loops otherwise.
-  const int64_t height = n == 2 ? xs[2] + (xs[4] - 1) * w->dilations[0] : 0;
-  const int64_t pitch = n == 2 ? xs[3] + (xs[5] - 1) * w->dilations[1] : 0;
-  if (n == 2 && w->strides[0] == 1 && w->strides[1] == 1 && xs[3] < 64 && height * pitch <= 8192) {
-    const int64_t h = is[2], wd = is[3], o1 = xs[2], k1 = xs[4], k2 = xs[5];
-    const int64_t p1 = w->pads_begin[0], p2 = w->pads_begin[1];
-    line("// " + p.output() + " = reduce " + reduce_op_name(r.op) + " of the windows " + x +
-         " (a padded plane per channel)");
-    const Shape planes(xs.begin(), xs.begin() + 2);
-    const Coords c = open_loops(planes, parallel_for(numel(xs)) && numel(planes) > 1);
-    if (numel(planes) == 1) open_block("");
-    const std::string plane = fresh("plane"), acc = fresh("acc");
-    const std::string fill = max ? "-KORA_INF" : "0.0f";
-    line("float " + plane + "[" + num(height * pitch) + "];");
-    const std::string rr = fresh("r");
-    open_block("for (int64_t " + rr + " = 0; " + rr + " < " + num(height) + "; ++" + rr + ")");
-    line("for (int64_t q = 0; q < " + num(pitch) + "; ++q) " + plane + "[" + rr + " * " +
-         num(pitch) + " + q] = " + fill + ";");
-    line("if (" + rr + " < " + num(p1) + " || " + rr + " >= " + num(p1 + h) + ") continue;");
-    line("#pragma omp simd");
-    const std::string q = fresh("q");
-    open_block("for (int64_t " + q + " = " + num(p2) + "; " + q + " < " +
-               num(std::min(pitch, p2 + wd)) + "; ++" + q + ")");
-    const std::string v =
-        value(in, {c[0], c[1], "(" + rr + " - " + num(p1) + ")", "(" + q + " - " + num(p2) + ")"});
-    line(plane + "[" + rr + " * " + num(pitch) + " + " + q + "] = " + v + ";");
-    close_block();
-    close_block();
-    const int64_t span = (o1 - 1) * pitch + xs[3];
-    line(acc_t + " " + acc + "[" + num(span) + "];");
-    line("for (int64_t t = 0; t < " + num(span) + "; ++t) " + acc + "[t] = " + init + ";");
-    const std::string a = fresh("a"), b = fresh("b");
-    open_block("for (int64_t " + a + " = 0; " + a + " < " + num(k1) + "; ++" + a + ")");
-    open_block("for (int64_t " + b + " = 0; " + b + " < " + num(k2) + "; ++" + b + ")");
-    const std::string from = "&" + plane + "[" + a + " * " + num(w->dilations[0] * pitch) + " + " +
-                             b + " * " + num(w->dilations[1]) + "]";
-    line("const float* __restrict src = " + from + ";");
-    line("#pragma omp simd");
-    open_block("for (int64_t t = 0; t < " + num(span) + "; ++t)");
-    line(update(acc + "[t]", "src[t]"));
-    close_block();
-    close_block();
-    close_block();
-    Coords oc(os.size(), "0");
-    oc[0] = c[0];
-    oc[1] = c[1];
-    const std::string i1 = fresh("i"), j = fresh("j");
-    open_block("for (int64_t " + i1 + " = 0; " + i1 + " < " + num(o1) + "; ++" + i1 + ")");
-    line("#pragma omp simd");
-    open_block("for (int64_t " + j + " = 0; " + j + " < " + num(xs[3]) + "; ++" + j + ")");
-    oc[2] = o1 == 1 ? "0" : i1;
-    oc[3] = xs[3] == 1 ? "0" : j;
-    line(out + "[" + offset(os, oc) +
-         "] = " + code.result(acc + "[" + i1 + " * " + num(pitch) + " + " + j + "]") + ";");
-    close_block();
-    close_block();
-    if (numel(planes) == 1) close_block();
-    close_loops(planes);
-    return true;
-  }
-  line("// " + p.output() + " = reduce " + reduce_op_name(r.op) + " of the windows " + x +
-       " (rows of accumulators)");
-  Shape rows(xs.begin(), xs.begin() + 1 + n);  // N, C, O1..On-1
-  Coords c = open_loops(rows, parallel_for(numel(xs)) && numel(rows) > 1);
-  if (numel(rows) == 1) open_block("");
-  const std::string acc = fresh("acc");
-  line(acc_t + " " + acc + "[" + num(on) + "];");
-  line("for (int64_t j = 0; j < " + num(on) + "; ++j) " + acc + "[j] = " + init + ";");
-  // the input coordinates of the outer window dims; positions outside are skipped
+  bool fits_padded_plane() const;
+  void padded_planes();
+  void accumulator_rows();  // a row of accumulators per output row (see above)
+
+ private:
+  // padded_planes(), per (N, C):
+  void copy_padded_plane(const Coords& c, const std::string& plane);
+  void fold_plane_windows(const std::string& plane, const std::string& acc);
+  void store_plane_rows(const Coords& c, const std::string& acc);
+  // accumulator_rows(), per output row:
+  Coords open_outer_window_dims(const Coords& c);
+  std::string stage_input_row(const Coords& ic);
+  void fold_last_window_dim(const Coords& ic, const std::string& row, const std::string& acc);
+  void fold_window_position(const Coords& ic, const std::string& row, const std::string& acc,
+                            const std::string& lo, const std::string& hi, const std::string& off);
+  void store_accumulator_row(const Coords& c, const std::string& acc);
+  // The statement folding the value `v` into the accumulator `a`.
+  std::string update(const std::string& a, const std::string& v) const;
+
+  KernelWriter& kw_;
+  const Primitive& p_;
+  const ReduceAttrs& r_;
+  const layout::Window* w_ = nullptr;
+  codegen::ReduceCode code_;
+  bool max_ = false;
+  std::string x_;       // the windows: [N, C, O1..On, K1..Kn]
+  std::string in_;      // the window member's input: [N, C, S1..Sn]
+  Shape is_, xs_, os_;  // the shapes of in_, x_ and the output
+  size_t n_ = 0;        // spatial dims
+  std::string out_;     // the output's buffer
+  // max: a float accumulator (exact) that takes NaN and keeps it; sum: the reduce's own
+  std::string acc_t_, init_;
+  int64_t height_ = 0, pitch_ = 0;  // the padded plane (2-D windows)
+};
+
+bool WindowReduceWriter::match() {
+  x_ = p_.inputs.at(0);
+  auto prod = kw_.producer_.find(x_);
+  if (prod == kw_.producer_.end() || kw_.buffer_.count(x_)) return false;
+  const Primitive& wp = *prod->second;
+  const auto* la = std::get_if<LayoutAttrs>(&wp.attrs);
+  w_ = la ? std::get_if<layout::Window>(la) : nullptr;
+  if (!w_) return false;
+  code_ = codegen::reduce_code(kw_.graph_, p_, r_);
+  max_ = r_.op == ReduceOp::kMax;
+  if (!code_.floating || !(max_ || r_.op == ReduceOp::kSum)) return false;
+  if (max_ ? w_->fill != -std::numeric_limits<double>::infinity() : w_->fill != 0) return false;
+  in_ = wp.inputs.at(0);
+  is_ = kw_.graph_.value(in_).shape;
+  xs_ = kw_.graph_.value(x_).shape;
+  os_ = kw_.graph_.value(p_.output()).shape;
+  n_ = is_.size() - 2;
+  if (n_ == 0 || xs_.size() != 2 + 2 * n_ || os_.size() != xs_.size()) return false;
+  std::vector<int64_t> axes = r_.axes;
+  std::sort(axes.begin(), axes.end());
+  for (size_t i = 0; i < n_; ++i)
+    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(2 + n_ + i)) == axes.end() &&
+        xs_[2 + n_ + i] > 1)
+      return false;
+  for (int64_t a : axes)
+    if (a < static_cast<int64_t>(2 + n_)) return false;
+  out_ = kw_.buffer_.at(p_.output());
+  acc_t_ = max_ ? "float" : code_.acc_type;
+  init_ = max_ ? "-KORA_INF" : code_.init;
+  height_ = n_ == 2 ? xs_[2] + (xs_[4] - 1) * w_->dilations[0] : 0;
+  pitch_ = n_ == 2 ? xs_[3] + (xs_[5] - 1) * w_->dilations[1] : 0;
+  return true;
+}
+
+std::string WindowReduceWriter::update(const std::string& a, const std::string& v) const {
+  return max_ ? a + " = (" + v + " > " + a + " || " + v + " != " + v + ") ? " + v + " : " + a + ";"
+              : code_.update(a, v);
+}
+
+bool WindowReduceWriter::fits_padded_plane() const {
+  return n_ == 2 && w_->strides[0] == 1 && w_->strides[1] == 1 && xs_[3] < 64 &&
+         height_ * pitch_ <= 8192;
+}
+
+void WindowReduceWriter::padded_planes() {
+  kw_.line("// " + p_.output() + " = reduce " + reduce_op_name(r_.op) + " of the windows " + x_ +
+           " (a padded plane per channel)");
+  const Shape planes(xs_.begin(), xs_.begin() + 2);
+  const Coords c = kw_.open_loops(planes, kw_.parallel_for(numel(xs_)) && numel(planes) > 1);
+  if (numel(planes) == 1) kw_.open_block("");
+  const std::string plane = kw_.fresh("plane"), acc = kw_.fresh("acc");
+  copy_padded_plane(c, plane);
+  fold_plane_windows(plane, acc);
+  store_plane_rows(c, acc);
+  if (numel(planes) == 1) kw_.close_block();
+  kw_.close_loops(planes);
+}
+
+// The plane of (N, C) = c into `plane`: rows and columns outside the input hold the fill.
+void WindowReduceWriter::copy_padded_plane(const Coords& c, const std::string& plane) {
+  const int64_t h = is_[2], wd = is_[3];
+  const int64_t p1 = w_->pads_begin[0], p2 = w_->pads_begin[1];
+  const std::string fill = max_ ? "-KORA_INF" : "0.0f";
+  kw_.line("float " + plane + "[" + num(height_ * pitch_) + "];");
+  const std::string rr = kw_.fresh("r");
+  kw_.open_block("for (int64_t " + rr + " = 0; " + rr + " < " + num(height_) + "; ++" + rr + ")");
+  kw_.line("for (int64_t q = 0; q < " + num(pitch_) + "; ++q) " + plane + "[" + rr + " * " +
+           num(pitch_) + " + q] = " + fill + ";");
+  kw_.line("if (" + rr + " < " + num(p1) + " || " + rr + " >= " + num(p1 + h) + ") continue;");
+  kw_.line("#pragma omp simd");
+  const std::string q = kw_.fresh("q");
+  kw_.open_block("for (int64_t " + q + " = " + num(p2) + "; " + q + " < " +
+                 num(std::min(pitch_, p2 + wd)) + "; ++" + q + ")");
+  const std::string v = kw_.value(
+      in_, {c[0], c[1], "(" + rr + " - " + num(p1) + ")", "(" + q + " - " + num(p2) + ")"});
+  kw_.line(plane + "[" + rr + " * " + num(pitch_) + " + " + q + "] = " + v + ";");
+  kw_.close_block();
+  kw_.close_block();
+}
+
+// Every window position folds the whole padded plane, shifted by the position, into the
+// accumulators `acc` (one per plane element up to the last output).
+void WindowReduceWriter::fold_plane_windows(const std::string& plane, const std::string& acc) {
+  const int64_t o1 = xs_[2], k1 = xs_[4], k2 = xs_[5];
+  const int64_t span = (o1 - 1) * pitch_ + xs_[3];
+  kw_.line(acc_t_ + " " + acc + "[" + num(span) + "];");
+  kw_.line("for (int64_t t = 0; t < " + num(span) + "; ++t) " + acc + "[t] = " + init_ + ";");
+  const std::string a = kw_.fresh("a"), b = kw_.fresh("b");
+  kw_.open_block("for (int64_t " + a + " = 0; " + a + " < " + num(k1) + "; ++" + a + ")");
+  kw_.open_block("for (int64_t " + b + " = 0; " + b + " < " + num(k2) + "; ++" + b + ")");
+  const std::string from = "&" + plane + "[" + a + " * " + num(w_->dilations[0] * pitch_) + " + " +
+                           b + " * " + num(w_->dilations[1]) + "]";
+  kw_.line("const float* __restrict src = " + from + ";");
+  kw_.line("#pragma omp simd");
+  kw_.open_block("for (int64_t t = 0; t < " + num(span) + "; ++t)");
+  kw_.line(update(acc + "[t]", "src[t]"));
+  kw_.close_block();
+  kw_.close_block();
+  kw_.close_block();
+}
+
+// The outputs of (N, C) = c from the accumulators at the padded row pitch.
+void WindowReduceWriter::store_plane_rows(const Coords& c, const std::string& acc) {
+  const int64_t o1 = xs_[2];
+  Coords oc(os_.size(), "0");
+  oc[0] = c[0];
+  oc[1] = c[1];
+  const std::string i1 = kw_.fresh("i"), j = kw_.fresh("j");
+  kw_.open_block("for (int64_t " + i1 + " = 0; " + i1 + " < " + num(o1) + "; ++" + i1 + ")");
+  kw_.line("#pragma omp simd");
+  kw_.open_block("for (int64_t " + j + " = 0; " + j + " < " + num(xs_[3]) + "; ++" + j + ")");
+  oc[2] = o1 == 1 ? "0" : i1;
+  oc[3] = xs_[3] == 1 ? "0" : j;
+  kw_.line(out_ + "[" + kw_.offset(os_, oc) +
+           "] = " + code_.result(acc + "[" + i1 + " * " + num(pitch_) + " + " + j + "]") + ";");
+  kw_.close_block();
+  kw_.close_block();
+}
+
+void WindowReduceWriter::accumulator_rows() {
+  const int64_t on = xs_[1 + n_];  // the last output dim: the accumulator row
+  kw_.line("// " + p_.output() + " = reduce " + reduce_op_name(r_.op) + " of the windows " + x_ +
+           " (rows of accumulators)");
+  Shape rows(xs_.begin(), xs_.begin() + 1 + n_);  // N, C, O1..On-1
+  Coords c = kw_.open_loops(rows, kw_.parallel_for(numel(xs_)) && numel(rows) > 1);
+  if (numel(rows) == 1) kw_.open_block("");
+  const std::string acc = kw_.fresh("acc");
+  kw_.line(acc_t_ + " " + acc + "[" + num(on) + "];");
+  kw_.line("for (int64_t j = 0; j < " + num(on) + "; ++j) " + acc + "[j] = " + init_ + ";");
+  const Coords ic = open_outer_window_dims(c);
+  const std::string row = stage_input_row(ic);
+  fold_last_window_dim(ic, row, acc);
+  for (size_t i = 0; i + 1 < n_; ++i) kw_.close_block();  // the outer window dims
+  store_accumulator_row(c, acc);
+  if (numel(rows) == 1) kw_.close_block();
+  kw_.close_loops(rows);
+}
+
+// A loop per outer window dim (all but the last), each position's input coordinate
+// computed and skipped when outside the input; returns the input coordinates (N, C and
+// one per outer window dim). The caller closes the loops.
+Coords WindowReduceWriter::open_outer_window_dims(const Coords& c) {
   Coords ic = {c[0], c[1]};
-  int opened = 0;
-  for (size_t i = 0; i + 1 < n; ++i) {
-    const std::string k = fresh("k");
-    open_block("for (int64_t " + k + " = 0; " + k + " < " + num(xs[2 + n + i]) + "; ++" + k + ")");
-    ++opened;
-    const std::string v = fresh("w");
-    line("const int64_t " + v + " = " + c[2 + i] + " * " + num(w->strides[i]) + " + " + k + " * " +
-         num(w->dilations[i]) + " - " + num(w->pads_begin[i]) + ";");
-    line("if (" + v + " < 0 || " + v + " >= " + num(is[2 + i]) + ") continue;");
+  for (size_t i = 0; i + 1 < n_; ++i) {
+    const std::string k = kw_.fresh("k");
+    kw_.open_block("for (int64_t " + k + " = 0; " + k + " < " + num(xs_[2 + n_ + i]) + "; ++" + k +
+                   ")");
+    const std::string v = kw_.fresh("w");
+    kw_.line("const int64_t " + v + " = " + c[2 + i] + " * " + num(w_->strides[i]) + " + " + k +
+             " * " + num(w_->dilations[i]) + " - " + num(w_->pads_begin[i]) + ";");
+    kw_.line("if (" + v + " < 0 || " + v + " >= " + num(is_[2 + i]) + ") continue;");
     ic.push_back(v);
   }
-  // the last window dim: outputs j with 0 <= j*s + k*d - p < S
-  const int64_t s = w->strides[n - 1], d = w->dilations[n - 1], pb = w->pads_begin[n - 1];
-  const int64_t size = is[1 + n], kn = xs[1 + 2 * n];
-  // A computed input row once into a local buffer (its producers computed once per
-  // element, and the strided loads below read plain floats: g++ 12 vectorizes those, not
-  // a fused expression read at stride 2), when it is small. A kernel read is read in place.
-  std::string row;
-  if (size <= 4096 && !in_ptr_.count(in)) {
-    row = fresh("row");
-    line("float " + row + "[" + num(size) + "];");
-    line("#pragma omp simd");
-    const std::string q = fresh("q");
-    open_block("for (int64_t " + q + " = 0; " + q + " < " + num(size) + "; ++" + q + ")");
-    Coords at = ic;
-    at.push_back(q);
-    line(row + "[" + q + "] = " + value(in, at) + ";");
-    close_block();
-  }
-  // One loop over the outputs j in [lo, hi) for the window position whose column is
-  // j*s + off.
-  auto fold = [&](const std::string& lo, const std::string& hi, const std::string& off) {
-    line("#pragma omp simd");
-    const std::string j = fresh("j");
-    open_block("for (int64_t " + j + " = " + lo + "; " + j + " < " + hi + "; ++" + j + ")");
-    const std::string column =
-        s == 1 ? "(" + j + " + " + off + ")" : "(" + j + " * " + num(s) + " + " + off + ")";
-    Coords at = ic;
-    at.push_back(column);
-    const std::string v = row.empty() ? value(in, at) : fresh("v");
-    if (!row.empty()) line("const float " + v + " = " + row + "[" + column + "];");
-    line(update(acc + "[" + j + "]", v));
-    close_block();
-  };
-  // Per window position q: its column offset q*d - p and the outputs [lo, hi) whose
-  // column is inside, constants of the generation; unrolled for short windows, else read
-  // from tables.
+  return ic;
+}
+
+// A computed input row once into a local buffer (its producers computed once per
+// element, and the strided loads of the folds read plain floats: g++ 12 vectorizes those,
+// not a fused expression read at stride 2), when it is small; returns its name. A kernel
+// read is read in place (""), as is a long row.
+std::string WindowReduceWriter::stage_input_row(const Coords& ic) {
+  const int64_t size = is_[1 + n_];
+  if (size > 4096 || kw_.in_ptr_.count(in_)) return "";
+  const std::string row = kw_.fresh("row");
+  kw_.line("float " + row + "[" + num(size) + "];");
+  kw_.line("#pragma omp simd");
+  const std::string q = kw_.fresh("q");
+  kw_.open_block("for (int64_t " + q + " = 0; " + q + " < " + num(size) + "; ++" + q + ")");
+  Coords at = ic;
+  at.push_back(q);
+  kw_.line(row + "[" + q + "] = " + kw_.value(in_, at) + ";");
+  kw_.close_block();
+  return row;
+}
+
+// The last window dim: outputs j with 0 <= j*s + q*d - p < S. Per window position q: its
+// column offset q*d - p and the outputs [lo, hi) whose column is inside, constants of the
+// generation; unrolled for short windows, else read from tables.
+void WindowReduceWriter::fold_last_window_dim(const Coords& ic, const std::string& row,
+                                              const std::string& acc) {
+  const int64_t on = xs_[1 + n_];
+  const int64_t s = w_->strides[n_ - 1], d = w_->dilations[n_ - 1], pb = w_->pads_begin[n_ - 1];
+  const int64_t size = is_[1 + n_], kn = xs_[1 + 2 * n_];
   std::vector<int64_t> offs, los, his;
   for (int64_t q = 0; q < kn; ++q) {
     const int64_t off = q * d - pb;
@@ -244,27 +325,60 @@ bool KernelWriter::window_reduce_phase(const Primitive& p, const ReduceAttrs& r)
   if (kn <= 16) {
     for (int64_t q = 0; q < kn; ++q)
       if (los[q] < his[q])
-        fold(num(los[q]), num(his[q]), offs[q] >= 0 ? num(offs[q]) : "(" + num(offs[q]) + ")");
-  } else {
-    const std::string k = fresh("k");
-    open_block("for (int64_t " + k + " = 0; " + k + " < " + num(kn) + "; ++" + k + ")");
-    const std::string off = fresh("o");
-    line("const int64_t " + off + " = " + index_table(offs) + "[" + k + "];");
-    fold(index_table(los) + "[" + k + "]", index_table(his) + "[" + k + "]", off);
-    close_block();
+        fold_window_position(ic, row, acc, num(los[q]), num(his[q]),
+                             offs[q] >= 0 ? num(offs[q]) : "(" + num(offs[q]) + ")");
+    return;
   }
-  for (int q = 0; q < opened; ++q) close_block();
-  // store the row
-  Coords oc(os.size(), "0");
-  for (size_t i = 0; i < 1 + n; ++i) oc[i] = c[i];
-  line("#pragma omp simd");
-  const std::string js = fresh("j");
-  open_block("for (int64_t " + js + " = 0; " + js + " < " + num(on) + "; ++" + js + ")");
-  oc[1 + n] = on == 1 ? "0" : js;
-  line(out + "[" + offset(os, oc) + "] = " + code.result(acc + "[" + js + "]") + ";");
-  close_block();
-  if (numel(rows) == 1) close_block();
-  close_loops(rows);
+  const std::string k = kw_.fresh("k");
+  kw_.open_block("for (int64_t " + k + " = 0; " + k + " < " + num(kn) + "; ++" + k + ")");
+  const std::string off = kw_.fresh("o");
+  kw_.line("const int64_t " + off + " = " + kw_.index_table(offs) + "[" + k + "];");
+  // (the tables of the bounds are named his first, then los)
+  const std::string hi = kw_.index_table(his) + "[" + k + "]";
+  const std::string lo = kw_.index_table(los) + "[" + k + "]";
+  fold_window_position(ic, row, acc, lo, hi, off);
+  kw_.close_block();
+}
+
+// One loop over the outputs j in [lo, hi) for the window position whose column is
+// j*s + off, folding the input there (the staged row, or the input in place).
+void WindowReduceWriter::fold_window_position(const Coords& ic, const std::string& row,
+                                              const std::string& acc, const std::string& lo,
+                                              const std::string& hi, const std::string& off) {
+  const int64_t s = w_->strides[n_ - 1];
+  kw_.line("#pragma omp simd");
+  const std::string j = kw_.fresh("j");
+  kw_.open_block("for (int64_t " + j + " = " + lo + "; " + j + " < " + hi + "; ++" + j + ")");
+  const std::string column =
+      s == 1 ? "(" + j + " + " + off + ")" : "(" + j + " * " + num(s) + " + " + off + ")";
+  Coords at = ic;
+  at.push_back(column);
+  const std::string v = row.empty() ? kw_.value(in_, at) : kw_.fresh("v");
+  if (!row.empty()) kw_.line("const float " + v + " = " + row + "[" + column + "];");
+  kw_.line(update(acc + "[" + j + "]", v));
+  kw_.close_block();
+}
+
+// The row of outputs of c (N, C, O1..On-1) from the accumulators.
+void WindowReduceWriter::store_accumulator_row(const Coords& c, const std::string& acc) {
+  const int64_t on = xs_[1 + n_];
+  Coords oc(os_.size(), "0");
+  for (size_t i = 0; i < 1 + n_; ++i) oc[i] = c[i];
+  kw_.line("#pragma omp simd");
+  const std::string js = kw_.fresh("j");
+  kw_.open_block("for (int64_t " + js + " = 0; " + js + " < " + num(on) + "; ++" + js + ")");
+  oc[1 + n_] = on == 1 ? "0" : js;
+  kw_.line(out_ + "[" + kw_.offset(os_, oc) + "] = " + code_.result(acc + "[" + js + "]") + ";");
+  kw_.close_block();
+}
+
+bool KernelWriter::window_reduce_phase(const Primitive& p, const ReduceAttrs& r) {
+  WindowReduceWriter pooling(*this, p, r);
+  if (!pooling.match()) return false;
+  if (pooling.fits_padded_plane())
+    pooling.padded_planes();
+  else
+    pooling.accumulator_rows();
   return true;
 }
 

@@ -27,6 +27,10 @@
 // dominated candidates are left out (orchestrate/dominance.h), and the cover and edge
 // inequalities below (add_valid_inequalities) keep the linear relaxation from
 // decaying with depth.
+//
+// The steps: build_program (the candidate columns, the production rows, the layout rows),
+// then solve_with_cycle_cuts (solve_once with CBC, add_cycle_cuts while the solution
+// cannot run), read_plan; greedy_fallback when the time limit stops CBC first.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -160,15 +164,10 @@ void add_valid_inequalities(const KernelDag& dag, const std::vector<Candidate>& 
   }
 }
 
-}  // namespace
+// ---- The program ----
 
-Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidates,
-                   const std::vector<double>& cost, const SolveOptions& options,
-                   const LayoutProblem* layouts) {
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
+// Costs, one per candidate, finite and >= 0.
+void check_costs(const std::vector<Candidate>& candidates, const std::vector<double>& cost) {
   if (cost.size() != candidates.size())
     throw Error("orchestration: " + std::to_string(cost.size()) + " costs for " +
                 std::to_string(candidates.size()) + " candidates");
@@ -176,264 +175,376 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
     if (!(cost[k] >= 0) || !std::isfinite(cost[k]))
       throw Error("orchestration: candidate " + std::to_string(k) + " has cost " +
                   std::to_string(cost[k]) + " (costs must be finite and >= 0)");
+}
 
-  if (layouts && layouts->native.empty()) layouts = nullptr;
+// The layout choices, one per candidate; null when there are none.
+const LayoutProblem* checked_layouts(const std::vector<Candidate>& candidates,
+                                     const LayoutProblem* layouts) {
+  if (layouts && layouts->native.empty()) return nullptr;
   if (layouts && (layouts->native.size() != candidates.size() ||
                   layouts->agnostic.size() != candidates.size()))
     throw Error("orchestration: layout options for " + std::to_string(layouts->native.size()) +
                 " of " + std::to_string(candidates.size()) + " candidates");
-  // Nodes that may be stored blocked: each in the layout the first side wanting it names.
-  std::vector<int> layout_of(dag.size(), -1);
-  LayoutFlexibility flexibility;  // for dominance
-  if (layouts) {
-    for (const NativeOption& o : layouts->native)
-      if (o.blocked_ms >= 0)
-        for (size_t i = 0; i < o.nodes.size(); ++i)
-          if (!dag.required[o.nodes[i]] && layout_of[o.nodes[i]] < 0)
-            layout_of[o.nodes[i]] = o.layouts[i];
-    flexibility.blockable.assign(dag.size(), 0);
-    for (int u = 0; u < dag.size(); ++u) flexibility.blockable[u] = layout_of[u] >= 0;
-    flexibility.flexible.assign(candidates.size(), 0);
-    for (size_t k = 0; k < candidates.size(); ++k) {
-      if (layouts->native[k].blocked_ms < 0 && !layouts->agnostic[k]) continue;
-      for (const auto* nodes : {&candidates[k].inputs, &candidates[k].outputs})
-        for (int u : *nodes) flexibility.flexible[k] |= layout_of[u] >= 0;
-    }
-  }
+  return layouts;
+}
 
-  // Only undominated candidates enter the program: column k is candidate active[k].
+// The binary linear program: its columns with their costs, its rows, and what maps them
+// back to candidates and nodes. Columns: x_k per undominated candidate (column k is
+// candidate active[k]), then the auxiliary ones in the order the rows first need them:
+// y_u ("u is written to memory"), and with a LayoutProblem b_u, z_k and w_ks.
+struct Program {
+  std::vector<int> active;                  // per x column: its candidate
+  std::vector<int> column_of;               // per candidate: its x column, -1 when dominated
+  std::vector<std::vector<int>> producers;  // per node: the x columns writing it
+  std::vector<int> layout_of;               // per node: the layout it may be blocked in, or -1
+  std::vector<int> y_of, b_of;              // per node: its y, b column (-1: none)
+  std::vector<int> z_of;                    // per x column: its z column (-1: none)
+  std::vector<double> column_cost;
+  std::vector<Row> rows;
+
+  int kernels() const { return static_cast<int>(active.size()); }
+  int column(double cost) {  // a new auxiliary column
+    column_cost.push_back(cost);
+    return static_cast<int>(column_cost.size()) - 1;
+  }
+  int y(int u) {  // y_u, made on first use
+    if (y_of[u] < 0) y_of[u] = column(0.0);
+    return y_of[u];
+  }
+};
+
+// Nodes that may be stored blocked: each in the layout the first side wanting it names
+// (-1: plain only).
+std::vector<int> blockable_layouts(const KernelDag& dag, const LayoutProblem* layouts) {
+  std::vector<int> layout_of(dag.size(), -1);
+  if (!layouts) return layout_of;
+  for (const NativeOption& o : layouts->native)
+    if (o.blocked_ms >= 0)
+      for (size_t i = 0; i < o.nodes.size(); ++i)
+        if (!dag.required[o.nodes[i]] && layout_of[o.nodes[i]] < 0)
+          layout_of[o.nodes[i]] = o.layouts[i];
+  return layout_of;
+}
+
+// What dominance needs to know of the layout choices (orchestrate/dominance.h).
+LayoutFlexibility layout_flexibility(const KernelDag& dag, const std::vector<Candidate>& candidates,
+                                     const LayoutProblem& layouts,
+                                     const std::vector<int>& layout_of) {
+  LayoutFlexibility flexibility;
+  flexibility.blockable.assign(dag.size(), 0);
+  for (int u = 0; u < dag.size(); ++u) flexibility.blockable[u] = layout_of[u] >= 0;
+  flexibility.flexible.assign(candidates.size(), 0);
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    if (layouts.native[k].blocked_ms < 0 && !layouts.agnostic[k]) continue;
+    for (const auto* nodes : {&candidates[k].inputs, &candidates[k].outputs})
+      for (int u : *nodes) flexibility.flexible[k] |= layout_of[u] >= 0;
+  }
+  return flexibility;
+}
+
+// The x columns: only undominated candidates enter the program.
+Program kernel_columns(const KernelDag& dag, const std::vector<Candidate>& candidates,
+                       const std::vector<double>& cost, const LayoutProblem* layouts) {
+  Program program;
+  program.layout_of = blockable_layouts(dag, layouts);
+  LayoutFlexibility flexibility;
+  if (layouts) flexibility = layout_flexibility(dag, candidates, *layouts, program.layout_of);
   const std::vector<char> keep =
       undominated(dag, candidates, cost, layouts ? &flexibility : nullptr);
-  std::vector<int> active, column_of(candidates.size(), -1);
+  program.column_of.assign(candidates.size(), -1);
   for (size_t k = 0; k < candidates.size(); ++k)
-    if (keep[k]) column_of[k] = static_cast<int>(active.size()), active.push_back(k);
-  std::vector<std::vector<int>> producers(dag.size());  // columns writing each node
-  for (size_t k = 0; k < active.size(); ++k)
-    for (int v : candidates[active[k]].outputs) producers[v].push_back(static_cast<int>(k));
+    if (keep[k])
+      program.column_of[k] = program.kernels(), program.active.push_back(static_cast<int>(k));
+  program.producers.resize(dag.size());
+  for (int k = 0; k < program.kernels(); ++k)
+    for (int v : candidates[program.active[k]].outputs) program.producers[v].push_back(k);
+  for (int k : program.active) program.column_cost.push_back(cost[k]);
+  program.y_of.assign(dag.size(), -1);
+  program.b_of.assign(dag.size(), -1);
+  program.z_of.assign(program.active.size(), -1);
+  return program;
+}
 
-  // Columns: x_k per candidate, then y_u per node some candidate reads or the model
-  // requires ("u is written to memory"). x_k <= y_u per input u of k, y_u <= sum of u's
-  // producers, y_v = 1 when v is required. Same LP bound as x_k <= sum producers(u)
-  // directly, but CBC branches on the y far better: fixing one decides for every reader.
-  std::vector<int> y_of(dag.size(), -1);
-  std::vector<double> column_cost;
-  for (int k : active) column_cost.push_back(cost[k]);
-  auto y = [&](int u) {
-    if (y_of[u] < 0) {
-      y_of[u] = static_cast<int>(column_cost.size());
-      column_cost.push_back(0.0);
-    }
-    return y_of[u];
-  };
-  std::vector<Row> rows;
+// Every required node and every input of a chosen kernel is written by a chosen kernel:
+// y_v = 1 when v is required, x_k <= y_u per input u of k, y_u <= sum of u's producers;
+// and the valid inequalities. Same LP bound as x_k <= sum producers(u) directly, but CBC
+// branches on the y far better: fixing one decides for every reader.
+void add_production_rows(const KernelDag& dag, const std::vector<Candidate>& candidates,
+                         Program& program) {
+  std::vector<Row>& rows = program.rows;
   for (int v = 0; v < dag.size(); ++v) {
     if (!dag.required[v]) continue;
-    if (producers[v].empty())
+    if (program.producers[v].empty())
       throw Error("orchestration: no candidate produces required node " + std::to_string(v));
-    rows.push_back({{y(v)}, {1.0}, 1.0, COIN_DBL_MAX});
+    rows.push_back({{program.y(v)}, {1.0}, 1.0, COIN_DBL_MAX});
   }
-  for (size_t k = 0; k < active.size(); ++k)
-    for (int u : candidates[active[k]].inputs)
-      rows.push_back({{static_cast<int>(k), y(u)}, {1.0, -1.0}, -COIN_DBL_MAX, 0.0});
-  add_valid_inequalities(dag, candidates, active, y, rows);
+  for (int k = 0; k < program.kernels(); ++k)
+    for (int u : candidates[program.active[k]].inputs)
+      rows.push_back({{k, program.y(u)}, {1.0, -1.0}, -COIN_DBL_MAX, 0.0});
+  add_valid_inequalities(
+      dag, candidates, program.active, [&](int u) { return program.y(u); }, rows);
   for (int u = 0; u < dag.size(); ++u) {
-    if (y_of[u] < 0) continue;
-    Row r{producers[u], std::vector<double>(producers[u].size(), -1.0), -COIN_DBL_MAX, 0.0};
-    r.index.push_back(y_of[u]);
+    if (program.y_of[u] < 0) continue;
+    const std::vector<int>& producers = program.producers[u];
+    Row r{producers, std::vector<double>(producers.size(), -1.0), -COIN_DBL_MAX, 0.0};
+    r.index.push_back(program.y_of[u]);
     r.value.push_back(1.0);
     rows.push_back(std::move(r));
   }
+}
 
-  // Blocked layouts (LayoutProblem; the rows in orchestrate.h): b_u per node that may be
-  // blocked, z_k per candidate with a native implementation, w per side of it.
-  std::vector<int> b_of(dag.size(), -1), z_of(active.size(), -1);
-  if (layouts) {
-    auto column = [&](double c) {
-      column_cost.push_back(c);
-      return static_cast<int>(column_cost.size()) - 1;
-    };
-    auto at_most = [&](std::vector<int> index, std::vector<double> value, double upper) {
-      rows.push_back({std::move(index), std::move(value), -COIN_DBL_MAX, upper});
-    };
-    for (int u = 0; u < dag.size(); ++u) {
-      if (layout_of[u] < 0 || y_of[u] < 0) continue;  // y_u: someone reads u
-      b_of[u] = column(0.0);
-      at_most({b_of[u], y_of[u]}, {1.0, -1.0}, 0.0);
+// Blocked layouts (LayoutProblem; the rows in orchestrate.h): b_u per node that may be
+// blocked and that some kernel reads, z_k per candidate with a native implementation, w
+// per side of it.
+void add_layout_rows(const KernelDag& dag, const std::vector<Candidate>& candidates,
+                     const std::vector<double>& cost, const LayoutProblem& layouts,
+                     Program& program) {
+  const std::vector<int>& active = program.active;
+  const std::vector<int>& layout_of = program.layout_of;
+  std::vector<int>& b_of = program.b_of;
+  auto at_most = [&](std::vector<int> index, std::vector<double> value, double upper) {
+    program.rows.push_back({std::move(index), std::move(value), -COIN_DBL_MAX, upper});
+  };
+  for (int u = 0; u < dag.size(); ++u) {
+    if (layout_of[u] < 0 || program.y_of[u] < 0) continue;  // y_u: someone reads u
+    b_of[u] = program.column(0.0);
+    at_most({b_of[u], program.y_of[u]}, {1.0, -1.0}, 0.0);
+  }
+  std::vector<std::map<int, int>> side_of(active.size());  // node -> w column
+  for (int k = 0; k < program.kernels(); ++k) {
+    const NativeOption& o = layouts.native[active[k]];
+    if (o.blocked_ms < 0) continue;
+    const int z = program.z_of[k] = program.column(o.blocked_ms - cost[active[k]]);
+    at_most({z, k}, {1.0, -1.0}, 0.0);
+    for (size_t i = 0; i < o.nodes.size(); ++i) {
+      const int u = o.nodes[i];
+      if (b_of[u] < 0 || layout_of[u] != o.layouts[i] || side_of[k].count(u)) continue;
+      const int w = program.column(-o.saved_ms[i]);
+      at_most({w, z}, {1.0, -1.0}, 0.0);
+      at_most({w, b_of[u]}, {1.0, -1.0}, 0.0);
+      side_of[k][u] = w;
     }
-    std::vector<std::map<int, int>> side_of(active.size());  // node -> w column
-    for (size_t k = 0; k < active.size(); ++k) {
-      const NativeOption& o = layouts->native[active[k]];
-      if (o.blocked_ms < 0) continue;
-      const int x = static_cast<int>(k);
-      z_of[k] = column(o.blocked_ms - cost[active[k]]);
-      at_most({z_of[k], x}, {1.0, -1.0}, 0.0);
-      for (size_t i = 0; i < o.nodes.size(); ++i) {
-        const int u = o.nodes[i];
-        if (b_of[u] < 0 || layout_of[u] != o.layouts[i] || side_of[k].count(u)) continue;
-        const int w = column(-o.saved_ms[i]);
-        at_most({w, z_of[k]}, {1.0, -1.0}, 0.0);
-        at_most({w, b_of[u]}, {1.0, -1.0}, 0.0);
-        side_of[k][u] = w;
-      }
+  }
+  // A valid inequality (not implied for fractional x): a blocked node's chosen writer
+  // takes it natively or is agnostic, so b_u <= sum of those over u's writers.
+  for (int u = 0; u < dag.size(); ++u) {
+    if (b_of[u] < 0) continue;
+    Row r{{b_of[u]}, {1.0}, -COIN_DBL_MAX, 0.0};
+    for (int k : program.producers[u]) {
+      auto side = side_of[k].find(u);
+      if (side != side_of[k].end())
+        r.index.push_back(side->second), r.value.push_back(-1.0);
+      else if (layouts.agnostic[active[k]])
+        r.index.push_back(k), r.value.push_back(-1.0);
     }
-    // A valid inequality (not implied for fractional x): a blocked node's chosen writer
-    // takes it natively or is agnostic, so b_u <= sum of those over u's writers.
-    for (int u = 0; u < dag.size(); ++u) {
+    program.rows.push_back(std::move(r));
+  }
+  for (int k = 0; k < program.kernels(); ++k) {
+    const Candidate& c = candidates[active[k]];
+    std::vector<int> touched = c.inputs;
+    touched.insert(touched.end(), c.outputs.begin(), c.outputs.end());
+    for (int u : touched) {
       if (b_of[u] < 0) continue;
-      Row r{{b_of[u]}, {1.0}, -COIN_DBL_MAX, 0.0};
-      for (int k : producers[u]) {
-        auto side = side_of[k].find(u);
-        if (side != side_of[k].end())
-          r.index.push_back(side->second), r.value.push_back(-1.0);
-        else if (layouts->agnostic[active[k]])
-          r.index.push_back(k), r.value.push_back(-1.0);
-      }
-      rows.push_back(std::move(r));
-    }
-    for (size_t k = 0; k < active.size(); ++k) {
-      const Candidate& c = candidates[active[k]];
-      std::vector<int> touched = c.inputs;
-      touched.insert(touched.end(), c.outputs.begin(), c.outputs.end());
-      const int x = static_cast<int>(k);
-      for (int u : touched) {
-        if (b_of[u] < 0) continue;
-        auto side = side_of[k].find(u);
-        if (side != side_of[k].end()) {
-          at_most({x, b_of[u], side->second}, {1.0, 1.0, -1.0}, 1.0);
-        } else if (layouts->agnostic[active[k]]) {
-          for (int v : touched) {
-            if (v == u) continue;
-            if (b_of[v] >= 0 && layout_of[v] == layout_of[u])
-              at_most({x, b_of[u], b_of[v]}, {1.0, 1.0, -1.0}, 1.0);
-            else
-              at_most({x, b_of[u]}, {1.0, 1.0}, 1.0);
-          }
-        } else {
-          at_most({x, b_of[u]}, {1.0, 1.0}, 1.0);
+      auto side = side_of[k].find(u);
+      if (side != side_of[k].end()) {
+        at_most({k, b_of[u], side->second}, {1.0, 1.0, -1.0}, 1.0);
+      } else if (layouts.agnostic[active[k]]) {
+        for (int v : touched) {
+          if (v == u) continue;
+          if (b_of[v] >= 0 && layout_of[v] == layout_of[u])
+            at_most({k, b_of[u], b_of[v]}, {1.0, 1.0, -1.0}, 1.0);
+          else
+            at_most({k, b_of[u]}, {1.0, 1.0}, 1.0);
         }
+      } else {
+        at_most({k, b_of[u]}, {1.0, 1.0}, 1.0);
       }
     }
   }
+}
 
+// The whole program before any cycle cut.
+Program build_program(const KernelDag& dag, const std::vector<Candidate>& candidates,
+                      const std::vector<double>& cost, const LayoutProblem* layouts) {
+  Program program = kernel_columns(dag, candidates, cost, layouts);
+  add_production_rows(dag, candidates, program);
+  if (layouts) add_layout_rows(dag, candidates, cost, *layouts, program);
+  return program;
+}
+
+// ---- Lazy cycle cuts ----
+
+// The sink strongly connected components of a graph (Tarjan): each as its vertices,
+// ascending; components in the order Tarjan's algorithm completes them.
+std::vector<std::vector<int>> sink_components(const std::vector<std::vector<int>>& edges) {
+  const int m = static_cast<int>(edges.size());
+  std::vector<int> index(m, -1), low(m, 0), comp(m, -1), stack;
+  std::vector<char> on_stack(m, 0);
+  int counter = 0, comps = 0;
+  std::function<void(int)> tarjan = [&](int v) {
+    index[v] = low[v] = counter++;
+    stack.push_back(v);
+    on_stack[v] = 1;
+    for (int w : edges[v]) {
+      if (index[w] < 0) {
+        tarjan(w);
+        low[v] = std::min(low[v], low[w]);
+      } else if (on_stack[w]) {
+        low[v] = std::min(low[v], index[w]);
+      }
+    }
+    if (low[v] != index[v]) return;
+    for (int w = -1; w != v;) {
+      w = stack.back();
+      stack.pop_back();
+      on_stack[w] = 0;
+      comp[w] = comps;
+    }
+    ++comps;
+  };
+  for (int i = 0; i < m; ++i)
+    if (index[i] < 0) tarjan(i);
+  std::vector<char> sink(comps, 1);
+  for (int i = 0; i < m; ++i)
+    for (int w : edges[i])
+      if (comp[w] != comp[i]) sink[comp[i]] = 0;
+  std::vector<std::vector<int>> sinks;
+  for (int cc = 0; cc < comps; ++cc) {
+    if (!sink[cc]) continue;
+    sinks.emplace_back();
+    for (int i = 0; i < m; ++i)
+      if (comp[i] == cc) sinks.back().push_back(i);
+  }
+  return sinks;
+}
+
+// Cuts off the stuck kernels of a solution (see the header comment): `order` holds the
+// chosen candidates that ran, `stuck` those that did not. Cuts each sink strongly
+// connected component of the wait graph among the stuck kernels (k -> j: chosen j outputs
+// an input k waits for). Its kernels wait only on each other, so no chosen kernel outside
+// it produces what they wait for; cutting the whole stuck set instead would also name
+// kernels merely downstream of the cycle, and CBC would answer with the same cycle and
+// another downstream kernel. Returns the number of cuts added.
+int add_cycle_cuts(const KernelDag& dag, const std::vector<Candidate>& candidates,
+                   const std::vector<int>& order, const std::vector<int>& stuck, Program& program) {
+  std::vector<char> available(dag.size(), 0);
+  for (int k : order)
+    for (int v : candidates[k].outputs) available[v] = 1;
+  const int m = static_cast<int>(stuck.size());
+  std::vector<int> column(m), pos(program.active.size(), -1);
+  for (int i = 0; i < m; ++i) column[i] = program.column_of[stuck[i]], pos[column[i]] = i;
+  // What each stuck kernel waits for, among the stuck kernels.
+  std::vector<std::vector<int>> waits(m);
+  for (int i = 0; i < m; ++i)
+    for (int u : candidates[stuck[i]].inputs)
+      if (!available[u])
+        for (int j : program.producers[u])
+          if (pos[j] >= 0) waits[i].push_back(pos[j]);
+  int cuts = 0;
+  for (const std::vector<int>& component : sink_components(waits)) {
+    std::set<int> in_set, outside;
+    for (int i : component) in_set.insert(column[i]);
+    for (int k : in_set)
+      for (int u : candidates[program.active[k]].inputs)
+        if (!available[u])
+          for (int j : program.producers[u])
+            if (!in_set.count(j)) outside.insert(j);
+    Row cut{{}, {}, -COIN_DBL_MAX, static_cast<double>(in_set.size()) - 1.0};
+    for (int k : in_set) cut.index.push_back(k), cut.value.push_back(1.0);
+    for (int j : outside) cut.index.push_back(j), cut.value.push_back(-1.0);
+    program.rows.push_back(std::move(cut));
+    ++cuts;
+  }
+  return cuts;
+}
+
+// ---- Plans ----
+
+// The plan of a schedulable solution: its kernels in `order`, the native kernels and
+// blocked nodes it chose, and the gap to the bound CBC proved.
+Plan read_plan(const KernelDag& dag, const Program& program, const Outcome& out,
+               std::vector<int> order) {
+  Plan plan;
+  plan.kernels = std::move(order);
+  plan.cost = out.objective;
+  for (int k = 0; k < program.kernels(); ++k)
+    if (program.z_of[k] >= 0 && out.set[program.z_of[k]]) plan.native.push_back(program.active[k]);
+  for (int u = 0; u < dag.size(); ++u)
+    if (program.b_of[u] >= 0 && out.set[program.b_of[u]])
+      plan.blocked.emplace_back(u, program.layout_of[u]);
+  plan.gap = out.proven ? 0.0 : std::max(0.0, out.objective - out.bound);
+  return plan;
+}
+
+// The greedy plan (plan_greedy), for when the time limit stops CBC short of a proven
+// schedulable plan, with the gap to `bound`, the bound CBC proved.
+Plan greedy_fallback(const KernelDag& dag, const std::vector<Candidate>& candidates,
+                     const std::vector<double>& cost, double bound) {
+  Plan greedy = plan_greedy(dag, candidates, cost);
+  greedy.gap = std::max(0.0, greedy.cost - bound);
+  return greedy;
+}
+
+// Solves, cuts off the stuck kernels of each solution, and solves again until a solution
+// runs (or time is up: then the greedy plan, or the better of the two when CBC found a
+// schedulable plan it could not prove). Counts the solves and cuts into the plan; the
+// time limit and solve_seconds count from `start`.
+Plan solve_with_cycle_cuts(const KernelDag& dag, const std::vector<Candidate>& candidates,
+                           const std::vector<double>& cost, const SolveOptions& options,
+                           Program& program, std::chrono::steady_clock::time_point start) {
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   const int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  int solves = 0, cycle_cuts = 0;
   Plan plan;
   while (true) {
     const double left = options.time_limit_seconds - elapsed();
-    Outcome out = solve_once(column_cost, static_cast<int>(active.size()), rows, left, threads);
-    ++plan.solves;
-    for (int& k : out.chosen) k = active[k];
+    Outcome out = solve_once(program.column_cost, program.kernels(), program.rows, left, threads);
+    ++solves;
+    for (int& k : out.chosen) k = program.active[k];
     if (!out.found) {
       if (left <= 0.5 || elapsed() >= options.time_limit_seconds) {
-        // Out of time without a plan: fall back to greedy, with the proven bound.
-        Plan fallback = plan_greedy(dag, candidates, cost);
-        fallback.gap = std::max(0.0, fallback.cost - std::min(out.bound, fallback.cost));
-        fallback.solves = plan.solves;
-        fallback.cycle_cuts = plan.cycle_cuts;
-        fallback.solve_seconds = elapsed();
-        return fallback;
+        // Out of time without a plan.
+        plan = greedy_fallback(dag, candidates, cost, out.bound);
+        break;
       }
       throw Error("orchestration: the binary linear program has no solution");
     }
     std::vector<int> stuck;
     std::vector<int> order = run_until_stuck(dag, candidates, out.chosen, &stuck);
     if (stuck.empty()) {
-      plan.kernels = std::move(order);
-      plan.cost = out.objective;
-      for (size_t k = 0; k < active.size(); ++k)
-        if (z_of[k] >= 0 && out.set[z_of[k]]) plan.native.push_back(active[k]);
-      for (int u = 0; u < dag.size(); ++u)
-        if (b_of[u] >= 0 && out.set[b_of[u]]) plan.blocked.emplace_back(u, layout_of[u]);
-      plan.gap = out.proven ? 0.0 : std::max(0.0, out.objective - out.bound);
+      plan = read_plan(dag, program, out, std::move(order));
       if (!out.proven) {
         // Stopped by the time limit: never return worse than the greedy plan.
-        Plan greedy = plan_greedy(dag, candidates, cost);
-        if (greedy.cost < plan.cost) {
-          plan.kernels = std::move(greedy.kernels);
-          plan.cost = greedy.cost;
-          plan.gap = std::max(0.0, greedy.cost - out.bound);
-          plan.native.clear();
-          plan.blocked.clear();
-        }
+        Plan greedy = greedy_fallback(dag, candidates, cost, out.bound);
+        if (greedy.cost < plan.cost) plan = std::move(greedy);
       }
       break;
     }
     if (elapsed() >= options.time_limit_seconds) {
-      Plan fallback = plan_greedy(dag, candidates, cost);
-      fallback.gap = std::max(0.0, fallback.cost - out.bound);
-      fallback.solves = plan.solves;
-      fallback.cycle_cuts = plan.cycle_cuts;
-      fallback.solve_seconds = elapsed();
-      return fallback;
+      plan = greedy_fallback(dag, candidates, cost, out.bound);
+      break;
     }
-    // Cut off the stuck set (see the header comment).
-    std::vector<char> available(dag.size(), 0);
-    for (int k : order)
-      for (int v : candidates[k].outputs) available[v] = 1;
-    // Cut each sink strongly connected component of the wait graph among the stuck
-    // kernels (k -> j: chosen j outputs an input k waits for). Its kernels wait only on
-    // each other, so no chosen kernel outside it produces what they wait for; cutting
-    // the whole stuck set instead would also name kernels merely downstream of the
-    // cycle, and CBC would answer with the same cycle and another downstream kernel.
-    for (int& k : stuck) k = column_of[k];  // from here on, columns
-    const int m = static_cast<int>(stuck.size());
-    std::vector<int> pos(active.size(), -1);
-    for (int i = 0; i < m; ++i) pos[stuck[i]] = i;
-    std::vector<std::vector<int>> waits(m);
-    for (int i = 0; i < m; ++i)
-      for (int u : candidates[active[stuck[i]]].inputs)
-        if (!available[u])
-          for (int j : producers[u])
-            if (pos[j] >= 0) waits[i].push_back(pos[j]);
-    std::vector<int> index(m, -1), low(m, 0), comp(m, -1), stack;
-    std::vector<char> on_stack(m, 0);
-    int counter = 0, comps = 0;
-    std::function<void(int)> tarjan = [&](int v) {
-      index[v] = low[v] = counter++;
-      stack.push_back(v);
-      on_stack[v] = 1;
-      for (int w : waits[v]) {
-        if (index[w] < 0) {
-          tarjan(w);
-          low[v] = std::min(low[v], low[w]);
-        } else if (on_stack[w]) {
-          low[v] = std::min(low[v], index[w]);
-        }
-      }
-      if (low[v] != index[v]) return;
-      for (int w = -1; w != v;) {
-        w = stack.back();
-        stack.pop_back();
-        on_stack[w] = 0;
-        comp[w] = comps;
-      }
-      ++comps;
-    };
-    for (int i = 0; i < m; ++i)
-      if (index[i] < 0) tarjan(i);
-    std::vector<char> sink(comps, 1);
-    for (int i = 0; i < m; ++i)
-      for (int w : waits[i])
-        if (comp[w] != comp[i]) sink[comp[i]] = 0;
-    for (int cc = 0; cc < comps; ++cc) {
-      if (!sink[cc]) continue;
-      std::set<int> in_set, outside;
-      for (int i = 0; i < m; ++i)
-        if (comp[i] == cc) in_set.insert(stuck[i]);
-      for (int k : in_set)
-        for (int u : candidates[active[k]].inputs)
-          if (!available[u])
-            for (int j : producers[u])
-              if (!in_set.count(j)) outside.insert(j);
-      Row cut{{}, {}, -COIN_DBL_MAX, static_cast<double>(in_set.size()) - 1.0};
-      for (int k : in_set) cut.index.push_back(k), cut.value.push_back(1.0);
-      for (int j : outside) cut.index.push_back(j), cut.value.push_back(-1.0);
-      rows.push_back(std::move(cut));
-      ++plan.cycle_cuts;
-    }
+    cycle_cuts += add_cycle_cuts(dag, candidates, order, stuck, program);
   }
+  plan.solves = solves;
+  plan.cycle_cuts = cycle_cuts;
   plan.solve_seconds = elapsed();
   return plan;
+}
+
+}  // namespace
+
+Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidates,
+                   const std::vector<double>& cost, const SolveOptions& options,
+                   const LayoutProblem* layouts) {
+  const auto start = std::chrono::steady_clock::now();
+  check_costs(candidates, cost);
+  layouts = checked_layouts(candidates, layouts);
+  Program program = build_program(dag, candidates, cost, layouts);
+  return solve_with_cycle_cuts(dag, candidates, cost, options, program, start);
 }
 
 }  // namespace kora

@@ -1,6 +1,6 @@
-// The cost interface (include/kora/cost.h) and a kernel's tensors (kernel_reads /
-// kernel_writes): hand-built primitive graphs (a 64x64x64 matmul with a relu epilogue, a
-// cast, a two-output TopK) and a fission-built one in; checked against costs computed by
+// The cost interface (include/kora/cost.h): hand-built primitive graphs (a 64x64x64
+// matmul with a relu epilogue, a cast, a two-output TopK; tests/candidates/
+// hand_built_graphs.h) and a fission-built one in; checked against costs computed by
 // hand, the device table, and MeasuredCostTable round trips through temporary JSON files
 // (hits, counted fallbacks, missing fallback, malformed files).
 #include "kora/cost.h"
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "candidates/hand_built_graphs.h"
 #include "frontend/model_builder.h"
 #include "kora/candidates.h"
 #include "kora/error.h"
@@ -24,33 +25,11 @@
 namespace kora {
 namespace {
 
+using kora_test::make_prim;
+using kora_test::matmul_relu_graph;
 using kora_test::TempDir;
-
-Primitive make_prim(const std::string& name, PrimAttrs attrs, std::vector<std::string> inputs,
-                    std::vector<std::string> outputs) {
-  Primitive p;
-  p.name = name;
-  p.origin = name + "_node";
-  p.attrs = std::move(attrs);
-  p.inputs = std::move(inputs);
-  p.outputs = std::move(outputs);
-  return p;
-}
-
-ElementwiseAttrs unary(ScalarOp op) { return ElementwiseAttrs{op, {Operand{0, 0}}}; }
-
-// a [64, 64] (graph input) x b [64, 64] (constant) -> t (matmul) -> y = relu(t) (output).
-PrimGraph matmul_relu_graph() {
-  PrimGraph g;
-  g.name = "matmul_relu";
-  g.inputs = {"a"};
-  g.outputs = {"y"};
-  for (const char* t : {"a", "b", "t", "y"}) g.values[t] = {DType::kFloat32, {64, 64}};
-  g.constants["b"] = Tensor(DType::kFloat32, {64, 64});
-  g.prims.push_back(make_prim("mm", LinearAttrs{MatMulAttrs{}}, {"a", "b"}, {"t"}));
-  g.prims.push_back(make_prim("relu", unary(ScalarOp::kRelu), {"t"}, {"y"}));
-  return g;
-}
+using kora_test::topk_graph;
+using kora_test::unary;
 
 constexpr double kMatMulFlops = 2.0 * 64 * 64 * 64;
 constexpr double kReluFlops = 64.0 * 64;
@@ -78,74 +57,6 @@ void expect_error(F&& f, const std::vector<std::string>& parts) {
     for (const std::string& p : parts)
       EXPECT_NE(message.find(p), std::string::npos) << "'" << p << "' not in: " << message;
   }
-}
-
-TEST(CostKernelIo, ReadsAndWritesOfFusedAndSingleKernels) {
-  const PrimGraph g = matmul_relu_graph();
-  const KernelDag dag = kernel_dag_of(g);
-  ASSERT_EQ(dag.size(), 2);
-
-  const Candidate fused = make_candidate(dag, {0, 1});
-  EXPECT_EQ(kernel_reads(g, dag, fused), (std::vector<std::string>{"a", "b"}));
-  EXPECT_EQ(kernel_writes(g, dag, fused), (std::vector<std::string>{"y"}));
-
-  const Candidate mm = make_candidate(dag, {0});
-  EXPECT_EQ(kernel_reads(g, dag, mm), (std::vector<std::string>{"a", "b"}));
-  EXPECT_EQ(kernel_writes(g, dag, mm), (std::vector<std::string>{"t"}));
-
-  const Candidate relu = make_candidate(dag, {1});
-  EXPECT_EQ(kernel_reads(g, dag, relu), (std::vector<std::string>{"t"}));
-  EXPECT_EQ(kernel_writes(g, dag, relu), (std::vector<std::string>{"y"}));
-}
-
-TEST(CostKernelIo, ReadsAreDistinctInFirstUseOrderAndIntermediatesRequiredAreWritten) {
-  // u = x * x; v = u + z; w = v * x; u is also a graph output, so the fused kernel of all
-  // three writes u and w, and reads x and z once each (x first).
-  PrimGraph g;
-  g.inputs = {"x", "z"};
-  g.outputs = {"u", "w"};
-  for (const char* t : {"x", "z", "u", "v", "w"}) g.values[t] = {DType::kFloat32, {8}};
-  g.prims.push_back(
-      make_prim("sq", ElementwiseAttrs{ScalarOp::kMul, {{0, 0}, {1, 0}}}, {"x", "x"}, {"u"}));
-  g.prims.push_back(
-      make_prim("add", ElementwiseAttrs{ScalarOp::kAdd, {{0, 0}, {1, 0}}}, {"u", "z"}, {"v"}));
-  g.prims.push_back(
-      make_prim("mul", ElementwiseAttrs{ScalarOp::kMul, {{0, 0}, {1, 0}}}, {"v", "x"}, {"w"}));
-  const KernelDag dag = kernel_dag_of(g);
-  const Candidate all = make_candidate(dag, {0, 1, 2});
-  EXPECT_EQ(kernel_reads(g, dag, all), (std::vector<std::string>{"x", "z"}));
-  EXPECT_EQ(kernel_writes(g, dag, all), (std::vector<std::string>{"u", "w"}));
-
-  const Candidate tail = make_candidate(dag, {1, 2});
-  EXPECT_EQ(kernel_reads(g, dag, tail), (std::vector<std::string>{"u", "z", "x"}));
-  EXPECT_EQ(kernel_writes(g, dag, tail), (std::vector<std::string>{"w"}));
-}
-
-// x [4, 10] -> TopK(k = 3) -> values [4, 3] float32, indices [4, 3] int64.
-PrimGraph topk_graph() {
-  PrimGraph g;
-  g.inputs = {"x"};
-  g.outputs = {"values", "indices"};
-  g.values["x"] = {DType::kFloat32, {4, 10}};
-  g.values["k"] = {DType::kInt64, {1}};
-  g.values["values"] = {DType::kFloat32, {4, 3}};
-  g.values["indices"] = {DType::kInt64, {4, 3}};
-  g.constants["k"] = Tensor::from_int64(DType::kInt64, {1}, {3});
-  Node node;
-  node.name = "topk";
-  node.op_type = "TopK";
-  node.inputs = {"x", "k"};
-  node.outputs = {"values", "indices"};
-  g.prims.push_back(make_prim("topk", OpaqueAttrs{node}, {"x", "k"}, {"values", "indices"}));
-  return g;
-}
-
-TEST(CostKernelIo, OpaqueKernelWritesEveryOutput) {
-  const PrimGraph g = topk_graph();
-  const KernelDag dag = kernel_dag_of(g);
-  const Candidate c = make_candidate(dag, {0});
-  EXPECT_EQ(kernel_reads(g, dag, c), (std::vector<std::string>{"x", "k"}));
-  EXPECT_EQ(kernel_writes(g, dag, c), (std::vector<std::string>{"values", "indices"}));
 }
 
 TEST(RooflineCost, DeviceTable) {

@@ -4,7 +4,8 @@
 // tensor blocked exactly where every kernel touching it can take it (natively, or as an
 // elementwise kernel whose tensors all share the layout), and its cost is the sum worked
 // out by hand for that choice; on small random DAGs with random layout options, its cost
-// equals a brute force over every kernel set and every choice of blocked nodes.
+// equals a brute force over every kernel set and every choice of blocked nodes
+// (layout_brute_force, tests/orchestrate/brute_force.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,9 +15,9 @@
 #include <vector>
 
 #include "kora/candidates.h"
-#include "kora/error.h"
 #include "kora/kernel_dag.h"
 #include "kora/orchestrate.h"
+#include "orchestrate/brute_force.h"
 #include "orchestrate/random_dag.h"
 
 namespace {
@@ -134,80 +135,6 @@ TEST(LayoutProblem, NativeWithEveryReorderIsChosenOnlyWhenCheaper) {
   EXPECT_TRUE(plan.native.empty());
 }
 
-// The cheapest plan with layouts by brute force: every kernel set that can run, every
-// choice of blocked nodes among the nodes a native side may take (not required) that the
-// set writes, each chosen kernel then native where it must be (it touches a blocked side)
-// or where that is cheaper, agnostic kernels only with all their nodes of that layout
-// blocked alike, others with none. Savings are only on read sides here, so blocking a
-// node nobody reads gains nothing (the program and this search agree on such nodes only
-// up to that).
-double brute_force(const KernelDag& dag, const std::vector<Candidate>& c,
-                   const std::vector<double>& cost, const LayoutProblem& layouts) {
-  std::vector<int> layout_of(dag.size(), -1);
-  for (const NativeOption& o : layouts.native)
-    if (o.blocked_ms >= 0)
-      for (size_t i = 0; i < o.nodes.size(); ++i)
-        if (!dag.required[o.nodes[i]] && layout_of[o.nodes[i]] < 0)
-          layout_of[o.nodes[i]] = o.layouts[i];
-  double best = INFINITY;
-  for (uint32_t set = 1; set < (1u << c.size()); ++set) {
-    std::vector<int> chosen;
-    for (size_t k = 0; k < c.size(); ++k)
-      if (set >> k & 1) chosen.push_back(static_cast<int>(k));
-    try {
-      kora::schedule(dag, c, chosen);
-    } catch (const kora::Error&) {
-      continue;
-    }
-    std::vector<int> candidates_nodes;  // blockable nodes the set writes
-    for (int k : chosen)
-      for (int v : c[k].outputs)
-        if (layout_of[v] >= 0 && std::find(candidates_nodes.begin(), candidates_nodes.end(), v) ==
-                                     candidates_nodes.end())
-          candidates_nodes.push_back(v);
-    for (uint32_t bits = 0; bits < (1u << candidates_nodes.size()); ++bits) {
-      std::vector<char> blocked(dag.size(), 0);
-      for (size_t i = 0; i < candidates_nodes.size(); ++i)
-        blocked[candidates_nodes[i]] = bits >> i & 1;
-      double total = 0;
-      bool ok = true;
-      for (int k : chosen) {
-        std::vector<int> touched = c[k].inputs;
-        touched.insert(touched.end(), c[k].outputs.begin(), c[k].outputs.end());
-        const NativeOption& o = layouts.native[k];
-        bool needs_native = false, plain_only = false;
-        double saved = 0;
-        for (int u : touched) {
-          if (!blocked[u]) continue;
-          size_t side = o.nodes.size();
-          if (o.blocked_ms >= 0)
-            for (size_t i = 0; i < o.nodes.size(); ++i)
-              if (o.nodes[i] == u && o.layouts[i] == layout_of[u]) side = std::min(side, i);
-          if (side < o.nodes.size()) {
-            needs_native = true;
-            saved += o.saved_ms[side];
-          } else if (layouts.agnostic[k]) {
-            for (int v : touched)
-              if (v != u && (layout_of[v] != layout_of[u] || !blocked[v])) plain_only = true;
-          } else {
-            plain_only = true;
-          }
-        }
-        if (plain_only || (needs_native && layouts.agnostic[k])) {
-          ok = false;
-          break;
-        }
-        double k_cost = cost[k];
-        if (o.blocked_ms >= 0 && (needs_native || o.blocked_ms < cost[k]))
-          k_cost = o.blocked_ms - saved;
-        total += k_cost;
-      }
-      if (ok) best = std::min(best, total);
-    }
-  }
-  return best;
-}
-
 TEST(LayoutProblem, RandomProblemsMatchABruteForce) {
   std::mt19937 rng(2026);
   int checked = 0, with_blocked = 0;
@@ -242,7 +169,7 @@ TEST(LayoutProblem, RandomProblemsMatchABruteForce) {
         layouts.agnostic[k] = 1;
       }
     }
-    const double expected = brute_force(t.dag, c, cost, layouts);
+    const double expected = kora_test::layout_brute_force(t.dag, c, cost, layouts);
     ASSERT_TRUE(std::isfinite(expected));
     const kora::Plan plan = kora::solve_optimal(t.dag, c, cost, {}, &layouts);
     EXPECT_NEAR(plan.cost, expected, 1e-6) << "problem " << i << ", " << c.size() << " candidates";

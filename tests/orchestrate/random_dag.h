@@ -1,12 +1,13 @@
-// Random KernelDags for the candidate and orchestration tests (seeded std::mt19937, so
-// every failure reproduces): nodes numbered topologically, random kinds (mostly
-// elementwise, broadcast, layout and reduce, some linear, occasional opaque), random
-// fan-in and fan-out (sometimes a hub feeding many later nodes), sinks always required
-// and a few other nodes too. Trap DAGs embed a "multi-output cycle trap": k pairs
-// {x_i, y_i} with edges x_i -> y_i and x_i -> y_{i+1 mod k}, so each pair is a connected,
-// convex kernel that needs the previous pair's x; the pairs are made very cheap, and a
-// solver that ignores schedulability picks them all (for k = 2 this is a->b, c->d, a->d,
-// c->b with the kernels {a, d} and {b, c}).
+// Random KernelDags for the candidate, orchestration and partition tests (seeded
+// std::mt19937, so every failure reproduces): nodes numbered topologically, random kinds
+// (mostly elementwise, broadcast, layout and reduce, some linear, occasional opaque),
+// random fan-in and fan-out (random_dag: sometimes a hub feeding many later nodes;
+// dense_random_dag: more edges, no hub), sinks always required and a few other nodes
+// too. Trap DAGs embed a "multi-output cycle trap": k pairs {x_i, y_i} with edges
+// x_i -> y_i and x_i -> y_{i+1 mod k}, so each pair is a connected, convex kernel that
+// needs the previous pair's x; the pairs are made very cheap, and a solver that ignores
+// schedulability picks them all (for k = 2 this is a->b, c->d, a->d, c->b with the
+// kernels {a, d} and {b, c}).
 #pragma once
 
 #include <algorithm>
@@ -87,6 +88,35 @@ inline TestDag random_dag(std::mt19937& rng, int n) {
   }
   mark_required(rng, dag);
   return t;
+}
+
+// A random DAG of n nodes with denser edges and no hub (the candidate, orchestration and
+// partition tests): kinds 40% elementwise, 10% broadcast, 15% layout, 10% reduce, 20%
+// linear, 5% opaque; each node after the first reads one of the three before it (so the
+// DAG is mostly connected) and each earlier node with probability 0.12; sinks required
+// and every other node with probability 0.1.
+inline kora::KernelDag dense_random_dag(std::mt19937& rng, int n) {
+  using kora::PrimKind;
+  kora::KernelDag dag;
+  std::uniform_int_distribution<int> kind(0, 19);
+  for (int v = 0; v < n; ++v) {
+    const int k = kind(rng);
+    dag.add_node(k < 8    ? PrimKind::kElementwise
+                 : k < 10 ? PrimKind::kBroadcast
+                 : k < 13 ? PrimKind::kLayout
+                 : k < 15 ? PrimKind::kReduce
+                 : k < 19 ? PrimKind::kLinear
+                          : PrimKind::kOpaque);
+  }
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int v = 1; v < n; ++v) {
+    dag.add_edge(std::max(0, v - 1 - static_cast<int>(u(rng) * 3)), v);
+    for (int p = 0; p < v; ++p)
+      if (u(rng) < 0.12) dag.add_edge(p, v);
+  }
+  for (int v = 0; v < n; ++v)
+    if (dag.succ[v].empty() || u(rng) < 0.1) dag.required[v] = true;
+  return dag;
 }
 
 // `before` random nodes, then a cycle trap of k pairs (2k nodes: x_0..x_{k-1}, then

@@ -7,7 +7,9 @@
 // schedulability is cheaper; its plan and the unfused and greedy plans are valid
 // (schedule() accepts them and each kernel runs after the producers of its inputs, every
 // required node produced), and optimal <= greedy, optimal <= unfused. schedule() rejects
-// a cycle of kernels, a missing required node and an input nobody produces.
+// a cycle of kernels, a missing required node and an input nobody produces. Out of time,
+// solve_optimal returns the greedy plan with the bound CBC proved. The exact search is
+// tests/orchestrate/brute_force.h.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 #include "kora/error.h"
 #include "kora/kernel_dag.h"
 #include "kora/orchestrate.h"
+#include "orchestrate/brute_force.h"
 #include "orchestrate/dominance.h"
 #include "orchestrate/random_dag.h"
 
@@ -32,145 +35,10 @@ namespace {
 using kora::Candidate;
 using kora::KernelDag;
 using kora::PrimKind;
+using kora_test::ExactSearch;
+using kora_test::runs_in_order;
 
-constexpr double kTolerance = 1e-6;
-
-// Branch and bound over subsets of candidates. A node of the search is a chosen set;
-// it branches on an unmet requirement (a required node, or an input of a chosen kernel,
-// that no chosen kernel outputs) over every candidate outputting it; when all are met
-// but the chosen kernels cannot all run (simulated: run any kernel whose inputs earlier
-// kernels produced), over every candidate not chosen that outputs an input a stuck
-// kernel waits for: a schedulable superset runs some stuck kernel first, and that
-// kernel's missing input must come from a kernel not chosen yet. Branch i also forbids
-// the options before it, so each subset is reached once. With `schedulable` false the
-// search solves the relaxation without the ordering requirement.
-class ExactSearch {
- public:
-  ExactSearch(const KernelDag& dag, const std::vector<Candidate>& c,
-              const std::vector<double>& cost, bool schedulable)
-      : dag_(dag),
-        c_(c),
-        cost_(cost),
-        schedulable_(schedulable),
-        producers_(dag.size()),
-        chosen_(c.size(), 0),
-        forbidden_(c.size(), 0) {
-    for (size_t k = 0; k < c.size(); ++k)
-      for (int v : c[k].outputs) producers_[v].push_back(static_cast<int>(k));
-    for (std::vector<int>& p : producers_)
-      std::stable_sort(p.begin(), p.end(), [&](int a, int b) { return cost[a] < cost[b]; });
-    // Any plan is a subset of the candidates: start just above their total cost.
-    best_ = 1;
-    for (double k_cost : cost) best_ += k_cost;
-  }
-
-  double solve() {
-    search(0);
-    return best_;
-  }
-  const std::vector<int>& best_set() const { return best_set_; }
-  long visited() const { return visited_; }
-
- private:
-  bool allowed(int k) const { return !chosen_[k] && !forbidden_[k]; }
-
-  void search(double spent) {
-    if (spent >= best_ - kTolerance) return;
-    ++visited_;
-    const int n = dag_.size();
-    std::vector<char> produced(n, 0);
-    for (int k : chosen_list_)
-      for (int v : c_[k].outputs) produced[v] = 1;
-
-    // Unmet requirements; branch on the one with the fewest options. Lower bound: each
-    // unmet node needs one of its allowed producers.
-    int pick = -1;
-    size_t pick_options = std::numeric_limits<size_t>::max();
-    double bound = spent;
-    std::vector<char> seen(n, 0);
-    auto consider = [&](int u) {
-      if (produced[u] || seen[u]) return true;
-      seen[u] = 1;
-      size_t options = 0;
-      double cheapest = std::numeric_limits<double>::infinity();
-      for (int k : producers_[u])
-        if (allowed(k)) ++options, cheapest = std::min(cheapest, cost_[k]);
-      if (options == 0) return false;
-      bound = std::max(bound, spent + cheapest);
-      if (options < pick_options) pick = u, pick_options = options;
-      return true;
-    };
-    for (int v = 0; v < n; ++v)
-      if (dag_.required[v] && !consider(v)) return;
-    for (int k : chosen_list_)
-      for (int u : c_[k].inputs)
-        if (!consider(u)) return;
-    if (bound >= best_ - kTolerance) return;
-    if (pick >= 0) {
-      std::vector<int> options;
-      for (int k : producers_[pick])
-        if (allowed(k)) options.push_back(k);
-      branch(options, spent);
-      return;
-    }
-    if (!schedulable_) return record(spent);
-
-    std::vector<char> available(n, 0), ran(c_.size(), 0);
-    for (bool progress = true; progress;) {
-      progress = false;
-      for (int k : chosen_list_) {
-        if (ran[k]) continue;
-        const std::vector<int>& in = c_[k].inputs;
-        if (!std::all_of(in.begin(), in.end(), [&](int u) { return available[u] != 0; })) continue;
-        ran[k] = 1;
-        for (int v : c_[k].outputs) available[v] = 1;
-        progress = true;
-      }
-    }
-    std::set<int> blocking;
-    for (int k : chosen_list_)
-      if (!ran[k])
-        for (int u : c_[k].inputs)
-          if (!available[u])
-            for (int j : producers_[u])
-              if (allowed(j)) blocking.insert(j);
-    if (std::all_of(chosen_list_.begin(), chosen_list_.end(), [&](int k) { return ran[k]; }))
-      return record(spent);
-    std::vector<int> options(blocking.begin(), blocking.end());
-    std::stable_sort(options.begin(), options.end(),
-                     [&](int a, int b) { return cost_[a] < cost_[b]; });
-    branch(options, spent);
-  }
-
-  void branch(const std::vector<int>& options, double spent) {
-    std::vector<int> forbade;
-    for (int k : options) {
-      chosen_[k] = 1;
-      chosen_list_.push_back(k);
-      search(spent + cost_[k]);
-      chosen_list_.pop_back();
-      chosen_[k] = 0;
-      forbidden_[k] = 1;
-      forbade.push_back(k);
-    }
-    for (int k : forbade) forbidden_[k] = 0;
-  }
-
-  void record(double spent) {
-    best_ = spent;
-    best_set_ = chosen_list_;
-  }
-
-  const KernelDag& dag_;
-  const std::vector<Candidate>& c_;
-  const std::vector<double>& cost_;
-  const bool schedulable_;
-  std::vector<std::vector<int>> producers_;
-  std::vector<char> chosen_, forbidden_;
-  std::vector<int> chosen_list_, best_set_;
-  double best_ = 0;
-  long visited_ = 0;
-};
+constexpr double kTolerance = ExactSearch::kTolerance;
 
 std::string describe(const KernelDag& dag) {
   std::string s = std::to_string(dag.size()) + " nodes:";
@@ -180,20 +48,6 @@ std::string describe(const KernelDag& dag) {
     for (int w : dag.succ[v]) s += std::to_string(w) + ",";
   }
   return s;
-}
-
-// Whether `order` runs: each kernel's inputs produced by kernels before it.
-bool runs_in_order(const KernelDag& dag, const std::vector<Candidate>& c,
-                   const std::vector<int>& order) {
-  std::vector<char> available(dag.size(), 0);
-  for (int k : order) {
-    for (int u : c[k].inputs)
-      if (!available[u]) return false;
-    for (int v : c[k].outputs) available[v] = 1;
-  }
-  for (int v = 0; v < dag.size(); ++v)
-    if (dag.required[v] && !available[v]) return false;
-  return true;
 }
 
 // The kernels of `chosen` in the order they can run (repeatedly the first one whose
@@ -354,6 +208,33 @@ TEST(OrchestrationSolver, TrapPairIsCutAndRecomputationWins) {
   EXPECT_TRUE(std::count(opt.kernels.begin(), opt.kernels.end(), ad) == 1 &&
               std::count(opt.kernels.begin(), opt.kernels.end(), bc) == 1);
   EXPECT_THROW(kora::schedule(dag, c, {ad, bc}), kora::Error);
+}
+
+// The same trap with no time: CBC's first solution (the pair, 2) cannot run and the time
+// limit is spent, so solve_optimal falls back to the greedy plan, after one solve and no
+// cut, with the gap to the bound CBC proved (the pair's 2).
+TEST(OrchestrationSolver, OutOfTimeFallsBackToGreedyWithTheProvenBound) {
+  KernelDag dag;
+  for (int v = 0; v < 4; ++v) dag.add_node(PrimKind::kElementwise, v >= 2);
+  dag.add_edge(0, 2), dag.add_edge(1, 3), dag.add_edge(0, 3), dag.add_edge(1, 2);
+  const std::vector<Candidate> c = kora::enumerate_candidates(dag);
+  std::vector<double> cost(c.size(), 10);
+  for (size_t k = 0; k < c.size(); ++k)
+    if (c[k].members == std::vector<int>{0, 3} || c[k].members == std::vector<int>{1, 2})
+      cost[k] = 1;
+  ASSERT_DOUBLE_EQ(ExactSearch(dag, c, cost, false).solve(), 2);
+  kora::SolveOptions no_time;
+  no_time.time_limit_seconds = 0;
+  const kora::Plan opt = kora::solve_optimal(dag, c, cost, no_time);
+  const kora::Plan greedy = kora::plan_greedy(dag, c, cost);
+  EXPECT_EQ(opt.kernels, greedy.kernels);
+  EXPECT_DOUBLE_EQ(opt.cost, greedy.cost);
+  EXPECT_DOUBLE_EQ(opt.gap, greedy.cost - 2);
+  EXPECT_EQ(opt.solves, 1);
+  EXPECT_EQ(opt.cycle_cuts, 0);
+  EXPECT_TRUE(opt.native.empty());
+  EXPECT_TRUE(opt.blocked.empty());
+  expect_valid_plan(dag, c, cost, opt, "out of time");
 }
 
 TEST(OrchestrationSolver, ScheduleRejectsCyclesMissingOutputsAndMissingInputs) {

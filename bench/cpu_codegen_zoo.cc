@@ -1,13 +1,22 @@
-// Manual check of CPU code generation on real models (not run by default: DISABLED_; run
-// with  KORA_ZOO=/path/to/models/zoo build/tests/kora_tests --gtest_also_run_disabled_tests
-// --gtest_filter='*CpuCodegenZoo*'): each *.onnx there imported, split into primitives,
+// Manual check of CPU code generation on real models: a directory of ONNX models in; per
+// model the share of distinct candidates (by signature) cpu_codegen_supports and the
+// member kinds it refuses most, out. Each *.onnx there imported, split into primitives,
 // partitioned as `kora orchestrate` does, candidates (up to 8 members) enumerated per
-// segment; prints the share of distinct candidates (by signature) cpu_codegen_supports,
-// generates every supported one (generation errors are failures) and compiles a sample of
-// 150 of them with their default schedule.
+// segment; every supported one generated (generation errors are failures) and a sample
+// of 150 of them compiled with their default schedule (into a temporary kernel cache,
+// kora_test::TempDir of tests/frontend/model_builder.h). Exits 1 on any failure.
+//
+//   cmake --build build --target kora_bench_codegen_zoo
+//   build/kora_bench_codegen_zoo [DIR]     DIR: the models (default $KORA_ZOO, else models/zoo)
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
+#include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "cpu/codegen_harness.h"
 #include "kora/error.h"
@@ -19,9 +28,9 @@ namespace {
 
 using namespace kora;
 
-TEST(DISABLED_CpuCodegenZoo, ModelsGenerateAndCompile) {
-  const char* env = std::getenv("KORA_ZOO");
-  const std::string dir = env ? env : "models/zoo";
+// Returns the number of failures.
+int check_zoo(const std::string& dir) {
+  int failures = 0;
   std::vector<std::string> models;
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.path().extension() == ".onnx") models.push_back(e.path().string());
@@ -56,7 +65,8 @@ TEST(DISABLED_CpuCodegenZoo, ModelsGenerateAndCompile) {
         try {
           k = generate_cpu_kernel(g, sub, c, "k" + std::to_string(supported));
         } catch (const Error& e) {
-          ADD_FAILURE() << path << ": " << e.what();
+          std::fprintf(stderr, "FAILED %s: %s\n", path.c_str(), e.what());
+          ++failures;
           continue;
         }
         if (sampled < 150 && supported % 7 == 0) source += k.source, ++sampled;
@@ -65,13 +75,37 @@ TEST(DISABLED_CpuCodegenZoo, ModelsGenerateAndCompile) {
     kora_test::TempDir tmp;
     CxxCompileOptions options;
     options.cache_dir = tmp.file("kernels");
-    EXPECT_NO_THROW(compile_shared(source, options)) << path;
+    try {
+      compile_shared(source, options);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "FAILED %s: compiling the sample: %s\n", path.c_str(), e.what());
+      ++failures;
+    }
     std::printf("[ zoo      ] %-60s %6d distinct candidates, %5.1f%% supported, %d compiled\n",
                 path.c_str(), distinct, 100.0 * supported / std::max(distinct, 1), sampled);
     int shown = 0;
     for (const auto& [what, n] : refused_kinds)
       if (shown++ < 6) std::printf("[ zoo      ]     refused member: %s (%d)\n", what.c_str(), n);
   }
+  return failures;
 }
 
 }  // namespace
+
+int main(int argc, char** argv) {
+  const char* env = std::getenv("KORA_ZOO");
+  const std::string dir = argc > 1 ? argv[1] : env ? env : "models/zoo";
+  if (argc > 2) {
+    std::fprintf(stderr,
+                 "usage: kora_bench_codegen_zoo [DIR]  (default $KORA_ZOO, else models/zoo)\n");
+    return 2;
+  }
+  try {
+    const int failures = check_zoo(dir);
+    if (failures > 0) std::fprintf(stderr, "%d failures\n", failures);
+    return failures > 0 ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kora_bench_codegen_zoo: %s\n", e.what());
+    return 1;
+  }
+}

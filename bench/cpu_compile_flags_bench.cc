@@ -1,17 +1,20 @@
-// Kernel speed under two sets of compiler flags, on a real model's kernels (not run by
-// default: DISABLED_; run with
-//   KORA_AB_MODEL=models/zoo/mobilenet_v2.onnx KORA_AB_A=-O3 KORA_AB_B=-O2
-//   build/tests/kora_tests --gtest_also_run_disabled_tests --gtest_filter='*CompileFlagsBench*'
-// ): the model's unique candidate kernels that code generation supports, enumerated as
-// `kora profile` does, every KORA_AB_EVERY-th of them (default 3), default schedule, on
-// KORA_AB_THREADS threads (default 1: with two, a busy machine's scheduler turns barrier
-// waits into 4 ms stalls that swamp what the flags change); compiled with the kernel flags
-// of src/cpu/compile.h without their optimization flags, plus KORA_AB_A
-// (default -O3), and again plus KORA_AB_B (default: GCC's default optimization flags).
-// Each kernel is then measured A, B, B, A, A, B (each variant: the least of its three
-// medians, since load only adds time), so that load on a shared machine that comes and
-// goes hits both variants alike. Prints the geometric mean and the total of B/A per kind
-// of kernel and the kernels B slows most (by time; by ratio with KORA_AB_BY_RATIO=1).
+// Kernel speed under two sets of compiler flags, on a real model's kernels: an ONNX model
+// in; per kind of kernel the geometric mean and the total of B/A, and the kernels B slows
+// most, out. The model's unique candidate kernels that code generation supports,
+// enumerated as `kora profile` does, every KORA_AB_EVERY-th of them (default 3), default
+// schedule, on KORA_AB_THREADS threads (default 1: with two, a busy machine's scheduler
+// turns barrier waits into 4 ms stalls that swamp what the flags change); compiled with
+// the kernel flags of src/cpu/compile.h without their optimization flags, plus
+// KORA_AB_A (default -O3), and again plus KORA_AB_B (default: GCC's default optimization
+// flags). Each kernel is then measured A, B, B, A, A, B (each variant: the least of its
+// three medians, since load only adds time), so that load on a shared machine that comes
+// and goes hits both variants alike. The kernels B slows most are listed by time, or by
+// ratio with KORA_AB_BY_RATIO=1. Random inputs from the CPU tests' harness
+// (tests/cpu/codegen_harness.h).
+//
+//   cmake --build build --target kora_bench_compile_flags
+//   KORA_AB_A=-O3 KORA_AB_B=-O2 build/kora_bench_compile_flags models/zoo/mobilenet_v2.onnx
+//   (the model may also come from KORA_AB_MODEL)
 #include <omp.h>
 
 #include <algorithm>
@@ -19,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -58,9 +62,7 @@ struct Kernel {
   std::string rounds;  // every measurement, in order
 };
 
-TEST(DISABLED_CompileFlagsBench, KernelSpeed) {
-  const char* model = std::getenv("KORA_AB_MODEL");
-  ASSERT_NE(model, nullptr) << "set KORA_AB_MODEL to an .onnx file";
+void compare_flags(const char* model) {
   const int every = std::getenv("KORA_AB_EVERY") ? std::atoi(std::getenv("KORA_AB_EVERY")) : 3;
   const std::vector<std::string> flags[2] = {flags_with("KORA_AB_A", "-O3"),
                                              flags_with("KORA_AB_B", kDefaultB)};
@@ -181,3 +183,22 @@ TEST(DISABLED_CompileFlagsBench, KernelSpeed) {
 }
 
 }  // namespace
+
+int main(int argc, char** argv) {
+  const char* model = argc > 1 ? argv[1] : std::getenv("KORA_AB_MODEL");
+  if (!model || argc > 2) {
+    std::fprintf(stderr,
+                 "usage: kora_bench_compile_flags MODEL.onnx (or KORA_AB_MODEL=MODEL.onnx)\n"
+                 "  KORA_AB_A, KORA_AB_B: the two flag sets (default -O3, and \"%s\")\n"
+                 "  KORA_AB_EVERY (3), KORA_AB_THREADS (1), KORA_AB_BY_RATIO\n",
+                 kDefaultB);
+    return 2;
+  }
+  try {
+    compare_flags(model);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kora_bench_compile_flags: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
