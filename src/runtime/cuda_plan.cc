@@ -23,6 +23,7 @@ constexpr size_t kBlasWorkspace = 32u << 20;
 }  // namespace
 
 struct CudaPlan::Impl {
+  std::vector<Tensor>* outputs = nullptr;  // the session's
   std::unique_ptr<CudaDevice> device;
   std::unique_ptr<CudaBlas> blas;
   std::unique_ptr<CudaDnn> dnn;
@@ -91,9 +92,11 @@ struct CudaPlan::Impl {
   }
 };
 
-CudaPlan::CudaPlan(const Manifest& m, const std::string& dir, const void* weights)
+CudaPlan::CudaPlan(const Manifest& m, const std::string& dir, const void* weights,
+                   std::vector<Tensor>& outputs)
     : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
+  s.outputs = &outputs;
   const char* env = std::getenv("KORA_CUDA_DEVICE");
   const int ordinal = env && *env ? std::atoi(env) : 0;
   std::string why;
@@ -215,8 +218,9 @@ CudaPlan::CudaPlan(const Manifest& m, const std::string& dir, const void* weight
 
 CudaPlan::~CudaPlan() = default;
 
-void CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+void CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<double>* kernel_ms) {
   Impl& s = *impl_;
+  std::vector<Tensor>& outputs = *s.outputs;
   for (size_t i = 0; i < s.input_buffers.size(); ++i)
     s.device->to_device(s.input_buffers[i], inputs.at(i).bytes(), inputs[i].nbytes());
   if (!s.checked) {
@@ -252,6 +256,7 @@ void CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outpu
     if (s.output_buffers[i].first)
       s.device->to_host(outputs.at(i).mutable_bytes(), s.output_buffers[i].first,
                         static_cast<size_t>(s.output_buffers[i].second));
+  if (kernel_ms) *kernel_ms = this->kernel_ms();
 }
 
 double CudaPlan::plan_ms() {
@@ -267,7 +272,6 @@ std::vector<double> CudaPlan::kernel_ms() {
   return ms;
 }
 
-std::string CudaPlan::device_name() const { return impl_->device->name(); }
-std::string CudaPlan::mode() const { return impl_->mode; }
+std::string CudaPlan::device() const { return impl_->device->name() + ", " + impl_->mode; }
 
 }  // namespace kora

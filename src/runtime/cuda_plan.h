@@ -17,31 +17,33 @@
 
 #include "kora/tensor.h"
 #include "runtime/manifest.h"
+#include "runtime/plan.h"
 
 namespace kora {
 
-class CudaPlan {
+class CudaPlan : public TargetPlan {
  public:
   // Throws kora::Error naming what is missing (no GPU, another architecture, a cubin, cuBLAS
   // or cuDNN a kernel needs) or the kernel that cannot be prepared.
-  CudaPlan(const Manifest& manifest, const std::string& dir, const void* weights);
-  ~CudaPlan();
+  CudaPlan(const Manifest& manifest, const std::string& dir, const void* weights,
+           std::vector<Tensor>& outputs);
+  ~CudaPlan() override;
   CudaPlan(const CudaPlan&) = delete;
   CudaPlan& operator=(const CudaPlan&) = delete;
 
-  // Copies `inputs` (one per graph input, in manifest order) to the GPU, runs the plan,
-  // copies the outputs stored as "output" back into `outputs` (one per graph output).
-  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+  // Copies `inputs` to the GPU, runs the plan, copies the outputs stored as "output" back
+  // into the session's outputs. With `kernel_ms`, each kernel's GPU time (CUDA events)
+  // enqueued alone after the run.
+  void run(const std::vector<Tensor>& inputs, std::vector<double>* kernel_ms) override;
   // GPU time of one run of the whole plan on the inputs last copied (CUDA events around
   // the replay; no copies): the latency a caller keeping data on the GPU would see.
-  double plan_ms();
-  // Per kernel, its GPU time (CUDA events) when enqueued alone, in plan order.
-  std::vector<double> kernel_ms();
-  std::string device_name() const;
-  std::string mode()
-      const;  // "CUDA graph", "CUDA graphs (N) around M host kernels" or "launches (why)"
+  double plan_ms() override;
+  // The GPU's name and how the plan is replayed: "CUDA graph", "CUDA graphs (N) around M
+  // host kernels" or "launches (why)".
+  std::string device() const override;
 
  private:
+  std::vector<double> kernel_ms();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

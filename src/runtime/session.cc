@@ -1,47 +1,30 @@
-// The runtime session (include/kora/runtime.h): an artifact directory in; its kernels
-// bound to their tensors' memory and run in order out. Loading: manifest, weights
-// (size and checksum checked), kernel libraries (dlopen), library kernels (rebuilt from
-// their primitive graphs, constants from the weights; oneDNN ones told which of their
-// tensors are stored blocked), the arena. Each kernel gets a
-// fixed array of pointers into weights, arena and output buffers; only graph inputs
-// are patched in on each run.
-#include <omp.h>
-
+// The runtime session (include/kora/runtime.h): an artifact directory in; its plan ready to
+// run out. Loading, in named steps: the manifest (every field checked), the weights (size
+// and checksum checked), the graph's inputs and outputs, the target's plan
+// (src/runtime/plan.h: the CPU's or the GPU's) and the kernels' descriptions. A run binds
+// the inputs and calls the plan; outputs that no kernel writes (an input or a constant
+// passed through) are copied.
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
 
-#include "cpu/library.h"
 #include "kora/error.h"
-#include "kora/kernel_dag.h"
 #include "kora/runtime.h"
-#include "runtime/cuda_plan.h"
-#include "runtime/library_kernel.h"
 #include "runtime/manifest.h"
-#include "runtime/shared_library.h"
+#include "runtime/plan.h"
 
 namespace kora {
 namespace {
 
 namespace fs = std::filesystem;
-using KernelFn = void (*)(const void* const*, void* const*);
 
 struct AlignedFree {
   void operator()(void* p) const { std::free(p); }
 };
 using AlignedBytes = std::unique_ptr<std::byte, AlignedFree>;
-
-AlignedBytes aligned_bytes(int64_t bytes) {
-  const size_t size = static_cast<size_t>((std::max<int64_t>(bytes, 1) + 63) / 64 * 64);
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(64, size));
-  if (!p) throw Error("cannot allocate " + std::to_string(bytes) + " bytes");
-  return AlignedBytes(p);
-}
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -51,15 +34,51 @@ std::string read_text(const fs::path& path) {
   return s.str();
 }
 
-// One step of the plan: a generated function or a library kernel, with its pointers.
-struct Step {
-  KernelFn fn = nullptr;
-  std::unique_ptr<CpuLibraryKernel> object;
-  std::shared_ptr<PrimGraph> graph;  // library kernels reference it
-  std::vector<const void*> in;
-  std::vector<void*> out;
-  std::vector<std::pair<size_t, int>> input_slots;  // (position in `in`, graph input index)
-};
+Manifest read_manifest(const std::string& artifact_dir) {
+  const fs::path dir(artifact_dir);
+  if (!fs::is_directory(dir))
+    throw Error("artifact '" + artifact_dir + "' is not a directory (write one with kora compile)");
+  const fs::path path = dir / "manifest.json";
+  return manifest_from_json(read_text(path), path.string());
+}
+
+// The whole weights file, 64-byte aligned, its size and checksum the manifest's.
+AlignedBytes read_weights(const fs::path& dir, const Manifest& m) {
+  const fs::path path = dir / m.weights_file;
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw Error("cannot read the weights file '" + path.string() + "'");
+  if (static_cast<int64_t>(size) != m.weights_bytes)
+    throw Error("weights file '" + path.string() + "' has " + std::to_string(size) +
+                " bytes, the manifest says " + std::to_string(m.weights_bytes) +
+                " (truncated or from another compile)");
+  const size_t padded = static_cast<size_t>((std::max<int64_t>(m.weights_bytes, 1) + 63) / 64 * 64);
+  AlignedBytes weights(static_cast<std::byte*>(std::aligned_alloc(64, padded)));
+  if (!weights) throw Error("cannot allocate " + std::to_string(m.weights_bytes) + " bytes");
+  std::ifstream in(path, std::ios::binary);
+  if (!in.read(reinterpret_cast<char*>(weights.get()), m.weights_bytes))
+    throw Error("cannot read the weights file '" + path.string() + "'");
+  if (weights_checksum(weights.get(), static_cast<size_t>(m.weights_bytes)) != m.weights_checksum)
+    throw Error("weights file '" + path.string() +
+                "' is corrupt: its checksum differs from the manifest's");
+  return weights;
+}
+
+// Per kernel, for reports: its implementation as the user knows it.
+std::vector<KernelInfo> kernel_infos_of(const Manifest& m) {
+  const bool cpu = m.target == "cpu";
+  std::vector<KernelInfo> infos;
+  for (const ManifestKernel& k : m.kernels) {
+    std::string names;
+    for (const std::string& p : k.primitives) names += (names.empty() ? "" : ", ") + p;
+    infos.push_back({cpu                       ? k.impl
+                     : k.impl == "interpreter" ? "interpreter (host)"
+                     : k.cuda.library.empty()  ? "generated"
+                                               : k.cuda.library,
+                     k.schedule, names, k.predicted_ms});
+  }
+  return infos;
+}
 
 }  // namespace
 
@@ -67,172 +86,52 @@ struct Session::Impl {
   Manifest manifest;
   int threads = 0;
   std::vector<TensorInfo> inputs, outputs;
-  std::vector<std::shared_ptr<SharedLibrary>> libraries;
-  AlignedBytes weights, arena;
+  AlignedBytes weights;
   std::vector<Tensor> bound;          // per graph input; empty Tensor: not bound
   std::vector<Tensor> output_values;  // per graph output
-  std::vector<Step> steps;
+  std::unique_ptr<TargetPlan> plan;
   std::vector<KernelInfo> infos;
-  // Outputs that no kernel writes (a graph input or a constant passed through).
-  std::vector<std::pair<int, std::string>> copied_outputs;
-  std::unique_ptr<CudaPlan> cuda;  // target cuda: the plan on the GPU
+  // Outputs that no kernel writes (a graph input or a constant passed through):
+  // (output index, input index or -1 for a constant).
+  std::vector<std::pair<int, int>> copied_outputs;
+
+  // The graph's inputs and outputs; the output tensors the plan writes into.
+  void describe_io() {
+    const Manifest& m = manifest;
+    std::map<std::string, int> input_index;
+    for (const std::string& name : m.inputs) {
+      input_index[name] = static_cast<int>(inputs.size());
+      const ValueInfo& v = m.tensors.at(name).info;
+      inputs.push_back({name, v.dtype, v.shape});
+    }
+    bound.resize(inputs.size());
+    for (const std::string& name : m.outputs) {
+      const ManifestTensor& t = m.tensors.at(name);
+      outputs.push_back({name, t.info.dtype, t.info.shape});
+      output_values.emplace_back(t.info.dtype, t.info.shape);
+      if (t.storage == Storage::kConstant) {
+        std::memcpy(output_values.back().mutable_bytes(), weights.get() + t.offset,
+                    static_cast<size_t>(t.bytes()));
+      } else if (t.storage == Storage::kInput) {
+        auto it = input_index.find(name);
+        if (it == input_index.end())
+          throw Error("artifact manifest: output '" + name +
+                      "' is stored as an input but is not a graph input");
+        copied_outputs.emplace_back(static_cast<int>(outputs.size()) - 1, it->second);
+      }
+    }
+  }
 };
 
 Session::Session(const std::string& artifact_dir, const SessionOptions& options)
     : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
-  const fs::path dir(artifact_dir);
-  if (!fs::is_directory(dir))
-    throw Error("artifact '" + artifact_dir + "' is not a directory (write one with kora compile)");
-  const fs::path manifest_path = dir / "manifest.json";
-  s.manifest = manifest_from_json(read_text(manifest_path), manifest_path.string());
-  const Manifest& m = s.manifest;
-  s.threads = options.threads > 0 ? options.threads : m.threads;
-  if (s.threads > 0) omp_set_num_threads(s.threads);
-
-  // Weights: the whole file, checked.
-  const fs::path weights_path = dir / m.weights_file;
-  std::error_code ec;
-  const auto weights_size = fs::file_size(weights_path, ec);
-  if (ec) throw Error("cannot read the weights file '" + weights_path.string() + "'");
-  if (static_cast<int64_t>(weights_size) != m.weights_bytes)
-    throw Error("weights file '" + weights_path.string() + "' has " + std::to_string(weights_size) +
-                " bytes, the manifest says " + std::to_string(m.weights_bytes) +
-                " (truncated or from another compile)");
-  s.weights = aligned_bytes(m.weights_bytes);
-  {
-    std::ifstream in(weights_path, std::ios::binary);
-    if (!in.read(reinterpret_cast<char*>(s.weights.get()), m.weights_bytes))
-      throw Error("cannot read the weights file '" + weights_path.string() + "'");
-  }
-  if (weights_checksum(s.weights.get(), static_cast<size_t>(m.weights_bytes)) != m.weights_checksum)
-    throw Error("weights file '" + weights_path.string() +
-                "' is corrupt: its checksum differs from the manifest's");
-  const bool cpu = m.target == "cpu";  // else cuda: the plan runs on the GPU (CudaPlan)
-  if (cpu) {
-    s.arena = aligned_bytes(m.arena_bytes);
-    for (const std::string& lib : m.libraries)
-      s.libraries.push_back(std::make_shared<SharedLibrary>(fs::absolute(dir / lib).string()));
-  }
-
-  std::map<std::string, int> input_index, output_index;
-  for (const std::string& name : m.inputs) {
-    input_index[name] = static_cast<int>(s.inputs.size());
-    const ValueInfo& v = m.tensors.at(name).info;
-    s.inputs.push_back({name, v.dtype, v.shape});
-  }
-  s.bound.resize(s.inputs.size());
-  for (const std::string& name : m.outputs) {
-    const ValueInfo& v = m.tensors.at(name).info;
-    output_index.emplace(name, static_cast<int>(s.outputs.size()));
-    s.outputs.push_back({name, v.dtype, v.shape});
-    s.output_values.emplace_back(v.dtype, v.shape);
-    if (m.tensors.at(name).storage != Storage::kOutput)
-      s.copied_outputs.emplace_back(static_cast<int>(s.outputs.size()) - 1, name);
-  }
-
-  // Where each tensor lives (inputs: patched per run).
-  auto address = [&](const std::string& name) -> std::byte* {
-    const ManifestTensor& t = m.tensors.at(name);
-    switch (t.storage) {
-      case Storage::kConstant:
-        return s.weights.get() + t.offset;
-      case Storage::kArena:
-        return s.arena.get() + t.offset;
-      case Storage::kOutput: {
-        auto it = output_index.find(name);
-        if (it == output_index.end())
-          throw Error("artifact manifest: tensor '" + name +
-                      "' has storage \"output\" but is not a graph output");
-        return s.output_values[it->second].mutable_bytes();
-      }
-      case Storage::kInput:
-        return nullptr;
-    }
-    return nullptr;
-  };
-  auto constant = [&](const std::string& name) {
-    const ManifestTensor& t = m.tensors.at(name);
-    return Tensor(t.info.dtype, t.info.shape, s.weights.get() + t.offset,
-                  static_cast<size_t>(t.bytes()));
-  };
-
-  if (!cpu) s.cuda = std::make_unique<CudaPlan>(m, dir.string(), s.weights.get());
-  for (const ManifestKernel& k : m.kernels) {
-    std::string names;
-    for (const std::string& p : k.primitives) names += (names.empty() ? "" : ", ") + p;
-    s.infos.push_back({cpu                       ? k.impl
-                       : k.impl == "interpreter" ? "interpreter (host)"
-                       : k.cuda.library.empty()  ? "generated"
-                                                 : k.cuda.library,
-                       k.schedule, names, k.predicted_ms});
-    if (!cpu) continue;
-    Step step;
-    for (const std::string& t : k.reads) {
-      const ManifestTensor& info = m.tensors.at(t);
-      if (info.storage == Storage::kInput) {
-        auto it = input_index.find(t);
-        if (it == input_index.end())
-          throw Error("artifact manifest: kernel reads '" + t +
-                      "', stored as an input but not a graph input");
-        step.input_slots.emplace_back(step.in.size(), it->second);
-      }
-      step.in.push_back(address(t));
-    }
-    for (const std::string& t : k.writes) step.out.push_back(address(t));
-    // Its tensors stored blocked: oneDNN kernels are told; a generated (elementwise)
-    // kernel computes the same on any layout, as long as all its tensors share it.
-    TensorLayouts layouts;
-    std::set<std::string> seen;
-    for (const auto* list : {&k.reads, &k.writes})
-      for (const std::string& t : *list) {
-        const ManifestTensor& info = m.tensors.at(t);
-        if (!info.layout.empty()) layouts[t] = info.layout;
-        if (info.storage != Storage::kConstant) seen.insert(info.layout);
-      }
-    if (!layouts.empty() && (k.impl == "interpreter" || (k.impl == "generated" && seen.size() > 1)))
-      throw Error("artifact manifest: kernel " + std::to_string(s.steps.size()) + " (" + k.impl +
-                  ") uses '" + layouts.begin()->first + "', stored in layout " +
-                  layouts.begin()->second +
-                  (k.impl == "generated" ? ", with tensors in other layouts"
-                                         : "; the interpreter takes plain tensors only"));
-    if (k.impl == "generated") {
-      step.fn = reinterpret_cast<KernelFn>(s.libraries.at(k.library)->symbol(k.symbol));
-    } else {
-      // A graph of the kernel's primitives, constants from the weights; its reads and
-      // writes in the order the library kernel takes them.
-      RebuiltKernel r = rebuild_library_kernel(
-          k,
-          "artifact manifest '" + manifest_path.string() + "', kernel " +
-              std::to_string(s.steps.size()),
-          [&](const std::string& name) {
-            auto it = m.tensors.find(name);
-            if (it == m.tensors.end() || it->second.storage != Storage::kConstant)
-              throw Error("constant '" + name + "' is not in the weights");
-            return constant(name);
-          },
-          layouts);
-      step.graph = r.graph;
-      step.object = std::move(r.object);
-      std::vector<const void*> in;
-      std::vector<std::pair<size_t, int>> slots;
-      for (size_t pos : r.reads) {
-        for (const auto& [at, index] : step.input_slots)
-          if (at == pos) slots.emplace_back(in.size(), index);
-        in.push_back(step.in[pos]);
-      }
-      std::vector<void*> out;
-      for (size_t pos : r.writes) out.push_back(step.out[pos]);
-      step.in = std::move(in);
-      step.out = std::move(out);
-      step.input_slots = std::move(slots);
-    }
-    s.steps.push_back(std::move(step));
-  }
-  for (const auto& [index, name] : s.copied_outputs)
-    if (m.tensors.at(name).storage == Storage::kConstant)
-      std::memcpy(s.output_values[index].mutable_bytes(), address(name),
-                  static_cast<size_t>(m.tensors.at(name).bytes()));
+  s.manifest = read_manifest(artifact_dir);
+  s.threads = options.threads > 0 ? options.threads : s.manifest.threads;
+  s.weights = read_weights(artifact_dir, s.manifest);
+  s.describe_io();
+  s.plan = make_target_plan(s.manifest, artifact_dir, s.weights.get(), s.threads, s.output_values);
+  s.infos = kernel_infos_of(s.manifest);
 }
 
 Session::~Session() = default;
@@ -265,32 +164,10 @@ void Session::run_steps(std::vector<double>* kernel_ms) {
     if (s.bound[i].nbytes() == 0 && numel(s.inputs[i].shape) > 0)
       throw Error("input '" + s.inputs[i].name + "' is not bound (" +
                   dtype_name(s.inputs[i].dtype) + " " + shape_str(s.inputs[i].shape) + ")");
-  if (s.cuda) {
-    s.cuda->run(s.bound, s.output_values);
-    if (kernel_ms) *kernel_ms = s.cuda->kernel_ms();
-  }
-  if (s.threads > 0 && omp_get_max_threads() != s.threads) omp_set_num_threads(s.threads);
-  for (size_t i = 0; i < s.steps.size(); ++i) {
-    Step& step = s.steps[i];
-    for (const auto& [at, index] : step.input_slots) step.in[at] = s.bound[index].bytes();
-    const auto start =
-        kernel_ms ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    if (step.fn)
-      step.fn(step.in.data(), step.out.data());
-    else
-      step.object->run(step.in.data(), step.out.data());
-    if (kernel_ms)
-      (*kernel_ms)[i] =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count();
-  }
-  for (const auto& [index, name] : s.copied_outputs) {
-    if (s.manifest.tensors.at(name).storage != Storage::kInput) continue;
-    for (size_t i = 0; i < s.inputs.size(); ++i)
-      if (s.inputs[i].name == name)
-        std::memcpy(s.output_values[index].mutable_bytes(), s.bound[i].bytes(),
-                    s.bound[i].nbytes());
-  }
+  s.plan->run(s.bound, kernel_ms);
+  for (const auto& [output, input] : s.copied_outputs)
+    std::memcpy(s.output_values[output].mutable_bytes(), s.bound[input].bytes(),
+                s.bound[input].nbytes());
 }
 
 std::vector<double> Session::profile_kernels(int iters) {
@@ -337,15 +214,7 @@ int64_t Session::intermediate_bytes() const { return impl_->manifest.intermediat
 int Session::threads() const { return impl_->threads; }
 std::string Session::target() const { return impl_->manifest.target; }
 std::string Session::compiled_for() const { return impl_->manifest.device; }
-
-std::string Session::device() const {
-  if (!impl_->cuda) return "cpu, " + std::to_string(impl_->threads) + " threads";
-  return impl_->cuda->device_name() + ", " + impl_->cuda->mode();
-}
-
-double Session::plan_ms() {
-  if (!impl_->cuda) throw Error("plan_ms: a CPU session has no device time of its own");
-  return impl_->cuda->plan_ms();
-}
+std::string Session::device() const { return impl_->plan->device(); }
+double Session::plan_ms() { return impl_->plan->plan_ms(); }
 
 }  // namespace kora

@@ -1,0 +1,192 @@
+// The CPU target's plan (src/runtime/cpu_plan.h): manifest, kernel libraries and weights in;
+// each kernel bound to the memory of its tensors out, called in the plan's order per run.
+#include "runtime/cpu_plan.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "cpu/library.h"
+#include "kora/error.h"
+#include "runtime/library_kernel.h"
+#include "runtime/shared_library.h"
+
+namespace kora {
+namespace {
+
+namespace fs = std::filesystem;
+using KernelFn = void (*)(const void* const*, void* const*);
+
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }
+};
+using AlignedBytes = std::unique_ptr<std::byte, AlignedFree>;
+
+AlignedBytes aligned_bytes(int64_t bytes) {
+  const size_t size = static_cast<size_t>((std::max<int64_t>(bytes, 1) + 63) / 64 * 64);
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(64, size));
+  if (!p) throw Error("cannot allocate " + std::to_string(bytes) + " bytes");
+  return AlignedBytes(p);
+}
+
+// One step of the plan: a generated function or a library kernel, with its pointers.
+struct Step {
+  KernelFn fn = nullptr;
+  std::unique_ptr<CpuLibraryKernel> object;
+  std::shared_ptr<PrimGraph> graph;  // library kernels reference it
+  std::vector<const void*> in;
+  std::vector<void*> out;
+  std::vector<std::pair<size_t, int>> input_slots;  // (position in `in`, graph input index)
+};
+
+// The kernel's tensors stored blocked (oneDNN kernels are told). A generated
+// (elementwise) kernel computes the same on any layout as long as all its tensors share
+// it; the interpreter takes plain tensors only.
+TensorLayouts kernel_layouts(const Manifest& m, const ManifestKernel& k, size_t index) {
+  TensorLayouts layouts;
+  std::set<std::string> seen;
+  for (const auto* list : {&k.reads, &k.writes})
+    for (const std::string& t : *list) {
+      const ManifestTensor& info = m.tensors.at(t);
+      if (!info.layout.empty()) layouts[t] = info.layout;
+      if (info.storage != Storage::kConstant) seen.insert(info.layout);
+    }
+  if (!layouts.empty() && (k.impl == "interpreter" || (k.impl == "generated" && seen.size() > 1)))
+    throw Error("artifact manifest: kernel " + std::to_string(index) + " (" + k.impl + ") uses '" +
+                layouts.begin()->first + "', stored in layout " + layouts.begin()->second +
+                (k.impl == "generated" ? ", with tensors in other layouts"
+                                       : "; the interpreter takes plain tensors only"));
+  return layouts;
+}
+
+// A library kernel's step: `step`'s pointers (in the manifest's read and write order)
+// reordered to the order the rebuilt kernel takes them.
+void bind_library_kernel(const ManifestKernel& k, const std::string& where,
+                         const std::function<Tensor(const std::string&)>& constant,
+                         const TensorLayouts& layouts, Step& step) {
+  RebuiltKernel r = rebuild_library_kernel(k, where, constant, layouts);
+  step.graph = r.graph;
+  step.object = std::move(r.object);
+  std::vector<const void*> in;
+  std::vector<std::pair<size_t, int>> slots;
+  for (size_t pos : r.reads) {
+    for (const auto& [at, index] : step.input_slots)
+      if (at == pos) slots.emplace_back(in.size(), index);
+    in.push_back(step.in[pos]);
+  }
+  std::vector<void*> out;
+  for (size_t pos : r.writes) out.push_back(step.out[pos]);
+  step.in = std::move(in);
+  step.out = std::move(out);
+  step.input_slots = std::move(slots);
+}
+
+}  // namespace
+
+struct CpuPlan::Impl {
+  int threads = 0;
+  std::vector<std::shared_ptr<SharedLibrary>> libraries;
+  AlignedBytes arena;
+  std::vector<Step> steps;
+};
+
+CpuPlan::CpuPlan(const Manifest& m, const std::string& dir, std::byte* weights, int threads,
+                 std::vector<Tensor>& outputs)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.threads = threads;
+  if (threads > 0) omp_set_num_threads(threads);
+  s.arena = aligned_bytes(m.arena_bytes);
+  for (const std::string& lib : m.libraries)
+    s.libraries.push_back(
+        std::make_shared<SharedLibrary>(fs::absolute(fs::path(dir) / lib).string()));
+  std::map<std::string, int> input_index, output_index;
+  for (const std::string& name : m.inputs) input_index.emplace(name, input_index.size());
+  for (const std::string& name : m.outputs) output_index.emplace(name, output_index.size());
+
+  // Where each tensor lives (inputs: patched per run).
+  auto address = [&](const std::string& name) -> std::byte* {
+    const ManifestTensor& t = m.tensors.at(name);
+    switch (t.storage) {
+      case Storage::kConstant:
+        return weights + t.offset;
+      case Storage::kArena:
+        return s.arena.get() + t.offset;
+      case Storage::kOutput: {
+        auto it = output_index.find(name);
+        if (it == output_index.end())
+          throw Error("artifact manifest: tensor '" + name +
+                      "' has storage \"output\" but is not a graph output");
+        return outputs.at(it->second).mutable_bytes();
+      }
+      case Storage::kInput:
+        return nullptr;
+    }
+    return nullptr;
+  };
+  auto constant = [&](const std::string& name) {
+    auto it = m.tensors.find(name);
+    if (it == m.tensors.end() || it->second.storage != Storage::kConstant)
+      throw Error("constant '" + name + "' is not in the weights");
+    const ManifestTensor& t = it->second;
+    return Tensor(t.info.dtype, t.info.shape, weights + t.offset, static_cast<size_t>(t.bytes()));
+  };
+
+  for (const ManifestKernel& k : m.kernels) {
+    const size_t index = s.steps.size();
+    Step step;
+    for (const std::string& t : k.reads) {
+      if (m.tensors.at(t).storage == Storage::kInput) {
+        auto it = input_index.find(t);
+        if (it == input_index.end())
+          throw Error("artifact manifest: kernel reads '" + t +
+                      "', stored as an input but not a graph input");
+        step.input_slots.emplace_back(step.in.size(), it->second);
+      }
+      step.in.push_back(address(t));
+    }
+    for (const std::string& t : k.writes) step.out.push_back(address(t));
+    const TensorLayouts layouts = kernel_layouts(m, k, index);
+    if (k.impl == "generated")
+      step.fn = reinterpret_cast<KernelFn>(s.libraries.at(k.library)->symbol(k.symbol));
+    else
+      bind_library_kernel(k,
+                          "artifact manifest '" + (fs::path(dir) / "manifest.json").string() +
+                              "', kernel " + std::to_string(index),
+                          constant, layouts, step);
+    s.steps.push_back(std::move(step));
+  }
+}
+
+CpuPlan::~CpuPlan() = default;
+
+void CpuPlan::run(const std::vector<Tensor>& inputs, std::vector<double>* kernel_ms) {
+  Impl& s = *impl_;
+  if (s.threads > 0 && omp_get_max_threads() != s.threads) omp_set_num_threads(s.threads);
+  if (kernel_ms) kernel_ms->resize(s.steps.size());
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    Step& step = s.steps[i];
+    for (const auto& [at, index] : step.input_slots) step.in[at] = inputs[index].bytes();
+    const auto start =
+        kernel_ms ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (step.fn)
+      step.fn(step.in.data(), step.out.data());
+    else
+      step.object->run(step.in.data(), step.out.data());
+    if (kernel_ms)
+      (*kernel_ms)[i] =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+  }
+}
+
+std::string CpuPlan::device() const {
+  return "cpu, " + std::to_string(impl_->threads) + " threads";
+}
+
+double CpuPlan::plan_ms() { throw Error("plan_ms: a CPU session has no device time of its own"); }
+
+}  // namespace kora
