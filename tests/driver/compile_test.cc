@@ -1,0 +1,204 @@
+// The compile API (include/kora/compile.h) over the Target interface: a probe target
+// (tests' own backend: a fingerprint of its own, a candidate filter, a constant fallback
+// cost, a failure penalty, a note per opaque kernel, the CPU's artifact writer) shows that
+// the pipeline asks the target at every stage and reports what it answered; the cpu
+// target compiles a model file end to end, measured, into an artifact that matches the
+// reference interpreter, and a second compile measures nothing.
+#include "kora/compile.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "cpu/target.h"
+#include "emit/small_artifacts.h"
+#include "frontend/model_builder.h"
+#include "kora/profile_db.h"
+
+namespace kora_test {
+namespace {
+
+using namespace kora;
+
+// conv + bias -> relu -> softmax, and TopK of the softmax (opaque).
+ModelBuilder small_builder() {
+  ModelBuilder m;
+  std::vector<float> w(4 * 3 * 3 * 3), b(4);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 37 % 17) - 8) / 16;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 0.25f * static_cast<float>(i) - 0.5f;
+  m.input("x", {1, 3, 6, 6}).init_f32("w", {4, 3, 3, 3}, w).init_f32("b", {4}, b);
+  m.node("Conv", {"x", "w", "b"}, {"c"}, {attr_is("pads", {1, 1, 1, 1})}, "conv");
+  m.node("Relu", {"c"}, {"r"}, {}, "relu");
+  m.node("Softmax", {"r"}, {"p"}, {attr_i("axis", 1)}, "softmax");
+  m.init_i64("k", {1}, {2}).output("p").output("top").output("idx", onnx::TensorProto::INT64);
+  m.node("TopK", {"p", "k"}, {"top", "idx"}, {attr_i("axis", 3)}, "topk");
+  return m;
+}
+
+class ConstantCost : public CostModel {
+ public:
+  explicit ConstantCost(double ms) : ms_(ms) {}
+  double cost_ms(const PrimGraph&, const KernelDag&, const Candidate&) override { return ms_; }
+  std::string describe() const override { return "constant"; }
+
+ private:
+  double ms_;
+};
+
+// A backend of the tests' own, writing CPU artifacts.
+class ProbeTarget : public Target {
+ public:
+  std::string name() const override { return "cpu"; }
+  std::string device(const ProfileDb&) override {
+    ++device_calls;
+    return "probe|device";
+  }
+  std::string describe() const override { return "probe"; }
+  CandidateOptions candidates(const PrimGraph&, CandidateOptions options) const override {
+    options.max_size = 2;  // kernels of at most two primitives
+    return options;
+  }
+  std::unique_ptr<CostModel> fallback_cost() const override {
+    return std::make_unique<ConstantCost>(0.5);
+  }
+  double failure_penalty_ms() const override { return 1000; }
+  bool measures_here() const override { return false; }
+  ProfileReport profile(const PrimGraph&, ProfileDb&, const TargetProfileOptions&) override {
+    ADD_FAILURE() << "a target that does not measure here was asked to profile";
+    return {};
+  }
+  std::string kernel_note(const PrimGraph& graph, const KernelDag& dag,
+                          const Candidate& c) const override {
+    return c.members.size() == 1 && graph.prims[dag.prim[c.members[0]]].kind() == PrimKind::kOpaque
+               ? "opaque, probed"
+               : "";
+  }
+  ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult& plan,
+                                 const ProfileDb* db, const std::string& device,
+                                 const std::string& dir, const TargetEmitOptions&) override {
+    EXPECT_EQ(device, "probe|device");
+    ArtifactOptions o = quick_options();
+    o.device = device;
+    return write_cpu_artifact(graph, plan, db, dir, o);
+  }
+  int device_calls = 0;
+};
+
+TEST(Compile, TheTargetAnswersAtEveryStage) {
+  TempDir dir;
+  const PrimGraph g = kora::import_model(small_builder().save(dir));
+  ProbeTarget target;
+  CompileOptions options;
+  options.db = dir.file("profiles.db");
+  const CompiledArtifact a = compile(g, target, dir.file("art"), options);
+  const CompileSummary& s = a.summary;
+  EXPECT_EQ(target.device_calls, 1);
+  EXPECT_EQ(s.target, "cpu");
+  EXPECT_EQ(s.device, "probe|device");
+  EXPECT_FALSE(s.profiled);
+  EXPECT_EQ(s.measured_costs, 0);
+  EXPECT_GT(s.roofline_costs, 0);
+  // Every kernel at the fallback's 0.5 ms, at most two primitives each.
+  EXPECT_DOUBLE_EQ(s.predicted_ms, 0.5 * static_cast<double>(s.kernels));
+  const nlohmann::json manifest =
+      nlohmann::json::parse(read_bytes(std::filesystem::path(a.dir) / "manifest.json"));
+  ASSERT_EQ(manifest["kernels"].size(), static_cast<size_t>(s.kernels));
+  for (const auto& k : manifest["kernels"]) EXPECT_LE(k["primitives"].size(), 2u);
+  // TopK is noted, by name, and not counted among the estimated kernels.
+  ASSERT_EQ(s.notes.size(), 2u);
+  EXPECT_NE(s.notes[0].find("opaque, probed: topk"), std::string::npos) << s.notes[0];
+  EXPECT_EQ(s.estimated_kernels, s.kernels - 1);
+  EXPECT_NE(s.notes[1].find(std::to_string(s.kernels - 1) + " of the " + std::to_string(s.kernels) +
+                            " chosen kernels were never measured"),
+            std::string::npos)
+      << s.notes[1];
+  expect_matches_interpreter(g, a.dir);
+
+  const nlohmann::json j = nlohmann::json::parse(compile_summary_json(s));
+  EXPECT_EQ(j["kernels"], s.kernels);
+  EXPECT_EQ(j["device"], "probe|device");
+  EXPECT_EQ(j["notes"].size(), 2u);
+  EXPECT_FALSE(j.contains("profile"));
+}
+
+TEST(Compile, TargetCostsAreMeasuredThenPenalizedThenEstimated) {
+  TempDir dir;
+  const PrimGraph g = kora::import_model(small_builder().save(dir));
+  const KernelDag dag = kernel_dag_of(g);
+  ProbeTarget target;
+  auto db = std::make_shared<ProfileDb>(dir.file("profiles.db"));
+  std::vector<Candidate> c;
+  for (int m : {0, 1, 2}) {
+    c.push_back(make_candidate(dag, {m}));
+    c.back().signature = canonical_signature(g, dag, c.back());
+  }
+  const Candidate &first = c[0], &second = c[1], &third = c[2];
+  ASSERT_NE(first.signature, second.signature);
+  auto record = [](const std::string& device, uint64_t signature, double ms) {
+    ProfileRecord r;
+    r.device = device;
+    r.signature = signature;
+    r.schedule = "gen:default";
+    r.median_ms = ms;
+    r.samples = 5;
+    r.failed = ms < 0;
+    return r;
+  };
+  const ProfileRecord measured = record("probe|device", first.signature, 0.125);
+  const ProfileRecord failed = record("probe|device", second.signature, -1);
+  const ProfileRecord elsewhere = record("other|device", third.signature, 0.25);
+  db->put({measured, failed, elsewhere});
+  std::string device;
+  const auto costs = target_costs(target, db, &device);
+  EXPECT_EQ(device, "probe|device");
+  EXPECT_DOUBLE_EQ(costs->cost_ms(g, dag, first), 0.125);
+  EXPECT_DOUBLE_EQ(costs->cost_ms(g, dag, second), 1000);  // every implementation failed
+  EXPECT_DOUBLE_EQ(costs->cost_ms(g, dag, third), 0.5);    // measured on another device only
+}
+
+TEST(Compile, CpuTargetCompilesAModelFileMeasuredAndAgainFromTheDatabase) {
+  TempDir dir;
+  const std::string model = small_builder().save(dir);
+  ::setenv("KORA_KERNEL_CACHE", dir.file("kernels").c_str(), 1);  // the cpu target's cache
+  TargetOptions t;
+  t.threads = 1;
+  const std::unique_ptr<Target> target = make_target("cpu", t);
+  EXPECT_NE(dynamic_cast<CpuTarget*>(target.get()), nullptr);
+  CompileOptions options;
+  options.db = dir.file("profiles.db");
+  const CompiledArtifact a = compile(model, *target, dir.file("art"), options);
+  const CompileSummary& s = a.summary;
+  EXPECT_TRUE(s.profiled);
+  EXPECT_GT(s.profile.kernels, 0);
+  EXPECT_EQ(s.profile.measured, s.profile.kernels);
+  EXPECT_EQ(s.roofline_costs, 0);  // every kernel's cost measured
+  EXPECT_EQ(s.estimated_kernels, 0);
+  EXPECT_TRUE(s.notes.empty());
+  EXPECT_TRUE(s.proven_optimal);
+  EXPECT_EQ(s.device, cpu_backend_fingerprint(1));
+  EXPECT_GT(s.primitives, 0);
+  expect_matches_interpreter(kora::import_model(model), a.dir);
+
+  const CompiledArtifact again = compile(model, *target, dir.file("art"), options);
+  EXPECT_EQ(again.summary.profile.measured, 0);
+  EXPECT_EQ(again.summary.profile.from_db, s.profile.kernels);
+  EXPECT_EQ(again.summary.kernels, s.kernels);
+  EXPECT_NE(format_compile_summary(again.summary).find("strategy optimal, predicted"),
+            std::string::npos);
+  ::unsetenv("KORA_KERNEL_CACHE");
+}
+
+TEST(Compile, UnknownTargetsAndModelsAreClearErrors) {
+  expect_error([] { make_target("tpu"); }, "unknown target 'tpu'");
+  TempDir dir;
+  const std::unique_ptr<Target> target = make_target("cpu");
+  CompileOptions options;
+  options.db = dir.file("profiles.db");
+  expect_error([&] { compile(dir.file("missing.onnx"), *target, dir.file("art"), options); },
+               "missing.onnx");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("art")));
+}
+
+}  // namespace
+}  // namespace kora_test
