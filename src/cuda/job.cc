@@ -1,7 +1,7 @@
 // The CUDA measuring job's files (src/cuda/job.h): CudaJob <-> DIR/job.json,
 // results lines <-> DIR/results.jsonl, the inputs' generator and the outputs' probes.
-// Shared by kora and the standalone worker, so it uses nothing of kora but kora::Error
-// (nlohmann-json is header-only).
+// Shared by kora and the standalone worker, so it uses nothing of kora but kora::Error and
+// the correctness rule (src/base/compare.cc; nlohmann-json is header-only).
 #include "cuda/job.h"
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "base/compare.h"
 #include "base/fnv_hash.h"
 #include "base/read_file.h"
 #include "kora/error.h"
@@ -516,25 +517,11 @@ std::string compare_cuda_probes(const CudaProbe& got, const CudaProbe& want, dou
   if (got.nonfinite != want.nonfinite)
     return std::to_string(got.nonfinite) + " elements not finite, the reference's " +
            std::to_string(want.nonfinite);
-  double diff = 0, norm = 0;
-  for (size_t k = 0; k < want.values.size(); ++k) {
-    const double a = got.values[k], b = want.values[k];
-    const int64_t at = cuda_probe_position(static_cast<int>(k), want.count);
-    if (!std::isfinite(b) || !std::isfinite(a)) {
-      if (!(std::isnan(a) && std::isnan(b)) && a != b)
-        return "element " + std::to_string(at) + " is " + std::to_string(a) + ", the reference's " +
-               std::to_string(b);
-      continue;
-    }
-    diff += (a - b) * (a - b);
-    norm += b * b;
-  }
-  const double err = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
-  if (diff > 0 && err > tolerance) {
-    std::ostringstream os;
-    os << "relative L2 error " << err << " at the probed elements (tolerance " << tolerance << ")";
-    return os.str();
-  }
+  ElementComparison c;
+  for (size_t k = 0; k < want.values.size(); ++k)
+    c.add(cuda_probe_position(static_cast<int>(k), want.count), got.values[k], want.values[k]);
+  const std::string failure = comparison_failure(c, tolerance, "probed elements:", "reference");
+  if (!failure.empty()) return failure;
   const double sums =
       std::abs(got.sum_squares - want.sum_squares) / std::max(want.sum_squares, 1e-30);
   if (got.sum_squares != want.sum_squares && sums > 3 * tolerance) {

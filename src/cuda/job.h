@@ -14,7 +14,8 @@
 // tensor, which kora compares with the reference interpreter before storing anything.
 // Read tensors not carried as data are filled by a counter-based generator
 // (cuda_job_fill), so worker and kora compute on the same inputs without shipping them.
-// This header and src/cuda/job.cc use nothing of kora but kora::Error.
+// This header and src/cuda/job.cc use nothing of kora but kora::Error and the correctness
+// rule (src/base/compare.cc, standard library only).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -196,9 +197,9 @@ void cuda_job_fill(const CudaJobBuffer& buffer, const std::string& data, void* o
 // The probe of a tensor of `dtype` (as in CudaJobBuffer) and `count` elements.
 CudaProbe cuda_probe(const std::string& dtype, const void* elements, int64_t count);
 int64_t cuda_probe_position(int k, int64_t count);
-// Empty when `got` matches `want` (the reference): the same non-finite count and
-// positions, probe values within relative L2 error `tolerance`, sums of squares within
-// 3 x tolerance relatively; else what differs.
+// Empty when `got` matches `want` (the reference): the same non-finite count, probe values
+// by kora's correctness rule (src/base/compare.h: non-finite values equal, relative L2 error
+// within `tolerance`), sums of squares within 3 x tolerance relatively; else what differs.
 std::string compare_cuda_probes(const CudaProbe& got, const CudaProbe& want, double tolerance);
 
 }  // namespace kora
