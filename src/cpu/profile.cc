@@ -457,33 +457,29 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
 
   // Enumerate: the candidates of every segment, one job per unknown signature.
   auto stage = std::chrono::steady_clock::now();
-  const KernelDag dag = kernel_dag_of(graph);
-  std::vector<SegmentCandidates> segments;
-  for (const Segment& s : partition_dag(dag, options.partition))
-    segments.push_back(segment_candidates(graph, dag, s, options.candidates));
+  const ModelCandidates candidates =
+      unique_candidates(graph, options.partition, options.candidates);
   std::vector<Job> jobs;
-  std::unordered_set<uint64_t> seen;
-  for (const SegmentCandidates& s : segments)
-    for (const Candidate& c : s.candidates) {
-      if (!seen.insert(c.signature).second) continue;
-      Job job;
-      job.dag = &s.sub;
-      job.candidate = &c;
-      job.native_layouts = onednn_native_layouts(graph, s.sub, c);
-      if (db.known(summary.device, c.signature)) {
-        // A database from before native layouts were measured gets just those.
-        int native = 0;
-        for (const ProfileRecord& r : db.records(summary.device, c.signature))
-          native += r.schedule == kOnednnNative || r.schedule == kOnednnBlocked;
-        if (job.native_layouts.empty() || native == 2) {
-          ++summary.from_db;
-          continue;
-        }
-        job.native_only = true;
+  for (const UniqueCandidate& u : candidates.unique) {
+    const Candidate& c = *u.candidate;
+    Job job;
+    job.dag = u.sub;
+    job.candidate = &c;
+    job.native_layouts = onednn_native_layouts(graph, *u.sub, c);
+    if (db.known(summary.device, c.signature)) {
+      // A database from before native layouts were measured gets just those.
+      int native = 0;
+      for (const ProfileRecord& r : db.records(summary.device, c.signature))
+        native += r.schedule == kOnednnNative || r.schedule == kOnednnBlocked;
+      if (job.native_layouts.empty() || native == 2) {
+        ++summary.from_db;
+        continue;
       }
-      jobs.push_back(std::move(job));
+      job.native_only = true;
     }
-  summary.kernels = static_cast<int64_t>(seen.size());
+    jobs.push_back(std::move(job));
+  }
+  summary.kernels = static_cast<int64_t>(candidates.unique.size());
   summary.enumerate_seconds = seconds_since(stage);
 
   // Round 1. Generate: the default schedule (every schedule when exhaustive), the
