@@ -25,8 +25,11 @@ std::map<std::string, Tensor> run_onnxruntime(const std::string& model,
                                               const std::map<std::string, Tensor>& inputs,
                                               int threads);
 
-// ||got - want|| / ||want|| over all elements as doubles (0 when both are zero; 1 when
-// only `want` is zero; infinity when shapes differ or `got` has NaN where `want` has not).
+// The relative L2 error ||got - want|| / ||want|| by kora's correctness rule (the one its
+// profilers check kernels with, src/base/compare.h): over the elements where `want` is
+// finite, as doubles; 0 when both are zero, infinity when only `want` is zero; infinity when
+// shapes differ or a non-finite value disagrees (NaN must meet NaN, an infinity the same
+// infinity, a finite value a finite value).
 double relative_l2(const Tensor& got, const Tensor& want);
 
 }  // namespace kora

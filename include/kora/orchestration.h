@@ -61,6 +61,28 @@ struct SegmentCandidates {
 SegmentCandidates segment_candidates(const PrimGraph& graph, const KernelDag& dag,
                                      const Segment& segment, const CandidateOptions& options);
 
+// One distinct kernel: the first candidate of its signature, with its segment's sub-DAG.
+struct UniqueCandidate {
+  int segment = 0;                       // index into ModelCandidates::segments
+  const KernelDag* sub = nullptr;        // &segments[segment].sub
+  const Candidate* candidate = nullptr;  // in segments[segment].candidates
+};
+// The candidates orchestrate() will see for a whole graph (the same partition and
+// candidate options): every segment's, and the distinct kernels among them, which is what
+// a profiler measures. The pointers point into `segments`: moving keeps them, copying
+// would not (so there is no copy).
+struct ModelCandidates {
+  std::vector<SegmentCandidates> segments;
+  std::vector<UniqueCandidate> unique;  // by segment, then by candidate: one per signature
+  ModelCandidates() = default;
+  ModelCandidates(ModelCandidates&&) = default;
+  ModelCandidates& operator=(ModelCandidates&&) = default;
+  ModelCandidates(const ModelCandidates&) = delete;
+  ModelCandidates& operator=(const ModelCandidates&) = delete;
+};
+ModelCandidates unique_candidates(const PrimGraph& graph, const PartitionOptions& partition,
+                                  const CandidateOptions& candidates);
+
 OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
                                 const OrchestrationOptions& options = {});
 

@@ -8,7 +8,8 @@
 // by size (all sets of 1 node, then 2, ...), so when a seed reaches its bound
 // (max_sets_per_seed connected sets examined) the smaller sets around it are complete
 // and only larger ones are missed. Each connected set is then tested for convexity
-// with ancestor/descendant bitsets.
+// with ancestor/descendant bitsets. A found set becomes a Candidate by make_candidate
+// (candidate.cc).
 #include <algorithm>
 #include <cstdint>
 
@@ -151,22 +152,6 @@ class Enumerator {
 };
 
 }  // namespace
-
-Candidate make_candidate(const KernelDag& dag, std::vector<int> members) {
-  Candidate c;
-  c.members = std::move(members);
-  auto member = [&](int v) { return std::binary_search(c.members.begin(), c.members.end(), v); };
-  for (int v : c.members) {
-    bool out = dag.required[v];
-    for (int s : dag.succ[v]) out |= !member(s);
-    if (out) c.outputs.push_back(v);
-    for (int p : dag.pred[v])
-      if (!member(p)) c.inputs.push_back(p);
-  }
-  std::sort(c.inputs.begin(), c.inputs.end());
-  c.inputs.erase(std::unique(c.inputs.begin(), c.inputs.end()), c.inputs.end());
-  return c;
-}
 
 bool is_convex(const KernelDag& dag, const std::vector<int>& members) {
   return convex_with(reachability(dag), members);

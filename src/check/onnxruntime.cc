@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/compare.h"
 #include "kora/check.h"
 #include "kora/error.h"
 #include "kora/npy.h"
@@ -98,17 +99,10 @@ std::map<std::string, Tensor> run_onnxruntime(const std::string& model,
 
 double relative_l2(const Tensor& got, const Tensor& want) {
   if (got.shape() != want.shape()) return INFINITY;
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    const double a = got.double_at(i), b = want.double_at(i);
-    if (std::isnan(b) && std::isnan(a)) continue;
-    if (std::isinf(b) && a == b) continue;
-    diff += (a - b) * (a - b);
-    norm += b * b;
-  }
-  if (std::isnan(diff)) return INFINITY;
-  if (norm == 0) return diff == 0 ? 0 : 1;
-  return std::sqrt(diff / norm);
+  ElementComparison c;
+  for (int64_t i = 0; i < want.numel() && !c.mismatched(); ++i)
+    c.add(i, got.double_at(i), want.double_at(i));
+  return c.mismatched() ? INFINITY : c.relative_error();
 }
 
 double tolerance_for(const std::string& device) {

@@ -99,57 +99,57 @@ memory::desc laid_out(const Shape& dims, const std::string& name, const std::str
               "', which kora does not know for rank " + std::to_string(dims.size()));
 }
 
-dnnl::algorithm eltwise_alg(Eltwise e) {
+dnnl::algorithm eltwise_alg(EpilogueEltwise e) {
   using A = dnnl::algorithm;
   switch (e) {
-    case Eltwise::kRelu:
+    case EpilogueEltwise::kRelu:
       return A::eltwise_relu;
-    case Eltwise::kTanh:
+    case EpilogueEltwise::kTanh:
       return A::eltwise_tanh;
-    case Eltwise::kAbs:
+    case EpilogueEltwise::kAbs:
       return A::eltwise_abs;
-    case Eltwise::kSqrt:
+    case EpilogueEltwise::kSqrt:
       return A::eltwise_sqrt;
-    case Eltwise::kExp:
+    case EpilogueEltwise::kExp:
       return A::eltwise_exp;
-    case Eltwise::kLog:
+    case EpilogueEltwise::kLog:
       return A::eltwise_log;
-    case Eltwise::kLogistic:
+    case EpilogueEltwise::kLogistic:
       return A::eltwise_logistic;
-    case Eltwise::kSoftRelu:
+    case EpilogueEltwise::kSoftRelu:
       return A::eltwise_soft_relu;
-    case Eltwise::kPow:
+    case EpilogueEltwise::kPow:
       return A::eltwise_pow;
-    case Eltwise::kRound:
+    case EpilogueEltwise::kRound:
       return A::eltwise_round;
-    case Eltwise::kSquare:
+    case EpilogueEltwise::kSquare:
       return A::eltwise_square;
-    case Eltwise::kSwish:
+    case EpilogueEltwise::kSwish:
       return A::eltwise_swish;
-    case Eltwise::kHardswish:
+    case EpilogueEltwise::kHardswish:
       return A::eltwise_hardswish;
-    case Eltwise::kGeluErf:
+    case EpilogueEltwise::kGeluErf:
       return A::eltwise_gelu_erf;
-    case Eltwise::kClip:
+    case EpilogueEltwise::kClip:
       return A::eltwise_clip;
   }
   return A::eltwise_relu;
 }
 
-dnnl::algorithm binary_alg(Binary b) {
+dnnl::algorithm binary_alg(EpilogueBinary b) {
   using A = dnnl::algorithm;
   switch (b) {
-    case Binary::kAdd:
+    case EpilogueBinary::kAdd:
       return A::binary_add;
-    case Binary::kSub:
+    case EpilogueBinary::kSub:
       return A::binary_sub;
-    case Binary::kMul:
+    case EpilogueBinary::kMul:
       return A::binary_mul;
-    case Binary::kDiv:
+    case EpilogueBinary::kDiv:
       return A::binary_div;
-    case Binary::kMax:
+    case EpilogueBinary::kMax:
       return A::binary_max;
-    case Binary::kMin:
+    case EpilogueBinary::kMin:
       return A::binary_min;
   }
   return A::binary_add;
@@ -157,7 +157,7 @@ dnnl::algorithm binary_alg(Binary b) {
 
 // The weights as oneDNN sees them: convolution weights [M, C/g, K...] get a group dim
 // [g, M/g, C/g, K...] when g > 1 (the same bytes).
-Shape weights_dims(const Plan& p) {
+Shape weights_dims(const LinearPlan& p) {
   if (!p.conv || p.conv_attrs.group == 1) return p.weights_dims;
   Shape d = p.weights_dims;
   d[0] /= p.conv_attrs.group;
@@ -170,7 +170,7 @@ dnnl::engine& cpu_engine() {
   return eng;
 }
 
-bool is_full(const Plan& p, const PostOp& op) {
+bool is_full(const LinearPlan& p, const EpilogueOp& op) {
   return op.binary && op.operand >= 0 && op.operand_dims == p.dst_dims;
 }
 
@@ -178,11 +178,11 @@ bool is_full(const Plan& p, const PostOp& op) {
 // `*src_fixed`; weights `any` when constant (reordered once) else plain. Binary operands
 // of the full output shape are plain, or in layout `*full` (then dst is too), or left out
 // (skip_full).
-dnnl::primitive_desc make_pd(const Plan& p, bool blocked, bool constant_weights,
+dnnl::primitive_desc make_pd(const LinearPlan& p, bool blocked, bool constant_weights,
                              const memory::desc* full = nullptr, bool skip_full = false,
                              const memory::desc* src_fixed = nullptr) {
   dnnl::post_ops po;
-  for (const PostOp& op : p.post_ops) {
+  for (const EpilogueOp& op : p.epilogue) {
     if (!op.binary) {
       po.append_eltwise(1.0f, eltwise_alg(op.eltwise), op.alpha, op.beta);
     } else if (is_full(p, op)) {
@@ -234,7 +234,7 @@ struct Choice {
 // With src or dst stored in a given layout (src_fixed, dst_fixed) the convolution runs
 // blocked: the given sides in their layouts, the others `any`, full-shape operands in
 // dst's layout.
-Choice choose_pd(const Plan& p, ConvLayout layout, bool constant_weights,
+Choice choose_pd(const LinearPlan& p, ConvLayout layout, bool constant_weights,
                  const memory::desc* src_fixed = nullptr, const memory::desc* dst_fixed = nullptr) {
   if (src_fixed || dst_fixed) {
     memory::desc dst = dst_fixed ? *dst_fixed
@@ -256,7 +256,7 @@ Choice choose_pd(const Plan& p, ConvLayout layout, bool constant_weights,
   } catch (const dnnl::error&) {
   }
   bool any_full = false;
-  for (const PostOp& op : p.post_ops) any_full = any_full || is_full(p, op);
+  for (const EpilogueOp& op : p.epilogue) any_full = any_full || is_full(p, op);
   if (any_full) {
     try {
       const memory::desc dst =
@@ -274,7 +274,7 @@ class OnednnKernel : public CpuLibraryKernel {
  public:
   // `reads`/`write`: the kernel's tensors in kernel_reads()/kernel_writes() order, to look
   // their layouts up in `layouts`.
-  OnednnKernel(const PrimGraph& graph, Plan plan, ConvLayout layout,
+  OnednnKernel(const PrimGraph& graph, LinearPlan plan, ConvLayout layout,
                const std::vector<std::string>& reads, const std::string& write,
                const TensorLayouts& layouts)
       : plan_(std::move(plan)), stream_(cpu_engine()) {
@@ -292,11 +292,11 @@ class OnednnKernel : public CpuLibraryKernel {
     };
     const std::optional<memory::desc> src_stored = stored(reads.at(plan_.src), plan_.src_dims);
     const std::optional<memory::desc> dst_stored = stored(write, plan_.dst_dims);
-    std::vector<std::optional<memory::desc>> operand_stored(plan_.post_ops.size());
+    std::vector<std::optional<memory::desc>> operand_stored(plan_.epilogue.size());
     std::optional<memory::desc> dst_fixed = dst_stored;
-    for (size_t i = 0; i < plan_.post_ops.size(); ++i)
-      if (is_full(plan_, plan_.post_ops[i])) {
-        operand_stored[i] = stored(reads.at(plan_.post_ops[i].operand), plan_.dst_dims);
+    for (size_t i = 0; i < plan_.epilogue.size(); ++i)
+      if (is_full(plan_, plan_.epilogue[i])) {
+        operand_stored[i] = stored(reads.at(plan_.epilogue[i].operand), plan_.dst_dims);
         if (operand_stored[i] && !dst_fixed) dst_fixed = operand_stored[i];
       }
     const Tensor* weights = graph.constant(plan_.weights_tensor);
@@ -354,9 +354,9 @@ class OnednnKernel : public CpuLibraryKernel {
       args_[DNNL_ARG_BIAS] = b;
       bound_.push_back({plan_.bias, b});
     }
-    scalars_ = std::make_unique<float[]>(plan_.post_ops.size());
-    for (size_t i = 0; i < plan_.post_ops.size(); ++i) {
-      const PostOp& op = plan_.post_ops[i];
+    scalars_ = std::make_unique<float[]>(plan_.epilogue.size());
+    for (size_t i = 0; i < plan_.epilogue.size(); ++i) {
+      const EpilogueOp& op = plan_.epilogue[i];
       if (!op.binary) continue;
       const int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1;
       if (op.operand < 0) {
@@ -385,7 +385,7 @@ class OnednnKernel : public CpuLibraryKernel {
           v.dtype == DType::kFloat32 ? stored(reads[r], v.shape) : std::nullopt;
       if (!md) continue;
       bool taken = static_cast<int>(r) == plan_.src;  // as src or a full-shape operand
-      for (const PostOp& op : plan_.post_ops)
+      for (const EpilogueOp& op : plan_.epilogue)
         taken = taken || (is_full(plan_, op) && op.operand == static_cast<int>(r));
       if (!taken)
         throw Error("oneDNN kernel: tensor '" + reads[r] + "' has layout " + layouts.at(reads[r]) +
@@ -441,7 +441,7 @@ class OnednnKernel : public CpuLibraryKernel {
     dnnl::reorder reorder;  // plain -> laid for reads, laid -> plain for the write
   };
 
-  Plan plan_;
+  LinearPlan plan_;
   dnnl::stream stream_;
   dnnl::primitive prim_;
   std::unordered_map<int, memory> args_;
@@ -456,9 +456,9 @@ class OnednnKernel : public CpuLibraryKernel {
   std::optional<PlainView> plain_out_;
 };
 
-Plan plan_or_throw(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+LinearPlan plan_or_throw(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
   std::string why;
-  std::optional<Plan> plan = plan_kernel(graph, dag, c, &why);
+  std::optional<LinearPlan> plan = plan_kernel(graph, dag, c, &why);
   if (!plan) {
     std::string names;
     for (int v : c.members) names += (names.empty() ? "" : ", ") + graph.prims[dag.prim[v]].name;
@@ -473,7 +473,7 @@ Plan plan_or_throw(const PrimGraph& graph, const KernelDag& dag, const Candidate
 // 1.2-10x for 3x3, 7x7/2, depthwise and strided 1x1 convolutions even with the reorders
 // at the boundary; a pointwise convolution (1x1, stride 1, no pads, one group) is one
 // GEMM on plain tensors and the reorders make blocked 0.8-1.0x of it.
-bool blocked_is_faster(const Plan& p) {
+bool blocked_is_faster(const LinearPlan& p) {
   if (!p.conv) return false;
   const ConvAttrs& a = p.conv_attrs;
   bool pointwise = a.group == 1;
@@ -487,7 +487,7 @@ std::unique_ptr<CpuLibraryKernel> make_kernel(const PrimGraph& graph, const Kern
                                               const Candidate& c, ConvLayout layout,
                                               std::string* implementation,
                                               const TensorLayouts& layouts) {
-  Plan plan = plan_or_throw(graph, dag, c);
+  LinearPlan plan = plan_or_throw(graph, dag, c);
   try {
     auto k =
         std::make_unique<OnednnKernel>(graph, std::move(plan), layout, kernel_reads(graph, dag, c),
@@ -502,7 +502,7 @@ std::unique_ptr<CpuLibraryKernel> make_kernel(const PrimGraph& graph, const Kern
 }  // namespace onednn
 
 bool onednn_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
-  const std::optional<onednn::Plan> plan = onednn::plan_kernel(graph, dag, c, nullptr);
+  const std::optional<LinearPlan> plan = onednn::plan_kernel(graph, dag, c, nullptr);
   if (!plan) return false;
   try {
     onednn::make_pd(*plan, false, graph.constant(plan->weights_tensor) != nullptr);
@@ -514,7 +514,7 @@ bool onednn_supports(const PrimGraph& graph, const KernelDag& dag, const Candida
 
 TensorLayouts onednn_native_layouts(const PrimGraph& graph, const KernelDag& dag,
                                     const Candidate& c) {
-  const std::optional<onednn::Plan> plan = onednn::plan_kernel(graph, dag, c, nullptr);
+  const std::optional<LinearPlan> plan = onednn::plan_kernel(graph, dag, c, nullptr);
   if (!plan || !plan->conv || !graph.constant(plan->weights_tensor)) return {};
   try {
     const onednn::Choice choice = onednn::choose_pd(*plan, onednn::ConvLayout::kBlocked, true);
@@ -536,7 +536,7 @@ TensorLayouts onednn_native_layouts(const PrimGraph& graph, const KernelDag& dag
     if (!src.empty()) put(reads.at(plan->src), src, plan->src_dims);
     if (!dst.empty()) {
       put(kernel_writes(graph, dag, c).at(0), dst, plan->dst_dims);
-      for (const onednn::PostOp& op : plan->post_ops)
+      for (const EpilogueOp& op : plan->epilogue)
         if (onednn::is_full(*plan, op)) put(reads.at(op.operand), dst, plan->dst_dims);
     }
     for (auto it = layouts.begin(); it != layouts.end();)

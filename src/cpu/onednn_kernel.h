@@ -17,7 +17,7 @@ namespace kora::onednn {
 // (kAuto, by blocked_is_faster). Matmuls always run on plain tensors.
 enum class ConvLayout { kAuto, kPlain, kBlocked };
 
-bool blocked_is_faster(const Plan& plan);
+bool blocked_is_faster(const LinearPlan& plan);
 
 std::unique_ptr<CpuLibraryKernel> make_kernel(const PrimGraph& graph, const KernelDag& dag,
                                               const Candidate& c, ConvLayout layout,

@@ -24,6 +24,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "base/compare.h"
 #include "base/fnv_hash.h"
 #include "base/progress.h"
 #include "cpu/backend.h"
@@ -160,8 +161,9 @@ std::map<std::string, Tensor> reference_values(const PrimGraph& graph) {
   return values;
 }
 
-// Empty when `got` matches `want`: floats within relative L2 error `tolerance` (NaN where
-// the reference has NaN, infinities equal), other dtypes exactly.
+// Empty when `got` matches `want`: floats by the correctness rule of src/base/compare.h
+// (relative L2 error within `tolerance`, non-finite values where the interpreter has them),
+// other dtypes exactly.
 std::string compare(const std::string& name, const Tensor& got, const Tensor& want,
                     double tolerance) {
   if (!is_floating(want.dtype())) {
@@ -169,28 +171,10 @@ std::string compare(const std::string& name, const Tensor& got, const Tensor& wa
       return "output '" + name + "' differs from the interpreter";
     return "";
   }
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    const double a = got.double_at(i), b = want.double_at(i);
-    if (std::isnan(b) || std::isinf(b)) {
-      if (!(std::isnan(a) && std::isnan(b)) && a != b)
-        return "output '" + name + "' element " + std::to_string(i) + " is " + std::to_string(a) +
-               ", the interpreter's " + std::to_string(b);
-      continue;
-    }
-    if (!std::isfinite(a))
-      return "output '" + name + "' element " + std::to_string(i) + " is " + std::to_string(a) +
-             ", the interpreter's " + std::to_string(b);
-    diff += (a - b) * (a - b);
-    norm += b * b;
-  }
-  const double err = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
-  if (diff > 0 && err > tolerance) {
-    std::ostringstream os;
-    os << "output '" << name << "' relative L2 error " << err << " (tolerance " << tolerance << ")";
-    return os.str();
-  }
-  return "";
+  ElementComparison c;
+  for (int64_t i = 0; i < want.numel() && !c.mismatched(); ++i)
+    c.add(i, got.double_at(i), want.double_at(i));
+  return comparison_failure(c, tolerance, "output '" + name + "'", "interpreter");
 }
 
 // Fills the output buffers with a byte pattern (NaN for floats) so that elements a
@@ -473,33 +457,29 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
 
   // Enumerate: the candidates of every segment, one job per unknown signature.
   auto stage = std::chrono::steady_clock::now();
-  const KernelDag dag = kernel_dag_of(graph);
-  std::vector<SegmentCandidates> segments;
-  for (const Segment& s : partition_dag(dag, options.partition))
-    segments.push_back(segment_candidates(graph, dag, s, options.candidates));
+  const ModelCandidates candidates =
+      unique_candidates(graph, options.partition, options.candidates);
   std::vector<Job> jobs;
-  std::unordered_set<uint64_t> seen;
-  for (const SegmentCandidates& s : segments)
-    for (const Candidate& c : s.candidates) {
-      if (!seen.insert(c.signature).second) continue;
-      Job job;
-      job.dag = &s.sub;
-      job.candidate = &c;
-      job.native_layouts = onednn_native_layouts(graph, s.sub, c);
-      if (db.known(summary.device, c.signature)) {
-        // A database from before native layouts were measured gets just those.
-        int native = 0;
-        for (const ProfileRecord& r : db.records(summary.device, c.signature))
-          native += r.schedule == kOnednnNative || r.schedule == kOnednnBlocked;
-        if (job.native_layouts.empty() || native == 2) {
-          ++summary.from_db;
-          continue;
-        }
-        job.native_only = true;
+  for (const UniqueCandidate& u : candidates.unique) {
+    const Candidate& c = *u.candidate;
+    Job job;
+    job.dag = u.sub;
+    job.candidate = &c;
+    job.native_layouts = onednn_native_layouts(graph, *u.sub, c);
+    if (db.known(summary.device, c.signature)) {
+      // A database from before native layouts were measured gets just those.
+      int native = 0;
+      for (const ProfileRecord& r : db.records(summary.device, c.signature))
+        native += r.schedule == kOnednnNative || r.schedule == kOnednnBlocked;
+      if (job.native_layouts.empty() || native == 2) {
+        ++summary.from_db;
+        continue;
       }
-      jobs.push_back(std::move(job));
+      job.native_only = true;
     }
-  summary.kernels = static_cast<int64_t>(seen.size());
+    jobs.push_back(std::move(job));
+  }
+  summary.kernels = static_cast<int64_t>(candidates.unique.size());
   summary.enumerate_seconds = seconds_since(stage);
 
   // Round 1. Generate: the default schedule (every schedule when exhaustive), the

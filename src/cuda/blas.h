@@ -11,7 +11,7 @@
 #include <string>
 
 #include "cuda/driver.h"
-#include "cuda/job.h"
+#include "cuda/kernel_spec.h"
 
 namespace kora {
 

@@ -15,7 +15,6 @@
 #include <ostream>
 #include <sstream>
 #include <tuple>
-#include <unordered_set>
 
 #include "base/fnv_hash.h"
 #include "cuda/codegen.h"
@@ -125,20 +124,17 @@ CandidateOptions cuda_candidate_options(const PrimGraph& graph, CandidateOptions
 int64_t for_each_cuda_candidate(
     const PrimGraph& graph, const CudaKernelsOptions& options,
     const std::function<void(const KernelDag& sub, const Candidate& c)>& fn) {
-  const KernelDag dag = kernel_dag_of(graph);
-  std::unordered_set<uint64_t> seen;
-  for (const Segment& s : partition_dag(dag, options.partition)) {
-    const SegmentCandidates sc = segment_candidates(graph, dag, s, options.candidates);
-    for (const Candidate& c : sc.candidates) {
-      if (!seen.insert(c.signature).second) continue;
-      const bool generated = cuda_codegen_supports(graph, sc.sub, c);
-      if (!generated && !cuda_gemm_plan(graph, sc.sub, c) && !cuda_conv_plan(graph, sc.sub, c))
-        continue;
-      if (generated && options.known && options.known(c.signature)) continue;
-      fn(sc.sub, c);
-    }
+  const ModelCandidates candidates =
+      unique_candidates(graph, options.partition, options.candidates);
+  for (const UniqueCandidate& u : candidates.unique) {
+    const KernelDag& sub = *u.sub;
+    const Candidate& c = *u.candidate;
+    const bool generated = cuda_codegen_supports(graph, sub, c);
+    if (!generated && !cuda_gemm_plan(graph, sub, c) && !cuda_conv_plan(graph, sub, c)) continue;
+    if (generated && options.known && options.known(c.signature)) continue;
+    fn(sub, c);
   }
-  return static_cast<int64_t>(seen.size());
+  return static_cast<int64_t>(candidates.unique.size());
 }
 
 CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernelsOptions& options) {

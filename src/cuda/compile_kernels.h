@@ -91,7 +91,8 @@ CandidateOptions cuda_candidate_options(const PrimGraph& graph, CandidateOptions
 // (ProfileDbCost::penalize_failed): chosen only where nothing else computes its primitives.
 constexpr double kCudaFailedKernelMs = 1000;
 
-// Calls `fn` once per distinct candidate kernel (the first of each signature) that a
+// Calls `fn` once per distinct candidate kernel (unique_candidates() of
+// include/kora/orchestration.h: the first of each signature) that a
 // library (cuda_gemm_plan, cuda_conv_plan) computes, or the CUDA generator supports and
 // `known` does not name, in the order compile_cuda_kernels takes them; returns the number
 // of distinct kernels.

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "cuda/driver.h"
-#include "cuda/job.h"
+#include "cuda/kernel_spec.h"
 #include "kora/error.h"
 
 namespace kora {

@@ -11,7 +11,7 @@
 #include "cuda/blas.h"
 #include "cuda/dnn.h"
 #include "cuda/driver.h"
-#include "cuda/job.h"
+#include "cuda/kernel_spec.h"
 
 namespace kora {
 

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "cpu/onednn_plan.h"
+#include "codegen/linear_epilogue.h"
 
 namespace kora {
 
@@ -94,12 +94,13 @@ bool gemm_view(const Shape& dims, const Shape& strides, const Shape& out, int64_
 
 // A float32 MatMul whose operands are views of the kernel's reads through reshapes and
 // transposes, then a chain of: a scale by an immediate, a bias of N values, a residual of
-// its output's shape, a ReLU (read off the candidate as the CPU's oneDNN plan reads it).
+// its output's shape, a ReLU (read off the candidate by the linear-epilogue matcher,
+// src/codegen/linear_epilogue.h).
 std::optional<CudaGemm> viewed_gemm(const PrimGraph& graph, const KernelDag& dag,
                                     const Candidate& c) {
   std::string why;
-  const std::optional<onednn::Plan> plan =
-      onednn::plan_kernel(graph, dag, c, &why, {/*reshaped_rows=*/true});  // D is contiguous
+  const std::optional<LinearPlan> plan =
+      match_linear_epilogue(graph, dag, c, &why, {/*reshaped_rows=*/true});  // D is contiguous
   if (!plan || plan->conv) return std::nullopt;
   const Shape &a = plan->src_dims, &b = plan->weights_dims, &d = plan->dst_dims;
   const size_t r = d.size();
@@ -124,21 +125,21 @@ std::optional<CudaGemm> viewed_gemm(const PrimGraph& graph, const KernelDag& dag
     if (!is_bias(plan->bias_dims)) return std::nullopt;
     g.read_bias = plan->bias;
   }
-  for (const onednn::PostOp& op : plan->post_ops) {
+  for (const EpilogueOp& op : plan->epilogue) {
     const bool relu =
-        (!op.binary && op.eltwise == onednn::Eltwise::kRelu && op.alpha == 0) ||
-        (op.binary && op.operand < 0 && op.op == onednn::Binary::kMax && op.scalar == 0);
+        (!op.binary && op.eltwise == EpilogueEltwise::kRelu && op.alpha == 0) ||
+        (op.binary && op.operand < 0 && op.op == EpilogueBinary::kMax && op.scalar == 0);
     const bool added = g.read_bias >= 0 || g.read_c >= 0;
     if (g.relu) return std::nullopt;  // nothing after the ReLU
     if (relu) {
       g.relu = true;
     } else if (op.binary && op.operand < 0 && !added &&
-               (op.op == onednn::Binary::kMul || op.op == onednn::Binary::kDiv)) {
-      g.alpha = op.op == onednn::Binary::kMul ? g.alpha * op.scalar : g.alpha / op.scalar;
-    } else if (op.binary && op.operand >= 0 && op.op == onednn::Binary::kAdd && g.read_bias < 0 &&
+               (op.op == EpilogueBinary::kMul || op.op == EpilogueBinary::kDiv)) {
+      g.alpha = op.op == EpilogueBinary::kMul ? g.alpha * op.scalar : g.alpha / op.scalar;
+    } else if (op.binary && op.operand >= 0 && op.op == EpilogueBinary::kAdd && g.read_bias < 0 &&
                is_bias(op.operand_dims)) {
       g.read_bias = op.operand;
-    } else if (op.binary && op.operand >= 0 && op.op == onednn::Binary::kAdd && g.read_c < 0 &&
+    } else if (op.binary && op.operand >= 0 && op.op == EpilogueBinary::kAdd && g.read_c < 0 &&
                op.operand_dims == d &&
                numel(graph.value(reads[static_cast<size_t>(op.operand)]).shape) == size) {
       g.read_c = op.operand;
@@ -232,12 +233,12 @@ std::optional<CudaConv> conv_of(const PrimGraph& graph, const Primitive& p) {
 }
 
 // A convolution with a bias, then optionally a residual of its shape, then optionally a
-// ReLU: the epilogue cudnnConvolutionBiasActivationForward fuses (read off the candidate as
-// the CPU's oneDNN plan reads it).
+// ReLU: the epilogue cudnnConvolutionBiasActivationForward fuses (read off the candidate by
+// the linear-epilogue matcher, src/codegen/linear_epilogue.h).
 std::optional<CudaConv> fused_conv(const PrimGraph& graph, const KernelDag& dag,
                                    const Candidate& c) {
   std::string why;
-  const std::optional<onednn::Plan> plan = onednn::plan_kernel(graph, dag, c, &why);
+  const std::optional<LinearPlan> plan = match_linear_epilogue(graph, dag, c, &why);
   if (!plan || !plan->conv || plan->bias < 0) return std::nullopt;
   const Primitive* linear = nullptr;
   for (int v : c.members)
@@ -249,12 +250,12 @@ std::optional<CudaConv> fused_conv(const PrimGraph& graph, const KernelDag& dag,
   if (numel(plan->bias_dims) != conv->y[1]) return std::nullopt;  // one per output channel
   const std::vector<std::string> reads = kernel_reads(graph, dag, c);
   size_t next = 0;
-  const std::vector<onednn::PostOp>& ops = plan->post_ops;
-  if (next < ops.size() && ops[next].binary && ops[next].op == onednn::Binary::kAdd &&
+  const std::vector<EpilogueOp>& ops = plan->epilogue;
+  if (next < ops.size() && ops[next].binary && ops[next].op == EpilogueBinary::kAdd &&
       ops[next].operand >= 0 && ops[next].operand_dims == conv->y &&
       numel(graph.value(reads[static_cast<size_t>(ops[next].operand)]).shape) == numel(conv->y))
     conv->read_z = ops[next++].operand;
-  if (next < ops.size() && !ops[next].binary && ops[next].eltwise == onednn::Eltwise::kRelu &&
+  if (next < ops.size() && !ops[next].binary && ops[next].eltwise == EpilogueEltwise::kRelu &&
       ops[next].alpha == 0) {
     conv->relu = true;
     ++next;

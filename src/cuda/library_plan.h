@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/job.h"
+#include "cuda/kernel_spec.h"
 #include "kora/candidates.h"
 #include "kora/kernel_dag.h"
 #include "kora/primitive.h"

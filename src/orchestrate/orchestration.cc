@@ -2,7 +2,8 @@
 // model in, the chosen kernels of the whole graph out. Per segment of the partition:
 // candidates are enumerated on the segment's sub-DAG, each distinct canonical signature
 // is costed once, and the strategy chooses (optimal: blocked layouts too, when the cost
-// model knows them); kernels are mapped back to primitive indices.
+// model knows them); kernels are mapped back to primitive indices. Also the distinct
+// candidates of a whole graph, which the profilers measure (unique_candidates).
 #include "kora/orchestration.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "kora/error.h"
 
@@ -95,6 +97,20 @@ SegmentCandidates segment_candidates(const PrimGraph& graph, const KernelDag& da
   result.sub = sub_dag(dag, segment.begin, segment.end);
   result.candidates = enumerate_candidates(result.sub, options, &result.stats);
   for (Candidate& c : result.candidates) c.signature = canonical_signature(graph, result.sub, c);
+  return result;
+}
+
+ModelCandidates unique_candidates(const PrimGraph& graph, const PartitionOptions& partition,
+                                  const CandidateOptions& candidates) {
+  const KernelDag dag = kernel_dag_of(graph);
+  ModelCandidates result;
+  for (const Segment& s : partition_dag(dag, partition))
+    result.segments.push_back(segment_candidates(graph, dag, s, candidates));
+  std::unordered_set<uint64_t> seen;
+  for (size_t s = 0; s < result.segments.size(); ++s)
+    for (const Candidate& c : result.segments[s].candidates)
+      if (seen.insert(c.signature).second)
+        result.unique.push_back({static_cast<int>(s), &result.segments[s].sub, &c});
   return result;
 }
 

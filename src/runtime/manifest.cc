@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cuda/job.h"
+#include "cuda/kernel_spec.h"
 #include "kora/error.h"
 #include "runtime/prim_json.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/job.h"
+#include "cuda/kernel_spec.h"
 #include "kora/graph.h"
 #include "kora/primitive.h"
 
