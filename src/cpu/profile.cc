@@ -22,7 +22,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-#include <unordered_set>
 
 #include "base/compare.h"
 #include "base/fnv_hash.h"
@@ -447,18 +446,12 @@ class Measurer {
 
 }  // namespace
 
-ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const ProfileOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  const int threads =
-      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
-  ProfileSummary summary;
-  summary.device = cpu_backend_fingerprint(threads, options.compile.compiler);
-  if (db.count(summary.device) == 0) summary.other_fingerprints = db.count("");
+namespace {
 
-  // Enumerate: the candidates of every segment, one job per unknown signature.
-  auto stage = std::chrono::steady_clock::now();
-  const ModelCandidates candidates =
-      unique_candidates(graph, options.partition, options.candidates);
+// One job per unique candidate the database does not know for the device (or knows but
+// for its native-layout measurements, from before they were taken).
+std::vector<Job> unknown_jobs(const PrimGraph& graph, const ModelCandidates& candidates,
+                              const ProfileDb& db, ProfileSummary& summary) {
   std::vector<Job> jobs;
   for (const UniqueCandidate& u : candidates.unique) {
     const Candidate& c = *u.candidate;
@@ -467,7 +460,6 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
     job.candidate = &c;
     job.native_layouts = onednn_native_layouts(graph, *u.sub, c);
     if (db.known(summary.device, c.signature)) {
-      // A database from before native layouts were measured gets just those.
       int native = 0;
       for (const ProfileRecord& r : db.records(summary.device, c.signature))
         native += r.schedule == kOnednnNative || r.schedule == kOnednnBlocked;
@@ -479,107 +471,134 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
     }
     jobs.push_back(std::move(job));
   }
-  summary.kernels = static_cast<int64_t>(candidates.unique.size());
-  summary.enumerate_seconds = seconds_since(stage);
+  return jobs;
+}
 
-  // Round 1. Generate: the default schedule (every schedule when exhaustive), the
-  // library kernels (oneDNN's take the thread count current when they are built).
-  stage = std::chrono::steady_clock::now();
-  omp_set_num_threads(threads);
+// The library kernels of a job, built when measured: oneDNN where it fits, its native
+// primitive (then with reorders) where it has native layouts, the plug-ins.
+void add_library_kernels(const PrimGraph& graph, const ProfileOptions& options, Job& job) {
+  const KernelDag& d = *job.dag;
+  const Candidate& c = *job.candidate;
+  auto add = [&](const std::string& schedule,
+                 std::function<std::unique_ptr<CpuLibraryKernel>()> make) {
+    Implementation impl;
+    impl.schedule = schedule;
+    impl.make = std::move(make);
+    job.impls.push_back(std::move(impl));
+  };
+  if (!job.native_only && onednn_supports(graph, d, c))
+    add("onednn", [&graph, &d, &c]() { return make_onednn_kernel(graph, d, c); });
+  if (!job.native_layouts.empty()) {
+    add(kOnednnNative, [&graph, &d, &c, layouts = job.native_layouts]() {
+      return make_onednn_kernel(graph, d, c, layouts);
+    });
+    add(kOnednnBlocked,
+        [&graph, &d, &c]() { return make_onednn_kernel(graph, d, c, {}, kOnednnBlocked); });
+  }
+  if (options.extra_kernels && !job.native_only)
+    for (std::unique_ptr<CpuLibraryKernel>& k : options.extra_kernels(graph, d, c)) {
+      Implementation impl;
+      impl.schedule = k->schedule();
+      impl.object = std::move(k);
+      job.impls.push_back(std::move(impl));
+    }
+}
+
+// Round 1: every job's default schedule (every schedule when exhaustive) and library
+// kernels, compiled, checked and measured.
+void first_round(const PrimGraph& graph, std::vector<Job>& jobs, const ProfileOptions& options,
+                 Measurer& measurer, ProfileSummary& summary) {
+  auto stage = std::chrono::steady_clock::now();
   for (Job& job : jobs) {
-    const KernelDag& d = *job.dag;
-    const Candidate& c = *job.candidate;
-    if (!job.native_only && cpu_codegen_supports(graph, d, c)) {
-      job.schedules = cpu_schedule_space(graph, d, c);
+    if (!job.native_only && cpu_codegen_supports(graph, *job.dag, *job.candidate)) {
+      job.schedules = cpu_schedule_space(graph, *job.dag, *job.candidate);
       job.default_schedule = "gen:" + job.schedules[0].key();
-      const size_t first_round = options.exhaustive ? job.schedules.size() : 1;
-      for (size_t s = 0; s < first_round; ++s)
+      const size_t schedules = options.exhaustive ? job.schedules.size() : 1;
+      for (size_t s = 0; s < schedules; ++s)
         job.impls.push_back(generated(graph, job, job.schedules, s));
     }
-    if (!job.native_only && onednn_supports(graph, d, c)) {
-      Implementation impl;
-      impl.schedule = "onednn";
-      impl.make = [&graph, &d, &c]() { return make_onednn_kernel(graph, d, c); };
-      job.impls.push_back(std::move(impl));
-    }
-    if (!job.native_layouts.empty()) {  // the native primitive, then with reorders
-      Implementation impl;
-      impl.schedule = kOnednnNative;
-      impl.make = [&graph, &d, &c, layouts = job.native_layouts]() {
-        return make_onednn_kernel(graph, d, c, layouts);
-      };
-      job.impls.push_back(std::move(impl));
-      Implementation blocked;
-      blocked.schedule = kOnednnBlocked;
-      blocked.make = [&graph, &d, &c]() {
-        return make_onednn_kernel(graph, d, c, {}, kOnednnBlocked);
-      };
-      job.impls.push_back(std::move(blocked));
-    }
-    if (options.extra_kernels && !job.native_only)
-      for (std::unique_ptr<CpuLibraryKernel>& k : options.extra_kernels(graph, d, c)) {
-        Implementation impl;
-        impl.schedule = k->schedule();
-        impl.object = std::move(k);
-        job.impls.push_back(std::move(impl));
-      }
+    add_library_kernels(graph, options, job);
   }
   summary.generate_seconds = seconds_since(stage);
   stage = std::chrono::steady_clock::now();
   compile_all(jobs, options, summary);
   summary.compile_seconds = seconds_since(stage);
   stage = std::chrono::steady_clock::now();
-  Measurer measurer(graph, db, options, summary);
   std::vector<Job*> all;
   for (Job& job : jobs) all.push_back(&job);
   measurer.run(all, "measure", true);
   summary.measured = static_cast<int64_t>(jobs.size());
   summary.measure_seconds = seconds_since(stage);
+}
 
-  // Round 2, the schedule search: the other schedules of kernels whose default schedule
-  // worked, came within `search_within` of the kernel's best implementation and takes
-  // long enough to matter.
-  if (!options.exhaustive) {
-    stage = std::chrono::steady_clock::now();
-    std::vector<Job*> search;
-    for (Job& job : jobs) {
-      if (job.schedules.size() < 2 || job.default_ms <= 0) continue;
-      if (job.default_ms > options.search_within * job.best_ms) continue;
-      if (job.best_ms < options.search_min_ms) continue;
-      search.push_back(&job);
-    }
-    std::stable_sort(search.begin(), search.end(),
-                     [](const Job* a, const Job* b) { return a->best_ms > b->best_ms; });
-    if (static_cast<int>(search.size()) > options.search_max_kernels)
-      search.resize(std::max(0, options.search_max_kernels));
-    for (Job* job : search)
-      for (size_t s = 1; s < job->schedules.size(); ++s)
-        job->impls.push_back(generated(graph, *job, job->schedules, s));
-    summary.searched = static_cast<int64_t>(search.size());
-    summary.generate_seconds += seconds_since(stage);
-    stage = std::chrono::steady_clock::now();
-    compile_all(jobs, options, summary);
-    summary.compile_seconds += seconds_since(stage);
-    stage = std::chrono::steady_clock::now();
-    const size_t searched =
-        measurer.run(search, "schedule search", false, options.search_max_seconds);
-    if (searched < search.size()) {
-      summary.searched = static_cast<int64_t>(searched);
-      if (options.progress)
-        *options.progress << "kora profile: schedule search stopped after "
-                          << options.search_max_seconds << " s (" << searched << " of "
-                          << search.size() << " kernels)" << std::endl;
-    }
-    summary.measure_seconds += seconds_since(stage);
+// Round 2, the schedule search: the other schedules of the slowest kernels whose default
+// schedule worked, came within `search_within` of the kernel's best implementation and
+// takes long enough to matter; measuring stops after `search_max_seconds`.
+void schedule_search(const PrimGraph& graph, std::vector<Job>& jobs, const ProfileOptions& options,
+                     Measurer& measurer, ProfileSummary& summary) {
+  auto stage = std::chrono::steady_clock::now();
+  std::vector<Job*> search;
+  for (Job& job : jobs) {
+    if (job.schedules.size() < 2 || job.default_ms <= 0) continue;
+    if (job.default_ms > options.search_within * job.best_ms) continue;
+    if (job.best_ms < options.search_min_ms) continue;
+    search.push_back(&job);
   }
-  summary.total_seconds = seconds_since(start);
-  if (options.progress && summary.load_looks > 0 &&
-      summary.busy_looks * 5 > summary.load_looks)  // more than 20% of the looks
+  std::stable_sort(search.begin(), search.end(),
+                   [](const Job* a, const Job* b) { return a->best_ms > b->best_ms; });
+  if (static_cast<int>(search.size()) > options.search_max_kernels)
+    search.resize(std::max(0, options.search_max_kernels));
+  for (Job* job : search)
+    for (size_t s = 1; s < job->schedules.size(); ++s)
+      job->impls.push_back(generated(graph, *job, job->schedules, s));
+  summary.searched = static_cast<int64_t>(search.size());
+  summary.generate_seconds += seconds_since(stage);
+  stage = std::chrono::steady_clock::now();
+  compile_all(jobs, options, summary);
+  summary.compile_seconds += seconds_since(stage);
+  stage = std::chrono::steady_clock::now();
+  const size_t searched =
+      measurer.run(search, "schedule search", false, options.search_max_seconds);
+  if (searched < search.size()) {
+    summary.searched = static_cast<int64_t>(searched);
+    if (options.progress)
+      *options.progress << "kora profile: schedule search stopped after "
+                        << options.search_max_seconds << " s (" << searched << " of "
+                        << search.size() << " kernels)" << std::endl;
+  }
+  summary.measure_seconds += seconds_since(stage);
+}
+
+// More than 20% of the looks before a measurement saw other work running.
+void warn_if_busy(const ProfileOptions& options, const ProfileSummary& summary) {
+  if (options.progress && summary.load_looks > 0 && summary.busy_looks * 5 > summary.load_looks)
     *options.progress << "kora profile: warning: other processes were running during "
                       << 100 * summary.busy_looks / summary.load_looks
                       << "% of the measurements; their times are inflated (profile on an idle "
                          "machine for plans to trust)"
                       << std::endl;
+}
+
+}  // namespace
+
+ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const ProfileOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  ProfileSummary summary;
+  summary.device = cpu_backend_fingerprint(threads, options.compile.compiler);
+  if (db.count(summary.device) == 0) summary.other_fingerprints = db.count("");
+  const ModelCandidates candidates =
+      unique_candidates(graph, options.partition, options.candidates);
+  std::vector<Job> jobs = unknown_jobs(graph, candidates, db, summary);
+  summary.kernels = static_cast<int64_t>(candidates.unique.size());
+  summary.enumerate_seconds = seconds_since(start);
+  omp_set_num_threads(threads);  // oneDNN kernels take the thread count current when built
+  Measurer measurer(graph, db, options, summary);
+  first_round(graph, jobs, options, measurer, summary);
+  if (!options.exhaustive) schedule_search(graph, jobs, options, measurer, summary);
+  summary.total_seconds = seconds_since(start);
+  warn_if_busy(options, summary);
   return summary;
 }
 
