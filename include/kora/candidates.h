@@ -25,7 +25,8 @@ struct Candidate {
 struct CandidateOptions {
   int max_size = 16;
   // Bound on the connected sets grown from one seed node (the sets whose smallest node
-  // is the seed). Keeps enumeration linear in graph size; see docs/architecture.md.
+  // is the seed). Keeps enumeration linear in graph size; what it can miss is said in
+  // src/candidates/enumerate.cc.
   int64_t max_sets_per_seed = 4000;
   // Backend capability: false rejects a node set (called on convex sets passing the rules).
   std::function<bool(const KernelDag&, const std::vector<int>&)> capable;

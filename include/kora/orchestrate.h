@@ -22,6 +22,18 @@ namespace kora {
 // a candidate that is layout-agnostic (elementwise) computes on any layout when all the
 // nodes it touches share it; every other candidate needs its nodes plain. A node stored
 // blocked is so for every chosen kernel that reads or writes it.
+//
+// Why: oneDNN's convolutions run on blocked activations (channels last, acdb, with
+// AVX-512; aBcd8b with AVX2, ...). On plain NCHW each pays a reorder in and out, which on
+// MobileNetV2 cost more than its depthwise convolutions (docs/benchmarks.md: 28 reorders
+// 0.40 ms, 13 depthwise convolutions 0.20 ms). The cost model says what a native kernel
+// costs (CostModel::layout_cost; ProfileDbCost from the onednn:native and onednn:blocked
+// records), and the program chooses layouts together with the kernels (optimal only).
+// Required nodes stay plain: model outputs, and tensors crossing a segment cut.
+// Candidates that can take a blocked node are exempt from dominance
+// (src/orchestrate/dominance.h), and one more valid inequality keeps the relaxation tight
+// (src/orchestrate/blp.cc, add_layout_rows). The plan carries the blocked tensors and the
+// native kernels to the emitter.
 struct NativeOption {
   double blocked_ms = -1;        // the native implementation, every side reordered; < 0: none
   std::vector<int> nodes;        // its sides: nodes it reads or writes

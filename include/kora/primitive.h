@@ -15,8 +15,12 @@
 //                them without moving data;
 //   linear       batched matmul, or convolution (grouped, depthwise, strided, dilated,
 //                zero-padded);
-//   opaque       an ONNX operator kept whole (TopK, NonMaxSuppression, gathers with
-//                computed indices, ArgMax); it always forms a kernel of its own.
+//   opaque       an ONNX operator kept whole (TopK, NonMaxSuppression, ArgMax/ArgMin,
+//                GatherElements, Gather with computed indices, MaxPool with an Indices
+//                output); it always forms a kernel of its own.
+// A PrimGraph holds the primitives in topological order, the type of every tensor and the
+// constants; graph outputs keep their ONNX names. prim_flops and prim_bytes_* give each
+// primitive's work.
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,14 @@
 // and only larger ones are missed. Each connected set is then tested for convexity
 // with ancestor/descendant bitsets. A found set becomes a Candidate by make_candidate
 // (candidate.cc).
+//
+// The bound makes the work linear in the graph size (per seed at most max_size rounds,
+// each over at most max_sets_per_seed sets: 16 x 4000 by default) instead of exponential
+// in its width. What it can miss: the larger sets around a seed in a very wide region (a
+// node with 60 elementwise consumers: every subset of them is connected). The smaller
+// sets there, and every set elsewhere, are complete. CandidateStats::seeds_capped counts
+// the seeds that hit the bound, and kora orchestrate reports it. An opaque seed is its
+// own candidate only; a linear primitive joins a set only when the set holds no other.
 #include <algorithm>
 #include <cstdint>
 

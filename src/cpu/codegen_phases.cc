@@ -448,9 +448,10 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
     return;
   }
   // Plain: kept dims outside, reduced dims inside, one accumulator. When only a few
-  // elements are reduced, all after the innermost kept dim (pooling windows), the kept
-  // loop is the vector one: each lane folds its own window, the reduced loops inside
-  // (short, so the compiler unrolls them), not a vector over three elements.
+  // float elements are reduced (at most 64 per output), all after the innermost kept dim
+  // (of 8 or more; pooling windows), the kept loop is the vector one: each lane folds its
+  // own window, the reduced loops inside (short, so the compiler unrolls them), not a
+  // vector over three elements.
   Shape kept = xs;
   for (size_t d = 0; d < xs.size(); ++d)
     if (reduced[d]) kept[d] = 1;

@@ -1,10 +1,10 @@
-// Measuring a kernel's latency: a callable in, its median time per call out. Warm-up
-// calls first, then samples until the median is stable (or a cap on samples or time).
-// The callable gets the sample index, so a caller can rotate among several input
-// buffers where one would sit in cache unrealistically. measure_timed takes a callable
-// that times itself (GPU events) and returns its milliseconds. The definitions
-// (src/cpu/measure.cc) need nothing but the standard library and kora::Error, so the CUDA
-// measuring worker links them too.
+// Measuring a kernel's latency: a callable in, its median time per call (and the
+// interquartile spread) out. Warm-up calls first, then samples until the median is stable
+// (or a cap on samples or time). The callable gets the sample index, so a caller can
+// rotate among several input buffers where one would sit in cache unrealistically.
+// measure_timed takes a callable that times itself (GPU events) and returns its
+// milliseconds. The definitions (src/cpu/measure.cc) need nothing but the standard library
+// and kora::Error, so the CUDA measuring worker links them too.
 #pragma once
 
 #include <functional>

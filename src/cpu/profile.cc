@@ -1,11 +1,28 @@
 // The profiling driver (src/cpu/profile.h): a primitive graph in; its unique
 // candidate kernels, each implementation checked against the interpreter and measured,
-// in the profile database out. Four stages: enumerate (as orchestrate() does), generate
-// (sources per schedule, library kernels), compile (translation units of many kernels,
-// several compilers at once), check and measure (one kernel at a time, stored in batches
-// so that an interrupted run keeps what it measured). Implementations whose generated code
-// is the same (different candidates often are: a reshape more or less, repeated layers)
-// are compiled and measured once.
+// in the profile database out. In named steps: unknown_jobs (the candidates enumerated
+// exactly as orchestrate() does, one job per canonical signature the database does not
+// know for the fingerprint), first_round, schedule_search (unless exhaustive),
+// warn_if_busy. A round has four stages:
+//   generate   sources per schedule; oneDNN where onednn_supports() (built only when
+//              measured: it holds reordered weights); for a convolution with native
+//              layouts also onednn:native (no reorders: its cost between two such
+//              kernels) and onednn:blocked (the same primitive reordering at the
+//              boundary); plug-ins (extra_kernels). A kernel the database knows but for
+//              the native records gets just those.
+//   compile    kernels_per_unit (32) per translation unit with the prelude once, as many
+//              compilers at once as cores; a unit that fails is compiled again kernel by
+//              kernel, so one bad kernel fails alone (the kernel cache remembers it).
+//   reference  the interpreter runs the whole graph once on random inputs; those values
+//              are every kernel's inputs and expected outputs (reference_values).
+//   check and measure  one job at a time: each implementation runs once on outputs
+//              poisoned with NaN bytes and is compared with the reference (compare); a
+//              mismatch, an exception or a compile error is a failed record with the
+//              reason. Working ones are measured over rotating buffers (make_buffers);
+//              when none works the interpreter kernel is measured, so every kernel has a
+//              cost. Records are stored every 2 s, so an interrupted run keeps them.
+// Implementations whose generated code is the same (different candidates often are: a
+// reshape more or less, repeated layers) are compiled and measured once, checked for each.
 #include "cpu/profile.h"
 
 #include <omp.h>
@@ -144,7 +161,8 @@ Buffers make_buffers(const PrimGraph& graph, const std::map<std::string, Tensor>
 }
 
 // Every tensor's value on random graph inputs (integers 0/1, valid indices into any
-// axis), computed by the interpreter: the kernels' inputs and reference outputs.
+// axis), computed by the interpreter: the kernels' inputs and reference outputs. Kernels
+// so see realistic data (a variance is not negative: no NaN from sqrt of noise).
 std::map<std::string, Tensor> reference_values(const PrimGraph& graph) {
   std::map<std::string, Tensor> values;
   std::mt19937_64 rng(0x6b6f7261);
@@ -305,7 +323,7 @@ Implementation generated(const PrimGraph& graph, const Job& job,
 }
 
 // Checks and measures the implementations the jobs hold, one job at a time, storing
-// records every few seconds; then drops the implementations. With `fallback`, a job
+// records every 2 s; then drops the implementations. With `fallback`, a job
 // none of whose implementations works measures the interpreter kernel. Generated code
 // measured before (the same code_key(), for another kernel or schedule) is checked, not
 // measured again: it takes the earlier measurement.

@@ -4,7 +4,7 @@
 // stored under the device fingerprint out. Per kernel, its implementations are:
 //   generated code, per schedule of cpu_schedule_space() (the default for every kernel,
 //   the others where the search decides), compiled many kernels per translation unit on
-//   all cores (src/cpu/codegen.h, cpu_compile.h);
+//   all cores (src/cpu/codegen.h, src/cpu/compile.h);
 //   oneDNN, when the candidate fits a library call (src/cpu/library.h);
 //   the interpreter, when nothing else computes the kernel (opaque primitives) or every
 //   other implementation failed.

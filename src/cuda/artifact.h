@@ -7,9 +7,16 @@
 //   kernels_N.cubin the generated kernels, compiled by NVRTC for `arch`;
 //   weights.bin     every constant a kernel reads.
 // Each kernel takes its fastest working schedule for the GPU fingerprint `device` in the
-// database ("cublas", "cublaslt:I", "cudnn:ALGO", a CudaSchedule key); one the database lacks takes
-// cuBLAS or cuDNN (algorithm 0) where they fit, else the generated default schedule. A kernel the
-// cuda target cannot compute (cuda_supports) throws kora::Error naming it. No GPU is needed
+// database ("cublas", "cublaslt:I", "cudnn:ALGO", a CudaSchedule key); one the database lacks
+// takes cuBLAS (cuBLASLt's first choice for a fused GEMM), cuDNN algorithm 0 (1 for a fused
+// convolution: the one algorithm that fuses any epilogue), else the generated default
+// schedule. The manifest's kernels of impl "cuda" hold the CudaJobKernel
+// (src/cuda/kernel_spec.h: launches, or the GEMM / convolution call). A lone primitive the
+// GPU cannot compute (cuda_runs_on_host: TopK, GatherElements, a convolution with
+// asymmetric padding, ...) is a kernel of impl "interpreter", schedule "host", carrying its
+// graph as the CPU's library kernels do, so every model kora interprets compiles for cuda.
+// Any other kernel the target cannot compute, or whose every implementation failed, throws
+// kora::Error naming it. Manifest version 3: target "cuda" and `arch`. No GPU is needed
 // to write one; the runtime (include/kora/runtime.h) runs it on a GPU of `arch`.
 #pragma once
 

@@ -2,15 +2,17 @@
 // candidate in; CUDA C++ source of one or a few `extern "C" __global__` functions out,
 // launched in order on one stream, that together compute every output of the kernel.
 // Elementwise, broadcast, layout and reduce members of dtypes float32, int64, int32 and
-// bool (1 byte, 0/1); linear members go to cuBLAS/cuDNN; of opaque ones, only a Gather of computed
-// indices (an embedding lookup), alone in its kernel.
+// bool (1 byte, 0/1); linear members go to cuBLAS/cuDNN (src/cuda/library_plan.h); of
+// opaque ones, only a Gather of computed indices (an embedding lookup) and ArgMax / ArgMin,
+// each alone in its kernel.
 //
 // The model is the CPU backend's (src/cpu/codegen.h), from the same shared value
 // expansion (src/codegen/): a member's value is computed where it is used (elementwise,
 // broadcast and layout members are index maps and scalar functions composed per element).
-// A kernel whose reduce members share their rows is one row-fused launch (see CudaReduce);
-// otherwise each reduce member gets a launch of its own (two for multi-block) writing its
-// output or, when only members of the kernel read it, module-scope scratch (__device__
+// A kernel whose reduce members share their rows is one row-fused launch (see CudaReduce):
+// softmax and layer normalization are one launch reading their input from memory once per
+// pass. Otherwise each reduce member gets a launch of its own (two for multi-block) writing
+// its output or, when only members of the kernel read it, module-scope scratch (__device__
 // arrays sized at generation time: one run at a time per loaded module), then one launch
 // per shape of the remaining outputs.
 // Results follow the reference interpreter's arithmetic (float32 sums in double); float32
@@ -53,7 +55,9 @@ bool cuda_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const C
 // shared by the row's threads), then the row's outputs; they apply to kernels whose reduce
 // members all reduce the same shape over the same axes and whose outputs read the reduce
 // results only at their own row (cuda_row_fusible), and fall back to kWarp / kBlock
-// elsewhere.
+// elsewhere. The default schedule (kAuto) fuses rows when the kernel allows it and its
+// rows have 32 elements or more (a warp per row, a block from 1,024), unless there are
+// few long rows (multi-block's case); else it picks per reduce member.
 enum class CudaReduce { kAuto, kThread, kWarp, kBlock, kMultiBlock, kRowWarp, kRowBlock };
 
 // The hyperparameters of a generated CUDA kernel. key() is the stable text the profile
@@ -80,13 +84,18 @@ bool cuda_row_fusible(const PrimGraph& graph, const KernelDag& dag, const Candid
 
 // The strategy kAuto takes for a reduce of `rows` output elements of `count` inputs each,
 // whose reduced elements are contiguous (`inner_reduced`: the last dim of size > 1 is
-// reduced) or not: thread per row for short or strided rows, several blocks per row for
-// few long rows, else block for long rows, else warp.
+// reduced) or not: thread per row for short rows (16 elements or fewer) or strided ones
+// (2,048 rows or more), several blocks per row for few long rows (128 rows or fewer of
+// 8,192+ elements), else block for long rows (2,048+ elements, fewer than 65,536 rows),
+// else warp.
 CudaReduce cuda_reduce_strategy_for(int64_t rows, int64_t count, bool inner_reduced);
 
 // The schedules worth measuring for this candidate, the default first: block sizes x
 // elements per thread; for kernels with a reduce member each reduce strategy at each block
-// size and, for the separate-launch ones when the kernel is not row-fusible, 2 and 4 items.
+// size and, for the separate-launch ones when the kernel is not row-fusible, 2 and 4 items;
+// where it is, the row-fused ones at each block size and 2 and 4 items. That is 9
+// schedules without a reduce (block 128/256/512 x items 1/2/4), 21 with one, 23 where
+// row-fusible.
 std::vector<CudaSchedule> cuda_schedule_space(const PrimGraph& graph, const KernelDag& dag,
                                               const Candidate& c);
 

@@ -3,7 +3,8 @@
 // per element (src/codegen/value_writer.cc) and the stores out.
 //   pointwise  each thread stores `items` elements, a block's elements apart (loads and
 //              stores coalesce); the flat index is unflattened into coordinates with
-//              constant divisors and stores go to the flat index itself;
+//              constant divisors (32-bit when every tensor of the kernel has fewer than
+//              2^30 elements) and stores go to the flat index itself;
 //   reduce     output elements are rows. thread: a thread per row (`items` rows per
 //              thread), loops over the reduced dims; warp: a warp per row, lanes stride
 //              over the row's flattened reduced elements and combine with shuffles;

@@ -5,7 +5,10 @@
 // architecture, many kernels per program (a program NVRTC rejects is compiled again kernel
 // by kernel, so one bad kernel fails alone). The cubins land in the CUDA kernel cache,
 // and, when asked, into a job directory for the measuring worker (kora-cuda-worker) with
-// each implementation's launches and buffers.
+// each implementation's launches and buffers. Library kernels (src/cuda/library_plan.h)
+// go into the job once per library schedule. Other candidates that fuse a linear
+// primitive with its neighbours are not computed for CUDA: on MobileNetV2 (before the
+// fused convolutions) 1,070 distinct kernels, 163 generated, 31 library calls, 876 left.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +31,7 @@ struct CudaKernelsOptions {
   PartitionOptions partition;
   int kernels_per_program = 64;
   // Schedules per generated kernel: the first N of cuda_schedule_space (the default first);
-  // 0: all. Large models have thousands of kernels with up to 30 schedules each. (For
+  // 0: all. Large models have thousands of kernels with up to 23 schedules each. (For
   // profile_model_cuda, -1: the default schedules, then all of the kernels that matter.)
   int max_schedules = 0;
   int first_schedule = 0;  // schedules before this index are left out (already measured)
@@ -44,7 +47,9 @@ struct CudaKernelsOptions {
   std::string job_dir;
   MeasureOptions measure = CudaJob().measure;
   // When set: generated kernels (signatures) to leave out, e.g. those the database
-  // already holds; and library schedules (cuBLAS, cuBLASLt, cuDNN calls) to leave out.
+  // already holds; and library schedules (cuBLAS, cuBLASLt, cuDNN calls) to leave out,
+  // schedule by schedule, so that schedules a library gains later (cuBLASLt's) are
+  // measured for kernels measured before.
   std::function<bool(uint64_t signature)> known;
   std::function<bool(uint64_t signature, const std::string& schedule)> measured;
 };

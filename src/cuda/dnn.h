@@ -1,9 +1,12 @@
 // cuDNN, opened at run time like cuBLAS (src/cuda/blas.h): libcudnn is loaded with
 // dlopen ($KORA_CUDNN, else libcudnn.so.9, .so.8, .so). A CudaDnn prepares float32
 // convolutions (CudaConv: NCHW, symmetric padding, groups, one forward algorithm; FMA
-// math, no TF32; with a bias, the fused bias / residual / ReLU epilogue of
-// cudnnConvolutionBiasActivationForward) on the current device's default stream. An algorithm cuDNN
-// does not support for a shape throws CudaUnsupported (the kernel fails, the context is fine).
+// math, TF32 only where the call asks; with a bias, the fused bias / residual / ReLU
+// epilogue of cudnnConvolutionBiasActivationForward) on the current device's default
+// stream (or the one set_stream names). An algorithm cuDNN does not support for a shape
+// throws CudaUnsupported (the kernel fails, the context is fine); so does a bias without
+// ReLU with any algorithm but 1 (IMPLICIT_PRECOMP_GEMM), the only one with which cuDNN
+// fuses an identity activation.
 #pragma once
 #include <cstddef>
 #include <memory>

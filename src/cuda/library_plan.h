@@ -2,9 +2,16 @@
 // the library call that computes it out, or nothing: a float32 MatMul as one cuBLAS
 // strided-batched GEMM, when each operand's batch dimensions are all the output's or all 1
 // (broadcast by a zero stride), alone or read through reshapes and transposes (strided
-// views), with a scale, bias, residual and ReLU after it fused by cuBLASLt; a float32 Conv
+// views: one batch stride, a row stride, op T; attention's head split and K^T are read in
+// place), with a scale, bias, residual and ReLU after it fused by cuBLASLt; a float32 Conv
 // with symmetric padding, as a cuDNN convolution, with a bias, residual and ReLU after it
-// fused where cuDNN can. Other epilogues stay generated kernels of their own.
+// fused where cuDNN can. Other epilogues stay generated kernels of their own; GELU among
+// them, since cuBLASLt's GELU epilogue is an approximation and kora's is exact.
+// A lone 1x1 convolution is both a GEMM and a cuDNN convolution: every schedule of both
+// is measured under its signature, and the artifact takes the fastest. With TF32 (an
+// explicit option, --tf32 of profile, orchestrate and compile) library calls use
+// tensor-core math, are measured under a fingerprint ending in "kora-cuda-gen R tf32" and
+// checked to kTf32Tolerance (2e-3, include/kora/check.h).
 #pragma once
 #include <optional>
 #include <string>

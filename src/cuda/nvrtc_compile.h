@@ -6,6 +6,9 @@
 // Files are written under temporary names and renamed into place.
 // In a kora built without the CUDA toolkit every function here throws kora::Error
 // ("kora was built without CUDA").
+// Cost: about 35 ms of NVRTC per reduce kernel, less for pointwise ones; a program of
+// ~1,300 small kernels took about 25 s per architecture on the project's two-core build
+// machine.
 #pragma once
 
 #include <string>

@@ -2,14 +2,23 @@
 // profile database and options in; the model's CUDA kernels measured, checked and stored
 // under the GPU's fingerprint out. The GPU side is the standalone worker (kora-cuda-worker,
 // src/cuda/worker.h), so measuring works where kora itself cannot be installed:
-//   1. every distinct candidate x schedule is generated and compiled (include/kora/
-//      cuda_kernels.h) and written as a job directory (src/cuda/job.h);
+//   1. every distinct candidate x schedule is generated and compiled
+//      (src/cuda/compile_kernels.h) and written as a job directory (src/cuda/job.h);
 //   2. on a machine with a usable GPU, kora runs the worker on the job; elsewhere the job is
 //      left for a worker on a GPU machine (copy the directory there, run kora-cuda-worker
 //      DIR, copy DIR/results.jsonl back);
 //   3. results present: every result's probes are compared with the reference interpreter
-//      run on the same inputs (cuda_job_fill), and the results are stored: measured ones
-//      with their median, failed and wrong ones as failed with the reason (never used).
+//      run on the same inputs (cuda_job_fill; float32 within the tolerance, other dtypes
+//      exactly: compare_cuda_probes), and the results are stored: measured ones with their
+//      median, failed and wrong ones as failed with the reason (never used), and so are the
+//      implementations NVRTC rejected.
+// With a GPU here, kernels the database holds for it are left out of the job; without
+// one, --gpu TEXT names the GPU the job is for (remote_device), whose measured kernels are
+// left out likewise. With the GPU here kora profile measures in two rounds by default:
+// every kernel's default schedule (and every library schedule), then a second job
+// (DIR-tune) with the other schedules of the generated kernels whose default took at
+// least tune_ms (--tune-ms, 0.01 ms) and that were not tuned before. --schedules N keeps
+// the first N of each kernel's schedule space instead.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -25,7 +34,9 @@ namespace kora {
 class ProfileDb;
 
 // The GPU's device fingerprint in the profile database: name, architecture, SM count,
-// driver, the NVRTC that compiled the kernels and the generator's revision.
+// driver, cuBLAS and cuDNN versions, the NVRTC that compiled the kernels and the
+// generator's revision:
+// "cuda|NAME|sm_XX|N SMs|driver V|cublas V|cudnn V|nvrtc V|kora-cuda-gen R[ tf32]".
 std::string cuda_fingerprint(const CudaDeviceInfo& device, const std::string& compiler,
                              const std::string& codegen);
 

@@ -4,6 +4,12 @@
 // under the GPU's fingerprint; emitted as cubins and library calls (src/cuda/artifact.h)
 // that the runtime's CUDA plan replays as CUDA Graphs (src/runtime/cuda_plan.h). Lone
 // primitives the GPU cannot compute run on the host (kernel_note says so).
+// Its device (cuda_target_device) is the GPU here, else the database's only CUDA
+// fingerprint, or the one --gpu TEXT names. Kernels not measured there cost the h100
+// roofline; kernels whose every implementation failed there cost 1 s
+// (kCudaFailedKernelMs, ProfileDbCost::penalize_failed), as the cuda target has no
+// implementation that always works (the interpreter runs on the host, for lone primitives
+// only).
 #pragma once
 
 #include "kora/target.h"

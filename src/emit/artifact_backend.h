@@ -3,9 +3,9 @@
 // tensors' storage (inputs, weights, an arena placed by lifetime, outputs), weights.bin,
 // manifest.json, the directory written under a temporary name and renamed into place. A
 // backend chooses each kernel's implementation and compiles the generated code into
-// files of the artifact: the CPU one (emit_artifact.cc: generated C++ libraries, oneDNN,
-// the interpreter, blocked layouts) and the CUDA one (src/cuda/artifact.cc: cubins,
-// cuBLAS, cuDNN).
+// files of the artifact: the CPU one (src/cpu/artifact.cc: generated C++ libraries,
+// oneDNN, the interpreter, blocked layouts) and the CUDA one (src/cuda/artifact.cc:
+// cubins, cuBLAS, cuDNN).
 #pragma once
 
 #include <filesystem>

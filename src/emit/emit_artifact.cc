@@ -4,13 +4,16 @@
 //                   every tensor's dtype, shape and storage (input, weights offset,
 //                   arena offset, output), inputs and outputs, strategy, predicted cost;
 //   the target's kernel files (kernels_N.so on the CPU, kernels_N.cubin on CUDA);
-//   weights.bin     every constant a kernel reads, 64-byte aligned.
+//   weights.bin     every constant a kernel reads, 64-byte aligned (its FNV checksum in
+//                   the manifest).
 // The backend chooses each kernel's implementation and compiles the generated ones;
 // here, in order: implement, compile, place the tensors (intermediates share one arena,
-// placed by lifetime: src/emit/memory_plan.h), let the backend assign layouts, write the
-// weights and the manifest. The directory is written under a temporary name and renamed
-// into place: a failed compile leaves no half artifact, and an existing artifact at the
-// path is replaced only on success.
+// each live from the kernel writing it to its last reader, placed by
+// src/emit/memory_plan.h), let the backend assign layouts, write the weights and the
+// manifest. Library kernels carry their primitives as a small graph in the manifest
+// (src/runtime/prim_json.h), from which the runtime rebuilds them. The directory is
+// written as DIR.tmp-PID and renamed into place: a failed compile leaves no half
+// artifact, and an existing artifact at the path is replaced only on success.
 #include <unistd.h>
 
 #include <algorithm>

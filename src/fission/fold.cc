@@ -1,6 +1,8 @@
 // Primitive-level constant folding. In: a primitive graph. Out: the same graph with each
 // primitive that computes only from constants replaced by its value (weights
-// transposed, normalization coefficients computed, ...), unless that would grow data.
+// transposed, normalization coefficients computed, ...), unless that would grow data:
+// a broadcast is never folded, nor a primitive whose outputs hold more elements than its
+// inputs and more than 4096 (a tile, a large pad).
 #include "fission/fold.h"
 
 #include <algorithm>

@@ -1,5 +1,7 @@
 // Operators kept whole as opaque primitives: their results depend on data in ways no
-// index map or scalar function expresses (selection, sorting, computed indices).
+// index map or scalar function expresses (selection, sorting, computed indices). Two
+// more are kept whole where their rules find them so: Gather with computed indices
+// (rules_layout.cc) and MaxPool with its Indices output (rules_reduce.cc).
 #include "fission/builder.h"
 
 namespace kora {

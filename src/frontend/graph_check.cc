@@ -1,6 +1,8 @@
 // Topological sort with structural checks. In: nodes in file order with graph inputs and
 // constants already in graph.values. Out: nodes in a topological order (stable: file
-// order wherever the file was already ordered), or an error naming what is wrong.
+// order wherever the file was already ordered), or an error naming what is wrong: an
+// output produced twice (or also a graph input or initializer), an input nobody produces,
+// a graph output nobody produces, a cycle (naming up to five of its nodes).
 #include "frontend/graph_check.h"
 
 #include <queue>

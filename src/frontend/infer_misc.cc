@@ -48,7 +48,8 @@ std::vector<ValueInfo> topk(const InferContext& c) {
 }
 
 // The number of selected boxes depends on the data; kora sizes the output for the
-// largest possible selection (every class keeps max_output_boxes_per_class boxes).
+// largest possible selection (every class keeps max_output_boxes_per_class boxes):
+// batches x classes x min(max_output_boxes_per_class, boxes) rows.
 std::vector<ValueInfo> non_max_suppression(const InferContext& c) {
   const Shape& boxes = c.shape(0);
   const Shape& scores = c.shape(1);

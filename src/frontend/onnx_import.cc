@@ -2,6 +2,12 @@
 // files) and ImportOptions. Out: kora's operator graph with static shapes, checked:
 // supported opset and operators, no dangling names, no cycles, sane dimensions. Then
 // shape inference and constant folding (shape_inference.cc) run on it.
+//
+// The opset must be kMinOpset..kMaxOpset (11..22). Attributes of every kind are converted;
+// subgraphs are only counted, so control flow (If, Loop, Scan) and any node holding a
+// subgraph are rejected by name. Initializers (tensor_proto.cc), sparse initializers and
+// Constant nodes become constants. Symbolic dimensions take ImportOptions::dims (kora's
+// --dim NAME=VALUE), else default_dim (1).
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>

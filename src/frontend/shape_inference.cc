@@ -2,6 +2,12 @@
 // topological order whose inputs and constants have types. Out: graph.values holds the
 // dtype and shape of every tensor; shape arithmetic is folded into graph.constants; nodes
 // that no longer contribute to an output are removed.
+//
+// A rule (op_rules.h) maps input types and the values of constant inputs to output types;
+// operators whose output shape depends on an input's value (Reshape, Expand, Slice,
+// Resize, ...) require that input to be constant. A node is folded (constant_fold.h) when
+// its inputs are constants (Shape and Size need only the input's shape) and its results
+// hold at most 4M (2^22) elements; each folded value must have the inferred type.
 #include <ostream>
 #include <set>
 

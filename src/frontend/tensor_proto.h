@@ -1,5 +1,6 @@
 // ONNX TensorProto / SparseTensorProto -> kora::Tensor: raw_data and every typed field,
-// external-data files resolved against the model's directory, sparse tensors densified.
+// external-data files resolved against the model's directory (confined to it: an absolute
+// location or one leading out of it is an error), sparse tensors densified.
 #pragma once
 
 #include <string>

@@ -2,8 +2,10 @@
 // model in, the chosen kernels of the whole graph out. Per segment of the partition:
 // candidates are enumerated on the segment's sub-DAG, each distinct canonical signature
 // is costed once, and the strategy chooses (optimal: blocked layouts too, when the cost
-// model knows them); kernels are mapped back to primitive indices. Also the distinct
-// candidates of a whole graph, which the profilers measure (unique_candidates).
+// model knows them); kernels are mapped back to primitive indices. A segment whose
+// problem (sub-DAG, costs and layout terms) equals an earlier one's, such as a repeated
+// transformer layer, reuses its plan. Also the distinct candidates of a whole graph,
+// which the profilers measure (unique_candidates).
 #include "kora/orchestration.h"
 
 #include <algorithm>

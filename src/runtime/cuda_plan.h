@@ -5,10 +5,14 @@
 // input and output, resolves every kernel's functions and arguments, and prepares its
 // cuBLAS / cuDNN calls (one shared workspace); kernels the GPU cannot compute run on the
 // host (the reference interpreter, their tensors copied out and back in). The first run
-// enqueues the kernels one by one on a stream of the session's own and checks them; it
-// then captures each run of GPU kernels between host kernels as a CUDA Graph, which every
-// later run replays (launches one by one where the driver or a library cannot be
-// captured: mode() says which and why).
+// enqueues the kernels one by one on a stream of the session's own and checks them (a
+// failing kernel is named); it then captures each run of GPU kernels between host kernels
+// as a CUDA Graph, which every later run replays (launches one by one where the driver or
+// a library cannot be captured: device() says which and why).
+// It is part of libkora_runtime with the driver, cuBLAS and cuDNN wrappers and the
+// kernels' launch description (src/cuda/driver.cc, blas.cc, dnn.cc, kernel_spec.cc,
+// kernel_call.cc): all three libraries are opened with dlopen, so the runtime links no
+// CUDA library and CUDA artifacts run with it alone.
 #pragma once
 
 #include <memory>

@@ -1,8 +1,9 @@
 // kora-cuda-worker: measures a CUDA job on this machine's GPU. A job directory in (written
 // by `kora profile --target cuda`, src/cuda/job.h); DIR/results.jsonl out, which
-// `kora profile` checks against the reference and stores. It needs only the C++ runtime
-// and the CUDA driver (opened with dlopen), so it can be copied to a GPU machine that
-// has nothing else installed.
+// `kora profile` checks against the reference and stores. It needs only libc and libm
+// (libstdc++ is linked statically) and the CUDA driver (opened with dlopen; cuBLAS and
+// cuDNN too, both optional), so it can be copied to a GPU machine that has nothing else
+// installed. kora runs the one next to its own executable, or $KORA_CUDA_WORKER.
 //
 // A supervisor process never touches CUDA: it runs the job in a child and, when the child
 // stops on a kernel that failed on the GPU (the context may be unusable) or dies (a

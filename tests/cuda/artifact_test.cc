@@ -4,8 +4,14 @@
 // measured schedule chosen), its manifest read back, a kernel the target cannot compute
 // named in the error, a session without a GPU saying so; the artifact run by `kora run`
 // on the fake driver and cuBLAS over host memory (tests/cuda/fake_driver.cc; kernels
-// emulated) matching the reference interpreter. On a GPU: the artifact with convolutions
-// run in-process (launch by launch, then replayed as a CUDA Graph) against the interpreter.
+// emulated) matching the reference interpreter. The whole flow of a machine with a GPU on
+// the fake one ($FAKE_CUDA_MODULE: every module is the emulated library): kora profile
+// --target cuda (both rounds), kora compile --target cuda finding the GPU here, kora run;
+// host kernels between GPU kernels; fused convolutions on a fake cuDNN (fake_cudnn.cc) and
+// GEMMs with a bias, a residual, a ReLU, a transposed operand and a scale on a fake
+// cuBLASLt (fake_cublaslt.cc), an algorithm refused on request. On a GPU: the artifact with
+// convolutions run in-process with each of the three strategies (launch by launch, then
+// replayed as a CUDA Graph) against the interpreter.
 #include "cuda/artifact.h"
 
 #include <gtest/gtest.h>

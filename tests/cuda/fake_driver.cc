@@ -1,4 +1,5 @@
-// A fake CUDA driver and cuBLAS for tests without a GPU (tests/cuda/worker_fake_test.cc):
+// A fake CUDA driver and cuBLAS for tests without a GPU (tests/cuda/job_test.cc's worker,
+// tests/cuda/artifact_test.cc's whole flow):
 // one shared library exporting the driver functions kora-cuda-worker opens (the names and
 // types of cuda.h) and cuBLAS's, over host memory. A "module image" is the path of a
 // shared library built from generated kernels by tests/cuda/emulator.h; a function is its

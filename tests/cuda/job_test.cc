@@ -1,12 +1,16 @@
-// The CUDA measuring job (src/cuda/job.h, cuda_profile.h, cuda_worker.h) without a
+// The CUDA measuring job (src/cuda/job.h, profile_cuda.h, worker.h) without a
 // GPU: the inputs' generator and the probes against brute force; results lines round trip;
 // a model's job written by compile_cuda_kernels (programs hold every launched function,
 // integer constants travel as data); the job run kernel by kernel through the CUDA
 // emulator (tests/cuda/emulator.h) as the worker runs it on a GPU (same buffers, same
-// launches), its results checked against the reference interpreter and stored under the
-// device's fingerprint; tampered results (a wrong value, a GPU error) stored as failed;
-// results of another job refused; the worker program without a GPU (a clear message, exit
-// status 2) and what it links. On a GPU: kora profile's whole loop with the real worker.
+// launches; GEMMs by cuBLAS's and cuBLASLt's textbook definition, tests/cuda/textbook_gemm.h,
+// convolutions by cuDNN's, textbook_conv.h), its results checked against the reference
+// interpreter and stored under the device's fingerprint; tampered results (a wrong value, a
+// GPU error) stored as failed; results of another job refused; the worker program without
+// a GPU (a clear message, exit status 2) and what it links (ldd); the worker program itself
+// on the fake driver and cuBLAS over host memory (tests/cuda/fake_driver.cc) through a
+// crashed child and a failed launch, every result merged against the reference. On a GPU:
+// kora profile's whole loop with the real worker.
 #include "cuda/job.h"
 
 #include <gtest/gtest.h>
