@@ -42,14 +42,6 @@ EpilogueOp eltwise(EpilogueEltwise alg, float alpha = 0, float beta = 0) {
   return p;
 }
 
-EpilogueOp binary_scalar(EpilogueBinary op, float v) {
-  EpilogueOp p;
-  p.binary = true;
-  p.op = op;
-  p.scalar = v;
-  return p;
-}
-
 // One step of an activation branch: op and its immediate (if any).
 struct Step {
   ScalarOp op;
@@ -306,7 +298,7 @@ class Analyzer {
           ops.push_back(eltwise(EpilogueEltwise::kSoftRelu));
           break;
         case ScalarOp::kNeg:
-          ops.push_back(binary_scalar(EpilogueBinary::kMul, -1));
+          ops.push_back(EpilogueOp::binary_scalar(EpilogueBinary::kMul, -1));
           break;
         case ScalarOp::kReciprocal:
           ops.push_back(eltwise(EpilogueEltwise::kPow, 1, -1));
@@ -330,25 +322,25 @@ class Analyzer {
         const float v = static_cast<float>(other.value);
         switch (a.op) {
           case ScalarOp::kAdd:
-            ops.push_back(binary_scalar(EpilogueBinary::kAdd, v));
+            ops.push_back(EpilogueOp::binary_scalar(EpilogueBinary::kAdd, v));
             break;
           case ScalarOp::kSub:
-            ops.push_back(binary_scalar(EpilogueBinary::kSub, v));
+            ops.push_back(EpilogueOp::binary_scalar(EpilogueBinary::kSub, v));
             // v - x = -(x - v), exactly.
-            if (k == 1) ops.push_back(binary_scalar(EpilogueBinary::kMul, -1));
+            if (k == 1) ops.push_back(EpilogueOp::binary_scalar(EpilogueBinary::kMul, -1));
             break;
           case ScalarOp::kMul:
-            ops.push_back(binary_scalar(EpilogueBinary::kMul, v));
+            ops.push_back(EpilogueOp::binary_scalar(EpilogueBinary::kMul, v));
             break;
           case ScalarOp::kDiv:
             if (k != 0) return unsupported();
-            ops.push_back(binary_scalar(EpilogueBinary::kDiv, v));
+            ops.push_back(EpilogueOp::binary_scalar(EpilogueBinary::kDiv, v));
             break;
           case ScalarOp::kMax:
             if (v == 0)
               ops.push_back(eltwise(EpilogueEltwise::kRelu));
             else
-              ops.push_back(binary_scalar(EpilogueBinary::kMax, v));
+              ops.push_back(EpilogueOp::binary_scalar(EpilogueBinary::kMax, v));
             break;
           case ScalarOp::kMin:
             // max(x, lo) then min(x, hi): one clip (Relu6, Clip).
@@ -360,7 +352,7 @@ class Analyzer {
                      v >= 0)
               ops.back() = eltwise(EpilogueEltwise::kClip, 0, v);
             else
-              ops.push_back(binary_scalar(EpilogueBinary::kMin, v));
+              ops.push_back(EpilogueOp::binary_scalar(EpilogueBinary::kMin, v));
             break;
           case ScalarOp::kPow:
             if (k != 0) return unsupported();
@@ -411,7 +403,7 @@ class Analyzer {
           ops.push_back(b);
           // other - x = -(x - other), exactly.
           if (a.op == ScalarOp::kSub && k == 1)
-            ops.push_back(binary_scalar(EpilogueBinary::kMul, -1));
+            ops.push_back(EpilogueOp::binary_scalar(EpilogueBinary::kMul, -1));
         }
       }
     } else {
@@ -502,7 +494,8 @@ class Analyzer {
     plan_.epilogue.push_back(eltwise(alg, alg == EpilogueEltwise::kSwish ? 1.0f : 0.0f));
     const double total = scale * factor_of_alg;
     if (total != 1)
-      plan_.epilogue.push_back(binary_scalar(EpilogueBinary::kMul, static_cast<float>(total)));
+      plan_.epilogue.push_back(
+          EpilogueOp::binary_scalar(EpilogueBinary::kMul, static_cast<float>(total)));
     for (int k : chain) used_[k] = true;
     used_[m] = true;
     if (scaled) used_[other] = true;

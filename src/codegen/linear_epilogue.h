@@ -55,6 +55,15 @@ struct EpilogueOp {
   int operand = -1;    // binary: index into kernel_reads, or -1 for the immediate `scalar`
   float scalar = 0;    // binary with an immediate
   Shape operand_dims;  // binary with a tensor: its dims in the linear output's coordinates
+
+  // A binary op with an immediate: `op` applied to the value and `v`.
+  static EpilogueOp binary_scalar(EpilogueBinary op, float v) {
+    EpilogueOp p;
+    p.binary = true;
+    p.op = op;
+    p.scalar = v;
+    return p;
+  }
 };
 
 struct LinearPlan {

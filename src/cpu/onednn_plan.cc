@@ -9,14 +9,6 @@
 namespace kora::onednn {
 namespace {
 
-EpilogueOp binary_scalar(EpilogueBinary op, float v) {
-  EpilogueOp p;
-  p.binary = true;
-  p.op = op;
-  p.scalar = v;
-  return p;
-}
-
 // oneDNN 2.6 gives every eltwise post-op of one algorithm the parameters of the first
 // (measured: mul 2, tanh, mul 3 multiplies by 2 twice, in jit convolutions and gemm
 // matmuls alike; the matcher makes immediates binary ops, which are not affected). A second
@@ -34,8 +26,8 @@ bool separate_repeats(std::vector<EpilogueOp>& epilogue, std::string* why) {
     if (!first || (first->alpha == op.alpha && first->beta == op.beta)) {
       ops.push_back(op);
     } else if (op.eltwise == EpilogueEltwise::kClip) {
-      ops.push_back(binary_scalar(EpilogueBinary::kMax, op.alpha));
-      ops.push_back(binary_scalar(EpilogueBinary::kMin, op.beta));
+      ops.push_back(EpilogueOp::binary_scalar(EpilogueBinary::kMax, op.alpha));
+      ops.push_back(EpilogueOp::binary_scalar(EpilogueBinary::kMin, op.beta));
     } else {
       if (why) *why = "two oneDNN eltwise post-ops of one algorithm with different parameters";
       return false;

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "base/text.h"
 #include "kora/cost.h"
 #include "kora/error.h"
 #include "kora/fission.h"
@@ -19,14 +20,6 @@ namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-std::string fixed(double v, int digits) {
-  std::ostringstream os;
-  os.setf(std::ios::fixed);
-  os.precision(digits);
-  os << v;
-  return os.str();
 }
 
 void progress_line(const CompileOptions& options, const std::string& line) {
@@ -45,17 +38,18 @@ void note_plan(const PrimGraph& graph, const OrchestrationResult& plan, const Ta
       s.estimated_kernels += !costs.measured(k.signature);
       continue;
     }
-    auto it = std::find_if(noted.begin(), noted.end(), [&](const auto& n) { return n.first == note; });
+    auto it =
+        std::find_if(noted.begin(), noted.end(), [&](const auto& n) { return n.first == note; });
     if (it == noted.end()) it = noted.insert(noted.end(), {note, ""});
     it->second += (it->second.empty() ? "" : ", ") + graph.prims[k.prims[0]].name;
   }
   for (const auto& [note, kernels] : noted) s.notes.push_back(note + ": " + kernels);
   if (s.estimated_kernels > 0) {
     const std::string hint = target.measure_hint();
-    s.notes.push_back(std::to_string(s.estimated_kernels) + " of the " +
-                      std::to_string(plan.kernels.size()) + " chosen kernels were never measured on " +
-                      s.device + ": their costs are roofline estimates" +
-                      (hint.empty() ? "" : " (" + hint + ")"));
+    s.notes.push_back(
+        std::to_string(s.estimated_kernels) + " of the " + std::to_string(plan.kernels.size()) +
+        " chosen kernels were never measured on " + s.device +
+        ": their costs are roofline estimates" + (hint.empty() ? "" : " (" + hint + ")"));
   }
 }
 
@@ -104,7 +98,8 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
   s.target = target.name();
   s.artifact_dir = dir;
   s.primitives = static_cast<int64_t>(graph.prims.size());
-  auto db = std::make_shared<ProfileDb>(options.db.empty() ? default_profile_db_path() : options.db);
+  auto db =
+      std::make_shared<ProfileDb>(options.db.empty() ? default_profile_db_path() : options.db);
   s.database = db->path();
 
   if (options.measure && target.measures_here()) {
@@ -136,7 +131,7 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
                              " kernels, predicted " + fixed(plan.total_cost_ms, 3) + " ms" +
                              (plan.strategy != "optimal" ? ""
                               : plan.proven_optimal      ? " (proven optimal)"
-                                                         : " (gap " + fixed(plan.gap_ms, 3) + " ms)") +
+                                                    : " (gap " + fixed(plan.gap_ms, 3) + " ms)") +
                              "; " + std::to_string(s.measured_costs) + " kernel costs measured, " +
                              std::to_string(s.roofline_costs) + " from the roofline model (" +
                              fixed(s.orchestrate_seconds, 1) + " s)");

@@ -3,18 +3,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/text.h"
 #include "kora/compile.h"
 
 namespace kora {
 namespace {
-
-std::string fixed(double v, int digits) {
-  std::ostringstream os;
-  os.setf(std::ios::fixed);
-  os.precision(digits);
-  os << v;
-  return os.str();
-}
 
 std::string megabytes(int64_t bytes) { return fixed(static_cast<double>(bytes) / 1e6, 1) + " MB"; }
 
@@ -27,8 +20,8 @@ std::string format_compile_summary(const CompileSummary& s) {
     os << "kora compile: " << s.artifact_dir << ": " << a.kernels << " CUDA kernels ("
        << a.generated << " generated, " << a.cublas << " cuBLAS, " << a.cudnn << " cuDNN"
        << (a.interpreter ? ", " + std::to_string(a.interpreter) + " on the host" : "") << ") in "
-       << a.libraries << " cubins for " << a.arch << "; strategy " << s.strategy
-       << ", predicted " << fixed(a.predicted_ms, 3) << " ms\n";
+       << a.libraries << " cubins for " << a.arch << "; strategy " << s.strategy << ", predicted "
+       << fixed(a.predicted_ms, 3) << " ms\n";
   else
     os << "kora compile: " << s.artifact_dir << ": " << a.kernels << " kernels (" << a.generated
        << " generated, " << a.onednn << " oneDNN, " << a.interpreter << " interpreter) in "
@@ -73,11 +66,15 @@ std::string compile_summary_json(const CompileSummary& s) {
   j["weights_bytes"] = a.weights_bytes;
   j["notes"] = s.notes;
   if (s.profiled)
-    j["profile"] = {{"device", s.profile.device},     {"kernels", s.profile.kernels},
-                    {"measured", s.profile.measured}, {"from_db", s.profile.from_db},
+    j["profile"] = {{"device", s.profile.device},
+                    {"kernels", s.profile.kernels},
+                    {"measured", s.profile.measured},
+                    {"from_db", s.profile.from_db},
                     {"failed", s.profile.failed}};
-  j["seconds"] = {{"import", s.import_seconds},   {"profile", s.profile_seconds},
-                  {"orchestrate", s.orchestrate_seconds}, {"emit", s.emit_seconds},
+  j["seconds"] = {{"import", s.import_seconds},
+                  {"profile", s.profile_seconds},
+                  {"orchestrate", s.orchestrate_seconds},
+                  {"emit", s.emit_seconds},
                   {"total", s.total_seconds}};
   return j.dump();
 }

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <random>
 
+#include "base/text.h"
 #include "kora/check.h"
 #include "kora/compile.h"
 #include "kora/error.h"
@@ -22,12 +23,6 @@
 
 namespace kora::cli {
 namespace {
-
-std::string fixed(double v, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, v);
-  return text;
-}
 
 // The session's inputs: those given as NAME=FILE.npy, the rest random (seeded): floats
 // standard normal, integers and bools 0 or 1 (valid indices and masks for any model).

@@ -40,8 +40,8 @@ class InspectCommand : public Command {
 class FissionCommand : public Command {
  public:
   explicit FissionCommand(CLI::App& app) {
-    cmd_ = app.add_subcommand("fission",
-                              "print the primitive graph the model's operators split into");
+    cmd_ =
+        app.add_subcommand("fission", "print the primitive graph the model's operators split into");
     add_model_options(cmd_, model_);
     cmd_->add_flag("--json", json_, "print the primitive graph as JSON");
     cmd_->add_flag("--dot", dot_, "print the primitive graph as Graphviz dot");
@@ -49,7 +49,9 @@ class FissionCommand : public Command {
   bool parsed() const override { return cmd_->parsed(); }
   int run(bool verbose) override {
     const PrimGraph g = load_primitives(model_, verbose);
-    std::cout << (json_ ? prim_graph_json(g) + "\n" : dot_ ? prim_graph_dot(g) : format_prim_graph(g));
+    std::cout << (json_  ? prim_graph_json(g) + "\n"
+                  : dot_ ? prim_graph_dot(g)
+                         : format_prim_graph(g));
     return 0;
   }
 

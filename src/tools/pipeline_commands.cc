@@ -21,8 +21,7 @@ class OrchestrateCommand : public Command {
  public:
   explicit OrchestrateCommand(CLI::App& app) {
     cmd_ = app.add_subcommand(
-        "orchestrate",
-        "choose the kernels that compute the model's primitive graph at least cost");
+        "orchestrate", "choose the kernels that compute the model's primitive graph at least cost");
     add_model_options(cmd_, model_);
     cmd_->add_option("--strategy", strategy_,
                      "optimal (binary linear program, CBC), greedy (rule-based fusion) or "
@@ -60,14 +59,12 @@ class OrchestrateCommand : public Command {
     if (!target_.empty() || !db_.empty()) {  // the target's measured costs
       const std::unique_ptr<Target> target =
           make_target(target_.empty() ? "cpu" : target_, target_options_);
-      auto db =
-          std::make_shared<const ProfileDb>(db_.empty() ? default_profile_db_path() : db_);
+      auto db = std::make_shared<const ProfileDb>(db_.empty() ? default_profile_db_path() : db_);
       const std::unique_ptr<ProfileDbCost> costs = target_costs(*target, db);
       result = orchestrate_for(g, *target, *costs, options);
     } else {
       std::unique_ptr<CostModel> costs = std::make_unique<RooflineCost>(device_params(device_));
-      if (!costs_.empty())
-        costs = std::make_unique<MeasuredCostTable>(costs_, std::move(costs));
+      if (!costs_.empty()) costs = std::make_unique<MeasuredCostTable>(costs_, std::move(costs));
       OrchestrationOptions o = options.orchestration;
       o.strategy = strategy_;
       result = orchestrate(g, *costs, o);
