@@ -58,7 +58,7 @@ struct CompileSummary {
   double predicted_ms = 0, gap_ms = 0;
   bool proven_optimal = false;
   int64_t measured_costs = 0, roofline_costs = 0;  // kernel costs looked up
-  int64_t estimated_kernels = 0;  // chosen kernels never measured (roofline estimates)
+  int64_t estimated_kernels = 0;   // chosen kernels never measured (roofline estimates)
   std::vector<std::string> notes;  // what the user should know of the plan
   ArtifactSummary artifact;
   double import_seconds = 0, profile_seconds = 0, orchestrate_seconds = 0, emit_seconds = 0,

@@ -44,10 +44,10 @@ struct TargetOptions {
   // cuda: the GPU whose fingerprint in the database contains `gpu` (empty: the GPU here,
   // else the database's only one); its architecture (empty: that GPU's, else sm_80).
   std::string gpu, arch;
-  bool tf32 = false;    // cuBLAS / cuDNN with TF32 tensor-core math (explicit; ~1e-3 error)
-  int schedules = -1;   // generated kernels' schedules measured: first N, 0 all, -1 tuned
-  double tune_ms = 0.01;  // -1 tuning: all schedules of kernels whose default took this long
-  std::string job_dir;    // the measuring job's directory (empty: next to the database)
+  bool tf32 = false;       // cuBLAS / cuDNN with TF32 tensor-core math (explicit; ~1e-3 error)
+  int schedules = -1;      // generated kernels' schedules measured: first N, 0 all, -1 tuned
+  double tune_ms = 0.01;   // -1 tuning: all schedules of kernels whose default took this long
+  std::string job_dir;     // the measuring job's directory (empty: next to the database)
   bool run_worker = true;  // false: write the job only, even with a GPU here
 };
 

@@ -12,9 +12,9 @@
 #include <optional>
 #include <thread>
 
+#include "base/progress.h"
 #include "cpu/codegen.h"
 #include "cpu/library.h"
-#include "base/progress.h"
 #include "emit/artifact_backend.h"
 #include "kora/error.h"
 #include "kora/profile_db.h"
@@ -251,8 +251,8 @@ class CpuBackend : public ArtifactBackend {
 }  // namespace
 
 ArtifactSummary write_cpu_artifact(const PrimGraph& graph, const OrchestrationResult& plan,
-                               const ProfileDb* db, const std::string& dir_name,
-                               const ArtifactOptions& options) {
+                                   const ProfileDb* db, const std::string& dir_name,
+                                   const ArtifactOptions& options) {
   CpuBackend backend(db, options, plan);
   return write_artifact_with(graph, plan, dir_name, backend);
 }

@@ -72,14 +72,22 @@ ProfileReport CudaTarget::profile(const PrimGraph& graph, ProfileDb& db,
   r.failed = static_cast<int64_t>(s.merge.failures.size() + s.tune.failures.size());
   r.seconds = s.kernels.generate_seconds + s.kernels.compile_seconds;
   r.text = format_cuda_profile_summary(s);
-  nlohmann::json j = {{"device", r.device},         {"arch", s.kernels.arch},
-                      {"kernels", r.kernels},       {"supported", s.kernels.supported},
-                      {"library", s.kernels.library}, {"implementations", s.kernels.implementations},
-                      {"from_db", r.from_db},       {"job", p.kernels.job_dir},
-                      {"job_kernels", s.kernels.job_kernels}, {"ran_worker", s.ran_worker},
-                      {"merged", s.merged},         {"results", s.merge.results},
-                      {"stored", s.merge.stored},   {"failed", r.failed},
-                      {"tuned", s.tuned},           {"tune_stored", s.tune.stored},
+  nlohmann::json j = {{"device", r.device},
+                      {"arch", s.kernels.arch},
+                      {"kernels", r.kernels},
+                      {"supported", s.kernels.supported},
+                      {"library", s.kernels.library},
+                      {"implementations", s.kernels.implementations},
+                      {"from_db", r.from_db},
+                      {"job", p.kernels.job_dir},
+                      {"job_kernels", s.kernels.job_kernels},
+                      {"ran_worker", s.ran_worker},
+                      {"merged", s.merged},
+                      {"results", s.merge.results},
+                      {"stored", s.merge.stored},
+                      {"failed", r.failed},
+                      {"tuned", s.tuned},
+                      {"tune_stored", s.tune.stored},
                       {"next", s.next}};
   r.json = j.dump(2);
   return r;
