@@ -34,6 +34,21 @@ struct CompileOptions {
   std::string model_path;  // the model file (names a measuring job); compile(path) sets it
   std::ostream* progress = nullptr;  // one line per stage, and the stages' progress
   bool terminal = false;             // progress as rewritten lines
+  // Check the plan against the clock where the target measures here (and `measure`): the
+  // optimal plan, its alternatives and the baselines run end to end, their in-plan kernel
+  // times fed back as costs, and the fastest on the clock emitted (src/driver/plan_check.h).
+  bool verify = true;
+  int verify_rounds = 3;  // re-solves after feedback, at most
+};
+
+// One plan measured end to end by the check on the clock.
+struct PlanCheck {
+  std::string label;  // "optimal", "greedy", "unfused", "optimal (round 2)", ...
+  int64_t kernels = 0;
+  double predicted_ms = 0;  // the solver's prediction when chosen
+  double in_plan_ms = 0;    // the sum of its kernels' times inside the running plan
+  double measured_ms = 0;   // median end-to-end latency (device time of the plan)
+  std::string error;        // not measured: why
 };
 
 // What the emitted artifact holds.
@@ -61,6 +76,12 @@ struct CompileSummary {
   int64_t estimated_kernels = 0;   // chosen kernels never measured (roofline estimates)
   std::vector<std::string> notes;  // what the user should know of the plan
   ArtifactSummary artifact;
+  // The check on the clock (CompileOptions::verify): every plan measured, and which one was
+  // emitted (the fastest; -1: no check).
+  std::vector<PlanCheck> checked;
+  int emitted_check = -1;
+  double measured_ms = 0;  // the emitted plan's latency, when checked
+  double verify_seconds = 0;
   double import_seconds = 0, profile_seconds = 0, orchestrate_seconds = 0, emit_seconds = 0,
          total_seconds = 0;
 };

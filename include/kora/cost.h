@@ -4,8 +4,10 @@
 //                     with device parameters from a small table (device_params);
 //   MeasuredCostTable measured latencies by canonical signature, read from JSON; kernels
 //                     it lacks fall back to another model (counted);
-//   ProfileDbCost     the fastest measured schedule in the profile database for one
-//                     device fingerprint; kernels not measured (or only failed) fall back.
+//   ProfileDbCost     per kernel its time inside running plans (in-plan costs, from
+//                     kora compile's check on the clock) where known, else the fastest
+//                     schedule measured alone in the profile database for one device
+//                     fingerprint; kernels not measured (or only failed) fall back.
 // Both measured models are TableCost: a table by signature, misses counted.
 // The backends plug their measurements in here.
 #pragma once
@@ -117,11 +119,14 @@ class ProfileDbCost : public TableCost {
   // fallback's estimate: for a target with no implementation that always works (cuda), so
   // that the solver chooses them only when nothing else computes their primitives.
   void penalize_failed(double ms);
+  // Kernels whose cost is their time inside running plans.
+  int64_t in_plan() const { return in_plan_; }
 
  private:
   std::shared_ptr<const ProfileDb> db_;
   std::string path_, device_;
   std::map<uint64_t, double> native_, blocked_;
+  int64_t in_plan_ = 0;
 };
 
 }  // namespace kora

@@ -58,6 +58,11 @@ class ProfileDb {
   int64_t count(const std::string& device = "") const;
   // Kernels with records on the device, every one failed.
   std::vector<uint64_t> failed_only(const std::string& device) const;
+  // In-plan costs: per kernel, its time inside running plans (kora compile's check on the
+  // clock, src/driver/plan_check.cc), which the cost model prefers to the time measured
+  // alone (include/kora/cost.h). `plans`: how many plans the median comes from.
+  void put_in_plan(const std::string& device, const std::map<uint64_t, double>& ms, int64_t plans);
+  std::map<uint64_t, double> in_plan(const std::string& device) const;
   // Every device fingerprint with records, sorted.
   std::vector<std::string> devices() const;
 

@@ -38,6 +38,8 @@ struct KernelInfo {
   std::string schedule;     // as in the profile database
   std::string primitives;   // its primitives' names, comma-separated
   double predicted_ms = 0;  // its measured cost when compiled
+  std::string signature;    // its canonical signature (16 hex digits), the database's key
+  bool blocked = false;     // reads or writes a tensor stored in a blocked layout
 };
 
 class Session {
@@ -80,8 +82,9 @@ class Session {
   std::string compiled_for() const;
   // Where it runs: "cpu, N threads", or the GPU's name and how the plan is replayed.
   std::string device() const;
-  // Target cuda: the GPU time of one run of the plan (CUDA events around it, inputs already
-  // on the GPU, no copies); run() once first. Throws kora::Error on a CPU session.
+  // The device time of one run of the plan on the inputs of the last run (run() once
+  // first): on a GPU by CUDA events around it (inputs already there, no copies); on the
+  // CPU the wall-clock time of the kernels' calls.
   double plan_ms();
 
  private:

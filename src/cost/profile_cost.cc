@@ -1,7 +1,8 @@
-// Costs from the profile database (include/kora/cost.h, ProfileDbCost): the fastest
-// non-failed schedule of each kernel measured on the device on plain tensors, read in one
-// query into the table that TableCost looks candidates up in; the native-layout records
-// of oneDNN convolutions for their layout costs.
+// Costs from the profile database (include/kora/cost.h, ProfileDbCost): per kernel its
+// time inside running plans where kora compile measured one (ProfileDb::in_plan), else
+// the fastest non-failed schedule measured alone on the device on plain tensors, read
+// into the table that TableCost looks candidates up in; the native-layout records of
+// oneDNN convolutions for their layout costs.
 #include "cpu/library.h"
 #include "kora/cost.h"
 #include "kora/error.h"
@@ -18,6 +19,10 @@ ProfileDbCost::ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string de
   db_ = db;
   path_ = db->path();
   table_ = db->fastest_except(device_, kOnednnNative);
+  for (const auto& [signature, ms] : db->in_plan(device_)) {
+    table_[signature] = ms;  // the time inside running plans, where measured
+    ++in_plan_;
+  }
   native_ = db->fastest_only(device_, kOnednnNative);
   blocked_ = db->fastest_only(device_, kOnednnBlocked);
 }

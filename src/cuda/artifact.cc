@@ -6,6 +6,7 @@
 #include "cuda/artifact.h"
 
 #include <filesystem>
+#include <map>
 #include <optional>
 
 #include "cuda/codegen.h"
@@ -83,8 +84,8 @@ class CudaBackend : public ArtifactBackend {
         } catch (const Error&) {
           continue;  // a schedule this generator no longer takes
         }
-        const CudaKernel kernel =
-            generate_cuda_kernel(graph, dag, c, "kora_k" + std::to_string(index), schedule);
+        const CudaKernel kernel = generate_cuda_kernel(
+            graph, dag, c, cuda_kernel_symbol(graph, dag, c, schedule.key()), schedule);
         e.source = kernel.source;
         for (const CudaLaunch& l : kernel.launches)
           if (l.grid() > 0) k.launches.push_back({l.function, l.grid(), l.block});
@@ -111,10 +112,17 @@ class CudaBackend : public ArtifactBackend {
 
   void compile(const PrimGraph&, const KernelDag&, std::vector<Emitted>& emitted,
                const fs::path& tmp, Manifest& m) override {
+    // Kernels of one symbol (repeated layers) have one source: compiled once, shared.
     std::vector<Emitted*> generated;
     std::vector<std::string> sources;
+    std::map<std::string, size_t> by_source;
+    std::vector<std::pair<Emitted*, size_t>> same;  // (kernel, the generated one it shares)
     for (Emitted& e : emitted)
       if (e.kernel.impl == "cuda" && e.kernel.cuda.library.empty()) {
+        if (auto [it, fresh] = by_source.emplace(e.source, generated.size()); !fresh) {
+          same.emplace_back(&e, it->second);
+          continue;
+        }
         generated.push_back(&e);
         sources.push_back(std::move(e.source));
       }
@@ -139,6 +147,7 @@ class CudaBackend : public ArtifactBackend {
     }
     for (size_t i = 0; i < generated.size(); ++i)
       generated[i]->kernel.cuda.program = build.program[i];
+    for (auto [e, i] : same) e->kernel.cuda.program = build.program[i];
   }
 
   int64_t assign_layouts(const PrimGraph&, const KernelDag&, const std::vector<Emitted>&,

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/fnv_hash.h"
 #include "cuda/codegen_internal.h"
 #include "kora/error.h"
 
@@ -197,6 +198,21 @@ std::string CudaSchedule::key() const {
   if (*this == CudaSchedule{}) return "default";
   return "block=" + std::to_string(block) + ";items=" + std::to_string(items) +
          ";reduce=" + cuda_reduce_name(reduce);
+}
+
+std::string cuda_kernel_symbol(uint64_t signature, size_t schedule_index) {
+  return "kora_" + signature_hex(signature) + "_" + std::to_string(schedule_index);
+}
+
+std::string cuda_kernel_symbol(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+                               const std::string& schedule_key) {
+  const std::vector<CudaSchedule> space = cuda_schedule_space(graph, dag, c);
+  const std::string key = CudaSchedule::from_key(schedule_key).key();
+  for (size_t i = 0; i < space.size(); ++i)
+    if (space[i].key() == key) return cuda_kernel_symbol(c.signature, i);
+  FnvHash hash;
+  hash.str(key);
+  return "kora_" + signature_hex(c.signature) + "_s" + hex64(hash.h);
 }
 
 CudaSchedule CudaSchedule::from_key(const std::string& key) {

@@ -99,6 +99,13 @@ CudaReduce cuda_reduce_strategy_for(int64_t rows, int64_t count, bool inner_redu
 std::vector<CudaSchedule> cuda_schedule_space(const PrimGraph& graph, const KernelDag& dag,
                                               const Candidate& c);
 
+// The symbol a generated kernel's functions are named after, the same in a measuring job
+// and in every artifact: kora_<signature>_<its index in cuda_schedule_space> (a schedule
+// outside the space: kora_<signature>_s<hash of its key>). Equal symbols are equal code.
+std::string cuda_kernel_symbol(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+                               const std::string& schedule_key);
+std::string cuda_kernel_symbol(uint64_t signature, size_t schedule_index);
+
 // One launch of a generated kernel: `function`, `block` threads per block and grid() blocks
 // covering `work` items (output elements or reduce rows), `per_block` per block. A launch
 // with no work (empty tensors) is skipped.

@@ -202,9 +202,8 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
           space.resize(static_cast<size_t>(options.max_schedules));
         for (size_t k = static_cast<size_t>(std::max(0, options.first_schedule)); k < space.size();
              ++k) {
-          CudaKernel kernel = generate_cuda_kernel(
-              graph, sub, c, "kora_" + signature_hex(c.signature) + "_" + std::to_string(k),
-              space[k]);
+          CudaKernel kernel =
+              generate_cuda_kernel(graph, sub, c, cuda_kernel_symbol(c.signature, k), space[k]);
           summary.launches += static_cast<int64_t>(kernel.launches.size());
           Implementation impl{c.signature, space[k].key(), std::move(kernel.source), {}, -1};
           impl.job.signature = c.signature;

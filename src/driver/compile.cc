@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "base/text.h"
+#include "driver/plan_check.h"
+#include "emit/artifact_backend.h"
 #include "kora/cost.h"
 #include "kora/error.h"
 #include "kora/fission.h"
@@ -139,8 +141,27 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
   for (const std::string& note : s.notes) progress_line(options, "note: " + note);
 
   stage = std::chrono::steady_clock::now();
-  s.artifact = target.write_artifact(graph, plan, db.get(), s.device, dir,
-                                     TargetEmitOptions{options.progress, options.terminal});
+  if (options.verify && options.measure && target.measures_here()) {
+    check_artifact_dir(dir);
+    const PlanCheckResult checked =
+        check_plans_on_the_clock(graph, target, db, s.device, plan, dir, options);
+    s.artifact = checked.artifact;
+    s.checked = checked.plans;
+    s.emitted_check = checked.emitted;
+    if (checked.emitted >= 0) {
+      const PlanCheck& emitted = checked.plans[static_cast<size_t>(checked.emitted)];
+      s.kernels = emitted.kernels;
+      s.predicted_ms = emitted.predicted_ms;
+      s.measured_ms = emitted.measured_ms;
+      progress_line(options, "emitted: " + emitted.label + ", the fastest on the clock (" +
+                                 fixed(emitted.measured_ms, 3) + " ms, predicted " +
+                                 fixed(emitted.predicted_ms, 3) + " ms when chosen)");
+    }
+    s.verify_seconds = seconds_since(stage);
+  } else {
+    s.artifact = target.write_artifact(graph, plan, db.get(), s.device, dir,
+                                       TargetEmitOptions{options.progress, options.terminal});
+  }
   s.emit_seconds = seconds_since(stage);
   s.total_seconds = seconds_since(start);
   return out;

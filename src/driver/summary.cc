@@ -1,5 +1,6 @@
 // kora compile's summary (include/kora/compile.h): a CompileSummary in; the lines kora
 // compile prints on stdout, or the same as one JSON object (nlohmann-json), out.
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -15,19 +16,37 @@ std::string megabytes(int64_t bytes) { return fixed(static_cast<double>(bytes) /
 
 std::string format_compile_summary(const CompileSummary& s) {
   const ArtifactSummary& a = s.artifact;
+  const double predicted = s.emitted_check >= 0 ? s.predicted_ms : a.predicted_ms;
   std::ostringstream os;
   if (s.target == "cuda")
     os << "kora compile: " << s.artifact_dir << ": " << a.kernels << " CUDA kernels ("
        << a.generated << " generated, " << a.cublas << " cuBLAS, " << a.cudnn << " cuDNN"
        << (a.interpreter ? ", " + std::to_string(a.interpreter) + " on the host" : "") << ") in "
        << a.libraries << " cubins for " << a.arch << "; strategy " << s.strategy << ", predicted "
-       << fixed(a.predicted_ms, 3) << " ms\n";
+       << fixed(predicted, 3) << " ms\n";
   else
     os << "kora compile: " << s.artifact_dir << ": " << a.kernels << " kernels (" << a.generated
        << " generated, " << a.onednn << " oneDNN, " << a.interpreter << " interpreter) in "
        << a.libraries << " libraries; strategy " << s.strategy << ", predicted "
-       << fixed(a.predicted_ms, 3) << " ms\n"
+       << fixed(predicted, 3) << " ms\n"
        << "layouts: " << a.blocked_tensors << " tensors kept blocked between oneDNN convolutions\n";
+  if (!s.checked.empty()) {
+    os << "checked on the clock (median latency; predicted: the solver's when chosen; in plan: "
+          "its kernels' times inside it):\n";
+    for (size_t i = 0; i < s.checked.size(); ++i) {
+      const PlanCheck& c = s.checked[i];
+      char line[160];
+      if (c.error.empty())
+        std::snprintf(
+            line, sizeof line,
+            "  %-20s %4lld kernels  predicted %9.3f ms  in plan %9.3f ms  measured %9.3f ms%s\n",
+            c.label.c_str(), static_cast<long long>(c.kernels), c.predicted_ms, c.in_plan_ms,
+            c.measured_ms, static_cast<int>(i) == s.emitted_check ? "  <- emitted" : "");
+      else
+        std::snprintf(line, sizeof line, "  %-20s not run here\n", c.label.c_str());
+      os << line;
+    }
+  }
   os << "memory: activations " << megabytes(a.arena_bytes) << " in one arena (sum of "
      << "intermediates " << megabytes(a.intermediate_bytes) << "), weights "
      << megabytes(a.weights_bytes) << "\n"
@@ -54,7 +73,20 @@ std::string compile_summary_json(const CompileSummary& s) {
   j["cublas"] = a.cublas;
   j["cudnn"] = a.cudnn;
   j["libraries"] = a.libraries;
-  j["predicted_ms"] = a.predicted_ms;
+  j["predicted_ms"] = s.emitted_check >= 0 ? s.predicted_ms : a.predicted_ms;
+  if (s.emitted_check >= 0) j["measured_ms"] = s.measured_ms;
+  j["checked"] = nlohmann::json::array();
+  for (size_t i = 0; i < s.checked.size(); ++i) {
+    const PlanCheck& c = s.checked[i];
+    nlohmann::json p = {{"label", c.label},
+                        {"kernels", c.kernels},
+                        {"predicted_ms", c.predicted_ms},
+                        {"in_plan_ms", c.in_plan_ms},
+                        {"measured_ms", c.measured_ms},
+                        {"emitted", static_cast<int>(i) == s.emitted_check}};
+    if (!c.error.empty()) p["error"] = c.error;
+    j["checked"].push_back(p);
+  }
   j["proven_optimal"] = s.proven_optimal;
   j["gap_ms"] = s.gap_ms;
   j["measured_costs"] = s.measured_costs;

@@ -55,6 +55,11 @@ class ArtifactBackend {
 std::shared_ptr<PrimGraph> kernel_graph(const PrimGraph& graph, const Candidate& c,
                                         const ManifestKernel& k, int index);
 
+// Throws kora::Error unless `dir` is absent, empty or an artifact (which writing replaces).
+void check_artifact_dir(const std::string& dir);
+// Replaces `dir` (absent, empty or an artifact) with the artifact directory `from`.
+void move_artifact_into_place(const std::string& from, const std::string& dir);
+
 ArtifactSummary write_artifact_with(const PrimGraph& graph, const OrchestrationResult& plan,
                                     const std::string& dir, ArtifactBackend& backend);
 

@@ -38,27 +38,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
 
-// An existing `dir` must be empty or an artifact (it is then replaced).
-void check_output_dir(const fs::path& dir, const std::string& name) {
-  if (fs::exists(dir) &&
-      (!fs::is_directory(dir) || (!fs::is_empty(dir) && !fs::exists(dir / "manifest.json"))))
-    throw Error("'" + name +
-                "' exists and is not a kora artifact; choose another output directory");
-}
-
-// Replaces `dir` with `tmp`.
-void move_into_place(const fs::path& tmp, const fs::path& dir) {
-  check_output_dir(dir, dir.string());
-  if (fs::exists(dir)) {
-    const fs::path old = dir.string() + ".old-" + std::to_string(::getpid());
-    fs::rename(dir, old);
-    fs::rename(tmp, dir);
-    fs::remove_all(old);
-  } else {
-    fs::rename(tmp, dir);
-  }
-}
-
 // Each chosen kernel's reads, writes, names and cost; the backend's implementation.
 std::vector<Emitted> implement_kernels(const PrimGraph& graph, const KernelDag& dag,
                                        const OrchestrationResult& plan, ArtifactBackend& backend) {
@@ -67,6 +46,7 @@ std::vector<Emitted> implement_kernels(const PrimGraph& graph, const KernelDag& 
     const ChosenKernel& chosen = plan.kernels[i];
     Emitted& e = emitted[i];
     e.candidate = make_candidate(dag, chosen.prims);
+    e.candidate.signature = chosen.signature;
     e.kernel.reads = kernel_reads(graph, dag, e.candidate);
     e.kernel.writes = kernel_writes(graph, dag, e.candidate);
     e.kernel.signature = signature_hex(chosen.signature);
@@ -174,6 +154,27 @@ void write_manifest(const Manifest& m, const fs::path& tmp) {
 
 }  // namespace
 
+void check_artifact_dir(const std::string& name) {
+  const fs::path dir(name);
+  if (fs::exists(dir) &&
+      (!fs::is_directory(dir) || (!fs::is_empty(dir) && !fs::exists(dir / "manifest.json"))))
+    throw Error("'" + name +
+                "' exists and is not a kora artifact; choose another output directory");
+}
+
+void move_artifact_into_place(const std::string& from, const std::string& to) {
+  const fs::path dir(to);
+  check_artifact_dir(to);
+  if (fs::exists(dir)) {
+    const fs::path old = dir.string() + ".old-" + std::to_string(::getpid());
+    fs::rename(dir, old);
+    fs::rename(from, dir);
+    fs::remove_all(old);
+  } else {
+    fs::rename(from, dir);
+  }
+}
+
 // The kernel's primitives as a graph of their own, for a library kernel to be rebuilt
 // from at run time (constants carried by name; the session takes their bytes from the
 // weights).
@@ -201,7 +202,7 @@ ArtifactSummary write_artifact_with(const PrimGraph& graph, const OrchestrationR
   ArtifactSummary summary;
   const fs::path dir = fs::absolute(dir_name).lexically_normal();
   if (dir.filename().empty()) throw Error("output directory '" + dir_name + "' has no name");
-  check_output_dir(dir, dir_name);
+  check_artifact_dir(dir_name);
   fs::create_directories(dir.parent_path());
   const fs::path tmp = dir.string() + ".tmp-" + std::to_string(::getpid());
   fs::remove_all(tmp);
@@ -232,7 +233,7 @@ ArtifactSummary write_artifact_with(const PrimGraph& graph, const OrchestrationR
       m.kernels.push_back(std::move(emitted[i].kernel));
     }
     write_manifest(m, tmp);
-    move_into_place(tmp, dir);
+    move_artifact_into_place(tmp.string(), dir.string());
     summary.write_seconds = seconds_since(stage);
     summary.kernels = static_cast<int64_t>(m.kernels.size());
     summary.libraries = static_cast<int64_t>(m.libraries.size());

@@ -1,5 +1,6 @@
 // The profile database (include/kora/profile_db.h) on SQLite: a table of measurements
-// keyed by (device, signature, schedule) and a meta table holding the schema version.
+// keyed by (device, signature, schedule), a table of in-plan costs keyed by (device,
+// signature) and a meta table holding the schema version.
 // Signatures are stored as 16 hex digits (SQLite integers are signed).
 #include "kora/profile_db.h"
 
@@ -121,6 +122,10 @@ ProfileDb::ProfileDb(const std::string& path) : path_(path) {
          " median_ms REAL NOT NULL, spread_ms REAL NOT NULL, samples INTEGER NOT NULL,"
          " failed INTEGER NOT NULL, error TEXT NOT NULL, measured_at TEXT NOT NULL,"
          " PRIMARY KEY (device, signature, schedule));"
+         "CREATE TABLE IF NOT EXISTS in_plan ("
+         " device TEXT NOT NULL, signature TEXT NOT NULL, median_ms REAL NOT NULL,"
+         " plans INTEGER NOT NULL, measured_at TEXT NOT NULL,"
+         " PRIMARY KEY (device, signature));"
          "INSERT OR IGNORE INTO meta VALUES ('schema', '1');");
     Statement version(db_, path_, "SELECT value FROM meta WHERE key = 'schema'");
     if (!version.step() || std::atoi(version.text(0).c_str()) != kSchemaVersion)
@@ -231,6 +236,36 @@ std::vector<uint64_t> ProfileDb::failed_only(const std::string& device) const {
   select.bind(1, device);
   std::vector<uint64_t> out;
   while (select.step()) out.push_back(std::strtoull(select.text(0).c_str(), nullptr, 16));
+  return out;
+}
+
+void ProfileDb::put_in_plan(const std::string& device, const std::map<uint64_t, double>& ms,
+                            int64_t plans) {
+  exec(db_, path_, "BEGIN IMMEDIATE");
+  try {
+    Statement insert(db_, path_, "INSERT OR REPLACE INTO in_plan VALUES (?, ?, ?, ?, ?)");
+    const std::string now = now_utc();
+    for (const auto& [signature, median] : ms) {
+      insert.bind(1, device);
+      insert.bind(2, signature_hex(signature));
+      insert.bind(3, median);
+      insert.bind(4, plans);
+      insert.bind(5, now);
+      insert.step();
+      insert.reset();
+    }
+    exec(db_, path_, "COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+std::map<uint64_t, double> ProfileDb::in_plan(const std::string& device) const {
+  Statement select(db_, path_, "SELECT signature, median_ms FROM in_plan WHERE device = ?");
+  select.bind(1, device);
+  std::map<uint64_t, double> out;
+  while (select.step()) out[std::strtoull(select.text(0).c_str(), nullptr, 16)] = select.real(1);
   return out;
 }
 

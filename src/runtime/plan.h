@@ -26,8 +26,8 @@ class TargetPlan {
   virtual void run(const std::vector<Tensor>& inputs, std::vector<double>* kernel_ms) = 0;
   // Where it runs: "cpu, N threads", or the GPU's name and how the plan is replayed.
   virtual std::string device() const = 0;
-  // The device time of one run of the plan alone (no copies); throws kora::Error where
-  // the device has no clock of its own (the CPU).
+  // The device time of one run of the plan alone (no copies) on the inputs of the last
+  // run; throws kora::Error before any run.
   virtual double plan_ms() = 0;
 };
 

@@ -71,11 +71,14 @@ std::vector<KernelInfo> kernel_infos_of(const Manifest& m) {
   for (const ManifestKernel& k : m.kernels) {
     std::string names;
     for (const std::string& p : k.primitives) names += (names.empty() ? "" : ", ") + p;
+    bool blocked = false;
+    for (const auto* list : {&k.reads, &k.writes})
+      for (const std::string& t : *list) blocked |= !m.tensors.at(t).layout.empty();
     infos.push_back({cpu                       ? k.impl
                      : k.impl == "interpreter" ? "interpreter (host)"
                      : k.cuda.library.empty()  ? "generated"
                                                : k.cuda.library,
-                     k.schedule, names, k.predicted_ms});
+                     k.schedule, names, k.predicted_ms, k.signature, blocked});
   }
   return infos;
 }

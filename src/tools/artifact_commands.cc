@@ -80,6 +80,10 @@ class CompileCommand : public Command {
     cmd_->add_flag("--no-measure", no_measure_,
                    "measure nothing: kernels the database lacks are costed by the roofline "
                    "model (fast, plans less good)");
+    cmd_->add_flag("--no-verify", no_verify_,
+                   "emit the solver's plan without checking it against the clock (default: the "
+                   "optimal plan, the greedy and the unfused plans and re-solves at their "
+                   "in-plan kernel times run end to end, and the fastest is emitted)");
     add_candidate_options(cmd_, options_.orchestration, true);
     cmd_->add_flag("--json", json_, "print the summary as JSON");
   }
@@ -88,6 +92,7 @@ class CompileCommand : public Command {
   int run(bool verbose) override {
     const std::unique_ptr<Target> target = make_target(target_, t_);
     options_.measure = !no_measure_;
+    options_.verify = !no_verify_;
     options_.progress = &std::cerr;
     options_.terminal = ::isatty(2);
     options_.orchestration.progress = verbose;
@@ -105,7 +110,7 @@ class CompileCommand : public Command {
   std::string target_ = "cpu", out_;
   TargetOptions t_;
   CompileOptions options_;
-  bool no_measure_ = false, json_ = false;
+  bool no_measure_ = false, no_verify_ = false, json_ = false;
 };
 
 // Options of run and check: the artifact, its inputs and threads.

@@ -345,9 +345,14 @@ std::string artifact_emulation(const std::string& art, const PrimGraph& g, const
     std::vector<int> nodes;
     for (const std::string& p : m.kernels[i].primitives) nodes.push_back(prim_index.at(p));
     std::sort(nodes.begin(), nodes.end());
-    kernels.push_back(generate_cuda_kernel(g, dag, make_candidate(dag, nodes),
-                                           "kora_k" + std::to_string(i),
-                                           CudaSchedule::from_key(m.kernels[i].schedule)));
+    Candidate c = make_candidate(dag, nodes);
+    c.signature = canonical_signature(g, dag, c);
+    const std::string symbol = cuda_kernel_symbol(g, dag, c, m.kernels[i].schedule);
+    if (std::any_of(kernels.begin(), kernels.end(),
+                    [&](const CudaKernel& k) { return k.symbol == symbol; }))
+      continue;  // one code for kernels of one symbol
+    kernels.push_back(
+        generate_cuda_kernel(g, dag, c, symbol, CudaSchedule::from_key(m.kernels[i].schedule)));
   }
   return emulated_library(kernels, g, cache, level);
 }
@@ -366,14 +371,7 @@ TEST(CudaArtifact, RunsOnAFakeDriverLikeTheInterpreter) {
     // The cubins become one emulated library of the same kernels (as the fake driver loads
     // modules), regenerated from the plan with the manifest's schedules.
     const Manifest m = read_manifest(art);
-    const KernelDag dag = kernel_dag_of(g);
-    std::vector<CudaKernel> kernels;
-    for (size_t i = 0; i < m.kernels.size(); ++i)
-      if (m.kernels[i].cuda.library.empty())
-        kernels.push_back(generate_cuda_kernel(g, dag, make_candidate(dag, plan.kernels[i].prims),
-                                               "kora_k" + std::to_string(i),
-                                               CudaSchedule::from_key(m.kernels[i].schedule)));
-    const std::string lib = emulated_library(kernels, g, tmp.file("emulated"));
+    const std::string lib = artifact_emulation(art, g, tmp.file("emulated"));
     for (const std::string& cubin : m.libraries) std::ofstream(art + "/" + cubin) << lib << '\0';
 
     const std::map<std::string, Tensor> inputs = random_inputs(g);
@@ -412,17 +410,19 @@ void fake_gpu_flow(const kora_test::TempDir& tmp, const std::string& model, cons
     if (!cuda_codegen_supports(g, sub, c)) return;
     const std::vector<CudaSchedule> space = cuda_schedule_space(g, sub, c);
     for (size_t k = 0; k < std::min<size_t>(2, space.size()); ++k)  // --schedules 2
-      job_kernels.push_back(generate_cuda_kernel(
-          g, sub, c, "kora_" + signature_hex(c.signature) + "_" + std::to_string(k), space[k]));
+      job_kernels.push_back(
+          generate_cuda_kernel(g, sub, c, cuda_kernel_symbol(c.signature, k), space[k]));
   });
   const std::string env = fake_libraries() + "KORA_CUDA_WORKER=" + KORA_CUDA_WORKER_PATH +
                           " KORA_KERNEL_CACHE=" + tmp.file("cache") +
                           " KORA_PROFILE_DB=" + tmp.file("profiles.db") + " " + env_more + " ";
   std::string& out = *profiled;
-  ASSERT_EQ(run(env + "FAKE_CUDA_MODULE=" + emulated_library(job_kernels, g, tmp.file("emu")) +
-                    " " + KORA_CLI_PATH + " profile " + model + " --target cuda --schedules 2",
-                &out),
-            0)
+  const std::string job_module =
+      "FAKE_CUDA_MODULE=" + emulated_library(job_kernels, g, tmp.file("emu")) + " ";
+  ASSERT_EQ(
+      run(env + job_module + KORA_CLI_PATH + " profile " + model + " --target cuda --schedules 2",
+          &out),
+      0)
       << out;
   EXPECT_NE(out.find("device cuda|Fake GPU|sm_80|4 SMs|driver 13000|cublas 130000"),
             std::string::npos)
@@ -431,15 +431,19 @@ void fake_gpu_flow(const kora_test::TempDir& tmp, const std::string& model, cons
 
   const std::string art = tmp.file("art");
   std::string compiled;
-  ASSERT_EQ(
-      run(env + KORA_CLI_PATH + " compile " + model + " --target cuda --schedules 2 -o " + art,
-          &compiled),
-      0)
+  ASSERT_EQ(run(env + job_module + KORA_CLI_PATH + " compile " + model +
+                    " --target cuda --schedules 2 -o " + art,
+                &compiled),
+            0)
       << compiled;
   EXPECT_NE(compiled.find("target cuda, sm_80, costs of cuda|Fake GPU"), std::string::npos)
       << compiled;
   EXPECT_EQ(compiled.find("never measured"), std::string::npos) << compiled;
   EXPECT_NE(compiled.find(" kernels, 0 measured now, "), std::string::npos) << compiled;
+  // The plans checked on the clock (their generated kernels are the job's, by symbol).
+  EXPECT_NE(compiled.find("check on the clock: optimal "), std::string::npos) << compiled;
+  EXPECT_EQ(compiled.find("could not be run here"), std::string::npos) << compiled;
+  EXPECT_NE(compiled.find("<- emitted"), std::string::npos) << compiled;
 
   std::string command = env + "FAKE_CUDA_MODULE=" + artifact_emulation(art, g, tmp.file("emu")) +
                         " " + KORA_CLI_PATH + " run " + art + " --iters 1 --output-dir " +
@@ -669,8 +673,8 @@ TEST(CudaArtifact, ProfileTunesTheSlowKernelsOnAFakeGpu) {
     const std::vector<CudaSchedule> space = cuda_schedule_space(g, sub, c);
     spaces[c.signature] = space.size();
     for (size_t k = 0; k < space.size(); ++k)
-      kernels.push_back(generate_cuda_kernel(
-          g, sub, c, "kora_" + signature_hex(c.signature) + "_" + std::to_string(k), space[k]));
+      kernels.push_back(
+          generate_cuda_kernel(g, sub, c, cuda_kernel_symbol(c.signature, k), space[k]));
   });
   ASSERT_GE(spaces.size(), 3u);
   const std::string db_path = tmp.file("profiles.db");

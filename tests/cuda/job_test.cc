@@ -269,8 +269,8 @@ std::string emulated_library(const PrimGraph& g, const CudaKernelsOptions& optio
     if (!cuda_codegen_supports(g, sub, c)) return;  // a library call
     const std::vector<CudaSchedule> space = cuda_schedule_space(g, sub, c);
     for (size_t k = 0; k < space.size(); ++k)
-      kernels.push_back(generate_cuda_kernel(
-          g, sub, c, "kora_" + signature_hex(c.signature) + "_" + std::to_string(k), space[k]));
+      kernels.push_back(
+          generate_cuda_kernel(g, sub, c, cuda_kernel_symbol(c.signature, k), space[k]));
   });
   CxxCompileOptions compile;
   compile.cache_dir = cache;

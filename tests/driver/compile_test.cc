@@ -15,6 +15,7 @@
 #include "emit/small_artifacts.h"
 #include "frontend/model_builder.h"
 #include "kora/profile_db.h"
+#include "kora/runtime.h"
 
 namespace kora_test {
 namespace {
@@ -167,6 +168,7 @@ TEST(Compile, CpuTargetCompilesAModelFileMeasuredAndAgainFromTheDatabase) {
   EXPECT_NE(dynamic_cast<CpuTarget*>(target.get()), nullptr);
   CompileOptions options;
   options.db = dir.file("profiles.db");
+  options.verify = false;  // the solver's plan, twice (the check on the clock: below)
   const CompiledArtifact a = compile(model, *target, dir.file("art"), options);
   const CompileSummary& s = a.summary;
   EXPECT_TRUE(s.profiled);
@@ -187,6 +189,59 @@ TEST(Compile, CpuTargetCompilesAModelFileMeasuredAndAgainFromTheDatabase) {
   EXPECT_NE(format_compile_summary(again.summary).find("strategy optimal, predicted"),
             std::string::npos);
   ::unsetenv("KORA_KERNEL_CACHE");
+}
+
+// kora compile's default: the optimal, greedy and unfused plans run end to end in turn, their
+// kernels' in-plan times stored as costs, re-solved, and the fastest on the clock emitted.
+TEST(Compile, TheCheckOnTheClockEmitsTheFastestPlanAndFeedsInPlanCostsBack) {
+  TempDir dir;
+  const std::string model = small_builder().save(dir);
+  ::setenv("KORA_KERNEL_CACHE", dir.file("kernels").c_str(), 1);
+  TargetOptions t;
+  t.threads = 1;
+  const std::unique_ptr<Target> target = make_target("cpu", t);
+  CompileOptions options;
+  options.db = dir.file("profiles.db");
+  const std::string art = dir.file("art");
+  const CompiledArtifact a = compile(model, *target, art, options);
+  ::unsetenv("KORA_KERNEL_CACHE");
+  const CompileSummary& s = a.summary;
+  ASSERT_GE(s.checked.size(), 2u);  // greedy or unfused may be the optimal plan itself
+  EXPECT_EQ(s.checked[0].label, "optimal");
+  int fastest = -1;
+  for (size_t i = 0; i < s.checked.size(); ++i) {
+    const PlanCheck& c = s.checked[i];
+    EXPECT_TRUE(c.error.empty()) << c.label << ": " << c.error;
+    EXPECT_GT(c.measured_ms, 0) << c.label;
+    EXPECT_GT(c.in_plan_ms, 0) << c.label;
+    EXPECT_GT(c.kernels, 0) << c.label;
+    if (fastest < 0 || c.measured_ms < s.checked[static_cast<size_t>(fastest)].measured_ms)
+      fastest = static_cast<int>(i);
+  }
+  EXPECT_EQ(s.emitted_check, fastest);
+  const PlanCheck& emitted = s.checked[static_cast<size_t>(fastest)];
+  EXPECT_DOUBLE_EQ(s.measured_ms, emitted.measured_ms);
+  EXPECT_EQ(s.kernels, emitted.kernels);
+  EXPECT_EQ(s.artifact.kernels, emitted.kernels);
+  // Only the emitted artifact is left, and it computes what the interpreter computes.
+  for (size_t i = 0; i < s.checked.size(); ++i)
+    EXPECT_FALSE(std::filesystem::exists(art + ".plan-" + std::to_string(i)));
+  expect_matches_interpreter(kora::import_model(model), a.dir);
+  // Every kernel of the emitted plan has its in-plan time in the database, and the costs the
+  // solver sees are those.
+  auto db = std::make_shared<ProfileDb>(options.db);
+  const std::map<uint64_t, double> in_plan = db->in_plan(s.device);
+  Session session(a.dir);
+  for (const KernelInfo& k : session.kernel_infos()) {
+    const auto it = in_plan.find(std::strtoull(k.signature.c_str(), nullptr, 16));
+    ASSERT_NE(it, in_plan.end()) << k.primitives;
+    EXPECT_GT(it->second, 0);
+  }
+  EXPECT_EQ(target_costs(*target, db)->in_plan(), static_cast<int64_t>(in_plan.size()));
+  const nlohmann::json j = nlohmann::json::parse(compile_summary_json(s));
+  EXPECT_EQ(j["checked"].size(), s.checked.size());
+  EXPECT_TRUE(j["checked"][static_cast<size_t>(fastest)]["emitted"]);
+  EXPECT_DOUBLE_EQ(j["measured_ms"].get<double>(), s.measured_ms);
 }
 
 TEST(Compile, UnknownTargetsAndModelsAreClearErrors) {

@@ -1,0 +1,234 @@
+// kora compile's check of the plan against the clock (src/driver/plan_check.h): the
+// solver's plan and its rivals written, run in turn and timed; in-plan kernel times fed
+// back as costs; re-solved while that changes the plan; the fastest on the clock emitted.
+#include "driver/plan_check.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <ostream>
+#include <random>
+
+#include "base/text.h"
+#include "emit/artifact_backend.h"
+#include "kora/cost.h"
+#include "kora/error.h"
+#include "kora/runtime.h"
+
+namespace kora {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A plan's identity: its kernels (primitive sets, native or not), in any order.
+std::vector<std::pair<std::vector<int>, bool>> plan_key(const OrchestrationResult& plan) {
+  std::vector<std::pair<std::vector<int>, bool>> key;
+  for (const ChosenKernel& k : plan.kernels) key.emplace_back(k.prims, k.native);
+  std::sort(key.begin(), key.end());
+  return key;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// One plan under check: its artifact, its session and what was measured.
+struct Entry {
+  PlanCheck check;
+  OrchestrationResult plan;
+  std::string dir;
+  ArtifactSummary artifact;
+  std::unique_ptr<Session> session;
+  std::vector<double> kernel_ms;  // per kernel of the session, inside the running plan
+};
+
+// Writes the entry's artifact and loads it with random inputs bound (seeded: every plan
+// sees the same), running it once. A failure is the entry's error.
+void prepare(const PrimGraph& graph, Target& target, const ProfileDb& db, const std::string& device,
+             const CompileOptions& options, Entry& e) {
+  e.artifact = target.write_artifact(graph, e.plan, &db, device, e.dir,
+                                     TargetEmitOptions{nullptr, options.terminal});
+  e.check.kernels = e.artifact.kernels;
+  try {
+    e.session = std::make_unique<Session>(e.dir);
+    std::mt19937_64 rng(0x636c6f636bull);
+    std::map<std::string, Tensor> feeds;
+    for (const TensorInfo& t : e.session->inputs())
+      feeds[t.name] = random_tensor(t.dtype, t.shape, rng, 1);
+    e.session->run(feeds);
+  } catch (const Error& err) {
+    e.check.error = err.what();
+    e.session.reset();
+  }
+}
+
+// The entries' latencies, measured in turn: warm-up, then rounds in which every plan runs
+// once (about two seconds in all); then each kernel's time inside its plan.
+void time_in_turn(const std::vector<Entry*>& entries) {
+  std::vector<Entry*> live;
+  for (Entry* e : entries)
+    if (e->session) live.push_back(e);
+  if (live.empty()) return;
+  double round_ms = 0;
+  std::map<Entry*, std::vector<double>> samples;
+  for (Entry* e : live) {
+    std::vector<double> warm;
+    try {
+      for (int i = 0; i < 3; ++i) warm.push_back(e->session->plan_ms());
+    } catch (const Error& err) {
+      e->check.error = err.what();
+      e->session.reset();
+      continue;
+    }
+    round_ms += median(warm);
+  }
+  live.erase(std::remove_if(live.begin(), live.end(), [](Entry* e) { return !e->session; }),
+             live.end());
+  const int rounds = std::clamp(static_cast<int>(2000 / std::max(round_ms, 1e-3)), 15, 200);
+  for (int r = 0; r < rounds; ++r)
+    for (Entry* e : live) samples[e].push_back(e->session->plan_ms());
+  for (Entry* e : live) {
+    e->check.measured_ms = median(samples[e]);
+    const int iters =
+        std::clamp(static_cast<int>(500 / std::max(e->check.measured_ms, 1e-3)), 5, 30);
+    e->kernel_ms = e->session->profile_kernels(iters);
+    e->check.in_plan_ms = 0;
+    for (double ms : e->kernel_ms) e->check.in_plan_ms += ms;
+  }
+}
+
+// Each kernel's time inside the plans measured (the mean where several ran it) into the
+// database. Kernels run on blocked layouts are left out: their cost is their plain one.
+void feed_back(const std::vector<Entry*>& entries, ProfileDb& db, const std::string& device) {
+  std::map<uint64_t, std::pair<double, int>> sums;
+  for (const Entry* e : entries) {
+    if (!e->session || e->kernel_ms.empty()) continue;
+    const std::vector<KernelInfo>& infos = e->session->kernel_infos();
+    for (size_t i = 0; i < infos.size() && i < e->kernel_ms.size(); ++i) {
+      if (infos[i].blocked || infos[i].signature.empty()) continue;
+      auto& [sum, n] = sums[std::strtoull(infos[i].signature.c_str(), nullptr, 16)];
+      sum += e->kernel_ms[i];
+      ++n;
+    }
+  }
+  std::map<uint64_t, double> ms;
+  for (const auto& [signature, s] : sums) ms[signature] = s.first / s.second;
+  if (!ms.empty()) db.put_in_plan(device, ms, static_cast<int64_t>(entries.size()));
+}
+
+void report(const CompileOptions& options, const std::string& what,
+            const std::vector<Entry*>& entries) {
+  if (!options.progress) return;
+  std::string line;
+  for (const Entry* e : entries) {
+    line += (line.empty() ? "" : ", ") + e->check.label + " ";
+    line += e->check.error.empty() ? fixed(e->check.measured_ms, 3) + " ms" : "not run";
+  }
+  *options.progress << "kora compile: " << what << ": " << line << std::endl;
+  for (const Entry* e : entries)
+    if (!e->check.error.empty())
+      *options.progress << "kora compile: note: " << e->check.label
+                        << " could not be run here: " << e->check.error << std::endl;
+}
+
+}  // namespace
+
+PlanCheckResult check_plans_on_the_clock(const PrimGraph& graph, Target& target,
+                                         std::shared_ptr<ProfileDb> db, const std::string& device,
+                                         const OrchestrationResult& first, const std::string& dir,
+                                         const CompileOptions& options) {
+  std::vector<std::unique_ptr<Entry>> entries;
+  auto add = [&](const std::string& label, OrchestrationResult plan) -> Entry* {
+    for (const auto& e : entries)
+      if (plan_key(e->plan) == plan_key(plan)) return nullptr;
+    auto e = std::make_unique<Entry>();
+    e->check.label = label;
+    e->check.predicted_ms = plan.total_cost_ms;
+    e->plan = std::move(plan);
+    e->dir = dir + ".plan-" + std::to_string(entries.size());
+    entries.push_back(std::move(e));
+    return entries.back().get();
+  };
+  auto cleanup = [&](const Entry* keep) {
+    std::error_code ec;
+    for (const auto& e : entries)
+      if (e.get() != keep) fs::remove_all(e->dir, ec);
+  };
+  try {
+    // Round 1: the solver's plan and, for the optimal strategy, the baselines.
+    std::vector<Entry*> batch{add(first.strategy, first)};
+    prepare(graph, target, *db, device, options, *batch[0]);  // its failure is compile's
+    if (first.strategy == "optimal") {
+      for (const char* baseline : {"greedy", "unfused"}) {
+        CompileOptions o = options;
+        o.strategy = baseline;
+        const std::unique_ptr<ProfileDbCost> costs = target_costs(target, db);
+        Entry* e = add(baseline, orchestrate_for(graph, target, *costs, o));
+        if (!e) continue;  // the same plan as one measured
+        try {
+          prepare(graph, target, *db, device, options, *e);
+        } catch (const Error& err) {
+          e->check.error = err.what();
+        }
+        batch.push_back(e);
+      }
+    }
+    time_in_turn(batch);
+    report(options, "check on the clock", batch);
+    feed_back(batch, *db, device);
+
+    // Later rounds: re-solved at the in-plan costs, timed in turn with the fastest so far.
+    auto fastest = [&]() -> Entry* {
+      Entry* best = nullptr;
+      for (const auto& e : entries)
+        if (e->session && e->check.error.empty() && e->check.measured_ms > 0 &&
+            (!best || e->check.measured_ms < best->check.measured_ms))
+          best = e.get();
+      return best;
+    };
+    for (int round = 2;
+         first.strategy == "optimal" && fastest() && round <= options.verify_rounds + 1; ++round) {
+      Entry* incumbent = fastest();
+      CompileOptions o = options;
+      o.strategy = "optimal";
+      const std::unique_ptr<ProfileDbCost> costs = target_costs(target, db);
+      Entry* e = add("optimal (round " + std::to_string(round) + ")",
+                     orchestrate_for(graph, target, *costs, o));
+      if (!e) break;  // the solver's answer is a plan already measured
+      try {
+        prepare(graph, target, *db, device, options, *e);
+      } catch (const Error& err) {
+        e->check.error = err.what();
+      }
+      std::vector<Entry*> pair{incumbent, e};
+      time_in_turn(pair);
+      report(options, "check on the clock, round " + std::to_string(round), pair);
+      feed_back(pair, *db, device);
+    }
+
+    PlanCheckResult result;
+    Entry* best = fastest();
+    if (!best) best = entries[0].get();  // nothing ran here: the solver's plan, unchecked
+    for (size_t i = 0; i < entries.size(); ++i) {
+      result.plans.push_back(entries[i]->check);
+      if (entries[i].get() == best && best->session) result.emitted = static_cast<int>(i);
+    }
+    result.artifact = best->artifact;
+    result.plan = best->plan;
+    for (auto& e : entries) e->session.reset();  // unload before moving
+    cleanup(best);
+    move_artifact_into_place(best->dir, dir);
+    return result;
+  } catch (...) {
+    for (auto& e : entries) e->session.reset();
+    cleanup(nullptr);
+    throw;
+  }
+}
+
+}  // namespace kora
