@@ -9,8 +9,14 @@ namespace kora {
 
 std::string onednn_version();  // "onednn 2.6.3"
 
-// The CPU device fingerprint: CPU model, logical cores, thread count, compiler and
-// library versions, e.g. "cpu|AMD EPYC 7B13|cores=2|threads=2|g++ 12.2.0|onednn 2.6.3".
+// The CPU of a /proc/cpuinfo text (its first processor): model name, family and model
+// number (Zen 3, 4 and 5 parts can share a name) and the ISA extensions generated code and
+// oneDNN choose between, e.g. "AMD EPYC|family 26 model 2|avx,avx2,fma,...,avx512_bf16".
+std::string cpu_identity(const std::string& cpuinfo);
+
+// The CPU device fingerprint: cpu_identity() of this machine, logical cores, thread count,
+// compiler and library versions, e.g.
+// "cpu|AMD EPYC|family 26 model 2|avx,...|cores=2|threads=2|g++ 12.2.0|onednn 2.6.3".
 std::string cpu_fingerprint(int threads, const std::string& compiler, const std::string& library);
 // cpu_fingerprint with the compiler of the generated kernels (empty: the default of
 // CxxCompileOptions), the linked oneDNN and the generated code's revision

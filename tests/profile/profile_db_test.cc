@@ -212,6 +212,23 @@ TEST(ProfileDbPath, CpuFingerprintNamesTheMachineAndTools) {
   EXPECT_NE(f.find("|threads=2|g++ 12.2.0|onednn 3.0"), std::string::npos) << f;
   EXPECT_EQ(f.find("unknown cpu"), std::string::npos) << f;  // /proc/cpuinfo was read
   EXPECT_NE(f, kora::cpu_fingerprint(1, "g++ 12.2.0", "onednn 3.0"));
+  EXPECT_NE(f.find("|family "), std::string::npos) << f;
+}
+
+// Two parts sold under one name (a Zen 4 and a Zen 5 EPYC) are two devices; flags kora
+// does not choose between do not count.
+TEST(ProfileDbPath, CpuIdentityTellsFamiliesAndIsaApart) {
+  auto cpuinfo = [](const std::string& family, const std::string& model, const std::string& flags) {
+    return "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: " + family +
+           "\nmodel\t\t: " + model + "\nmodel name\t: AMD EPYC\nflags\t\t: " + flags +
+           "\n\nprocessor\t: 1\ncpu family\t: 99\n";
+  };
+  const std::string zen4 = kora::cpu_identity(cpuinfo("25", "17", "fpu avx avx2 fma avx512f"));
+  EXPECT_EQ(zen4, "AMD EPYC|family 25 model 17|avx,avx2,fma,avx512f");
+  EXPECT_NE(zen4, kora::cpu_identity(cpuinfo("26", "2", "fpu avx avx2 fma avx512f")));
+  EXPECT_NE(zen4, kora::cpu_identity(cpuinfo("25", "17", "fpu avx avx2 fma avx512f avx512_bf16")));
+  EXPECT_EQ(zen4, kora::cpu_identity(cpuinfo("25", "17", "fpu avx avx2 fma avx512f sse4_2 ht")));
+  EXPECT_EQ(kora::cpu_identity(""), "unknown cpu|family ? model ?|no avx");
 }
 
 }  // namespace
