@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -121,12 +122,16 @@ class ProfileDbCost : public TableCost {
   void penalize_failed(double ms);
   // Kernels whose cost is their time inside running plans.
   int64_t in_plan() const { return in_plan_; }
+  // Whether the kernel's cost is a measurement taken while other processes used the CPU
+  // (and no in-plan time replaced it).
+  bool suspect(uint64_t signature) const { return suspect_.count(signature) > 0; }
 
  private:
   std::shared_ptr<const ProfileDb> db_;
   std::string path_, device_;
   std::map<uint64_t, double> native_, blocked_;
   int64_t in_plan_ = 0;
+  std::set<uint64_t> suspect_;
 };
 
 }  // namespace kora

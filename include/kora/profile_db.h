@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,9 @@ class ProfileDb {
   int64_t count(const std::string& device = "") const;
   // Kernels with records on the device, every one failed.
   std::vector<uint64_t> failed_only(const std::string& device) const;
+  // Kernels whose fastest record is suspect: measured while other processes used the CPU
+  // (its error says so; it did not fail).
+  std::set<uint64_t> suspect(const std::string& device) const;
   // In-plan costs: per kernel, its time inside running plans (kora compile's check on the
   // clock, src/driver/plan_check.cc), which the cost model prefers to the time measured
   // alone (include/kora/cost.h). `plans`: how many plans the median comes from.

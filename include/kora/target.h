@@ -41,6 +41,7 @@ struct TargetOptions {
   // cpu profiling: every schedule of every kernel; the schedule search's time limit.
   bool exhaustive = false;
   double search_seconds = 300;
+  bool remeasure_suspect = false;  // measure again what was measured on a busy machine
   // cuda: the GPU whose fingerprint in the database contains `gpu` (empty: the GPU here,
   // else the database's only one); its architecture (empty: that GPU's, else sm_80).
   std::string gpu, arch;

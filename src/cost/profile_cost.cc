@@ -19,8 +19,10 @@ ProfileDbCost::ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string de
   db_ = db;
   path_ = db->path();
   table_ = db->fastest_except(device_, kOnednnNative);
+  suspect_ = db->suspect(device_);
   for (const auto& [signature, ms] : db->in_plan(device_)) {
     table_[signature] = ms;  // the time inside running plans, where measured
+    suspect_.erase(signature);
     ++in_plan_;
   }
   native_ = db->fastest_only(device_, kOnednnNative);

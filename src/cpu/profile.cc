@@ -37,6 +37,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -367,6 +368,34 @@ class Measurer {
   }
 
  private:
+  // Other work seen while `timed` measured: by a glance before and after, and by the CPU
+  // time others took in between. Then it is measured again once the machine is quiet
+  // (twice at most, waiting a second at most each time, options.quiet_budget_seconds in
+  // all); still seen, the record is marked suspect (ProfileRecord::error, not failed).
+  Measurement watched(const std::function<Measurement()>& timed, ProfileRecord& r) {
+    const int threads = omp_get_max_threads();
+    auto busy = [&](const LoadWatch& watch) { return runnable_tasks() > threads || watch.busy(); };
+    LoadWatch watch;
+    bool seen = runnable_tasks() > threads;
+    Measurement m = timed();
+    seen = seen || busy(watch);
+    for (int again = 0; seen && again < 2 && quiet_budget_ > 0; ++again) {
+      const auto wait = std::chrono::steady_clock::now();
+      const bool quiet = wait_until_quiet(std::min(1.0, quiet_budget_));
+      quiet_budget_ -= seconds_since(wait);
+      if (!quiet) break;
+      watch.restart();
+      m = timed();
+      ++summary_.remeasured;
+      seen = busy(watch);
+    }
+    if (seen) {
+      r.error = "suspect: other processes used the CPU while it was measured";
+      ++summary_.suspect;
+    }
+    return m;
+  }
+
   MeasureOptions measure_options(const Job& job, bool fallback) const {
     MeasureOptions m = options_.measure;
     if (!fallback && job.best_ms < 1e300) m.abandon_ms = 2 * job.best_ms;
@@ -388,15 +417,20 @@ class Measurer {
       if (impl.error.empty()) {
         try {
           auto known = impl.code ? measured_.find(impl.code) : measured_.end();
-          const Measurement m =
-              known != measured_.end()
-                  ? known->second
-                  : measure(
-                        [&](int i) {
-                          const size_t k = static_cast<size_t>(i) % buffers.in_ptrs.size();
-                          impl.run(buffers.in_ptrs[k].data(), buffers.out_ptrs[k].data());
-                        },
-                        measure_options(job, fallback));
+          auto timed = [&]() {
+            return measure(
+                [&](int i) {
+                  const size_t k = static_cast<size_t>(i) % buffers.in_ptrs.size();
+                  impl.run(buffers.in_ptrs[k].data(), buffers.out_ptrs[k].data());
+                },
+                measure_options(job, fallback));
+          };
+          Measurement m;
+          if (known != measured_.end()) {
+            m = known->second;
+          } else {
+            m = watched(timed, r);
+          }
           if (impl.code && m.samples > 1) measured_.emplace(impl.code, m);  // not abandoned
           r.median_ms = m.median_ms;
           r.spread_ms = m.spread_ms;
@@ -458,7 +492,8 @@ class Measurer {
   const ProfileOptions& options_;
   ProfileSummary& summary_;
   std::map<std::string, Tensor> values_;
-  std::map<uint64_t, Measurement> measured_;  // by code_key()
+  std::map<uint64_t, Measurement> measured_;             // by code_key()
+  double quiet_budget_ = options_.quiet_budget_seconds;  // waiting for quiet, left
   std::vector<ProfileRecord> pending_;
 };
 
@@ -469,15 +504,18 @@ namespace {
 // One job per unique candidate the database does not know for the device (or knows but
 // for its native-layout measurements, from before they were taken).
 std::vector<Job> unknown_jobs(const PrimGraph& graph, const ModelCandidates& candidates,
-                              const ProfileDb& db, ProfileSummary& summary) {
+                              const ProfileDb& db, const ProfileOptions& options,
+                              ProfileSummary& summary) {
   std::vector<Job> jobs;
+  const std::set<uint64_t> again =
+      options.remeasure_suspect ? db.suspect(summary.device) : std::set<uint64_t>{};
   for (const UniqueCandidate& u : candidates.unique) {
     const Candidate& c = *u.candidate;
     Job job;
     job.dag = u.sub;
     job.candidate = &c;
     job.native_layouts = onednn_native_layouts(graph, *u.sub, c);
-    if (db.known(summary.device, c.signature)) {
+    if (db.known(summary.device, c.signature) && !again.count(c.signature)) {
       int native = 0;
       for (const ProfileRecord& r : db.records(summary.device, c.signature))
         native += r.schedule == kOnednnNative || r.schedule == kOnednnBlocked;
@@ -589,6 +627,11 @@ void schedule_search(const PrimGraph& graph, std::vector<Job>& jobs, const Profi
 
 // More than 20% of the looks before a measurement saw other work running.
 void warn_if_busy(const ProfileOptions& options, const ProfileSummary& summary) {
+  if (options.progress && summary.suspect > 0)
+    *options.progress << "kora profile: warning: " << summary.suspect
+                      << " implementations were measured while other processes used the CPU "
+                         "and stored as suspect"
+                      << std::endl;
   if (options.progress && summary.load_looks > 0 && summary.busy_looks * 5 > summary.load_looks)
     *options.progress << "kora profile: warning: other processes were running during "
                       << 100 * summary.busy_looks / summary.load_looks
@@ -608,7 +651,7 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
   if (db.count(summary.device) == 0) summary.other_fingerprints = db.count("");
   const ModelCandidates candidates =
       unique_candidates(graph, options.partition, options.candidates);
-  std::vector<Job> jobs = unknown_jobs(graph, candidates, db, summary);
+  std::vector<Job> jobs = unknown_jobs(graph, candidates, db, options, summary);
   summary.kernels = static_cast<int64_t>(candidates.unique.size());
   summary.enumerate_seconds = seconds_since(start);
   omp_set_num_threads(threads);  // oneDNN kernels take the thread count current when built
@@ -640,6 +683,10 @@ std::string format_profile_summary(const ProfileSummary& s) {
   if (s.busy_looks > 0)
     os << "other processes were running during " << 100 * s.busy_looks / s.load_looks
        << "% of the measurements\n";
+  if (s.remeasured > 0 || s.suspect > 0)
+    os << s.remeasured << " implementations measured again once the machine was quiet; "
+       << s.suspect << " stored as suspect (other processes used the CPU while they were "
+       << "measured; kora compile's check on the clock decides among them)\n";
   os << "time: enumerate " << s.enumerate_seconds << " s, generate " << s.generate_seconds
      << " s, compile " << s.compile_seconds << " s, measure " << s.measure_seconds << " s, total "
      << s.total_seconds << " s\n";
@@ -661,6 +708,8 @@ std::string profile_summary_json(const ProfileSummary& s) {
   j["units"] = s.units;
   j["units_cached"] = s.units_cached;
   j["same_code"] = s.same_code;
+  j["remeasured"] = s.remeasured;
+  j["suspect"] = s.suspect;
   j["other_fingerprints"] = s.other_fingerprints;
   j["busy_fraction"] = s.load_looks > 0
                            ? static_cast<double>(s.busy_looks) / static_cast<double>(s.load_looks)

@@ -58,6 +58,11 @@ struct ProfileOptions {
   // ... and the search stops after this many seconds of measuring (0: no limit); a
   // schedule whose first call takes twice the kernel's best so far is not measured further.
   double search_max_seconds = 300;
+  // At most this many seconds in all waiting for a quiet machine to measure again what
+  // was measured while other processes used the CPU (src/cpu/machine_load.h).
+  double quiet_budget_seconds = 5;
+  // Measure again the kernels whose fastest record is suspect (ProfileDb::suspect).
+  bool remeasure_suspect = false;
   std::ostream* progress = nullptr;  // progress lines and failures, when set
   bool terminal = false;             // progress as one rewritten line
   // More implementations per kernel, checked and measured like the others (plug-in
@@ -89,6 +94,9 @@ struct ProfileSummary {
   // Before each kernel measured, whether more tasks were runnable than kora's threads
   // (other work on the machine: the times are then inflated): how often, of how many looks.
   int64_t busy_looks = 0, load_looks = 0;
+  // Implementations measured again because other processes used the CPU while they were
+  // measured, and those stored as suspect (it never got quiet).
+  int64_t remeasured = 0, suspect = 0;
   // When the database held nothing for this fingerprint: its records under others
   // (another machine, thread count, compiler, oneDNN or kora revision), none reused.
   int64_t other_fingerprints = 0;

@@ -35,6 +35,7 @@ ProfileReport CpuTarget::profile(const PrimGraph& graph, ProfileDb& db,
   if (!options_.compiler.empty()) p.compile.compiler = options_.compiler;
   p.exhaustive = options_.exhaustive;
   p.search_max_seconds = options_.search_seconds;
+  p.remeasure_suspect = options_.remeasure_suspect;
   p.progress = options.progress;
   p.terminal = options.terminal;
   const ProfileSummary s = profile_model(graph, db, p);

@@ -31,7 +31,14 @@ void progress_line(const CompileOptions& options, const std::string& line) {
 // What the user should know of the chosen kernels: those the target notes (grouped by
 // note), and how many were chosen at the roofline's estimate (never measured).
 void note_plan(const PrimGraph& graph, const OrchestrationResult& plan, const Target& target,
-               const TableCost& costs, CompileSummary& s) {
+               const ProfileDbCost& costs, CompileSummary& s) {
+  int64_t suspect = 0;
+  for (const ChosenKernel& k : plan.kernels) suspect += costs.suspect(k.signature);
+  if (suspect > 0)
+    s.notes.push_back(std::to_string(suspect) + " of the " + std::to_string(plan.kernels.size()) +
+                      " chosen kernels cost what was measured while other processes used the "
+                      "CPU (suspect: the check on the clock decides among the plans; kora profile "
+                      "--suspect on a quiet machine measures them again)");
   const KernelDag dag = kernel_dag_of(graph);
   std::vector<std::pair<std::string, std::string>> noted;  // (note, kernels)
   for (const ChosenKernel& k : plan.kernels) {

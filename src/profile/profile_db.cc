@@ -261,6 +261,19 @@ void ProfileDb::put_in_plan(const std::string& device, const std::map<uint64_t, 
   }
 }
 
+std::set<uint64_t> ProfileDb::suspect(const std::string& device) const {
+  // SQLite takes a bare column from the row MIN() chose: the fastest record's error.
+  Statement select(db_, path_,
+                   "SELECT signature, MIN(median_ms), error FROM profiles"
+                   " WHERE device = ? AND failed = 0 GROUP BY signature");
+  select.bind(1, device);
+  std::set<uint64_t> out;
+  while (select.step())
+    if (select.text(2).rfind("suspect", 0) == 0)
+      out.insert(std::strtoull(select.text(0).c_str(), nullptr, 16));
+  return out;
+}
+
 std::map<uint64_t, double> ProfileDb::in_plan(const std::string& device) const {
   Statement select(db_, path_, "SELECT signature, median_ms FROM in_plan WHERE device = ?");
   select.bind(1, device);

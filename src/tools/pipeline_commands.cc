@@ -122,6 +122,9 @@ class ProfileCommand : public Command {
     cmd_->add_option("--search-seconds", t_.search_seconds,
                      "stop the schedule search after this many seconds of measuring (default "
                      "300; 0: no limit)");
+    cmd_->add_flag("--suspect", t_.remeasure_suspect,
+                   "measure again the kernels measured while other processes used the CPU "
+                   "(stored as suspect)");
     cmd_->add_flag("--json", json_, "print the summary as JSON");
   }
   bool parsed() const override { return cmd_->parsed(); }

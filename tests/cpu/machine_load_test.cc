@@ -1,5 +1,6 @@
 // runnable_tasks() (src/cpu/machine_load.h) against threads this test keeps busy: the
-// caller counts, and so does each spinning thread.
+// caller counts, and so does each spinning thread. LoadWatch against another process
+// spinning: its CPU time is seen, the watcher's own is not.
 #include "cpu/machine_load.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,8 @@
 #include <chrono>
 #include <thread>
 #include <vector>
+
+#include "cpu/spinning_processes.h"
 
 TEST(MachineLoad, CountsTheCallerAndBusyThreads) {
   const int alone = kora::runnable_tasks();
@@ -28,4 +31,21 @@ TEST(MachineLoad, CountsTheCallerAndBusyThreads) {
   stop = true;
   for (std::thread& t : spinners) t.join();
   EXPECT_GE(most, 4);
+}
+
+TEST(MachineLoad, AWatchSeesAnotherProcessButNotItsOwn) {
+  {
+    kora_test::SpinningProcesses other(1);
+    kora::LoadWatch watch;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_TRUE(watch.busy());
+    EXPECT_GE(watch.others_ticks(), 10);  // 300 ms of one core, at 100 ticks a second
+  }
+  // This process spinning alone: its own time is not another's. (Other tests may run on
+  // the machine: only this process's share is checked.)
+  kora::LoadWatch watch;
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(300)) {
+  }
+  EXPECT_LT(watch.others_ticks(), 30) << "the watcher's own time counted as another's";
 }

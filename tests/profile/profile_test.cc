@@ -14,6 +14,7 @@
 
 #include "cpu/backend.h"
 #include "cpu/codegen.h"
+#include "cpu/spinning_processes.h"
 #include "frontend/model_builder.h"
 #include "kora/cost.h"
 #include "kora/error.h"
@@ -51,6 +52,7 @@ ProfileOptions quick(const kora_test::TempDir&) {
   ProfileOptions o;
   o.threads = 1;
   o.measure = {1, 3, 5, 0.05, 0.05};
+  o.quiet_budget_seconds = 0;  // other tests may share the machine: no waiting for quiet
   o.compile.cache_dir = cache.file("kernels");
   o.compile.flags = default_compile_flags(o.compile.compiler);
   for (std::string& f : o.compile.flags)
@@ -102,6 +104,42 @@ TEST(ProfileModel, MeasuresEveryKernelOnceAndTheOrchestratorUsesThem) {
 
 // A database measured under another fingerprint (here: an older revision of kora's
 // generated code) is not reused: everything is measured again, and the summary says why.
+// Measured while two other processes spin on the machine's cores: every implementation it
+// watched is seen, waited for (the machine never gets quiet) and stored as suspect, not
+// failed; the summary and the database say so.
+TEST(ProfileModel, MeasurementsTakenWhileOthersRunAreSuspect) {
+  kora_test::TempDir dir;
+  const PrimGraph g = small_model();
+  auto db = std::make_shared<ProfileDb>(dir.file("p.db"));
+  ProfileOptions o = quick(dir);
+  o.quiet_budget_seconds = 1;
+  ProfileSummary s;
+  {
+    kora_test::SpinningProcesses others(2);
+    s = profile_model(g, *db, o);
+  }
+  EXPECT_GT(s.suspect, 0);
+  EXPECT_EQ(s.measured, s.kernels);
+  int64_t suspect = 0;
+  for (uint64_t sig : signatures(g))
+    for (const ProfileRecord& r : db->records(s.device, sig)) {
+      EXPECT_FALSE(r.failed && r.error.rfind("suspect", 0) == 0);
+      suspect += !r.failed && r.error.rfind("suspect: other processes", 0) == 0;
+    }
+  EXPECT_EQ(suspect, s.suspect);
+  EXPECT_NE(format_profile_summary(s).find("stored as suspect"), std::string::npos);
+  // The cost model knows which costs are suspect; --suspect measures those kernels again.
+  const std::set<uint64_t> flagged = db->suspect(s.device);
+  EXPECT_FALSE(flagged.empty());
+  ProfileDbCost costs(db, s.device, nullptr);
+  for (uint64_t sig : flagged) EXPECT_TRUE(costs.suspect(sig));
+  o.remeasure_suspect = true;
+  o.quiet_budget_seconds = 0;
+  const ProfileSummary again = profile_model(g, *db, o);
+  EXPECT_EQ(again.measured, static_cast<int64_t>(flagged.size()));
+  EXPECT_EQ(again.from_db, again.kernels - again.measured);
+}
+
 TEST(ProfileModel, MeasurementsUnderAnotherFingerprintAreNotReused) {
   kora_test::TempDir dir;
   const PrimGraph g = small_model();
