@@ -41,11 +41,14 @@ TEST(MachineLoad, AWatchSeesAnotherProcessButNotItsOwn) {
     EXPECT_TRUE(watch.busy());
     EXPECT_GE(watch.others_ticks(), 10);  // 300 ms of one core, at 100 ticks a second
   }
-  // This process spinning alone: its own time is not another's. (Other tests may run on
-  // the machine: only this process's share is checked.)
+  // This process spinning: its own time is not another's. Checked only when the machine is
+  // quiet (other tests may run beside this one).
+  kora::LoadWatch quiet;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (quiet.others_ticks() > 2) GTEST_SKIP() << "other work on the machine";
   kora::LoadWatch watch;
   const auto start = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(300)) {
   }
-  EXPECT_LT(watch.others_ticks(), 30) << "the watcher's own time counted as another's";
+  EXPECT_LT(watch.others_ticks(), 10) << "the watcher's own time counted as another's";
 }

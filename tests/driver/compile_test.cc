@@ -176,7 +176,8 @@ TEST(Compile, CpuTargetCompilesAModelFileMeasuredAndAgainFromTheDatabase) {
   EXPECT_EQ(s.profile.measured, s.profile.kernels);
   EXPECT_EQ(s.roofline_costs, 0);  // every kernel's cost measured
   EXPECT_EQ(s.estimated_kernels, 0);
-  EXPECT_TRUE(s.notes.empty());
+  for (const std::string& note : s.notes)  // only suspect costs, where other tests ran beside
+    EXPECT_NE(note.find("while other processes used the CPU"), std::string::npos) << note;
   EXPECT_TRUE(s.proven_optimal);
   EXPECT_EQ(s.device, cpu_backend_fingerprint(1));
   EXPECT_GT(s.primitives, 0);
