@@ -10,6 +10,10 @@ from their libraries' own definitions (no download), opset 17, batch 1, static s
   yolov8n         ultralytics YOLOv8n, built from its yaml, 640x640
   candy           fast-neural-style transformer network (Candy), 224x224
 
+Beyond the zoo, any torchvision or timm image model by name: torchvision:densenet121,
+timm:convnext_nano, ... (224x224; written as torchvision_densenet121.onnx). kora is judged on
+models it has never seen: the benchmarks check changes on such models too.
+
 Weights are random (seeded); parameters and buffers that come out all zeros (biases,
 BatchNorm running means) are re-randomised, and BatchNorm statistics drawn so that
 activations stay in a sensible range, so output comparisons mean something.
@@ -108,6 +112,14 @@ def build(name):
         return model, image(640), ["images"], ["detections"]
     if name == "candy":
         return Candy(), image(224), ["image"], ["stylized"]
+    if name.startswith("torchvision:"):
+        import torchvision
+        return (torchvision.models.get_model(name.split(":", 1)[1], weights=None), image(224),
+                ["image"], ["logits"])
+    if name.startswith("timm:"):
+        import timm
+        return (timm.create_model(name.split(":", 1)[1], pretrained=False), image(224), ["image"],
+                ["logits"])
     raise SystemExit(f"unknown model '{name}'")
 
 
@@ -145,7 +157,7 @@ def original_model(name):
 
 def export(name, out_dir):
     model, args, input_names, output_names = seeded(name)
-    path = os.path.join(out_dir, name + ".onnx")
+    path = os.path.join(out_dir, name.replace(":", "_") + ".onnx")
     start = time.time()
     with torch.no_grad():
         torch.onnx.export(model, args, path, opset_version=OPSET, input_names=input_names,
