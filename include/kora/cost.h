@@ -7,7 +7,8 @@
 //   ProfileDbCost     per kernel its time inside running plans (in-plan costs, from
 //                     kora compile's check on the clock) where known, else the fastest
 //                     schedule measured alone in the profile database for one device
-//                     fingerprint; kernels not measured (or only failed) fall back.
+//                     fingerprint, plus the per-kernel overhead of running plans the
+//                     check measured; kernels not measured (or only failed) fall back.
 // Both measured models are TableCost: a table by signature, misses counted.
 // The backends plug their measurements in here.
 #pragma once
@@ -131,6 +132,7 @@ class ProfileDbCost : public TableCost {
   std::string path_, device_;
   std::map<uint64_t, double> native_, blocked_;
   int64_t in_plan_ = 0;
+  double overhead_ = 0;  // ProfileDb::kernel_overhead, added to every measured cost
   std::set<uint64_t> suspect_;
 };
 

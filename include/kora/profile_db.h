@@ -67,6 +67,11 @@ class ProfileDb {
   // alone (include/kora/cost.h). `plans`: how many plans the median comes from.
   void put_in_plan(const std::string& device, const std::map<uint64_t, double>& ms, int64_t plans);
   std::map<uint64_t, double> in_plan(const std::string& device) const;
+  // What a running plan spends per kernel beyond its kernels' in-plan times (calls,
+  // barriers between kernels): the end-to-end latency minus the in-plan sum, per kernel, as
+  // the check on the clock last measured it; 0 before any.
+  void put_kernel_overhead(const std::string& device, double per_kernel_ms);
+  double kernel_overhead(const std::string& device) const;
   // Every device fingerprint with records, sorted.
   std::vector<std::string> devices() const;
 

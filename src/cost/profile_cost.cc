@@ -27,6 +27,10 @@ ProfileDbCost::ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string de
   }
   native_ = db->fastest_only(device_, kOnednnNative);
   blocked_ = db->fastest_only(device_, kOnednnBlocked);
+  // Every kernel of a running plan also costs its share of the time between kernels.
+  overhead_ = db->kernel_overhead(device_);
+  for (auto* costs : {&table_, &native_, &blocked_})
+    for (auto& [signature, ms] : *costs) ms += overhead_;
 }
 
 void ProfileDbCost::penalize_failed(double ms) {

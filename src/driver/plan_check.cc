@@ -119,6 +119,13 @@ void feed_back(const std::vector<Entry*>& entries, ProfileDb& db, const std::str
   std::map<uint64_t, double> ms;
   for (const auto& [signature, s] : sums) ms[signature] = s.first / s.second;
   if (!ms.empty()) db.put_in_plan(device, ms, static_cast<int64_t>(entries.size()));
+  // The time a running plan spends between its kernels, per kernel (median over plans).
+  std::vector<double> overheads;
+  for (const Entry* e : entries)
+    if (e->session && e->check.measured_ms > 0 && e->check.kernels > 0)
+      overheads.push_back(std::max(0.0, e->check.measured_ms - e->check.in_plan_ms) /
+                          static_cast<double>(e->check.kernels));
+  if (!overheads.empty()) db.put_kernel_overhead(device, median(overheads));
 }
 
 void report(const CompileOptions& options, const std::string& what,

@@ -1,6 +1,7 @@
 // The profile database (include/kora/profile_db.h) on SQLite: a table of measurements
 // keyed by (device, signature, schedule), a table of in-plan costs keyed by (device,
-// signature) and a meta table holding the schema version.
+// signature), one of per-kernel overheads keyed by device and a meta table holding the
+// schema version.
 // Signatures are stored as 16 hex digits (SQLite integers are signed).
 #include "kora/profile_db.h"
 
@@ -126,6 +127,8 @@ ProfileDb::ProfileDb(const std::string& path) : path_(path) {
          " device TEXT NOT NULL, signature TEXT NOT NULL, median_ms REAL NOT NULL,"
          " plans INTEGER NOT NULL, measured_at TEXT NOT NULL,"
          " PRIMARY KEY (device, signature));"
+         "CREATE TABLE IF NOT EXISTS kernel_overhead ("
+         " device TEXT PRIMARY KEY, per_kernel_ms REAL NOT NULL, measured_at TEXT NOT NULL);"
          "INSERT OR IGNORE INTO meta VALUES ('schema', '1');");
     Statement version(db_, path_, "SELECT value FROM meta WHERE key = 'schema'");
     if (!version.step() || std::atoi(version.text(0).c_str()) != kSchemaVersion)
@@ -259,6 +262,20 @@ void ProfileDb::put_in_plan(const std::string& device, const std::map<uint64_t, 
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
+}
+
+void ProfileDb::put_kernel_overhead(const std::string& device, double per_kernel_ms) {
+  Statement insert(db_, path_, "INSERT OR REPLACE INTO kernel_overhead VALUES (?, ?, ?)");
+  insert.bind(1, device);
+  insert.bind(2, per_kernel_ms);
+  insert.bind(3, now_utc());
+  insert.step();
+}
+
+double ProfileDb::kernel_overhead(const std::string& device) const {
+  Statement select(db_, path_, "SELECT per_kernel_ms FROM kernel_overhead WHERE device = ?");
+  select.bind(1, device);
+  return select.step() ? select.real(0) : 0;
 }
 
 std::set<uint64_t> ProfileDb::suspect(const std::string& device) const {
