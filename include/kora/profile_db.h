@@ -65,8 +65,11 @@ class ProfileDb {
   // In-plan costs: per kernel, its time inside running plans (kora compile's check on the
   // clock, src/driver/plan_check.cc), which the cost model prefers to the time measured
   // alone (include/kora/cost.h). `plans`: how many plans the median comes from.
-  void put_in_plan(const std::string& device, const std::map<uint64_t, double>& ms, int64_t plans);
-  std::map<uint64_t, double> in_plan(const std::string& device) const;
+  // `native`: the kernel ran in its native blocked layouts (oneDNN; the cost model's native
+  // cost), else on plain tensors.
+  void put_in_plan(const std::string& device, const std::map<uint64_t, double>& ms, int64_t plans,
+                   bool native = false);
+  std::map<uint64_t, double> in_plan(const std::string& device, bool native = false) const;
   // What a running plan spends per kernel beyond its kernels' in-plan times (calls,
   // barriers between kernels): the end-to-end latency minus the in-plan sum, per kernel, as
   // the check on the clock last measured it; 0 before any.

@@ -40,6 +40,7 @@ struct KernelInfo {
   double predicted_ms = 0;  // its measured cost when compiled
   std::string signature;    // its canonical signature (16 hex digits), the database's key
   bool blocked = false;     // reads or writes a tensor stored in a blocked layout
+  bool native = false;      // a library kernel run in its native blocked layouts
 };
 
 class Session {

@@ -25,6 +25,8 @@ ProfileDbCost::ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string de
     suspect_.erase(signature);
     ++in_plan_;
   }
+  for (const auto& [signature, ms] : db->in_plan(device_, true))
+    if (native_.count(signature)) native_[signature] = ms;  // run natively inside a plan
   native_ = db->fastest_only(device_, kOnednnNative);
   blocked_ = db->fastest_only(device_, kOnednnBlocked);
   // Every kernel of a running plan also costs its share of the time between kernels.

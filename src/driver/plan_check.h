@@ -3,7 +3,8 @@
 // end to end, its artifact at the output directory, and what was measured out:
 //   1. the optimal plan, the greedy and the unfused ones (same candidates) are written as
 //      artifacts and run in turn on the same random inputs (warm-up first; each round runs
-//      every plan once, so load that comes and goes hits all alike), the median of each
+//      every plan in a short burst, so load that comes and goes hits all alike while each
+//      plan finds its own data in the caches), the median of each
 //      plan's device time (Session::plan_ms) its latency; each kernel's time inside its
 //      running plan is measured too (Session::profile_kernels);
 //   2. those in-plan times go into the database (ProfileDb::put_in_plan) and become the

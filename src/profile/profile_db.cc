@@ -123,10 +123,10 @@ ProfileDb::ProfileDb(const std::string& path) : path_(path) {
          " median_ms REAL NOT NULL, spread_ms REAL NOT NULL, samples INTEGER NOT NULL,"
          " failed INTEGER NOT NULL, error TEXT NOT NULL, measured_at TEXT NOT NULL,"
          " PRIMARY KEY (device, signature, schedule));"
-         "CREATE TABLE IF NOT EXISTS in_plan ("
-         " device TEXT NOT NULL, signature TEXT NOT NULL, median_ms REAL NOT NULL,"
-         " plans INTEGER NOT NULL, measured_at TEXT NOT NULL,"
-         " PRIMARY KEY (device, signature));"
+         "CREATE TABLE IF NOT EXISTS in_plan_costs ("
+         " device TEXT NOT NULL, signature TEXT NOT NULL, native INTEGER NOT NULL,"
+         " median_ms REAL NOT NULL, plans INTEGER NOT NULL, measured_at TEXT NOT NULL,"
+         " PRIMARY KEY (device, signature, native));"
          "CREATE TABLE IF NOT EXISTS kernel_overhead ("
          " device TEXT PRIMARY KEY, per_kernel_ms REAL NOT NULL, measured_at TEXT NOT NULL);"
          "INSERT OR IGNORE INTO meta VALUES ('schema', '1');");
@@ -243,17 +243,18 @@ std::vector<uint64_t> ProfileDb::failed_only(const std::string& device) const {
 }
 
 void ProfileDb::put_in_plan(const std::string& device, const std::map<uint64_t, double>& ms,
-                            int64_t plans) {
+                            int64_t plans, bool native) {
   exec(db_, path_, "BEGIN IMMEDIATE");
   try {
-    Statement insert(db_, path_, "INSERT OR REPLACE INTO in_plan VALUES (?, ?, ?, ?, ?)");
+    Statement insert(db_, path_, "INSERT OR REPLACE INTO in_plan_costs VALUES (?, ?, ?, ?, ?, ?)");
     const std::string now = now_utc();
     for (const auto& [signature, median] : ms) {
       insert.bind(1, device);
       insert.bind(2, signature_hex(signature));
-      insert.bind(3, median);
-      insert.bind(4, plans);
-      insert.bind(5, now);
+      insert.bind(3, static_cast<int64_t>(native ? 1 : 0));
+      insert.bind(4, median);
+      insert.bind(5, plans);
+      insert.bind(6, now);
       insert.step();
       insert.reset();
     }
@@ -291,9 +292,11 @@ std::set<uint64_t> ProfileDb::suspect(const std::string& device) const {
   return out;
 }
 
-std::map<uint64_t, double> ProfileDb::in_plan(const std::string& device) const {
-  Statement select(db_, path_, "SELECT signature, median_ms FROM in_plan WHERE device = ?");
+std::map<uint64_t, double> ProfileDb::in_plan(const std::string& device, bool native) const {
+  Statement select(
+      db_, path_, "SELECT signature, median_ms FROM in_plan_costs WHERE device = ? AND native = ?");
   select.bind(1, device);
+  select.bind(2, static_cast<int64_t>(native ? 1 : 0));
   std::map<uint64_t, double> out;
   while (select.step()) out[std::strtoull(select.text(0).c_str(), nullptr, 16)] = select.real(1);
   return out;

@@ -78,7 +78,8 @@ std::vector<KernelInfo> kernel_infos_of(const Manifest& m) {
                      : k.impl == "interpreter" ? "interpreter (host)"
                      : k.cuda.library.empty()  ? "generated"
                                                : k.cuda.library,
-                     k.schedule, names, k.predicted_ms, k.signature, blocked});
+                     k.schedule, names, k.predicted_ms, k.signature, blocked,
+                     blocked && k.impl == "onednn"});
   }
   return infos;
 }
