@@ -72,7 +72,7 @@ class ProfileDb {
   std::map<uint64_t, double> in_plan(const std::string& device, bool native = false) const;
   // What a running plan spends per kernel beyond its kernels' in-plan times (calls,
   // barriers between kernels): the end-to-end latency minus the in-plan sum, per kernel, as
-  // the check on the clock last measured it; 0 before any.
+  // the check on the clock last measured it (the least over its plans); 0 before any.
   void put_kernel_overhead(const std::string& device, double per_kernel_ms);
   double kernel_overhead(const std::string& device) const;
   // Every device fingerprint with records, sorted.

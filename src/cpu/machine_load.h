@@ -5,7 +5,8 @@
 //   LoadWatch         over a window: the CPU time the whole machine spent busy (/proc/stat)
 //                     minus this process's own (/proc/self/stat), so work that came and
 //                     went during a measurement is seen, not only what runs at a glance.
-// kora profile watches every implementation it measures: one measured while others used
+// kora profile watches every implementation it measures (a LoadWatch, and a glance before
+// and after): one measured while others used
 // the CPU is measured again once the machine is quiet, and stored as suspect when it never
 // is (src/cpu/profile.cc); it also warns when more than a fifth of its glances saw other
 // work (warn_if_busy).

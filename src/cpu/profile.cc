@@ -368,26 +368,30 @@ class Measurer {
   }
 
  private:
-  // Other work seen while `timed` measured: by a glance before and after, and by the CPU
-  // time others took in between. Then it is measured again once the machine is quiet
-  // (twice at most, waiting a second at most each time, options.quiet_budget_seconds in
-  // all); still seen, the record is marked suspect (ProfileRecord::error, not failed).
+  // Other work seen while `timed` measured: the CPU time other processes took in the
+  // window (LoadWatch; it needs tens of milliseconds to see anything), or more tasks
+  // runnable than kora's threads both at a glance before and one after (a single glance is
+  // too easily a passing kernel thread). Then it is measured again once the machine is
+  // quiet (twice at most, waiting a second at most each time, options.quiet_budget_seconds
+  // in all); still seen, the record is marked suspect (ProfileRecord::error, not failed).
   Measurement watched(const std::function<Measurement()>& timed, ProfileRecord& r) {
     const int threads = omp_get_max_threads();
-    auto busy = [&](const LoadWatch& watch) { return runnable_tasks() > threads || watch.busy(); };
-    LoadWatch watch;
-    bool seen = runnable_tasks() > threads;
-    Measurement m = timed();
-    seen = seen || busy(watch);
+    auto measure_watched = [&](bool* seen) {
+      LoadWatch watch;
+      const bool before = runnable_tasks() > threads;
+      Measurement m = timed();
+      *seen = watch.busy() || (before && runnable_tasks() > threads);
+      return m;
+    };
+    bool seen = false;
+    Measurement m = measure_watched(&seen);
     for (int again = 0; seen && again < 2 && quiet_budget_ > 0; ++again) {
       const auto wait = std::chrono::steady_clock::now();
       const bool quiet = wait_until_quiet(std::min(1.0, quiet_budget_));
       quiet_budget_ -= seconds_since(wait);
       if (!quiet) break;
-      watch.restart();
-      m = timed();
+      m = measure_watched(&seen);
       ++summary_.remeasured;
-      seen = busy(watch);
     }
     if (seen) {
       r.error = "suspect: other processes used the CPU while it was measured";

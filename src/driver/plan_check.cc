@@ -69,7 +69,8 @@ void prepare(const PrimGraph& graph, Target& target, const ProfileDb& db, const 
 
 // The entries' latencies, measured in turn: warm-up, then rounds in which every plan runs
 // a burst (about two seconds in all); then each kernel's time inside its plan.
-void time_in_turn(const std::vector<Entry*>& entries) {
+void time_in_turn(const std::vector<Entry*>& entries, double budget_ms = 2000,
+                  bool kernels = true) {
   std::vector<Entry*> live;
   for (Entry* e : entries)
     if (e->session) live.push_back(e);
@@ -92,7 +93,8 @@ void time_in_turn(const std::vector<Entry*>& entries) {
   // Each round runs a plan in a burst, its first run untimed, so that it finds its own data
   // in the caches as a deployed model does, not the previous plan's.
   constexpr int kBurst = 4;
-  const int rounds = std::clamp(static_cast<int>(2000 / std::max(kBurst * round_ms, 1e-3)), 5, 100);
+  const int rounds =
+      std::clamp(static_cast<int>(budget_ms / std::max(kBurst * round_ms, 1e-3)), 5, 100);
   for (int r = 0; r < rounds; ++r)
     for (Entry* e : live)
       for (int i = 0; i < kBurst; ++i) {
@@ -101,6 +103,7 @@ void time_in_turn(const std::vector<Entry*>& entries) {
       }
   for (Entry* e : live) {
     e->check.measured_ms = median(samples[e]);
+    if (!kernels) continue;
     const int iters =
         std::clamp(static_cast<int>(500 / std::max(e->check.measured_ms, 1e-3)), 5, 30);
     e->kernel_ms = e->session->profile_kernels(iters);
@@ -131,13 +134,16 @@ void feed_back(const std::vector<Entry*>& entries, ProfileDb& db, const std::str
       if (key.first == native) ms[key.second] = s.first / s.second;
     if (!ms.empty()) db.put_in_plan(device, ms, static_cast<int64_t>(entries.size()), native);
   }
-  // The time a running plan spends between its kernels, per kernel (median over plans).
+  // The time a running plan spends between its kernels, per kernel.
   std::vector<double> overheads;
   for (const Entry* e : entries)
     if (e->session && e->check.measured_ms > 0 && e->check.kernels > 0)
       overheads.push_back(std::max(0.0, e->check.measured_ms - e->check.in_plan_ms) /
                           static_cast<double>(e->check.kernels));
-  if (!overheads.empty()) db.put_kernel_overhead(device, median(overheads));
+  // The least over the plans: where the time between kernels is not per kernel (a plan of
+  // few large kernels), a larger value would overcharge plans of many small ones.
+  if (!overheads.empty())
+    db.put_kernel_overhead(device, *std::min_element(overheads.begin(), overheads.end()));
 }
 
 void report(const CompileOptions& options, const std::string& what,
@@ -228,6 +234,20 @@ PlanCheckResult check_plans_on_the_clock(const PrimGraph& graph, Target& target,
       time_in_turn(pair);
       report(options, "check on the clock, round " + std::to_string(round), pair);
       feed_back(pair, *db, device);
+    }
+
+    // The decision: the plans within 10% of the fastest, timed in turn once more in one
+    // window, so that drift between rounds does not decide.
+    if (Entry* leader = fastest()) {
+      std::vector<Entry*> finalists;
+      for (const auto& e : entries)
+        if (e->session && e->check.error.empty() && e->check.measured_ms > 0 &&
+            e->check.measured_ms <= 1.1 * leader->check.measured_ms)
+          finalists.push_back(e.get());
+      if (finalists.size() > 1) {
+        time_in_turn(finalists, 3000, false);
+        report(options, "check on the clock, final", finalists);
+      }
     }
 
     PlanCheckResult result;

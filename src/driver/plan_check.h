@@ -11,7 +11,9 @@
 //      costs the solver sees for those kernels (ProfileDbCost);
 //   3. the optimal plan is solved again at these costs; while it is a plan not measured
 //      yet (at most `rounds` times), it is written, run and fed back the same way;
-//   4. the plan with the least measured latency is emitted; the others are removed.
+//   4. the plans within 10% of the fastest are timed in turn once more, in one window (so
+//      that drift between rounds does not decide), and the fastest is emitted; the others
+//      are removed.
 // A plan that cannot be run here (a session error) is reported and left out; when none
 // can, the solver's plan is emitted unchecked.
 #pragma once
