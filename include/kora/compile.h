@@ -6,8 +6,10 @@
 //   orchestrate  candidates (the target's) costed by the database for the target's device
 //              (the target's roofline where unmeasured) -> chosen kernels
 //   emit       the target writes the chosen kernels, weights and manifest
+// Where the target has lower bounds, profile and orchestrate are one stage, measure on
+// demand (solve_on_demand): only the kernels of the plans the solver chooses are measured.
 // Each stage is callable alone: import_model, profile_for, target_costs + orchestrate_for,
-// Target::write_artifact. Progress (one line per stage) goes to options.progress.
+// solve_on_demand, Target::write_artifact. Progress (one line per stage) goes to options.progress.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +41,33 @@ struct CompileOptions {
   // times fed back as costs, and the fastest on the clock emitted (src/driver/plan_check.h).
   bool verify = true;
   int verify_rounds = 3;  // re-solves after feedback, at most
+  // Measure on demand where the target has lower bounds (src/driver/measure_on_demand.cc):
+  // only the kernels of the plans the solver chooses, until the plan is proven within
+  // on_demand_gap of the optimum. Off by default: with today's bounds it measures a third
+  // to a half of the candidates in 40 solves and may stop short (docs/benchmarks.md);
+  // false: every candidate the database lacks, first.
+  bool on_demand = false;
+  int on_demand_rounds = 40;  // solves, at most
+  // ... and it stops when the plan, every kernel of it measured, costs at most this much
+  // (relative) more than the lower bound of every plan (0: only at the optimum itself).
+  double on_demand_gap = 0.02;
+};
+
+// Measure on demand: what the rounds did.
+struct OnDemandReport {
+  bool used = false;       // the target has lower bounds and on_demand was on
+  std::string bound;       // the lower bound model
+  int rounds = 0;          // solves
+  int64_t candidates = 0;  // unique candidate kernels of the graph
+  int64_t measured = 0;    // kernels measured by the rounds
+  int64_t failed = 0;      // implementations stored as failed
+  int64_t at_bound = 0;    // kernels of the plan not measured (0 unless out of rounds)
+  // The plan's cost and the lower bound of every plan's (the solve at lower bounds):
+  // within `gap` (relative) of each other, the plan is that close to the optimum of the full
+  // measured table, 0 when it is that optimum.
+  double cost_ms = 0, bound_ms = 0, gap = 0;
+  bool complete = false;  // every kernel of the plan measured and the gap within the option
+  double profile_seconds = 0, solve_seconds = 0;
 };
 
 // One plan measured end to end by the check on the clock.
@@ -68,6 +97,7 @@ struct CompileSummary {
   int64_t primitives = 0;
   bool profiled = false;  // profile ran (measure on, the target measures here)
   ProfileReport profile;
+  OnDemandReport on_demand;  // when measured on demand (profile then holds the rounds' sum)
   std::string strategy;
   int64_t kernels = 0;
   double predicted_ms = 0, gap_ms = 0;
@@ -100,9 +130,27 @@ ProfileReport profile_for(const PrimGraph& graph, Target& target, ProfileDb& db,
                           const CompileOptions& options = {});
 
 // The database's costs for the target's device (*device set), its roofline for kernels
-// not measured, its penalty for kernels that failed.
+// not measured (or `fallback`: then also native layouts at its cost, as for a lower
+// bound), its penalty for kernels that failed.
 std::unique_ptr<ProfileDbCost> target_costs(Target& target, std::shared_ptr<const ProfileDb> db,
-                                            std::string* device = nullptr);
+                                            std::string* device = nullptr,
+                                            std::unique_ptr<CostModel> fallback = nullptr);
+
+// The plan and the costs it was solved at.
+struct SolvedPlan {
+  OrchestrationResult plan;
+  std::unique_ptr<ProfileDbCost> costs;
+};
+
+// Measure on demand, profile and orchestrate in one (src/driver/measure_on_demand.cc):
+// solved with kernels not measured at their typical cost, the plan's kernels not yet
+// measured are measured (one target.profile per round, all of them together) until the
+// plan holds measured kernels only; then solved with kernels not measured at their lower
+// bound (Target::lower_bound), which bounds every plan's cost from below: within
+// options.on_demand_gap of the plan's, done; else that solve's unmeasured kernels are
+// measured too and both solved again. Throws kora::Error for a target without bounds.
+SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_ptr<ProfileDb> db,
+                           const CompileOptions& options, OnDemandReport& report);
 
 // The plan over the target's candidates at `costs`.
 OrchestrationResult orchestrate_for(const PrimGraph& graph, Target& target, CostModel& costs,
@@ -113,6 +161,10 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
                          const CompileOptions& options = {});
 CompiledArtifact compile(const std::string& model_path, Target& target, const std::string& dir,
                          const CompileOptions& options = {}, const ImportOptions& import = {});
+
+// Measure on demand's rounds and its plan, as text (kora profile) and as JSON.
+std::string format_on_demand(const OnDemandReport& report, const OrchestrationResult& plan);
+std::string on_demand_json(const OnDemandReport& report, const OrchestrationResult& plan);
 
 // kora compile's summary on stdout, and the same as JSON.
 std::string format_compile_summary(const CompileSummary& summary);

@@ -2,6 +2,8 @@
 // primitive graph and DAG it came from) in, its latency in milliseconds out.
 //   RooflineCost      analytic: max(FLOPs / peak, bytes / bandwidth) + launch overhead,
 //                     with device parameters from a small table (device_params);
+//   LowerBoundCost    a lower bound of what a kernel will measure, from the machine's
+//                     measured peaks (measure on demand);
 //   MeasuredCostTable measured latencies by canonical signature, read from JSON; kernels
 //                     it lacks fall back to another model (counted);
 //   ProfileDbCost     per kernel its time inside running plans (in-plan costs, from
@@ -72,6 +74,48 @@ class RooflineCost : public CostModel {
   DeviceParams device_;
 };
 
+// A machine's measured peaks (the CPU's: src/cpu/machine_peaks.h), what LowerBoundCost
+// needs. Bandwidths count every byte a kernel moves, read or written.
+struct MachinePeaks {
+  double gflops = 0;       // float32 arithmetic, all of kora's threads
+  double dram_gbps = 0;    // main memory
+  double cache_gbps = 0;   // data within the cache
+  double cache_bytes = 0;  // the last-level cache
+  double floor_ms = 0;     // the least a kernel call takes
+  std::string to_json() const;
+  static MachinePeaks from_json(const std::string& text);  // throws kora::Error
+};
+
+// A lower bound of a kernel's measured cost (measure on demand, src/driver/
+// measure_on_demand.cc): max(FLOPs / peak, bytes / bandwidth) times a factor of its kind
+// (kernels of no kind reach the peaks), plus a floor; only the work the kernel surely does
+// counts (kernel_work: what its outputs need; bytes at the cache's bandwidth for the first
+// cache_bytes, main memory's beyond). Valid when the peaks are what the machine can reach
+// at most and the factors below what every kind reaches (bench/bounds.cc checks both
+// against every measured kernel of a profile database).
+// What LowerBoundCost counts of a kernel: its FLOPs, the bytes it surely moves, and its
+// kind (the kind of its heaviest member: linear, reduce, elementwise, ...).
+struct KernelWork {
+  double flops = 0, bytes = 0;
+  std::string kind;
+};
+KernelWork kernel_work(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
+
+class LowerBoundCost : public CostModel {
+ public:
+  // `typical`: not the bound but what a kernel of its kind typically costs (the median
+  // measured over the roofline instead of the least): an estimate to guide measuring.
+  explicit LowerBoundCost(MachinePeaks peaks, bool typical = false)
+      : peaks_(peaks), typical_(typical) {}
+  double cost_ms(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) override;
+  std::string describe() const override;
+  const MachinePeaks& peaks() const { return peaks_; }
+
+ private:
+  MachinePeaks peaks_;
+  bool typical_ = false;
+};
+
 // Costs looked up by canonical signature in a table; kernels it lacks get the fallback
 // model's cost (counted as misses), or, without a fallback, a kora::Error naming the
 // kernel's signature and primitives. The shared mechanism of the two measured models.
@@ -88,6 +132,10 @@ class TableCost : public CostModel {
   TableCost(std::string source, std::unique_ptr<CostModel> fallback)
       : source_(std::move(source)), fallback_(std::move(fallback)) {}
   std::string fallback_describe() const { return fallback_ ? fallback_->describe() : ""; }
+  // The fallback's cost (not counted as a miss); < 0 without a fallback.
+  double fallback_cost_ms(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+    return fallback_ ? fallback_->cost_ms(graph, dag, c) : -1;
+  }
 
   std::map<uint64_t, double> table_;
 
@@ -121,6 +169,10 @@ class ProfileDbCost : public TableCost {
   // fallback's estimate: for a target with no implementation that always works (cuda), so
   // that the solver chooses them only when nothing else computes their primitives.
   void penalize_failed(double ms);
+  // Kernels not measured that a library could run natively in blocked layouts may do so
+  // at the fallback's cost (layout_cost): with a lower bound as the fallback, the costs
+  // then stay a relaxation of what measuring them would give (measure on demand).
+  void offer_native_at_fallback() { native_at_fallback_ = true; }
   // Kernels whose cost is their time inside running plans.
   int64_t in_plan() const { return in_plan_; }
   // Whether the kernel's cost is a measurement taken while other processes used the CPU
@@ -134,6 +186,7 @@ class ProfileDbCost : public TableCost {
   int64_t in_plan_ = 0;
   double overhead_ = 0;  // ProfileDb::kernel_overhead, added to every measured cost
   std::set<uint64_t> suspect_;
+  bool native_at_fallback_ = false;
 };
 
 }  // namespace kora

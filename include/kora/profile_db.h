@@ -75,6 +75,10 @@ class ProfileDb {
   // the check on the clock last measured it (the least over its plans); 0 before any.
   void put_kernel_overhead(const std::string& device, double per_kernel_ms);
   double kernel_overhead(const std::string& device) const;
+  // Facts measured once per device (the machine's peaks of src/cpu/machine_peaks.h), by
+  // key; a value is the measuring code's own text (JSON).
+  void put_device_fact(const std::string& device, const std::string& key, const std::string& value);
+  std::optional<std::string> device_fact(const std::string& device, const std::string& key) const;
   // Every device fingerprint with records, sorted.
   std::vector<std::string> devices() const;
 

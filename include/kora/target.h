@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -70,6 +72,9 @@ struct TargetProfileOptions {
   std::string model_path;  // names the measuring job of targets that write one
   std::ostream* progress = nullptr;
   bool terminal = false;  // progress as rewritten lines
+  // Measure only these kernels (by signature; measure on demand), or, without, every
+  // candidate the database lacks.
+  std::optional<std::set<uint64_t>> only;
 };
 
 struct TargetEmitOptions {
@@ -93,6 +98,18 @@ class Target {
     return options;
   }
   virtual std::unique_ptr<CostModel> fallback_cost() const = 0;
+  // A cost no implementation of a kernel can beat on the device (measure on demand:
+  // src/driver/measure_on_demand.h); nullptr: the target measures every candidate.
+  virtual std::unique_ptr<CostModel> lower_bound(ProfileDb& db, const std::string& device) {
+    (void)db, (void)device;
+    return nullptr;
+  }
+  // What a kernel not measured yet typically costs on the device (never below its lower
+  // bound): guides which kernels measure on demand measures first; nullptr: the bounds do.
+  virtual std::unique_ptr<CostModel> typical_cost(ProfileDb& db, const std::string& device) {
+    (void)db, (void)device;
+    return nullptr;
+  }
   // < 0: a kernel whose implementations all failed costs what the fallback says.
   virtual double failure_penalty_ms() const { return -1; }
   virtual bool measures_here() const = 0;

@@ -25,10 +25,10 @@ ProfileDbCost::ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string de
     suspect_.erase(signature);
     ++in_plan_;
   }
-  for (const auto& [signature, ms] : db->in_plan(device_, true))
-    if (native_.count(signature)) native_[signature] = ms;  // run natively inside a plan
   native_ = db->fastest_only(device_, kOnednnNative);
   blocked_ = db->fastest_only(device_, kOnednnBlocked);
+  for (const auto& [signature, ms] : db->in_plan(device_, true))
+    if (native_.count(signature)) native_[signature] = ms;  // run natively inside a plan
   // Every kernel of a running plan also costs its share of the time between kernels.
   overhead_ = db->kernel_overhead(device_);
   for (auto* costs : {&table_, &native_, &blocked_})
@@ -42,10 +42,18 @@ void ProfileDbCost::penalize_failed(double ms) {
 LayoutCost ProfileDbCost::layout_cost(const PrimGraph& graph, const KernelDag& dag,
                                       const Candidate& c) {
   LayoutCost l;
-  if (native_.empty()) return l;  // no convolution measured natively: nothing to choose
+  // No convolution measured natively (nor offered so unmeasured): nothing to choose.
+  if (native_.empty() && !native_at_fallback_) return l;
   l.agnostic = layout_agnostic(graph, dag, c);
   const auto native = native_.find(c.signature), blocked = blocked_.find(c.signature);
-  if (native == native_.end() || blocked == blocked_.end()) return l;
+  if (native == native_.end() || blocked == blocked_.end()) {
+    const uint64_t sig = c.signature ? c.signature : canonical_signature(graph, dag, c);
+    if (!native_at_fallback_ || table_.count(sig)) return l;
+    l.sides = onednn_native_layouts(graph, dag, c);
+    if (l.sides.empty()) return l;
+    l.native_ms = l.blocked_ms = fallback_cost_ms(graph, dag, c);
+    return l;
+  }
   l.sides = onednn_native_layouts(graph, dag, c);
   if (l.sides.empty()) return l;
   l.native_ms = native->second;

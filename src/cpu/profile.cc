@@ -515,6 +515,10 @@ std::vector<Job> unknown_jobs(const PrimGraph& graph, const ModelCandidates& can
       options.remeasure_suspect ? db.suspect(summary.device) : std::set<uint64_t>{};
   for (const UniqueCandidate& u : candidates.unique) {
     const Candidate& c = *u.candidate;
+    if (options.only && !options.only->count(c.signature)) {
+      ++summary.not_needed;
+      continue;
+    }
     Job job;
     job.dag = u.sub;
     job.candidate = &c;
@@ -677,7 +681,9 @@ std::string format_profile_summary(const ProfileSummary& s) {
        << " under other fingerprints (another machine, thread count, compiler, oneDNN or kora "
           "revision) are not reused\n";
   os << s.kernels << " unique kernels: " << s.measured << " measured now, " << s.from_db
-     << " from the database, " << s.failures.size() << " implementations failed\n";
+     << " from the database, ";
+  if (s.not_needed) os << s.not_needed << " not needed, ";
+  os << s.failures.size() << " implementations failed\n";
   os << s.implementations << " implementations measured";
   if (s.interpreter_only) os << " (" << s.interpreter_only << " kernels only by the interpreter)";
   os << "; schedule search on " << s.searched << " kernels\n";
@@ -705,6 +711,7 @@ std::string profile_summary_json(const ProfileSummary& s) {
   j["device"] = s.device;
   j["kernels"] = s.kernels;
   j["from_db"] = s.from_db;
+  j["not_needed"] = s.not_needed;
   j["measured"] = s.measured;
   j["implementations"] = s.implementations;
   j["interpreter_only"] = s.interpreter_only;

@@ -21,7 +21,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -63,6 +65,9 @@ struct ProfileOptions {
   double quiet_budget_seconds = 5;
   // Measure again the kernels whose fastest record is suspect (ProfileDb::suspect).
   bool remeasure_suspect = false;
+  // Measure only these kernels (by signature; measure on demand, src/driver/
+  // measure_on_demand.h); the other candidates are counted as not needed.
+  std::optional<std::set<uint64_t>> only;
   std::ostream* progress = nullptr;  // progress lines and failures, when set
   bool terminal = false;             // progress as one rewritten line
   // More implementations per kernel, checked and measured like the others (plug-in
@@ -81,6 +86,7 @@ struct ProfileSummary {
   std::string device;
   int64_t kernels = 0;           // unique signatures in the graph
   int64_t from_db = 0;           // already known for the device: not measured
+  int64_t not_needed = 0;        // not asked for (ProfileOptions::only)
   int64_t measured = 0;          // kernels measured now
   int64_t implementations = 0;   // implementations measured now (all schedules)
   int64_t interpreter_only = 0;  // kernels whose only working implementation is the interpreter

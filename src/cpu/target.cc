@@ -5,6 +5,7 @@
 
 #include "cpu/artifact.h"
 #include "cpu/backend.h"
+#include "cpu/machine_peaks.h"
 #include "cpu/profile.h"
 #include "kora/compile.h"
 #include "kora/profile_db.h"
@@ -26,6 +27,20 @@ std::unique_ptr<CostModel> CpuTarget::fallback_cost() const {
   return std::make_unique<RooflineCost>(device_params("cpu"));
 }
 
+const MachinePeaks& CpuTarget::peaks(ProfileDb& db, const std::string& device) {
+  auto it = peaks_.find(device);  // measured once per target, kept or not by the database
+  if (it == peaks_.end()) it = peaks_.emplace(device, cpu_peaks(db, device, threads_)).first;
+  return it->second;
+}
+
+std::unique_ptr<CostModel> CpuTarget::lower_bound(ProfileDb& db, const std::string& device) {
+  return std::make_unique<LowerBoundCost>(peaks(db, device));
+}
+
+std::unique_ptr<CostModel> CpuTarget::typical_cost(ProfileDb& db, const std::string& device) {
+  return std::make_unique<LowerBoundCost>(peaks(db, device), true);
+}
+
 ProfileReport CpuTarget::profile(const PrimGraph& graph, ProfileDb& db,
                                  const TargetProfileOptions& options) {
   ProfileOptions p;
@@ -38,6 +53,7 @@ ProfileReport CpuTarget::profile(const PrimGraph& graph, ProfileDb& db,
   p.remeasure_suspect = options_.remeasure_suspect;
   p.progress = options.progress;
   p.terminal = options.terminal;
+  p.only = options.only;
   const ProfileSummary s = profile_model(graph, db, p);
   ProfileReport r;
   r.device = s.device;

@@ -4,6 +4,10 @@
 // (src/cpu/artifact.h) that the runtime's CPU plan calls (src/runtime/cpu_plan.h).
 #pragma once
 
+#include <map>
+#include <string>
+
+#include "kora/cost.h"
 #include "kora/target.h"
 
 namespace kora {
@@ -15,6 +19,9 @@ class CpuTarget : public Target {
   std::string device(const ProfileDb& db) override;
   std::string describe() const override;
   std::unique_ptr<CostModel> fallback_cost() const override;
+  // LowerBoundCost at the machine's peaks (src/cpu/machine_peaks.h), measured once.
+  std::unique_ptr<CostModel> lower_bound(ProfileDb& db, const std::string& device) override;
+  std::unique_ptr<CostModel> typical_cost(ProfileDb& db, const std::string& device) override;
   bool measures_here() const override { return true; }
   ProfileReport profile(const PrimGraph& graph, ProfileDb& db,
                         const TargetProfileOptions& options) override;
@@ -23,8 +30,11 @@ class CpuTarget : public Target {
                                  const std::string& dir, const TargetEmitOptions& options) override;
 
  private:
+  const MachinePeaks& peaks(ProfileDb& db, const std::string& device);
+
   TargetOptions options_;
-  int threads_ = 0;  // resolved: all cores when options_.threads is 0
+  std::map<std::string, MachinePeaks> peaks_;  // by device fingerprint
+  int threads_ = 0;                            // resolved: all cores when options_.threads is 0
 };
 
 }  // namespace kora

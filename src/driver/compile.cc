@@ -1,6 +1,7 @@
 // The compile pipeline (include/kora/compile.h), the same for every target: import,
-// profile what the database lacks, orchestrate at the database's costs for the target's
-// device, emit with the target. Each stage reports one progress line; the summary
+// profile what the database lacks and orchestrate at the database's costs for the target's
+// device (both at once where the target has lower bounds: measure on demand), check the
+// plan on the clock, emit with the target. Each stage reports one progress line; the summary
 // collects what each did.
 #include "kora/compile.h"
 
@@ -82,10 +83,14 @@ ProfileReport profile_for(const PrimGraph& graph, Target& target, ProfileDb& db,
 }
 
 std::unique_ptr<ProfileDbCost> target_costs(Target& target, std::shared_ptr<const ProfileDb> db,
-                                            std::string* device) {
+                                            std::string* device,
+                                            std::unique_ptr<CostModel> fallback) {
   const std::string fingerprint = target.device(*db);
   if (device) *device = fingerprint;
-  auto costs = std::make_unique<ProfileDbCost>(std::move(db), fingerprint, target.fallback_cost());
+  const bool bound = fallback != nullptr;
+  auto costs = std::make_unique<ProfileDbCost>(
+      std::move(db), fingerprint, bound ? std::move(fallback) : target.fallback_cost());
+  if (bound) costs->offer_native_at_fallback();
   if (target.failure_penalty_ms() >= 0) costs->penalize_failed(target.failure_penalty_ms());
   return costs;
 }
@@ -111,7 +116,10 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
       std::make_shared<ProfileDb>(options.db.empty() ? default_profile_db_path() : options.db);
   s.database = db->path();
 
-  if (options.measure && target.measures_here()) {
+  const bool measure = options.measure && target.measures_here();
+  const bool on_demand =
+      measure && options.on_demand && target.lower_bound(*db, target.device(*db));
+  if (measure && !on_demand) {
     const auto stage = std::chrono::steady_clock::now();
     s.profile = profile_for(graph, target, *db, options);
     s.profiled = true;
@@ -124,11 +132,28 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
   }
 
   auto stage = std::chrono::steady_clock::now();
-  std::unique_ptr<ProfileDbCost> costs = target_costs(target, db, &s.device);
   s.describe = target.describe();
-  progress_line(options, "target " + s.describe + ", costs of " + s.device);
-  const OrchestrationResult plan = orchestrate_for(graph, target, *costs, options);
-  s.orchestrate_seconds = seconds_since(stage);
+  std::unique_ptr<ProfileDbCost> costs;
+  OrchestrationResult plan;
+  if (on_demand) {
+    progress_line(options, "target " + s.describe + ", costs of " + target.device(*db) +
+                               ", measured on demand");
+    SolvedPlan solved = solve_on_demand(graph, target, db, options, s.on_demand);
+    plan = std::move(solved.plan);
+    costs = std::move(solved.costs);
+    s.device = target.device(*db);
+    s.profiled = true;
+    s.profile.device = s.device;
+    s.profile.kernels = s.on_demand.candidates;
+    s.profile.measured = s.on_demand.measured;
+    s.profile.failed = s.on_demand.failed;
+    s.profile.seconds = s.profile_seconds = s.on_demand.profile_seconds;
+  } else {
+    costs = target_costs(target, db, &s.device);
+    progress_line(options, "target " + s.describe + ", costs of " + s.device);
+    plan = orchestrate_for(graph, target, *costs, options);
+  }
+  s.orchestrate_seconds = seconds_since(stage) - s.profile_seconds;
   s.strategy = plan.strategy;
   s.kernels = static_cast<int64_t>(plan.kernels.size());
   s.predicted_ms = plan.total_cost_ms;
@@ -136,14 +161,16 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
   s.proven_optimal = plan.proven_optimal;
   s.measured_costs = costs->hits();
   s.roofline_costs = costs->misses();
-  progress_line(options, "orchestrate: " + plan.strategy + ", " + std::to_string(s.kernels) +
-                             " kernels, predicted " + fixed(plan.total_cost_ms, 3) + " ms" +
-                             (plan.strategy != "optimal" ? ""
-                              : plan.proven_optimal      ? " (proven optimal)"
-                                                    : " (gap " + fixed(plan.gap_ms, 3) + " ms)") +
-                             "; " + std::to_string(s.measured_costs) + " kernel costs measured, " +
-                             std::to_string(s.roofline_costs) + " from the roofline model (" +
-                             fixed(s.orchestrate_seconds, 1) + " s)");
+  progress_line(options,
+                "orchestrate: " + plan.strategy + ", " + std::to_string(s.kernels) +
+                    " kernels, predicted " + fixed(plan.total_cost_ms, 3) + " ms" +
+                    (plan.strategy != "optimal" ? ""
+                     : plan.proven_optimal      ? " (proven optimal)"
+                                                : " (gap " + fixed(plan.gap_ms, 3) + " ms)") +
+                    "; " + std::to_string(s.measured_costs) + " kernel costs measured, " +
+                    std::to_string(s.roofline_costs) +
+                    (on_demand ? " at their lower bounds (" : " from the roofline model (") +
+                    fixed(s.orchestrate_seconds, 1) + " s)");
   note_plan(graph, plan, target, *costs, s);
   for (const std::string& note : s.notes) progress_line(options, "note: " + note);
 

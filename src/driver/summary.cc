@@ -12,7 +12,52 @@ namespace {
 
 std::string megabytes(int64_t bytes) { return fixed(static_cast<double>(bytes) / 1e6, 1) + " MB"; }
 
+// How close to the optimum of the full measured table the plan is proven to be.
+std::string on_demand_verdict(const OnDemandReport& r) {
+  if (r.at_bound > 0)
+    return std::to_string(r.at_bound) + " kernels of it not measured (out of solves)";
+  return "every kernel of it measured; every plan costs at least " + fixed(r.bound_ms, 3) +
+         " ms: " +
+         (r.gap <= 0 ? "the optimum of the full measured table"
+                     : "within " + fixed(100 * r.gap, 1) + "% of the optimum");
+}
+
+nlohmann::json on_demand_object(const OnDemandReport& r) {
+  return {{"bound", r.bound},
+          {"rounds", r.rounds},
+          {"candidates", r.candidates},
+          {"measured", r.measured},
+          {"failed", r.failed},
+          {"at_bound", r.at_bound},
+          {"cost_ms", r.cost_ms},
+          {"bound_ms", r.bound_ms},
+          {"gap", r.gap},
+          {"complete", r.complete},
+          {"profile_seconds", r.profile_seconds},
+          {"solve_seconds", r.solve_seconds}};
+}
+
 }  // namespace
+
+std::string format_on_demand(const OnDemandReport& r, const OrchestrationResult& plan) {
+  std::ostringstream os;
+  os << "measured on demand at " << r.bound << ": " << r.rounds << " solves, " << r.measured
+     << " kernels measured now";
+  if (r.candidates) os << " (of " << r.candidates << " candidates)";
+  os << ", " << r.failed << " implementations failed\n"
+     << plan.strategy << " plan: " << plan.kernels.size() << " kernels, predicted "
+     << fixed(plan.total_cost_ms, 3) << " ms; " << on_demand_verdict(r) << "\ntime: measure "
+     << fixed(r.profile_seconds, 1) << " s, solve " << fixed(r.solve_seconds, 1) << " s\n";
+  return os.str();
+}
+
+std::string on_demand_json(const OnDemandReport& r, const OrchestrationResult& plan) {
+  nlohmann::json j = on_demand_object(r);
+  j["strategy"] = plan.strategy;
+  j["kernels"] = plan.kernels.size();
+  j["predicted_ms"] = plan.total_cost_ms;
+  return j.dump();
+}
 
 std::string format_compile_summary(const CompileSummary& s) {
   const ArtifactSummary& a = s.artifact;
@@ -47,6 +92,12 @@ std::string format_compile_summary(const CompileSummary& s) {
       os << line;
     }
   }
+  if (s.on_demand.used)
+    os << "measured on demand: " << s.on_demand.rounds << " solves, " << s.on_demand.measured
+       << " kernels measured now"
+       << (s.on_demand.candidates ? " of " + std::to_string(s.on_demand.candidates) + " candidates"
+                                  : std::string())
+       << "; the solver's plan: " << on_demand_verdict(s.on_demand) << "\n";
   os << "memory: activations " << megabytes(a.arena_bytes) << " in one arena (sum of "
      << "intermediates " << megabytes(a.intermediate_bytes) << "), weights "
      << megabytes(a.weights_bytes) << "\n"
@@ -103,6 +154,7 @@ std::string compile_summary_json(const CompileSummary& s) {
                     {"measured", s.profile.measured},
                     {"from_db", s.profile.from_db},
                     {"failed", s.profile.failed}};
+  if (s.on_demand.used) j["on_demand"] = on_demand_object(s.on_demand);
   j["seconds"] = {{"import", s.import_seconds},
                   {"profile", s.profile_seconds},
                   {"orchestrate", s.orchestrate_seconds},

@@ -1,7 +1,7 @@
 // The profile database (include/kora/profile_db.h) on SQLite: a table of measurements
 // keyed by (device, signature, schedule), a table of in-plan costs keyed by (device,
-// signature), one of per-kernel overheads keyed by device and a meta table holding the
-// schema version.
+// signature), one of per-kernel overheads keyed by device, one of device facts keyed by
+// (device, key) and a meta table holding the schema version.
 // Signatures are stored as 16 hex digits (SQLite integers are signed).
 #include "kora/profile_db.h"
 
@@ -129,6 +129,9 @@ ProfileDb::ProfileDb(const std::string& path) : path_(path) {
          " PRIMARY KEY (device, signature, native));"
          "CREATE TABLE IF NOT EXISTS kernel_overhead ("
          " device TEXT PRIMARY KEY, per_kernel_ms REAL NOT NULL, measured_at TEXT NOT NULL);"
+         "CREATE TABLE IF NOT EXISTS device_facts ("
+         " device TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, measured_at TEXT NOT NULL,"
+         " PRIMARY KEY (device, key));"
          "INSERT OR IGNORE INTO meta VALUES ('schema', '1');");
     Statement version(db_, path_, "SELECT value FROM meta WHERE key = 'schema'");
     if (!version.step() || std::atoi(version.text(0).c_str()) != kSchemaVersion)
@@ -277,6 +280,25 @@ double ProfileDb::kernel_overhead(const std::string& device) const {
   Statement select(db_, path_, "SELECT per_kernel_ms FROM kernel_overhead WHERE device = ?");
   select.bind(1, device);
   return select.step() ? select.real(0) : 0;
+}
+
+void ProfileDb::put_device_fact(const std::string& device, const std::string& key,
+                                const std::string& value) {
+  Statement insert(db_, path_, "INSERT OR REPLACE INTO device_facts VALUES (?, ?, ?, ?)");
+  insert.bind(1, device);
+  insert.bind(2, key);
+  insert.bind(3, value);
+  insert.bind(4, now_utc());
+  insert.step();
+}
+
+std::optional<std::string> ProfileDb::device_fact(const std::string& device,
+                                                  const std::string& key) const {
+  Statement select(db_, path_, "SELECT value FROM device_facts WHERE device = ? AND key = ?");
+  select.bind(1, device);
+  select.bind(2, key);
+  if (!select.step()) return std::nullopt;
+  return select.text(0);
 }
 
 std::set<uint64_t> ProfileDb::suspect(const std::string& device) const {

@@ -125,6 +125,10 @@ class ProfileCommand : public Command {
     cmd_->add_flag("--suspect", t_.remeasure_suspect,
                    "measure again the kernels measured while other processes used the CPU "
                    "(stored as suspect)");
+    cmd_->add_flag("--on-demand", on_demand_,
+                   "measure only the kernels of the plans the solver chooses, until the plan is "
+                   "proven within 2% of the optimum of the full table (default: every "
+                   "candidate the database lacks)");
     cmd_->add_flag("--json", json_, "print the summary as JSON");
   }
   bool parsed() const override { return cmd_->parsed(); }
@@ -133,17 +137,27 @@ class ProfileCommand : public Command {
     const PrimGraph g = load_primitives(model_, verbose);
     t_.run_worker = !no_measure_;
     const std::unique_ptr<Target> target = make_target(target_, t_);
-    ProfileDb db(db_.empty() ? default_profile_db_path() : db_);
+    auto db = std::make_shared<ProfileDb>(db_.empty() ? default_profile_db_path() : db_);
     CompileOptions options;
     options.orchestration = orchestration_;
     options.model_path = model_.model;
     options.progress = &std::cerr;
     options.terminal = ::isatty(2);
-    const ProfileReport report = profile_for(g, *target, db, options);
+    if (on_demand_ && !t_.remeasure_suspect) {
+      OnDemandReport r;
+      const SolvedPlan solved = solve_on_demand(g, *target, db, options, r);
+      if (json_) {
+        std::cout << on_demand_json(r, solved.plan) << "\n";
+      } else {
+        std::cout << "database " << db->path() << "\n" << format_on_demand(r, solved.plan);
+      }
+      return 0;
+    }
+    const ProfileReport report = profile_for(g, *target, *db, options);
     if (json_)
       std::cout << report.json << "\n";
     else
-      std::cout << "database " << db.path() << "\n" << report.text;
+      std::cout << "database " << db->path() << "\n" << report.text;
     return 0;
   }
 
@@ -153,7 +167,7 @@ class ProfileCommand : public Command {
   std::string target_ = "cpu", db_;
   TargetOptions t_;
   OrchestrationOptions orchestration_;
-  bool no_measure_ = false, json_ = false;
+  bool no_measure_ = false, json_ = false, on_demand_ = false;
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "candidates/hand_built_graphs.h"
+#include "cpu/library.h"
 #include "frontend/model_builder.h"
 #include "kora/candidates.h"
 #include "kora/error.h"
@@ -231,6 +232,49 @@ TEST(ProfileDbCost, FastestMeasuredScheduleOfTheDeviceElseFallback) {
   ProfileDbCost strict(db, "dev", nullptr);
   expect_error([&] { strict.cost_ms(g, dag, mm); }, {"profiles.db", "mm", "dev"});
   EXPECT_THROW(ProfileDbCost(nullptr, "dev", nullptr), Error);
+}
+
+TEST(ProfileDbCost, InPlanTimesReplaceTimesAloneAndEveryCostCarriesTheOverhead) {
+  // A convolution with a bias: its kernel measured alone on plain tensors, natively in
+  // blocked layouts and blocked with reorders; then the check on the clock's in-plan
+  // times (plain and native) and its per-kernel overhead. The cost model charges the
+  // in-plan times where known, each plus the overhead.
+  kora_test::ModelBuilder mb;
+  mb.input("x", {1, 32, 14, 14})
+      .init_f32("w", {32, 32, 3, 3}, std::vector<float>(32 * 32 * 9, 0.1f));
+  mb.node("Conv", {"x", "w"}, {"y"}, {kora_test::attr_is("pads", {1, 1, 1, 1})});
+  mb.output("y");
+  const PrimGraph g = fission(kora_test::import_model(mb));
+  const KernelDag dag = kernel_dag_of(g);
+  Candidate conv = make_candidate(dag, {0});
+  ASSERT_EQ(dag.prim.size(), 1u);
+  const uint64_t sig = conv.signature = canonical_signature(g, dag, conv);
+  TempDir dir;
+  auto db = std::make_shared<ProfileDb>(dir.file("profiles.db"));
+  auto rec = [&](const std::string& schedule, double ms) {
+    ProfileRecord r;
+    r.device = "dev", r.signature = sig, r.schedule = schedule, r.median_ms = ms;
+    return r;
+  };
+  db->put({rec("generated", 0.5), rec(kOnednnNative, 0.3), rec(kOnednnBlocked, 0.4)});
+  {
+    ProfileDbCost alone(db, "dev", nullptr);
+    EXPECT_DOUBLE_EQ(alone.cost_ms(g, dag, conv), 0.4);  // blocked with reorders counts
+    const LayoutCost l = alone.layout_cost(g, dag, conv);
+    ASSERT_FALSE(l.sides.empty());
+    EXPECT_DOUBLE_EQ(l.native_ms, 0.3);
+    EXPECT_DOUBLE_EQ(l.blocked_ms, 0.4);
+    EXPECT_EQ(alone.in_plan(), 0);
+  }
+  db->put_in_plan("dev", {{sig, 0.35}}, 3);
+  db->put_in_plan("dev", {{sig, 0.2}}, 3, /*native=*/true);
+  db->put_kernel_overhead("dev", 0.01);
+  ProfileDbCost in_plan(db, "dev", nullptr);
+  EXPECT_DOUBLE_EQ(in_plan.cost_ms(g, dag, conv), 0.35 + 0.01);
+  const LayoutCost l = in_plan.layout_cost(g, dag, conv);
+  EXPECT_DOUBLE_EQ(l.native_ms, 0.2 + 0.01);   // its time run natively inside a plan
+  EXPECT_DOUBLE_EQ(l.blocked_ms, 0.4 + 0.01);  // never run so inside a plan: alone
+  EXPECT_EQ(in_plan.in_plan(), 1);
 }
 
 TEST(MeasuredCostTable, MissWithoutFallbackNamesSignatureAndPrimitives) {

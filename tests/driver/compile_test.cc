@@ -168,7 +168,8 @@ TEST(Compile, CpuTargetCompilesAModelFileMeasuredAndAgainFromTheDatabase) {
   EXPECT_NE(dynamic_cast<CpuTarget*>(target.get()), nullptr);
   CompileOptions options;
   options.db = dir.file("profiles.db");
-  options.verify = false;  // the solver's plan, twice (the check on the clock: below)
+  options.verify = false;     // the solver's plan, twice (the check on the clock: below)
+  options.on_demand = false;  // every candidate measured (on demand: measure_on_demand_test)
   const CompiledArtifact a = compile(model, *target, dir.file("art"), options);
   const CompileSummary& s = a.summary;
   EXPECT_TRUE(s.profiled);

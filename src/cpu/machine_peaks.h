@@ -1,0 +1,34 @@
+// The CPU's peaks, the parameters of the kernels' lower bounds (include/kora/cost.h,
+// LowerBoundCost; measure on demand): kora's thread count in, MachinePeaks out:
+//   gflops      oneDNN's float32 GEMM (dnnl_sgemm, 1024 x 1024 x 1024), the best of five;
+//   dram_gbps   bytes copied per second (read and written) between two buffers four times
+//               the last-level cache (at least 64 MiB, at most 512 MiB), each thread its
+//               part; the best of three;
+//   cache_gbps  the same within buffers of a quarter of each core's L2 cache, copied over
+//               and over by every thread at once;
+//   cache_bytes the last-level cache (sysconf);
+//   floor_ms    0: a kernel may do nothing (a view).
+// Each peak is multiplied by a margin (kPeakMargin: kernels that beat the measured copy
+// or GEMM a little must stay above their bounds; bench/bounds.cc checks the bounds against
+// every measured kernel of a profile database). Measuring takes about a second: cpu_peaks
+// does it once per device fingerprint and keeps the result in the profile database.
+#pragma once
+
+#include <string>
+
+#include "kora/cost.h"
+
+namespace kora {
+
+class ProfileDb;
+
+inline constexpr double kPeakMargin = 1.5;
+
+MachinePeaks measure_cpu_peaks(int threads);
+
+// The device's peaks from the database (device fact "peaks"), measured and stored when
+// missing; measured while other processes use the CPU, they are measured again once the
+// machine is quiet, and not stored when it never is.
+MachinePeaks cpu_peaks(ProfileDb& db, const std::string& device, int threads);
+
+}  // namespace kora

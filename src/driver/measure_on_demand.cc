@@ -1,0 +1,130 @@
+// Measure on demand (include/kora/compile.h, solve_on_demand): the graph, the target and
+// its profile database in; a plan with every kernel measured, and how far from the optimum
+// of the full measured table it can be at most, out.
+//   1. Guided: kernels not measured cost what their kind typically costs
+//      (Target::typical_cost); the plan's kernels not measured are measured, all in one
+//      target.profile (compiled together), and the plan solved again until none is left.
+//   2. Proved: kernels not measured cost their lower bound (Target::lower_bound: no
+//      implementation of them is faster), so that solve's cost bounds every plan's cost
+//      from below (measuring only raises a bound to the kernel's cost). If it is within
+//      the gap option of the guided plan's cost, that plan is that close to the optimum
+//      (and is the optimum when the bound solve's plan is all measured); else the bound
+//      solve's kernels not measured are measured too, and both steps run again.
+// Kernels whose bound alone makes every plan through them worse than the incumbent are
+// never chosen, so never compiled or measured.
+#include <chrono>
+#include <ostream>
+#include <set>
+
+#include "base/text.h"
+#include "kora/compile.h"
+#include "kora/cost.h"
+#include "kora/error.h"
+#include "kora/profile_db.h"
+
+namespace kora {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_ptr<ProfileDb> db,
+                           const CompileOptions& options, OnDemandReport& report) {
+  const std::string device = target.device(*db);
+  std::unique_ptr<CostModel> probe = target.lower_bound(*db, device);
+  if (!probe)
+    throw Error("target " + target.name() +
+                " has no lower bounds of kernel costs: measure every candidate (kora profile "
+                "without --on-demand)");
+  report = OnDemandReport();
+  report.used = true;
+  report.bound = probe->describe();
+  auto line = [&](const std::string& text) {
+    if (options.progress) *options.progress << "kora compile: " << text << std::endl;
+  };
+  // One solve, kernels not measured at their typical cost or at their bound; the plan's
+  // kernels not measured out.
+  auto solve = [&](bool bound, std::set<uint64_t>& missing) {
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_ptr<CostModel> fallback =
+        bound ? target.lower_bound(*db, device) : target.typical_cost(*db, device);
+    if (!fallback) fallback = target.lower_bound(*db, device);
+    SolvedPlan s;
+    s.costs = target_costs(target, db, nullptr, std::move(fallback));
+    s.plan = orchestrate_for(graph, target, *s.costs, options);
+    missing.clear();
+    for (const ChosenKernel& k : s.plan.kernels)
+      if (!s.costs->measured(k.signature)) missing.insert(k.signature);
+    report.solve_seconds += seconds_since(start);
+    ++report.rounds;
+    return s;
+  };
+  auto measure = [&](const std::set<uint64_t>& missing, const SolvedPlan& s, const char* what) {
+    line("measure on demand, solve " + std::to_string(report.rounds) + ": " + what + " plan of " +
+         std::to_string(s.plan.kernels.size()) + " kernels, " + fixed(s.plan.total_cost_ms, 3) +
+         " ms with " + std::to_string(missing.size()) + " not measured: measuring them");
+    const auto start = std::chrono::steady_clock::now();
+    TargetProfileOptions p;
+    p.candidates = options.orchestration.candidates;
+    p.partition = options.orchestration.partition;
+    p.model_path = options.model_path.empty() ? graph.name : options.model_path;
+    p.progress = options.progress;
+    p.terminal = options.terminal;
+    p.only = missing;
+    const ProfileReport r = target.profile(graph, *db, p);
+    report.profile_seconds += seconds_since(start);
+    report.candidates = r.kernels;
+    report.measured += r.measured;
+    report.failed += r.failed;
+    return r.measured > 0;  // none of them can be measured here: stop, not loop
+  };
+  auto rounds_left = [&] { return report.rounds < options.on_demand_rounds; };
+
+  // The best plan whose kernels are all measured: solved at typical costs, its kernels
+  // measured, solved again, until it needs no more measuring.
+  std::set<uint64_t> missing;
+  auto measured_plan = [&]() {
+    SolvedPlan s = solve(false, missing);
+    while (!missing.empty() && rounds_left() && measure(missing, s, "typical"))
+      s = solve(false, missing);
+    return s;
+  };
+  SolvedPlan best = measured_plan();
+  report.at_bound = static_cast<int64_t>(missing.size());
+  while (report.at_bound == 0 && rounds_left()) {
+    // The lower bound of every plan: the solve with kernels not measured at their bounds
+    // (the solver's own lower bound where it stopped short of proving its plan optimal).
+    SolvedPlan lower = solve(true, missing);
+    report.cost_ms = best.plan.total_cost_ms;
+    report.bound_ms = std::min(report.cost_ms, lower.plan.total_cost_ms - lower.plan.gap_ms);
+    report.gap = report.cost_ms > 0 ? (report.cost_ms - report.bound_ms) / report.cost_ms : 0;
+    if (missing.empty()) {  // the optimum of the full table: every kernel of it measured
+      if (lower.plan.total_cost_ms <= best.plan.total_cost_ms) best = std::move(lower);
+      report.cost_ms = best.plan.total_cost_ms;
+      report.gap = report.cost_ms > 0 ? (report.cost_ms - report.bound_ms) / report.cost_ms : 0;
+      break;
+    }
+    if (report.gap <= options.on_demand_gap || !rounds_left()) break;
+    if (!measure(missing, lower, "lower-bound")) break;
+    SolvedPlan again = measured_plan();
+    report.at_bound = static_cast<int64_t>(missing.size());
+    if (report.at_bound == 0 && again.plan.total_cost_ms < best.plan.total_cost_ms)
+      best = std::move(again);
+    report.at_bound = 0;
+  }
+  report.complete = report.at_bound == 0 && report.gap <= options.on_demand_gap;
+  line("measure on demand: " + std::to_string(report.rounds) + " solves, " +
+       std::to_string(report.measured) + " kernels measured now" +
+       (report.candidates ? " of " + std::to_string(report.candidates) + " candidates" : "") +
+       (report.at_bound > 0
+            ? "; " + std::to_string(report.at_bound) + " kernels of the plan not measured"
+            : "; the plan costs " + fixed(report.cost_ms, 3) + " ms, every plan at least " +
+                  fixed(report.bound_ms, 3) + " ms (within " + fixed(100 * report.gap, 1) +
+                  "% of the optimum)"));
+  return best;
+}
+
+}  // namespace kora
