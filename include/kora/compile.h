@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -125,9 +126,10 @@ struct CompiledArtifact {
 PrimGraph import_model(const std::string& path, const ImportOptions& options = {});
 
 // Measures what the database lacks for the graph's candidates (as orchestrate_for sees
-// them) on the target.
+// them) on the target; with `only`, of those kernels only.
 ProfileReport profile_for(const PrimGraph& graph, Target& target, ProfileDb& db,
-                          const CompileOptions& options = {});
+                          const CompileOptions& options = {},
+                          const std::set<uint64_t>* only = nullptr);
 
 // The database's costs for the target's device (*device set), its roofline for kernels
 // not measured (or `fallback`: then also native layouts at its cost, as for a lower

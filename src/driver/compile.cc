@@ -72,13 +72,14 @@ PrimGraph import_model(const std::string& path, const ImportOptions& options) {
 }
 
 ProfileReport profile_for(const PrimGraph& graph, Target& target, ProfileDb& db,
-                          const CompileOptions& options) {
+                          const CompileOptions& options, const std::set<uint64_t>* only) {
   TargetProfileOptions p;
   p.candidates = options.orchestration.candidates;
   p.partition = options.orchestration.partition;
   p.model_path = options.model_path.empty() ? graph.name : options.model_path;
   p.progress = options.progress;
   p.terminal = options.terminal;
+  if (only) p.only = *only;
   return target.profile(graph, db, p);
 }
 
@@ -132,16 +133,16 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
   }
 
   auto stage = std::chrono::steady_clock::now();
-  s.describe = target.describe();
   std::unique_ptr<ProfileDbCost> costs;
   OrchestrationResult plan;
   if (on_demand) {
-    progress_line(options, "target " + s.describe + ", costs of " + target.device(*db) +
-                               ", measured on demand");
+    s.device = target.device(*db);
+    s.describe = target.describe();  // after device(): a target may learn its device there
+    progress_line(options,
+                  "target " + s.describe + ", costs of " + s.device + ", measured on demand");
     SolvedPlan solved = solve_on_demand(graph, target, db, options, s.on_demand);
     plan = std::move(solved.plan);
     costs = std::move(solved.costs);
-    s.device = target.device(*db);
     s.profiled = true;
     s.profile.device = s.device;
     s.profile.kernels = s.on_demand.candidates;
@@ -150,6 +151,7 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
     s.profile.seconds = s.profile_seconds = s.on_demand.profile_seconds;
   } else {
     costs = target_costs(target, db, &s.device);
+    s.describe = target.describe();
     progress_line(options, "target " + s.describe + ", costs of " + s.device);
     plan = orchestrate_for(graph, target, *costs, options);
   }

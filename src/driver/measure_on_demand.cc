@@ -67,14 +67,7 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
          std::to_string(s.plan.kernels.size()) + " kernels, " + fixed(s.plan.total_cost_ms, 3) +
          " ms with " + std::to_string(missing.size()) + " not measured: measuring them");
     const auto start = std::chrono::steady_clock::now();
-    TargetProfileOptions p;
-    p.candidates = options.orchestration.candidates;
-    p.partition = options.orchestration.partition;
-    p.model_path = options.model_path.empty() ? graph.name : options.model_path;
-    p.progress = options.progress;
-    p.terminal = options.terminal;
-    p.only = missing;
-    const ProfileReport r = target.profile(graph, *db, p);
+    const ProfileReport r = profile_for(graph, target, *db, options, &missing);
     report.profile_seconds += seconds_since(start);
     report.candidates = r.kernels;
     report.measured += r.measured;
