@@ -59,7 +59,8 @@ void note_plan(const PrimGraph& graph, const OrchestrationResult& plan, const Ta
     s.notes.push_back(
         std::to_string(s.estimated_kernels) + " of the " + std::to_string(plan.kernels.size()) +
         " chosen kernels were never measured on " + s.device +
-        ": their costs are roofline estimates" + (hint.empty() ? "" : " (" + hint + ")"));
+        ": their costs are estimates (" + (s.on_demand.used ? "typical costs" : "roofline") +
+        ")" + (hint.empty() ? "" : " (" + hint + ")"));
   }
 }
 
