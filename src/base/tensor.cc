@@ -76,6 +76,19 @@ int64_t numel(const Shape& shape) {
   return n;
 }
 
+int64_t checked_nbytes(DType dtype, const Shape& shape) {
+  for (int64_t d : shape)
+    if (d < 0) return -1;
+  for (int64_t d : shape)
+    if (d == 0) return 0;
+  int64_t bytes = static_cast<int64_t>(dtype_size(dtype));
+  for (int64_t d : shape) {
+    if (bytes > kMaxTensorBytes / d) return -1;
+    bytes *= d;
+  }
+  return bytes;
+}
+
 std::vector<int64_t> row_major_strides(const Shape& shape) {
   std::vector<int64_t> strides(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
@@ -88,11 +101,23 @@ std::string shape_str(const Shape& shape) {
   return s + "]";
 }
 
+namespace {
+
+// The bytes of a tensor about to be allocated; an Error for a nonsense shape.
+size_t allocation_bytes(DType dtype, const Shape& shape) {
+  const int64_t bytes = checked_nbytes(dtype, shape);
+  if (bytes < 0)
+    throw Error(std::string("a tensor of ") + dtype_name(dtype) + " " + shape_str(shape) +
+                " has a negative dimension or more than 2^40 bytes");
+  return static_cast<size_t>(bytes);
+}
+
+}  // namespace
+
 Tensor::Tensor(DType dtype, Shape shape)
     : dtype_(dtype),
       shape_(std::move(shape)),
-      bytes_(std::make_shared<std::vector<std::byte>>(static_cast<size_t>(kora::numel(shape_)) *
-                                                      dtype_size(dtype))) {}
+      bytes_(std::make_shared<std::vector<std::byte>>(allocation_bytes(dtype, shape_))) {}
 
 Tensor::Tensor(DType dtype, Shape shape, const void* bytes, size_t size)
     : Tensor(dtype, std::move(shape)) {

@@ -2,8 +2,11 @@
 // profile what the database lacks and orchestrate at the database's costs for the target's
 // device (both at once where the target has lower bounds: measure on demand), check the
 // plan on the clock, emit with the target. Each stage reports one progress line; the summary
-// collects what each did.
+// collects what each did. A graph with a zero-sized tensor or one larger than the
+// machine's memory is refused first, naming the tensor.
 #include "kora/compile.h"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -63,6 +66,29 @@ void note_plan(const PrimGraph& graph, const OrchestrationResult& plan, const Ta
   }
 }
 
+// Refuses a graph whose inputs or computed tensors kora cannot compile, naming the first:
+// one without elements (a zero-sized dimension) or one larger than this machine's memory.
+void check_compilable(const PrimGraph& graph) {
+  const int64_t memory = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                         static_cast<int64_t>(::sysconf(_SC_PAGESIZE));
+  auto check = [&](const std::string& name) {
+    const ValueInfo& v = graph.value(name);
+    const int64_t bytes = checked_nbytes(v.dtype, v.shape);
+    const std::string what =
+        "tensor '" + name + "' (" + dtype_name(v.dtype) + " " + shape_str(v.shape) + ")";
+    if (bytes == 0)
+      throw Error(what +
+                  " has no elements: kora does not compile zero-sized tensors (set a "
+                  "symbolic dimension with --dim NAME=VALUE)");
+    if (bytes < 0 || (memory > 0 && bytes > memory))
+      throw Error(what + " is larger than this machine's memory (" + std::to_string(memory) +
+                  " bytes)");
+  };
+  for (const std::string& in : graph.inputs) check(in);
+  for (const Primitive& p : graph.prims)
+    for (const std::string& out : p.outputs) check(out);
+}
+
 }  // namespace
 
 PrimGraph import_model(const std::string& path, const ImportOptions& options) {
@@ -73,6 +99,7 @@ PrimGraph import_model(const std::string& path, const ImportOptions& options) {
 
 ProfileReport profile_for(const PrimGraph& graph, Target& target, ProfileDb& db,
                           const CompileOptions& options) {
+  check_compilable(graph);
   TargetProfileOptions p;
   p.candidates = options.orchestration.candidates;
   p.partition = options.orchestration.partition;
@@ -106,6 +133,7 @@ OrchestrationResult orchestrate_for(const PrimGraph& graph, Target& target, Cost
 CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::string& dir,
                          const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  check_compilable(graph);
   CompiledArtifact out;
   out.dir = dir;
   CompileSummary& s = out.summary;
@@ -205,6 +233,7 @@ CompiledArtifact compile(const std::string& model_path, Target& target, const st
                          const CompileOptions& options, const ImportOptions& import) {
   const auto start = std::chrono::steady_clock::now();
   const PrimGraph graph = import_model(model_path, import);
+  check_compilable(graph);
   const double import_seconds = seconds_since(start);
   CompileOptions o = options;
   o.model_path = model_path;
