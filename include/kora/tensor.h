@@ -30,7 +30,7 @@ class Tensor {
  public:
   Tensor() = default;
   // Zero-filled tensor. Throws kora::Error for a negative dimension or a size beyond
-  // kMaxTensorBytes (never std::bad_alloc from a nonsense shape).
+  // kMaxTensorBytes or the machine's memory (never std::bad_alloc from a nonsense shape).
   Tensor(DType dtype, Shape shape);
   // Tensor holding a copy of `bytes` (its size must match dtype and shape).
   Tensor(DType dtype, Shape shape, const void* bytes, size_t size);

@@ -57,6 +57,35 @@ TEST(TensorTest, ZeroFilledAndByteConstructor) {
   EXPECT_THROW(Tensor(DType::kInt32, {4}, data, sizeof(data)), kora::Error);
 }
 
+TEST(TensorTest, NonsenseShapesAreErrorsNotAllocations) {
+  EXPECT_EQ(kora::checked_nbytes(DType::kFloat32, {2, 3}), 24);
+  EXPECT_EQ(kora::checked_nbytes(DType::kFloat32, {int64_t{1} << 62, 0}), 0);
+  EXPECT_EQ(kora::checked_nbytes(DType::kFloat32, {2, -3}), -1);
+  EXPECT_EQ(kora::checked_nbytes(DType::kInt64, {int64_t{1} << 31, int64_t{1} << 31}), -1);
+  EXPECT_EQ(kora::checked_nbytes(DType::kUInt8, {int64_t{1} << 40}), int64_t{1} << 40);
+  auto error = [](const kora::Shape& shape) {
+    try {
+      Tensor t(DType::kFloat32, shape);
+    } catch (const kora::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error({2, -3}), HasSubstr("[2, -3] has a negative dimension"));
+  EXPECT_THAT(error({int64_t{1} << 31, int64_t{1} << 31}), HasSubstr("more than 2^40 bytes"));
+  EXPECT_THAT(error({int64_t{1} << 37}), HasSubstr("more than this machine's memory"));
+}
+
+// Found by fuzzing (UBSan): NaN and out-of-range floats converted to integers.
+TEST(TensorTest, NanAndHugeFloatsToIntegersAreDefined) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor f = Tensor::from_double(DType::kFloat64, {4}, {nan, 1e300, -1e300, -7.9});
+  const int64_t min = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(f.to_int64(), (std::vector<int64_t>{min, min, min, -7}));
+  const Tensor i = Tensor::from_double(DType::kInt64, {3}, {nan, 1e300, -9223372036854775808.0});
+  EXPECT_EQ(i.to_int64(), (std::vector<int64_t>{min, min, min}));
+}
+
 TEST(TensorTest, Float16Encoding) {
   // Exactly representable values and their IEEE binary16 bit patterns.
   const std::vector<double> values = {

@@ -517,4 +517,41 @@ TEST(BadInputTest, HugeInitializerWithoutItsDataIsRefusedBeforeAllocating) {
   EXPECT_THAT(model_error(absurd), AllOf(HasSubstr("W_absurd"), HasSubstr("absurdly large")));
 }
 
+// Found by fuzzing (UBSan): shape arithmetic on huge values refused before it overflows.
+TEST(BadInputTest, ShapeArithmeticThatWouldOverflow) {
+  ModelBuilder reshape;
+  reshape.input("X", {2, 3}).output("Y");
+  reshape.init_i64("S", {2}, {29, 2449958195846709247});
+  reshape.node("Reshape", {"X", "S"}, {"Y"}, {}, "reshape_huge");
+  EXPECT_THAT(model_error(reshape), AllOf(HasSubstr("reshape_huge"), HasSubstr("absurdly large")));
+  ModelBuilder tile;
+  tile.input("X", {2, 3}).output("Y");
+  tile.init_i64("R", {2}, {int64_t{1} << 62, 1});
+  tile.node("Tile", {"X", "R"}, {"Y"}, {}, "tile_huge");
+  EXPECT_THAT(model_error(tile), AllOf(HasSubstr("tile_huge"), HasSubstr("absurd")));
+  ModelBuilder pad;
+  pad.input("X", {2, 3}).output("Y");
+  pad.init_i64("P", {4}, {0, std::numeric_limits<int64_t>::max(), 0, 1});
+  pad.node("Pad", {"X", "P"}, {"Y"}, {}, "pad_huge");
+  EXPECT_THAT(model_error(pad), AllOf(HasSubstr("pad_huge"), HasSubstr("absurdly large")));
+  ModelBuilder resize;
+  resize.input("X", {1, 1, 2, 2}).output("Y");
+  resize.init_f32("roi", {0}, {});
+  resize.init_f32("scales", {4}, {1, 1, 1e30f, 1});
+  resize.node("Resize", {"X", "roi", "scales"}, {"Y"}, {}, "resize_huge");
+  EXPECT_THAT(model_error(resize), HasSubstr("resize_huge"));
+}
+
+// Found by fuzzing (UBSan): folding a Concat with an empty constant input.
+TEST(BadInputTest, ConcatFoldsAnEmptyConstant) {
+  ModelBuilder m;
+  m.input("X", {2}).output("Y");
+  m.init_i64("E", {0}, {}).init_i64("A", {2}, {3, 4});
+  m.node("Concat", {"E", "A", "E"}, {"C"}, {attr_i("axis", 0)}, "concat");
+  m.node("Reshape", {"X", "C"}, {"Y"}, {}, "reshape");
+  TempDir dir;
+  // C = [3, 4] is folded; X [2] cannot be reshaped to it: the error names the folded shape.
+  EXPECT_THAT(import_error(m.save(dir)), AllOf(HasSubstr("reshape"), HasSubstr("[3, 4]")));
+}
+
 }  // namespace
