@@ -66,8 +66,8 @@ void note_plan(const PrimGraph& graph, const OrchestrationResult& plan, const Ta
   }
 }
 
-// Refuses a graph whose inputs or computed tensors kora cannot compile, naming the first:
-// one without elements (a zero-sized dimension) or one larger than this machine's memory.
+}  // namespace
+
 void check_compilable(const PrimGraph& graph) {
   const int64_t memory = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) *
                          static_cast<int64_t>(::sysconf(_SC_PAGESIZE));
@@ -88,8 +88,6 @@ void check_compilable(const PrimGraph& graph) {
   for (const Primitive& p : graph.prims)
     for (const std::string& out : p.outputs) check(out);
 }
-
-}  // namespace
 
 PrimGraph import_model(const std::string& path, const ImportOptions& options) {
   FissionOptions f;

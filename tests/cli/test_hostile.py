@@ -2,7 +2,8 @@
 line naming the file, node or tensor, exit status 1 and nothing half written left behind,
 or the correct result.
 
-- a graph output listed twice; a zero-sized batch dimension (every strategy);
+- a graph output listed twice; a zero-sized batch dimension (compile under every strategy,
+  profile with and without --on-demand);
 - external data symlinked out of the model's directory (to /etc/passwd);
 - .npy files as numpy writes them, every dtype kora accepts, C and Fortran order, format
   versions 1 to 3, read exactly; trailing data refused;
@@ -88,6 +89,10 @@ class HostileInputTest(unittest.TestCase):
                                    strategy, "--db", self.path("db.sqlite")],
                                   "'x'", "[0, 4]", "no elements")
                 self.assert_nothing_left()
+        for extra in ([], ["--on-demand"]):
+            with self.subTest(profile=extra):
+                self.assert_error(["profile", model, "--db", self.path("db.sqlite"), *extra],
+                                  "'x'", "no elements")
         # Symbolic: the --dim that makes it zero.
         graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
         model = save(graph, self.path("zero_sym.onnx"))
