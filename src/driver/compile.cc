@@ -158,10 +158,10 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
   }
 
   auto stage = std::chrono::steady_clock::now();
-  s.describe = target.describe();
   std::unique_ptr<ProfileDbCost> costs;
   OrchestrationResult plan;
   if (on_demand) {
+    s.describe = target.describe();  // after target.device(): the CUDA arch is known
     progress_line(options, "target " + s.describe + ", costs of " + target.device(*db) +
                                ", measured on demand");
     SolvedPlan solved = solve_on_demand(graph, target, db, options, s.on_demand);
@@ -176,6 +176,7 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
     s.profile.seconds = s.profile_seconds = s.on_demand.profile_seconds;
   } else {
     costs = target_costs(target, db, &s.device);
+    s.describe = target.describe();  // after target.device(): the CUDA arch is known
     progress_line(options, "target " + s.describe + ", costs of " + s.device);
     plan = orchestrate_for(graph, target, *costs, options);
   }
