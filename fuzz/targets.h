@@ -20,12 +20,21 @@
 
 namespace kora_fuzz {
 
+// This process's scratch directory, removed when the process exits.
+struct ScratchDir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("kora-fuzz-" + std::to_string(::getpid()));
+  ScratchDir() { std::filesystem::create_directories(path); }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
 // A file of this process's own holding the bytes; its path.
 inline std::string as_file(const uint8_t* data, size_t size, const std::string& name) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("kora-fuzz-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / name).string();
+  static const ScratchDir dir;
+  const std::string path = (dir.path / name).string();
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   return path;
