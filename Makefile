@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test build setup clean format zoo test-zoo bench
+.PHONY: demo test build setup clean format zoo test-zoo bench fuzz
 
 setup:
 	@bash scripts/setup.sh
@@ -53,6 +53,24 @@ ifeq ($(BENCH_TARGET),cuda)
 else
 	@$(ZOO_VENV)/bin/python bench/peers.py $(BUILD)/kora models/zoo $(BENCH_ARGS)
 endif
+
+# libFuzzer (clang) on the ONNX importer, the .npy reader and the manifest reader
+# (fuzz/targets.h), each for FUZZ_SECONDS from its seed corpus (fuzz/corpus/READER/), in
+# a build of its own instrumented with AddressSanitizer and UBSan. A crasher is written to
+# fuzz/crashers/READER/; committed there, tests/fuzz/replay_test.cc replays it in `make test`.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+fuzz: setup
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+	  -DCMAKE_CXX_COMPILER=clang++ -DKORA_FUZZ=ON -DKORA_CUDA=OFF >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_onnx_import fuzz_npy fuzz_manifest
+	@for r in onnx_import npy manifest; do \
+	  mkdir -p fuzz/crashers/$$r $(FUZZ_BUILD)/corpus/$$r; \
+	  echo "kora fuzz: $$r for $(FUZZ_SECONDS) s"; \
+	  $(FUZZ_BUILD)/fuzz_$$r $(FUZZ_BUILD)/corpus/$$r fuzz/corpus/$$r -max_total_time=$(FUZZ_SECONDS) \
+	    -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=fuzz/crashers/$$r/ \
+	    || exit 1; \
+	done
 
 format:
 	@clang-format -i $$(git ls-files '*.h' '*.cc')

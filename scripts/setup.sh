@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 debs=(cmake g++ make pkg-config protobuf-compiler libprotobuf-dev libonnx-dev
-      coinor-libcbc-dev libdnnl-dev ocl-icd-opencl-dev libsqlite3-dev libcli11-dev
+      coinor-libcbc-dev libdnnl-dev ocl-icd-opencl-dev libsqlite3-dev libcli11-dev libssl-dev
       nlohmann-json3-dev libfmt-dev libgtest-dev python3 python3-pip time)
 missing=()
 for p in "${debs[@]}"; do

@@ -125,6 +125,11 @@ struct CompiledArtifact {
 // ONNX file -> primitive graph (import_onnx, then fission).
 PrimGraph import_model(const std::string& path, const ImportOptions& options = {});
 
+// Throws kora::Error naming the first input or computed tensor that kora cannot compile:
+// one without elements (a zero-sized dimension) or one larger than this machine's memory.
+// compile, profile_for and solve_on_demand call it first.
+void check_compilable(const PrimGraph& graph);
+
 // Measures what the database lacks for the graph's candidates (as orchestrate_for sees
 // them) on the target; with `only`, of those kernels only.
 ProfileReport profile_for(const PrimGraph& graph, Target& target, ProfileDb& db,

@@ -23,7 +23,9 @@
 namespace kora {
 
 struct SessionOptions {
-  int threads = 0;  // 0: the thread count the artifact was compiled (and measured) for
+  // 0: the thread count the artifact was compiled (and measured) for. Either is clamped
+  // to the machine's hardware threads (threads() says how many are used).
+  int threads = 0;
 };
 
 struct TensorInfo {

@@ -17,6 +17,10 @@ using Shape = std::vector<int64_t>;
 
 // Number of elements of a shape (1 for a scalar).
 int64_t numel(const Shape& shape);
+// Bytes of a dense tensor of `dtype` and `shape`, computed without overflow: -1 when a
+// dimension is negative or the size exceeds kMaxTensorBytes. For sizes read from files.
+constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;
+int64_t checked_nbytes(DType dtype, const Shape& shape);
 // Row-major element strides of a shape (the last dimension's is 1).
 std::vector<int64_t> row_major_strides(const Shape& shape);
 // "[1, 3, 224, 224]"
@@ -25,7 +29,8 @@ std::string shape_str(const Shape& shape);
 class Tensor {
  public:
   Tensor() = default;
-  // Zero-filled tensor.
+  // Zero-filled tensor. Throws kora::Error for a negative dimension or a size beyond
+  // kMaxTensorBytes or the machine's memory (never std::bad_alloc from a nonsense shape).
   Tensor(DType dtype, Shape shape);
   // Tensor holding a copy of `bytes` (its size must match dtype and shape).
   Tensor(DType dtype, Shape shape, const void* bytes, size_t size);

@@ -1,9 +1,13 @@
 // Tensor storage and element conversion (including float16 and bfloat16 to and from
-// float), used by the importer and the constant folder.
+// float), used by the importer and the constant folder. A tensor is never allocated from
+// a nonsense shape: negative, beyond 2^40 bytes or beyond the machine's memory is an Error.
 #include "kora/tensor.h"
+
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "kora/error.h"
 
@@ -56,6 +60,14 @@ float bf16_to_float(uint16_t b) {
   return f;
 }
 
+// Truncates toward zero; NaN and values beyond int64 give INT64_MIN, as x86's conversion
+// instruction (and so onnxruntime's Cast there) does, without C++'s undefined behavior.
+int64_t truncate_to_int64(double v) {
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+    return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(std::trunc(v));
+}
+
 template <typename T>
 T load(const std::byte* p, int64_t i) {
   T v;
@@ -76,6 +88,19 @@ int64_t numel(const Shape& shape) {
   return n;
 }
 
+int64_t checked_nbytes(DType dtype, const Shape& shape) {
+  for (int64_t d : shape)
+    if (d < 0) return -1;
+  for (int64_t d : shape)
+    if (d == 0) return 0;
+  int64_t bytes = static_cast<int64_t>(dtype_size(dtype));
+  for (int64_t d : shape) {
+    if (bytes > kMaxTensorBytes / d) return -1;
+    bytes *= d;
+  }
+  return bytes;
+}
+
 std::vector<int64_t> row_major_strides(const Shape& shape) {
   std::vector<int64_t> strides(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
@@ -88,11 +113,30 @@ std::string shape_str(const Shape& shape) {
   return s + "]";
 }
 
+namespace {
+
+// The bytes of a tensor about to be allocated; an Error for a nonsense shape or one
+// larger than this machine's memory.
+size_t allocation_bytes(DType dtype, const Shape& shape) {
+  const int64_t bytes = checked_nbytes(dtype, shape);
+  if (bytes < 0)
+    throw Error(std::string("a tensor of ") + dtype_name(dtype) + " " + shape_str(shape) +
+                " has a negative dimension or more than 2^40 bytes");
+  static const int64_t memory = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                                static_cast<int64_t>(::sysconf(_SC_PAGESIZE));
+  if (memory > 0 && bytes > memory)
+    throw Error(std::string("a tensor of ") + dtype_name(dtype) + " " + shape_str(shape) +
+                " needs " + std::to_string(bytes) + " bytes, more than this machine's memory (" +
+                std::to_string(memory) + " bytes)");
+  return static_cast<size_t>(bytes);
+}
+
+}  // namespace
+
 Tensor::Tensor(DType dtype, Shape shape)
     : dtype_(dtype),
       shape_(std::move(shape)),
-      bytes_(std::make_shared<std::vector<std::byte>>(static_cast<size_t>(kora::numel(shape_)) *
-                                                      dtype_size(dtype))) {}
+      bytes_(std::make_shared<std::vector<std::byte>>(allocation_bytes(dtype, shape_))) {}
 
 Tensor::Tensor(DType dtype, Shape shape, const void* bytes, size_t size)
     : Tensor(dtype, std::move(shape)) {
@@ -136,7 +180,7 @@ int64_t Tensor::int64_at(int64_t i) const {
     case DType::kBool:
       return load<uint8_t>(p, i) != 0;
     default:
-      return static_cast<int64_t>(double_at(i));
+      return truncate_to_int64(double_at(i));
   }
 }
 
@@ -195,10 +239,10 @@ void set_element(Tensor& t, int64_t i, double v) {
       // Values in [2^63, 2^64) do not fit int64; negative ones wrap as in C.
       if (v >= 9223372036854775808.0 && v < 18446744073709551616.0)
         return store<uint64_t>(p, i, static_cast<uint64_t>(v));
-      return set_element_int(t, i, static_cast<int64_t>(std::trunc(v)));
+      return set_element_int(t, i, truncate_to_int64(v));
     default:
       // Float to integer conversion truncates toward zero, as ONNX Cast does.
-      return set_element_int(t, i, static_cast<int64_t>(std::trunc(v)));
+      return set_element_int(t, i, truncate_to_int64(v));
   }
 }
 

@@ -21,11 +21,16 @@ namespace {
 namespace fs = std::filesystem;
 
 // argv: model, directory, threads. The directory holds in_<i>.npy and inputs.txt (one
-// name per line); the program writes out_<i>.npy and outputs.txt.
+// name per line); the program writes out_<i>.npy and outputs.txt. Exit status 3: numpy or
+// onnxruntime cannot be imported.
 constexpr const char* kProgram = R"(
 import sys, os
-import numpy as np
-import onnxruntime as ort
+try:
+    import numpy as np
+    import onnxruntime as ort
+except ImportError as e:
+    sys.stderr.write("%s\n" % e)
+    sys.exit(3)
 model, d, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
 names = open(os.path.join(d, "inputs.txt")).read().split("\n")[:-1]
 feeds = {n: np.load(os.path.join(d, "in_%d.npy" % i)) for i, n in enumerate(names)}
@@ -78,6 +83,9 @@ std::map<std::string, Tensor> run_onnxruntime(const std::string& model,
                               quote((dir / "stderr.txt").string());
   const int status = std::system(command.c_str());
   if (status != 0) {
+    // 3: the program could not import onnxruntime; 127: the shell found no python.
+    const bool missing =
+        WIFEXITED(status) && (WEXITSTATUS(status) == 3 || WEXITSTATUS(status) == 127);
     std::ifstream err(dir / "stderr.txt");
     std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
     const size_t last = text.find_last_not_of("\n");
@@ -86,8 +94,9 @@ std::map<std::string, Tensor> run_onnxruntime(const std::string& model,
     throw Error("onnxruntime could not run '" + model + "': " +
                 (text.empty() ? "exit status " + std::to_string(WEXITSTATUS(status))
                               : text.substr(line == std::string::npos ? 0 : line + 1)) +
-                " (needs python3 with the onnxruntime package; set KORA_PYTHON to choose "
-                "the interpreter)");
+                (missing ? " (needs python3 with the onnxruntime package; set KORA_PYTHON to "
+                           "choose the interpreter)"
+                         : ""));
   }
   std::map<std::string, Tensor> outputs;
   std::ifstream names(dir / "outputs.txt");

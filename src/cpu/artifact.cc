@@ -1,6 +1,7 @@
 // The CPU target's artifact backend (src/cpu/artifact.h): per chosen kernel an
 // implementation (the database's fastest working schedule that can be built now), the
-// generated sources compiled into a few shared libraries in parallel, and the blocked
+// generated sources compiled into a few shared libraries in parallel (each kernel with
+// the text of its arguments, SYMBOL_io, for the runtime's check), and the blocked
 // layouts kept between oneDNN convolutions. The shared emitter (src/emit/) does the rest.
 #include "cpu/artifact.h"
 
@@ -18,11 +19,22 @@
 #include "emit/artifact_backend.h"
 #include "kora/error.h"
 #include "kora/profile_db.h"
+#include "runtime/manifest.h"
 
 namespace kora {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The kernel's source and, after it, SYMBOL_io: its arguments' dtypes and shapes
+// (kernel_io_text), which the runtime checks against the manifest before calling it.
+std::string with_io_text(const PrimGraph& graph, const GeneratedKernel& k) {
+  std::vector<ValueInfo> reads, writes;
+  for (const std::string& t : k.reads) reads.push_back(graph.value(t));
+  for (const std::string& t : k.writes) writes.push_back(graph.value(t));
+  return k.source + "extern \"C\" const char " + k.symbol + "_io[] = \"" +
+         kernel_io_text(reads, writes) + "\";\n";
+}
 
 // The implementation of kernel `k`: the first working record of the database that can
 // be built now, else oneDNN, generated code's default schedule, the interpreter.
@@ -54,7 +66,7 @@ void choose_implementation(const PrimGraph& graph, const KernelDag& dag, const P
         if (!cpu_codegen_supports(graph, dag, c)) continue;
         const CpuSchedule schedule =
             s == "default" ? CpuSchedule{} : CpuSchedule::from_key(s.substr(4));
-        e.source = generate_cpu_kernel(graph, dag, c, symbol, schedule).source;
+        e.source = with_io_text(graph, generate_cpu_kernel(graph, dag, c, symbol, schedule));
         e.kernel.impl = "generated";
         e.kernel.symbol = symbol;
         e.kernel.schedule = "gen:" + schedule.key();

@@ -2,8 +2,11 @@
 // profile what the database lacks and orchestrate at the database's costs for the target's
 // device (both at once where the target has lower bounds: measure on demand), check the
 // plan on the clock, emit with the target. Each stage reports one progress line; the summary
-// collects what each did.
+// collects what each did. A graph with a zero-sized tensor or one larger than the
+// machine's memory is refused first, naming the tensor.
 #include "kora/compile.h"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -66,6 +69,27 @@ void note_plan(const PrimGraph& graph, const OrchestrationResult& plan, const Ta
 
 }  // namespace
 
+void check_compilable(const PrimGraph& graph) {
+  const int64_t memory = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                         static_cast<int64_t>(::sysconf(_SC_PAGESIZE));
+  auto check = [&](const std::string& name) {
+    const ValueInfo& v = graph.value(name);
+    const int64_t bytes = checked_nbytes(v.dtype, v.shape);
+    const std::string what =
+        "tensor '" + name + "' (" + dtype_name(v.dtype) + " " + shape_str(v.shape) + ")";
+    if (bytes == 0)
+      throw Error(what +
+                  " has no elements: kora does not compile zero-sized tensors (set a "
+                  "symbolic dimension with --dim NAME=VALUE)");
+    if (bytes < 0 || (memory > 0 && bytes > memory))
+      throw Error(what + " is larger than this machine's memory (" + std::to_string(memory) +
+                  " bytes)");
+  };
+  for (const std::string& in : graph.inputs) check(in);
+  for (const Primitive& p : graph.prims)
+    for (const std::string& out : p.outputs) check(out);
+}
+
 PrimGraph import_model(const std::string& path, const ImportOptions& options) {
   FissionOptions f;
   f.trace = options.trace;
@@ -74,6 +98,7 @@ PrimGraph import_model(const std::string& path, const ImportOptions& options) {
 
 ProfileReport profile_for(const PrimGraph& graph, Target& target, ProfileDb& db,
                           const CompileOptions& options, const std::set<uint64_t>* only) {
+  check_compilable(graph);
   TargetProfileOptions p;
   p.candidates = options.orchestration.candidates;
   p.partition = options.orchestration.partition;
@@ -108,6 +133,7 @@ OrchestrationResult orchestrate_for(const PrimGraph& graph, Target& target, Cost
 CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::string& dir,
                          const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  check_compilable(graph);
   CompiledArtifact out;
   out.dir = dir;
   CompileSummary& s = out.summary;
@@ -152,7 +178,7 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
     s.profile.seconds = s.profile_seconds = s.on_demand.profile_seconds;
   } else {
     costs = target_costs(target, db, &s.device);
-    s.describe = target.describe();
+    s.describe = target.describe();  // after target.device(): the CUDA arch is known
     progress_line(options, "target " + s.describe + ", costs of " + s.device);
     plan = orchestrate_for(graph, target, *costs, options);
   }
@@ -208,6 +234,7 @@ CompiledArtifact compile(const std::string& model_path, Target& target, const st
                          const CompileOptions& options, const ImportOptions& import) {
   const auto start = std::chrono::steady_clock::now();
   const PrimGraph graph = import_model(model_path, import);
+  check_compilable(graph);
   const double import_seconds = seconds_since(start);
   CompileOptions o = options;
   o.model_path = model_path;

@@ -33,6 +33,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_ptr<ProfileDb> db,
                            const CompileOptions& options, OnDemandReport& report) {
+  check_compilable(graph);
   const std::string device = target.device(*db);
   std::unique_ptr<CostModel> probe = target.lower_bound(*db, device);
   if (!probe)

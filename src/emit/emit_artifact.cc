@@ -5,7 +5,9 @@
 //                   arena offset, output), inputs and outputs, strategy, predicted cost;
 //   the target's kernel files (kernels_N.so on the CPU, kernels_N.cubin on CUDA);
 //   weights.bin     every constant a kernel reads, 64-byte aligned (its FNV checksum in
-//                   the manifest).
+//                   the manifest);
+// and in the manifest each file's size and SHA-256, which the runtime checks before
+// loading it.
 // The backend chooses each kernel's implementation and compiles the generated ones;
 // here, in order: implement, compile, place the tensors (intermediates share one arena,
 // each live from the kernel writing it to its last reader, placed by
@@ -26,6 +28,7 @@
 #include "emit/memory_plan.h"
 #include "kora/error.h"
 #include "runtime/manifest.h"
+#include "runtime/sha256.h"
 
 namespace kora {
 namespace {
@@ -141,6 +144,7 @@ void write_weights(const PrimGraph& graph, const std::vector<std::string>& const
   }
   m.weights_bytes = weights_bytes;
   m.weights_checksum = weights_checksum(weights.data(), weights.size());
+  m.files[m.weights_file] = {weights_bytes, sha256_hex(weights.data(), weights.size())};
   std::ofstream out(tmp / m.weights_file, std::ios::binary);
   out.write(weights.data(), static_cast<std::streamsize>(weights.size()));
   if (!out.flush()) throw Error("cannot write '" + (tmp / m.weights_file).string() + "'");
@@ -232,6 +236,9 @@ ArtifactSummary write_artifact_with(const PrimGraph& graph, const OrchestrationR
       backend.finish(graph, emitted[i], static_cast<int>(i), summary);
       m.kernels.push_back(std::move(emitted[i].kernel));
     }
+    for (const std::string& lib : m.libraries)
+      m.files[lib] = {static_cast<int64_t>(fs::file_size(tmp / lib)),
+                      sha256_file_hex((tmp / lib).string())};
     write_manifest(m, tmp);
     move_artifact_into_place(tmp.string(), dir.string());
     summary.write_seconds = seconds_since(stage);

@@ -176,7 +176,7 @@ const std::map<std::string, Folder>& folders() {
            if (!c.has(i)) continue;
            const Tensor& in = *c.constant(i);
            const int64_t row = outer ? in.numel() / outer : 0;
-           for (int64_t o = 0; o < outer; ++o)
+           for (int64_t o = 0; o < outer && row > 0; ++o)
              std::memcpy(t.mutable_bytes() + (o * out_row + col) * es, in.bytes() + o * row * es,
                          static_cast<size_t>(row) * es);
            col += row;

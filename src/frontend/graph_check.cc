@@ -2,7 +2,7 @@
 // constants already in graph.values. Out: nodes in a topological order (stable: file
 // order wherever the file was already ordered), or an error naming what is wrong: an
 // output produced twice (or also a graph input or initializer), an input nobody produces,
-// a graph output nobody produces, a cycle (naming up to five of its nodes).
+// a graph output nobody produces or one listed twice, a cycle (naming up to five of its nodes).
 #include "frontend/graph_check.h"
 
 #include <queue>
@@ -40,9 +40,14 @@ void sort_and_check(Graph& g) {
       consumers[it->second].push_back(i);
     }
   }
-  for (const std::string& out : g.outputs)
+  std::unordered_map<std::string, int> listed;
+  for (const std::string& out : g.outputs) {
     if (!producer.count(out) && !g.values.count(out))
       throw Error("graph output '" + out + "' is not produced by any node");
+    if (++listed[out] == 2)
+      throw Error("graph output '" + out +
+                  "' is listed twice among the graph's outputs (kora names each output once)");
+  }
 
   // Kahn's algorithm; the min-heap keeps file order among ready nodes.
   std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;

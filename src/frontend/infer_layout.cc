@@ -11,6 +11,10 @@
 namespace kora {
 namespace {
 
+// No valid dimension or element count exceeds this (shape_inference.cc checks every
+// result against it); products and sums past it are refused before they can overflow.
+constexpr int64_t kHuge = int64_t{1} << 40;
+
 std::vector<ValueInfo> reshape(const InferContext& c) {
   const Shape& x = c.shape(0);
   std::vector<int64_t> spec = c.ints(1, "shape");
@@ -29,6 +33,7 @@ std::vector<ValueInfo> reshape(const InferContext& c) {
       continue;
     }
     if (d < 0) c.fail("shape " + shape_str(spec) + " has a negative dimension");
+    if (d > 0 && known > kHuge / d) c.fail("shape " + shape_str(spec) + " is absurdly large");
     out[i] = d;
     known *= d;
   }
@@ -190,6 +195,7 @@ std::vector<ValueInfo> tile(const InferContext& c) {
   if (repeats.size() != out.size()) c.fail("repeats must have one entry per input dim");
   for (size_t i = 0; i < out.size(); ++i) {
     if (repeats[i] < 0) c.fail("negative repeat");
+    if (repeats[i] > 0 && out[i] > kHuge / repeats[i]) c.fail("repeats make an absurd shape");
     out[i] *= repeats[i];
   }
   return {ValueInfo{c.dtype(0), out}};
@@ -212,8 +218,10 @@ std::vector<ValueInfo> pad(const InferContext& c) {
 }
 
 // Output size of a resize by `scale`: floor(size * scale), as ONNX specifies.
+// Beyond kHuge: kHuge + 1, which the shape check refuses (no double-to-int overflow).
 int64_t scaled(double size, double scale) {
-  return static_cast<int64_t>(std::floor(size * scale + 1e-9));
+  const double v = std::floor(size * scale + 1e-9);
+  return v < static_cast<double>(kHuge) ? static_cast<int64_t>(v) : kHuge + 1;
 }
 
 std::vector<ValueInfo> resize(const InferContext& c) {
@@ -343,6 +351,8 @@ PadAmounts resolve_pads(const InferContext& c) {
   if (pads.size() != 2 * k)
     c.fail("pads has " + std::to_string(pads.size()) + " entries, needs " + std::to_string(2 * k));
   PadAmounts p{std::vector<int64_t>(r, 0), std::vector<int64_t>(r, 0)};
+  for (int64_t v : pads)
+    if (v > kHuge || v < -kHuge) c.fail("pad " + std::to_string(v) + " is absurdly large");
   for (size_t i = 0; i < k; ++i) {
     p.begin[axes[i]] = pads[i];
     p.end[axes[i]] = pads[i + k];

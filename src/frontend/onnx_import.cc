@@ -215,6 +215,8 @@ Graph import_onnx(const std::string& path, const ImportOptions& options) {
   }
   for (const auto& vi : gp.input()) {
     if (g.constants.count(vi.name())) continue;  // an initializer listed as input (IR < 4)
+    if (g.values.count(vi.name()))
+      throw Error("graph input '" + vi.name() + "' is listed twice among the graph's inputs");
     ValueInfo info = input_value_info(vi, options);
     auto bound = options.constant_inputs.find(vi.name());
     if (bound != options.constant_inputs.end()) {

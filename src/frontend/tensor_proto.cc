@@ -1,5 +1,8 @@
 // Decodes ONNX tensors. In: a TensorProto (raw bytes, typed repeated fields, or an
-// external-data reference) and the model directory. Out: a dense kora::Tensor.
+// external-data reference) and the model directory. Out: a dense kora::Tensor. Every
+// size is checked against the data actually present (bytes, values, the external file's
+// size) before the tensor is allocated; external data must resolve, symlinks followed,
+// inside the model's directory (as onnxruntime requires).
 #include "frontend/tensor_proto.h"
 
 #include <onnx/onnx_pb.h>
@@ -14,6 +17,7 @@ namespace kora {
 namespace {
 
 constexpr int64_t kMaxElements = int64_t{1} << 40;
+constexpr int64_t kMaxSparseDenseBytes = int64_t{1} << 31;
 
 Shape dims_of(const google::protobuf::RepeatedField<int64_t>& dims, const std::string& what) {
   Shape shape(dims.begin(), dims.end());
@@ -27,41 +31,86 @@ Shape dims_of(const google::protobuf::RepeatedField<int64_t>& dims, const std::s
   return shape;
 }
 
+// Whether `file` lies strictly inside directory `base` (both canonical).
+bool inside(const std::filesystem::path& base, const std::filesystem::path& file) {
+  const std::filesystem::path rel = file.lexically_relative(base);
+  return !rel.empty() && rel != "." && *rel.begin() != "..";
+}
+
+// The `expected` bytes an external-data reference points at. The file must resolve (its
+// real path, symlinks followed) inside the model's directory, be a regular file, and hold
+// offset..offset+length; everything is checked before anything is read or allocated.
 std::string read_external(const onnx::TensorProto& p, const std::string& model_dir,
-                          const std::string& what) {
+                          const std::string& what, int64_t expected) {
+  namespace fs = std::filesystem;
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : p.external_data()) {
     try {
+      size_t used = 0;
       if (kv.key() == "location")
         location = kv.value();
       else if (kv.key() == "offset")
-        offset = std::stoll(kv.value());
+        offset = std::stoll(kv.value(), &used);
       else if (kv.key() == "length")
-        length = std::stoll(kv.value());
+        length = std::stoll(kv.value(), &used);
+      if (used && used != kv.value().size()) throw std::invalid_argument(kv.value());
     } catch (const std::exception&) {
       throw Error(what + ": external data " + kv.key() + " '" + kv.value() + "' is not a number");
     }
   }
   if (location.empty()) throw Error(what + ": external data without a 'location'");
-  std::filesystem::path rel(location);
+  if (offset < 0 || length < -1)
+    throw Error(what + ": external data offset " + std::to_string(offset) + " or length " +
+                std::to_string(length) + " is negative");
+  const fs::path rel(location);
   if (rel.is_absolute() || rel.lexically_normal().string().rfind("..", 0) == 0)
     throw Error(what + ": external data location '" + location +
                 "' must be a relative path inside the model's directory");
-  std::filesystem::path file = std::filesystem::path(model_dir) / rel;
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(what + ": external data file '" + file.string() + "' not found");
-  in.seekg(0, std::ios::end);
-  const int64_t size = in.tellg();
-  if (length < 0) length = size - offset;
-  if (offset < 0 || offset + length > size)
+  std::error_code ec;
+  const fs::path base = fs::weakly_canonical(model_dir.empty() ? "." : model_dir, ec);
+  const fs::path file = ec ? fs::path() : fs::weakly_canonical(base / rel, ec);
+  if (ec || !inside(base, file))
+    throw Error(what + ": external data file '" + location + "' escapes the model directory '" +
+                base.string() + "'" + (ec ? "" : " (it resolves to '" + file.string() + "')"));
+  if (!fs::exists(file, ec))
+    throw Error(what + ": external data file '" + file.string() + "' not found");
+  if (!fs::is_regular_file(file, ec))
+    throw Error(what + ": external data file '" + file.string() + "' is not a regular file");
+  const auto file_size = fs::file_size(file, ec);
+  if (ec) throw Error(what + ": cannot read external data file '" + file.string() + "'");
+  const int64_t size = static_cast<int64_t>(file_size);
+  if (offset > size || (length >= 0 && length > size - offset))
     throw Error(what + ": external data file '" + file.string() + "' has " + std::to_string(size) +
-                " bytes, the tensor needs bytes " + std::to_string(offset) + ".." +
-                std::to_string(offset + length));
+                " bytes, the tensor needs " + (length >= 0 ? std::to_string(length) : "the") +
+                " bytes from offset " + std::to_string(offset));
+  if (length < 0) length = size - offset;
+  if (length != expected)
+    throw Error(what + ": external data holds " + std::to_string(length) + " bytes, the tensor " +
+                "needs " + std::to_string(expected));
+  std::ifstream in(file, std::ios::binary);
   std::string bytes(static_cast<size_t>(length), '\0');
   in.seekg(offset);
-  in.read(bytes.data(), length);
+  if (!in || !in.read(bytes.data(), length))
+    throw Error(what + ": cannot read external data file '" + file.string() + "'");
   return bytes;
+}
+
+// The number of values the tensor's typed field holds (a dtype without one: -1).
+int64_t typed_count(const onnx::TensorProto& p, DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return p.float_data_size();
+    case DType::kFloat64:
+      return p.double_data_size();
+    case DType::kInt64:
+      return p.int64_data_size();
+    case DType::kUInt32:
+    case DType::kUInt64:
+      return p.uint64_data_size();
+    default:
+      return p.int32_data_size();
+  }
 }
 
 template <typename Field>
@@ -85,17 +134,25 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& model_di
   if (!dtype)
     throw Error(what + ": element type " + onnx_dtype_name(p.data_type()) + " is not supported");
   Shape shape = dims_of(p.dims(), what);
-  Tensor t(*dtype, shape);
+  const int64_t nbytes = checked_nbytes(*dtype, shape);
+  if (nbytes < 0) throw Error(what + ": shape " + shape_str(shape) + " is absurdly large");
+  // Sizes are checked against the data present before the tensor is allocated.
   const bool external = p.data_location() == onnx::TensorProto::EXTERNAL;
   if (external || p.has_raw_data()) {
-    std::string raw = external ? read_external(p, model_dir, what) : p.raw_data();
-    if (raw.size() != t.nbytes())
+    const std::string external_bytes = external ? read_external(p, model_dir, what, nbytes) : "";
+    const std::string& raw = external ? external_bytes : p.raw_data();
+    if (static_cast<int64_t>(raw.size()) != nbytes)
       throw Error(what + ": " + std::to_string(raw.size()) + " bytes of data for " +
                   dtype_name(*dtype) + " " + shape_str(shape) + " (needs " +
-                  std::to_string(t.nbytes()) + ")");
+                  std::to_string(nbytes) + ")");
+    Tensor t(*dtype, shape);
     if (!raw.empty()) std::memcpy(t.mutable_bytes(), raw.data(), raw.size());
     return t;
   }
+  if (typed_count(p, *dtype) != numel(shape))
+    throw Error(what + ": has " + std::to_string(typed_count(p, *dtype)) + " values for shape " +
+                shape_str(shape));
+  Tensor t(*dtype, shape);
   switch (*dtype) {
     case DType::kFloat32:
       fill_from_field(t, p.float_data(), what);
@@ -134,6 +191,11 @@ Tensor tensor_from_sparse_proto(const onnx::SparseTensorProto& p, const std::str
   Tensor values = tensor_from_proto(p.values(), model_dir, what + " (values)");
   Tensor indices = tensor_from_proto(p.indices(), model_dir, what + " (indices)");
   Shape shape = dims_of(p.dims(), what);
+  // A sparse tensor's size is not backed by data in the file: bounded by ONNX's 2 GB.
+  const int64_t dense_bytes = checked_nbytes(values.dtype(), shape);
+  if (dense_bytes < 0 || dense_bytes > kMaxSparseDenseBytes)
+    throw Error(what + ": sparse tensor of shape " + shape_str(shape) +
+                " would densify to more than 2 GiB");
   Tensor dense(values.dtype(), shape);
   const int64_t nnz = values.numel(), total = dense.numel();
   const size_t esize = dtype_size(values.dtype());

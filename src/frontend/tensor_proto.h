@@ -1,6 +1,7 @@
 // ONNX TensorProto / SparseTensorProto -> kora::Tensor: raw_data and every typed field,
-// external-data files resolved against the model's directory (confined to it: an absolute
-// location or one leading out of it is an error), sparse tensors densified.
+// external-data files resolved against the model's directory (confined to it by real path,
+// symlinks followed: an absolute location or one leading out of it is an error), sparse
+// tensors densified (at most 2 GiB). Sizes are checked against the data before allocating.
 #pragma once
 
 #include <string>

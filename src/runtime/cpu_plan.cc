@@ -1,5 +1,8 @@
 // The CPU target's plan (src/runtime/cpu_plan.h): manifest, kernel libraries and weights in;
 // each kernel bound to the memory of its tensors out, called in the plan's order per run.
+// Each library's size and SHA-256 are checked before it is loaded; each generated kernel's
+// arguments (its SYMBOL_io text) and each library kernel's graph must be the dtypes and
+// shapes the manifest gives its tensors, so a kernel never writes past a buffer.
 #include "runtime/cpu_plan.h"
 
 #include <omp.h>
@@ -84,6 +87,18 @@ void bind_library_kernel(const ManifestKernel& k, const std::string& where,
   step.input_slots = std::move(slots);
 }
 
+// A generated kernel's arguments, as compiled into its library, against the manifest's.
+void check_generated_io(const Manifest& m, const ManifestKernel& k, const std::string& where,
+                        const char* compiled) {
+  std::vector<ValueInfo> reads, writes;
+  for (const std::string& t : k.reads) reads.push_back(m.tensors.at(t).info);
+  for (const std::string& t : k.writes) writes.push_back(m.tensors.at(t).info);
+  const std::string listed = kernel_io_text(reads, writes);
+  if (listed != compiled)
+    throw Error(where + " (" + k.symbol + "): its arguments are " + compiled +
+                ", not what the manifest stores: " + listed);
+}
+
 }  // namespace
 
 struct CpuPlan::Impl {
@@ -101,9 +116,11 @@ CpuPlan::CpuPlan(const Manifest& m, const std::string& dir, std::byte* weights, 
   s.threads = threads;
   if (threads > 0) omp_set_num_threads(threads);
   s.arena = aligned_bytes(m.arena_bytes);
-  for (const std::string& lib : m.libraries)
+  for (const std::string& lib : m.libraries) {
+    verify_artifact_file(m, dir, lib);
     s.libraries.push_back(
         std::make_shared<SharedLibrary>(fs::absolute(fs::path(dir) / lib).string()));
+  }
   std::map<std::string, int> input_index, output_index;
   for (const std::string& name : m.inputs) input_index.emplace(name, input_index.size());
   for (const std::string& name : m.outputs) output_index.emplace(name, output_index.size());
@@ -151,13 +168,24 @@ CpuPlan::CpuPlan(const Manifest& m, const std::string& dir, std::byte* weights, 
     }
     for (const std::string& t : k.writes) step.out.push_back(address(t));
     const TensorLayouts layouts = kernel_layouts(m, k, index);
-    if (k.impl == "generated")
-      step.fn = reinterpret_cast<KernelFn>(s.libraries.at(k.library)->symbol(k.symbol));
-    else
-      bind_library_kernel(k,
-                          "artifact manifest '" + (fs::path(dir) / "manifest.json").string() +
-                              "', kernel " + std::to_string(index),
-                          constant, layouts, step);
+    const std::string where = "artifact manifest '" + (fs::path(dir) / "manifest.json").string() +
+                              "', kernel " + std::to_string(index);
+    if (k.impl == "generated") {
+      const SharedLibrary& lib = *s.libraries.at(k.library);
+      step.fn = reinterpret_cast<KernelFn>(lib.symbol(k.symbol));
+      check_generated_io(m, k, where, static_cast<const char*>(lib.symbol(k.symbol + "_io")));
+    } else {
+      bind_library_kernel(k, where, constant, layouts, step);
+      for (const auto* list : {&k.reads, &k.writes})
+        for (const std::string& t : *list)
+          if (step.graph->value(t).dtype != m.tensors.at(t).info.dtype ||
+              step.graph->value(t).shape != m.tensors.at(t).info.shape)
+            throw Error(where + ": its graph takes '" + t + "' as " +
+                        dtype_name(step.graph->value(t).dtype) + " " +
+                        shape_str(step.graph->value(t).shape) + ", not what the manifest stores: " +
+                        dtype_name(m.tensors.at(t).info.dtype) + " " +
+                        shape_str(m.tensors.at(t).info.shape));
+    }
     s.steps.push_back(std::move(step));
   }
 }

@@ -107,8 +107,12 @@ CudaPlan::CudaPlan(const Manifest& m, const std::string& dir, const void* weight
   if (s.device->arch() != m.arch)
     throw Error("the artifact '" + dir + "' is compiled for " + m.arch + ", but " +
                 s.device->name() + " is " + s.device->arch() + " (compile it again on this GPU)");
-  for (const std::string& cubin : m.libraries)
-    s.modules.push_back(s.device->load(read_file((std::filesystem::path(dir) / cubin).string())));
+  for (const std::string& cubin : m.libraries) {
+    const std::string path = (std::filesystem::path(dir) / cubin).string();
+    const std::string image = read_file(path);
+    verify_artifact_bytes(m, path, cubin, image.data(), image.size());
+    s.modules.push_back(s.device->load(image));
+  }
 
   bool needs_blas = false, needs_dnn = false;
   for (const ManifestKernel& k : m.kernels) {

@@ -1,15 +1,20 @@
 // manifest.json written and read (src/runtime/manifest.h). Every field read is checked
 // for presence and type; nlohmann's exceptions become kora::Error naming the manifest and
-// the field, so a corrupt file reads as a clear error.
+// the field, so a corrupt file reads as a clear error. Then the plan is checked as a
+// whole (check_plan) and, at load, each file against its recorded size and SHA-256.
 #include "runtime/manifest.h"
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "cuda/kernel_spec.h"
 #include "kora/error.h"
 #include "runtime/prim_json.h"
+#include "runtime/sha256.h"
 
 namespace kora {
 namespace {
@@ -82,6 +87,65 @@ class Reader {
  private:
   std::string source_;
 };
+
+// The plan as a whole: graph inputs and outputs each listed once and stored as such,
+// every arena or output tensor a kernel reads written by an earlier kernel, every graph
+// output written by a kernel (or an input or constant passed through), and no two arena
+// tensors sharing bytes while both are live (from the first write to the last use).
+void check_plan(const Manifest& m, const Reader& r) {
+  std::set<std::string> seen;
+  for (const std::string& in : m.inputs)
+    if (!seen.insert(in).second) r.fail("input '" + in + "' is listed twice");
+  std::set<std::string> outputs;
+  for (const std::string& out : m.outputs)
+    if (!outputs.insert(out).second) r.fail("output '" + out + "' is listed twice");
+  for (const auto& [name, t] : m.tensors)
+    if (t.storage == Storage::kOutput && !outputs.count(name))
+      r.fail("tensor '" + name + "' has storage \"output\" but is not a graph output");
+  std::set<std::string> written;
+  std::map<std::string, std::pair<int, int>> live;  // arena tensor: [first, last] kernel
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    const ManifestKernel& k = m.kernels[i];
+    const int step = static_cast<int>(i);
+    for (const std::string& t : k.reads) {
+      const Storage s = m.tensors.at(t).storage;
+      if ((s == Storage::kArena || s == Storage::kOutput) && !written.count(t))
+        r.fail("kernel " + std::to_string(i) + " reads '" + t +
+               "' before any kernel writes it (kernels out of order?)");
+      if (s == Storage::kArena) live[t].second = step;
+    }
+    if (k.writes.empty()) r.fail("kernel " + std::to_string(i) + " writes nothing");
+    for (const std::string& t : k.writes) {
+      if (m.tensors.at(t).storage != Storage::kArena) continue;
+      if (!live.count(t)) live[t] = {step, step};
+      live[t].second = step;
+    }
+    written.insert(k.writes.begin(), k.writes.end());
+  }
+  std::vector<std::pair<const std::string*, std::pair<int, int>>> arena(live.size());
+  std::transform(live.begin(), live.end(), arena.begin(), [](const auto& e) {
+    return std::pair{&e.first, e.second};
+  });
+  for (size_t a = 0; a < arena.size(); ++a)
+    for (size_t b = a + 1; b < arena.size(); ++b) {
+      const auto& [ta, la] = arena[a];
+      const auto& [tb, lb] = arena[b];
+      if (la.first > lb.second || lb.first > la.second) continue;  // never live together
+      const ManifestTensor& x = m.tensors.at(*ta);
+      const ManifestTensor& y = m.tensors.at(*tb);
+      if (x.bytes() > 0 && y.bytes() > 0 && x.offset < y.offset + y.bytes() &&
+          y.offset < x.offset + x.bytes())
+        r.fail("arena tensors '" + *ta + "' and '" + *tb +
+               "' share bytes while both are live (kernels out of order?)");
+    }
+  for (const std::string& out : m.outputs) {
+    const Storage s = m.tensors.at(out).storage;
+    if (s == Storage::kArena)
+      r.fail("output '" + out + "' is stored in the arena, not as an output");
+    if (s == Storage::kOutput && !written.count(out))
+      r.fail("output '" + out + "' is written by no kernel");
+  }
+}
 
 }  // namespace
 
@@ -165,6 +229,9 @@ std::string manifest_to_json(const Manifest& m) {
     kernels.push_back(std::move(e));
   }
   j["kernels"] = std::move(kernels);
+  json files = json::object();
+  for (const auto& [name, f] : m.files) files[name] = {{"bytes", f.bytes}, {"sha256", f.sha256}};
+  j["files"] = std::move(files);
   return j.dump(1);
 }
 
@@ -179,8 +246,8 @@ Manifest manifest_from_json(const std::string& text, const std::string& source) 
   if (!j.is_object() || !j.contains("format") || j["format"] != "kora-artifact")
     r.fail("not a kora artifact manifest (no \"format\": \"kora-artifact\")");
   const int64_t version = r.integer(j, "version", "manifest");
-  if (version < 1 || version > kManifestVersion)
-    r.fail("format version " + std::to_string(version) + ", this kora reads versions 1 to " +
+  if (version < kMinManifestVersion || version > kManifestVersion)
+    r.fail("format version " + std::to_string(version) + ", this kora reads version " +
            std::to_string(kManifestVersion) + " (compile the model again)");
   Manifest m;
   m.model = r.str(j, "model", "manifest");
@@ -189,7 +256,7 @@ Manifest manifest_from_json(const std::string& text, const std::string& source) 
     r.fail("target '" + m.target + "' is not supported by this runtime");
   if (m.target == "cuda") m.arch = r.str(j, "arch", "manifest");
   m.device = r.str(j, "device", "manifest");
-  m.threads = static_cast<int>(r.size(j, "threads", "manifest"));
+  m.threads = static_cast<int>(std::min<int64_t>(r.size(j, "threads", "manifest"), 1 << 16));
   m.strategy = r.str(j, "strategy", "manifest");
   m.predicted_ms = r.number(j, "predicted_ms", "manifest");
   m.proven_optimal = r.boolean(j, "proven_optimal", "manifest");
@@ -210,7 +277,9 @@ Manifest manifest_from_json(const std::string& text, const std::string& source) 
   } catch (const std::exception&) {
     r.fail("weights.checksum '" + checksum + "' is not 16 hex digits");
   }
+  if (m.weights_bytes > kMaxTensorBytes) r.fail("weights.bytes is absurdly large");
   m.arena_bytes = r.size(j, "arena_bytes", "manifest");
+  if (m.arena_bytes > kMaxTensorBytes) r.fail("arena_bytes is absurdly large");
   m.intermediate_bytes = r.size(j, "intermediate_bytes", "manifest");
   m.inputs = r.strings(j, "inputs", "manifest");
   m.outputs = r.strings(j, "outputs", "manifest");
@@ -226,6 +295,8 @@ Manifest manifest_from_json(const std::string& text, const std::string& source) 
     }
     for (int64_t d : t.info.shape)
       if (d < 0) r.fail(where + " has a negative dimension");
+    const int64_t bytes = checked_nbytes(t.info.dtype, t.info.shape);
+    if (bytes < 0) r.fail(where + " of shape " + shape_str(t.info.shape) + " is absurdly large");
     const std::string storage = r.str(e, "storage", where);
     bool known = false;
     for (Storage s : kStorages)
@@ -234,7 +305,7 @@ Manifest manifest_from_json(const std::string& text, const std::string& source) 
     if (t.storage == Storage::kConstant || t.storage == Storage::kArena) {
       t.offset = r.size(e, "offset", where);
       const int64_t limit = t.storage == Storage::kConstant ? m.weights_bytes : m.arena_bytes;
-      if (t.offset + t.bytes() > limit)
+      if (t.offset > limit || bytes > limit - t.offset)
         r.fail(where + " (" + std::to_string(t.bytes()) + " bytes at offset " +
                std::to_string(t.offset) + ") lies outside the " +
                (t.storage == Storage::kConstant ? "weights" : "arena") + " (" +
@@ -306,6 +377,23 @@ Manifest manifest_from_json(const std::string& text, const std::string& source) 
     }
     m.kernels.push_back(std::move(k));
   }
+
+  for (const auto& [name, f] : r.at(j, "files", "manifest").items()) {
+    const std::string where = "files." + name;
+    ManifestFile file;
+    file.bytes = r.size(f, "bytes", where);
+    file.sha256 = r.str(f, "sha256", where);
+    if (file.sha256.size() != 64 ||
+        file.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
+      r.fail(where + ".sha256 is not 64 lowercase hex digits");
+    m.files[name] = file;
+  }
+  for (const std::string& name : m.libraries)
+    if (!m.files.count(name)) r.fail("files has no size and SHA-256 of library '" + name + "'");
+  if (!m.files.count(m.weights_file) || m.files[m.weights_file].bytes != m.weights_bytes)
+    r.fail("files does not record the weights file '" + m.weights_file + "' of " +
+           std::to_string(m.weights_bytes) + " bytes");
+  check_plan(m, r);
   return m;
 }
 
@@ -322,6 +410,53 @@ PrimGraph kernel_graph_from_json(const std::string& graph_json, const std::strin
   } catch (const Error& e) {
     throw Error(where + ": " + e.what());
   }
+}
+
+void verify_artifact_bytes(const Manifest& m, const std::string& path, const std::string& name,
+                           const void* data, size_t bytes) {
+  auto it = m.files.find(name);
+  if (it == m.files.end())
+    throw Error("artifact file '" + path + "' has no size and SHA-256 in the manifest");
+  if (static_cast<int64_t>(bytes) != it->second.bytes)
+    throw Error("artifact file '" + path + "' has " + std::to_string(bytes) +
+                " bytes, the manifest says " + std::to_string(it->second.bytes) +
+                " (truncated or from another compile)");
+  if (sha256_hex(data, bytes) != it->second.sha256)
+    throw Error("artifact file '" + path +
+                "' is corrupt: its SHA-256 differs from the manifest's (modified or from "
+                "another compile)");
+}
+
+void verify_artifact_file(const Manifest& m, const std::string& dir, const std::string& name) {
+  const std::string path = (std::filesystem::path(dir) / name).string();
+  auto it = m.files.find(name);
+  if (it == m.files.end())
+    throw Error("artifact file '" + path + "' has no size and SHA-256 in the manifest");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw Error("artifact file '" + path + "' is missing (or not a regular file)");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw Error("cannot read artifact file '" + path + "'");
+  if (static_cast<int64_t>(size) != it->second.bytes)
+    throw Error("artifact file '" + path + "' has " + std::to_string(size) +
+                " bytes, the manifest says " + std::to_string(it->second.bytes) +
+                " (truncated or from another compile)");
+  if (sha256_file_hex(path) != it->second.sha256)
+    throw Error("artifact file '" + path +
+                "' is corrupt: its SHA-256 differs from the manifest's (modified or from "
+                "another compile)");
+}
+
+std::string kernel_io_text(const std::vector<ValueInfo>& reads,
+                           const std::vector<ValueInfo>& writes) {
+  std::string text;
+  for (const auto* list : {&reads, &writes}) {
+    if (list == &writes) text += " ->";
+    for (size_t i = 0; i < list->size(); ++i)
+      text += std::string(i ? ", " : " ") + dtype_name((*list)[i].dtype) + " " +
+              shape_str((*list)[i].shape);
+  }
+  return text.substr(1);
 }
 
 }  // namespace kora

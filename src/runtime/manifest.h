@@ -3,8 +3,11 @@
 // with the tensors it reads and writes; every tensor with its dtype, shape and storage
 // (a graph input, a constant in the weights file, a slot in the activation arena, or a
 // graph output buffer) and, for a blocked arena tensor, its layout; the kernel libraries; the
-// weights file's size and checksum. Parsing checks every field and names the bad one: a corrupt
-// manifest is an error, never a crash.
+// weights file's size and checksum; every file the runtime reads besides the manifest (the
+// weights, the kernel libraries) with its size and SHA-256. Parsing checks every field and
+// names the bad one, then the plan as a whole (sizes without overflow, offsets inside the
+// weights and the arena, every tensor a kernel reads written by an earlier kernel, every
+// output written): a corrupt manifest is an error, never a crash.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +25,10 @@ namespace kora {
 
 // 2: tensors may have a "layout" (a reader of version 1 would take them as plain).
 // 3: target "cuda" (arch; kernels of impl "cuda").
-constexpr int kManifestVersion = 3;
+// 4: "files": size and SHA-256 of the weights and each library (required); a generated CPU
+//    kernel's library defines SYMBOL_io, the text of kernel_io_text for its arguments.
+constexpr int kManifestVersion = 4;
+constexpr int kMinManifestVersion = 4;
 
 enum class Storage { kInput, kConstant, kArena, kOutput };
 const char* storage_name(Storage s);
@@ -57,6 +63,11 @@ struct ManifestKernel {
   CudaJobKernel cuda;
 };
 
+struct ManifestFile {
+  int64_t bytes = 0;
+  std::string sha256;  // 64 lowercase hex digits
+};
+
 struct Manifest {
   std::string model, target = "cpu", device, strategy;
   std::string arch;  // target cuda: the cubins' architecture ("sm_90")
@@ -72,6 +83,7 @@ struct Manifest {
   std::vector<std::string> inputs, outputs;
   std::map<std::string, ManifestTensor> tensors;  // every tensor a kernel or the graph names
   std::vector<ManifestKernel> kernels;            // execution order
+  std::map<std::string, ManifestFile> files;      // by file name: weights_file and libraries
 };
 
 std::string manifest_to_json(const Manifest& m);
@@ -80,6 +92,17 @@ Manifest manifest_from_json(const std::string& text, const std::string& source);
 // A library kernel's graph; `constant` gives the value of each constant it names.
 PrimGraph kernel_graph_from_json(const std::string& graph_json, const std::string& where,
                                  const std::function<Tensor(const std::string&)>& constant);
+
+// Checks that file `name` of the artifact in `dir` has the size and SHA-256 the manifest
+// records, before the runtime reads or loads it; throws kora::Error naming the file.
+void verify_artifact_file(const Manifest& m, const std::string& dir, const std::string& name);
+// Checks bytes already read (the weights) against the manifest's record of file `name`.
+void verify_artifact_bytes(const Manifest& m, const std::string& path, const std::string& name,
+                           const void* data, size_t bytes);
+// A generated kernel's arguments as text ("float32 [2, 3], float32 [3] -> float32 [2]"):
+// compiled into its library as SYMBOL_io, compared with the manifest's tensors at load.
+std::string kernel_io_text(const std::vector<ValueInfo>& reads,
+                           const std::vector<ValueInfo>& writes);
 
 // Checksum of the weights file: FNV-1a over 8-byte words (fast enough for 400 MB).
 uint64_t weights_checksum(const void* data, size_t bytes);

@@ -25,6 +25,9 @@ template <class... Ts>
 struct Overloaded : Ts... {
   using Ts::operator()...;
 };
+// For clang before 17, which deduces no aggregate's template arguments (the fuzz build).
+template <typename... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
 
 // ---- Text helpers: base64, UTF-8 -------------------------------------------------------
 

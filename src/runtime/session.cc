@@ -1,6 +1,7 @@
 // The runtime session (include/kora/runtime.h): an artifact directory in; its plan ready to
-// run out. Loading, in named steps: the manifest (every field checked), the weights (size
-// and checksum checked), the graph's inputs and outputs, the target's plan
+// run out. Loading, in named steps: the manifest (every field and the plan checked), the
+// weights (size, SHA-256 and checksum checked before use), the thread count (clamped to
+// the machine's hardware threads), the graph's inputs and outputs, the target's plan
 // (src/runtime/plan.h: the CPU's or the GPU's) and the kernels' descriptions. A run binds
 // the inputs and calls the plan; outputs that no kernel writes (an input or a constant
 // passed through) are copied.
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "kora/error.h"
 #include "kora/runtime.h"
@@ -58,6 +60,8 @@ AlignedBytes read_weights(const fs::path& dir, const Manifest& m) {
   std::ifstream in(path, std::ios::binary);
   if (!in.read(reinterpret_cast<char*>(weights.get()), m.weights_bytes))
     throw Error("cannot read the weights file '" + path.string() + "'");
+  verify_artifact_bytes(m, path.string(), m.weights_file, weights.get(),
+                        static_cast<size_t>(m.weights_bytes));
   if (weights_checksum(weights.get(), static_cast<size_t>(m.weights_bytes)) != m.weights_checksum)
     throw Error("weights file '" + path.string() +
                 "' is corrupt: its checksum differs from the manifest's");
@@ -132,6 +136,8 @@ Session::Session(const std::string& artifact_dir, const SessionOptions& options)
   Impl& s = *impl_;
   s.manifest = read_manifest(artifact_dir);
   s.threads = options.threads > 0 ? options.threads : s.manifest.threads;
+  const int hardware = static_cast<int>(std::thread::hardware_concurrency());
+  if (hardware > 0 && s.threads > hardware) s.threads = hardware;
   s.weights = read_weights(artifact_dir, s.manifest);
   s.describe_io();
   s.plan = make_target_plan(s.manifest, artifact_dir, s.weights.get(), s.threads, s.output_values);

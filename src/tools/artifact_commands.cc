@@ -132,6 +132,13 @@ struct SessionArgs {
         ->check(CLI::PositiveNumber);
     cmd->add_option("--seed", seed, "seed of the random inputs (default 0)");
   }
+  // Says on stderr when --threads asked for more threads than the machine has.
+  void note_clamped(const Session& session) const {
+    if (threads > session.threads())
+      std::cerr << "kora: note: --threads " << threads << " is more than this machine's "
+                << session.threads() << " hardware threads; using " << session.threads()
+                << std::endl;
+  }
 };
 
 class RunCommand : public Command {
@@ -152,6 +159,7 @@ class RunCommand : public Command {
 
   int run(bool) override {
     Session session(args_.dir, SessionOptions{args_.threads});
+    args_.note_clamped(session);
     const std::map<std::string, Tensor> outputs =
         session.run(session_inputs(session, args_.inputs, args_.seed));
     write_outputs(session, outputs);
@@ -244,6 +252,7 @@ class CheckCommand : public Command {
 
   int run(bool) override {
     Session session(args_.dir, SessionOptions{args_.threads});
+    args_.note_clamped(session);
     const std::map<std::string, Tensor> feeds = session_inputs(session, args_.inputs, args_.seed);
     const std::map<std::string, Tensor> ours = session.run(feeds);
     const std::map<std::string, Tensor> reference =

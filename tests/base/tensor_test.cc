@@ -57,6 +57,35 @@ TEST(TensorTest, ZeroFilledAndByteConstructor) {
   EXPECT_THROW(Tensor(DType::kInt32, {4}, data, sizeof(data)), kora::Error);
 }
 
+TEST(TensorTest, NonsenseShapesAreErrorsNotAllocations) {
+  EXPECT_EQ(kora::checked_nbytes(DType::kFloat32, {2, 3}), 24);
+  EXPECT_EQ(kora::checked_nbytes(DType::kFloat32, {int64_t{1} << 62, 0}), 0);
+  EXPECT_EQ(kora::checked_nbytes(DType::kFloat32, {2, -3}), -1);
+  EXPECT_EQ(kora::checked_nbytes(DType::kInt64, {int64_t{1} << 31, int64_t{1} << 31}), -1);
+  EXPECT_EQ(kora::checked_nbytes(DType::kUInt8, {int64_t{1} << 40}), int64_t{1} << 40);
+  auto error = [](const kora::Shape& shape) {
+    try {
+      Tensor t(DType::kFloat32, shape);
+    } catch (const kora::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error({2, -3}), HasSubstr("[2, -3] has a negative dimension"));
+  EXPECT_THAT(error({int64_t{1} << 31, int64_t{1} << 31}), HasSubstr("more than 2^40 bytes"));
+  EXPECT_THAT(error({int64_t{1} << 37}), HasSubstr("more than this machine's memory"));
+}
+
+// Found by fuzzing (UBSan): NaN and out-of-range floats converted to integers.
+TEST(TensorTest, NanAndHugeFloatsToIntegersAreDefined) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor f = Tensor::from_double(DType::kFloat64, {4}, {nan, 1e300, -1e300, -7.9});
+  const int64_t min = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(f.to_int64(), (std::vector<int64_t>{min, min, min, -7}));
+  const Tensor i = Tensor::from_double(DType::kInt64, {3}, {nan, 1e300, -9223372036854775808.0});
+  EXPECT_EQ(i.to_int64(), (std::vector<int64_t>{min, min, min}));
+}
+
 TEST(TensorTest, Float16Encoding) {
   // Exactly representable values and their IEEE binary16 bit patterns.
   const std::vector<double> values = {
@@ -271,14 +300,11 @@ TEST(NpyTest, RejectsWhatItCannotRead) {
   kora_test::write_file(dir.file("be.npy"),
                         npy_file(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }",
                                  kora_test::bytes_of(floats)));
-  kora_test::write_file(dir.file("fortran.npy"),
-                        npy_file(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }",
-                                 kora_test::bytes_of(floats)));
   kora_test::write_file(dir.file("short.npy"),
                         npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
                                  kora_test::bytes_of(floats)));
   kora_test::write_file(dir.file("junk.npy"), "not an npy file at all");
-  for (const char* name : {"be.npy", "fortran.npy", "short.npy", "junk.npy", "missing.npy"}) {
+  for (const char* name : {"be.npy", "short.npy", "junk.npy", "missing.npy"}) {
     SCOPED_TRACE(name);
     try {
       kora::read_npy(dir.file(name));

@@ -227,7 +227,7 @@ class ArtifactTest(unittest.TestCase):
         wherever every user can take the layout, measured where the solver chose it."""
         def blocked(out):
             manifest = json.loads(read(os.path.join(out, "manifest.json")))
-            self.assertEqual(manifest["version"], 3)
+            self.assertEqual(manifest["version"], 4)
             layouts = {t["name"]: t["layout"] for t in manifest["tensors"] if "layout" in t}
             for name in layouts:  # only activations between kernels
                 self.assertNotIn(name, manifest["inputs"] + manifest["outputs"])

@@ -1,9 +1,14 @@
 // Tests that kora::import_onnx rejects bad or unsupported models with a kora::Error whose
 // message names what is at fault (file, tensor, node, operator, opset): unreadable files,
 // broken external data, dangling names, cycles, bad dims and dtypes, unsupported opsets,
-// operators, domains and control flow, and shape errors.
+// operators, domains and control flow, and shape errors. And hostile ones: a graph output
+// or input listed twice, external data leading out of the model's directory through a
+// symlink or at an offset near INT64_MAX, sizes the file does not back.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <limits>
 
 #include "frontend/model_builder.h"
 #include "kora/error.h"
@@ -416,6 +421,137 @@ TEST(BadInputTest, SqueezeNonUnitAxis) {
   m.input("X", {2, 3}).output("Y");
   m.node("Squeeze", {"X"}, {"Y"}, {attr_is("axes", {1})}, "squeeze_bad");
   EXPECT_THAT(model_error(m), HasSubstr("squeeze_bad"));
+}
+
+}  // namespace
+
+// Hostile inputs (issue 25): what must be refused before anything is read from outside the
+// model's directory or allocated from a size the file does not back.
+namespace {
+
+using kora_test::Dims;
+using kora_test::external_tensor;
+
+ModelBuilder external_model(const std::string& location, int64_t offset = 0, int64_t length = 16) {
+  ModelBuilder m;
+  m.input("X", {4}).output("Y");
+  m.initializer(external_tensor("W_ext", onnx::TensorProto::FLOAT, {4}, location, offset, length));
+  m.node("Add", {"X", "W_ext"}, {"Y"});
+  return m;
+}
+
+TEST(BadInputTest, GraphOutputListedTwice) {
+  ModelBuilder m;
+  m.input("X", {4}).output("Y").output("Y");
+  m.node("Relu", {"X"}, {"Y"});
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("'Y'"), HasSubstr("listed twice")));
+}
+
+TEST(BadInputTest, GraphInputListedTwice) {
+  ModelBuilder m;
+  m.input("X", {4}).input("X", {4}).output("Y");
+  m.node("Relu", {"X"}, {"Y"});
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("'X'"), HasSubstr("listed twice")));
+}
+
+TEST(BadInputTest, ExternalDataSymlinkToAFileOutside) {
+  TempDir outside, dir;
+  kora_test::write_file(outside.file("secret.bin"), std::string(16, 'S'));
+  std::filesystem::create_symlink(outside.file("secret.bin"), dir.file("w.bin"));
+  EXPECT_THAT(import_error(external_model("w.bin").save(dir)),
+              AllOf(HasSubstr("W_ext"), HasSubstr("'w.bin' escapes the model directory")));
+  // A symlinked directory leads out just the same.
+  std::filesystem::create_directory_symlink(outside.path(), dir.file("sub"));
+  EXPECT_THAT(import_error(external_model("sub/secret.bin").save(dir)),
+              HasSubstr("escapes the model directory"));
+}
+
+TEST(BadInputTest, ExternalDataSymlinkInsideTheDirectoryIsRead) {
+  TempDir dir;
+  const std::vector<float> w = {1, 2, 3, 4};
+  std::filesystem::create_directory(dir.file("data"));
+  kora_test::write_file(dir.file("data/w.bin"), kora_test::bytes_of(w));
+  std::filesystem::create_symlink("data/w.bin", dir.file("w.bin"));
+  const kora::Graph g = kora::import_onnx(external_model("w.bin").save(dir));
+  EXPECT_EQ(g.constants.at("W_ext").to_double(), (std::vector<double>{1, 2, 3, 4}));
+}
+
+TEST(BadInputTest, ExternalDataNotARegularFile) {
+  TempDir dir;
+  std::filesystem::create_directory(dir.file("w.bin"));
+  EXPECT_THAT(import_error(external_model("w.bin").save(dir)),
+              AllOf(HasSubstr("W_ext"), HasSubstr("not a regular file")));
+}
+
+TEST(BadInputTest, ExternalDataOffsetNearInt64Max) {
+  TempDir dir;
+  kora_test::write_file(dir.file("w.bin"), std::string(64, '\0'));
+  const int64_t far = std::numeric_limits<int64_t>::max() - 8;
+  EXPECT_THAT(import_error(external_model("w.bin", far, 16).save(dir)),
+              AllOf(HasSubstr("W_ext"), HasSubstr("w.bin"), HasSubstr("64 bytes")));
+  EXPECT_THAT(import_error(external_model("w.bin", 8, far).save(dir)),
+              AllOf(HasSubstr("W_ext"), HasSubstr("64 bytes")));
+  EXPECT_THAT(import_error(external_model("w.bin", 0, 32).save(dir)),
+              AllOf(HasSubstr("W_ext"), HasSubstr("holds 32 bytes"), HasSubstr("needs 16")));
+  EXPECT_THAT(import_error(external_model("w.bin", -8, 16).save(dir)),
+              AllOf(HasSubstr("W_ext"), HasSubstr("negative")));
+}
+
+TEST(BadInputTest, HugeInitializerWithoutItsDataIsRefusedBeforeAllocating) {
+  // 2^31 floats (8 GiB) declared, 16 bytes present: refused at once, nothing allocated.
+  ModelBuilder raw;
+  raw.output("W");
+  raw.initializer(kora_test::raw_tensor("W_big", onnx::TensorProto::FLOAT, Dims{int64_t{1} << 31},
+                                        std::string(16, '\0')));
+  raw.node("Identity", {"W_big"}, {"W"});
+  EXPECT_THAT(model_error(raw), AllOf(HasSubstr("W_big"), HasSubstr("16 bytes of data")));
+  ModelBuilder typed;
+  typed.output("W");
+  typed.initializer(kora_test::float_tensor("W_typed", {1 << 30, 8}, {1, 2}, false));
+  typed.node("Identity", {"W_typed"}, {"W"});
+  EXPECT_THAT(model_error(typed), AllOf(HasSubstr("W_typed"), HasSubstr("has 2 values")));
+  ModelBuilder absurd;
+  absurd.output("W");
+  absurd.initializer(kora_test::float_tensor("W_absurd", {1 << 20, 1 << 20, 1 << 20}, {}, false));
+  absurd.node("Identity", {"W_absurd"}, {"W"});
+  EXPECT_THAT(model_error(absurd), AllOf(HasSubstr("W_absurd"), HasSubstr("absurdly large")));
+}
+
+// Found by fuzzing (UBSan): shape arithmetic on huge values refused before it overflows.
+TEST(BadInputTest, ShapeArithmeticThatWouldOverflow) {
+  ModelBuilder reshape;
+  reshape.input("X", {2, 3}).output("Y");
+  reshape.init_i64("S", {2}, {29, 2449958195846709247});
+  reshape.node("Reshape", {"X", "S"}, {"Y"}, {}, "reshape_huge");
+  EXPECT_THAT(model_error(reshape), AllOf(HasSubstr("reshape_huge"), HasSubstr("absurdly large")));
+  ModelBuilder tile;
+  tile.input("X", {2, 3}).output("Y");
+  tile.init_i64("R", {2}, {int64_t{1} << 62, 1});
+  tile.node("Tile", {"X", "R"}, {"Y"}, {}, "tile_huge");
+  EXPECT_THAT(model_error(tile), AllOf(HasSubstr("tile_huge"), HasSubstr("absurd")));
+  ModelBuilder pad;
+  pad.input("X", {2, 3}).output("Y");
+  pad.init_i64("P", {4}, {0, std::numeric_limits<int64_t>::max(), 0, 1});
+  pad.node("Pad", {"X", "P"}, {"Y"}, {}, "pad_huge");
+  EXPECT_THAT(model_error(pad), AllOf(HasSubstr("pad_huge"), HasSubstr("absurdly large")));
+  ModelBuilder resize;
+  resize.input("X", {1, 1, 2, 2}).output("Y");
+  resize.init_f32("roi", {0}, {});
+  resize.init_f32("scales", {4}, {1, 1, 1e30f, 1});
+  resize.node("Resize", {"X", "roi", "scales"}, {"Y"}, {}, "resize_huge");
+  EXPECT_THAT(model_error(resize), HasSubstr("resize_huge"));
+}
+
+// Found by fuzzing (UBSan): folding a Concat with an empty constant input.
+TEST(BadInputTest, ConcatFoldsAnEmptyConstant) {
+  ModelBuilder m;
+  m.input("X", {2}).output("Y");
+  m.init_i64("E", {0}, {}).init_i64("A", {2}, {3, 4});
+  m.node("Concat", {"E", "A", "E"}, {"C"}, {attr_i("axis", 0)}, "concat");
+  m.node("Reshape", {"X", "C"}, {"Y"}, {}, "reshape");
+  TempDir dir;
+  // C = [3, 4] is folded; X [2] cannot be reshaped to it: the error names the folded shape.
+  EXPECT_THAT(import_error(m.save(dir)), AllOf(HasSubstr("reshape"), HasSubstr("[3, 4]")));
 }
 
 }  // namespace

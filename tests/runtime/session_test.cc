@@ -52,7 +52,7 @@ TEST(Session, BadArtifactsAndWrongInputsAreClearErrors) {
   {
     const fs::path p = fresh("version");
     std::string m = manifest;
-    m.replace(m.rfind("\"version\": 3"), 12, "\"version\": 7");  // the last: top level
+    m.replace(m.rfind("\"version\": 4"), 12, "\"version\": 7");  // the last: top level
     write_bytes(p / "manifest.json", m);
     expect_error([&] { Session s(p.string()); }, "format version 7");
   }
