@@ -42,6 +42,7 @@
 #include <thread>
 
 #include "base/compare.h"
+#include "base/file_lock.h"
 #include "base/fnv_hash.h"
 #include "base/progress.h"
 #include "cpu/backend.h"
@@ -656,6 +657,13 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   ProfileSummary summary;
   summary.device = cpu_backend_fingerprint(threads, options.compile.compiler);
+  // One kora profile at a time per database: a second waits, then measures only what the
+  // first left (and does not share the cores with it while measuring).
+  const FileLock lock(db.path() + ".lock", [&] {
+    if (options.progress)
+      *options.progress << "kora profile: another kora profile is measuring into " << db.path()
+                        << "; waiting for it (what it measures is then reused)" << std::endl;
+  });
   if (db.count(summary.device) == 0) summary.other_fingerprints = db.count("");
   const ModelCandidates candidates =
       unique_candidates(graph, options.partition, options.candidates);

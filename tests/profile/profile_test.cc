@@ -9,9 +9,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <set>
+#include <sstream>
+#include <thread>
 
+#include "base/file_lock.h"
 #include "cpu/backend.h"
 #include "cpu/codegen.h"
 #include "cpu/spinning_processes.h"
@@ -100,6 +105,48 @@ TEST(ProfileModel, MeasuresEveryKernelOnceAndTheOrchestratorUsesThem) {
   EXPECT_EQ(costs.misses(), 0);
   EXPECT_EQ(costs.hits(), static_cast<int64_t>(sigs.size()));
   EXPECT_TRUE(plan.proven_optimal);
+}
+
+// Two kora profile runs on one database: the second waits for the first (here: a lock held
+// by the test, which meanwhile stores every kernel as the first run would), says so, and
+// then measures nothing, reading the database only once it holds the lock.
+TEST(ProfileModel, ASecondRunOnTheDatabaseWaitsAndReusesTheFirstsMeasurements) {
+  kora_test::TempDir dir;
+  const PrimGraph g = small_model();
+  const std::string path = dir.file("p.db");
+  ProfileOptions o = quick(dir);
+  std::ostringstream progress;
+  o.progress = &progress;
+  auto first = std::make_unique<FileLock>(path + ".lock");  // "the first run"
+  std::atomic<bool> done{false};
+  ProfileSummary second;
+  std::thread run([&] {
+    ProfileDb db(path);
+    second = profile_model(g, db, o);
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(done);  // waiting
+  {
+    ProfileDb db(path);
+    const std::string device = cpu_backend_fingerprint(1, o.compile.compiler);
+    std::vector<ProfileRecord> records;
+    for (uint64_t sig : signatures(g))
+      for (const char* schedule : {"gen:default", kOnednnNative, kOnednnBlocked}) {
+        ProfileRecord r;
+        r.device = device, r.signature = sig, r.schedule = schedule, r.median_ms = 0.01;
+        r.samples = 1;
+        records.push_back(r);
+      }
+    db.put(records);
+  }
+  first.reset();
+  run.join();
+  EXPECT_EQ(second.measured, 0);
+  EXPECT_EQ(second.from_db, second.kernels);
+  EXPECT_NE(progress.str().find("another kora profile is measuring into " + path),
+            std::string::npos)
+      << progress.str();
 }
 
 // A database measured under another fingerprint (here: an older revision of kora's
