@@ -61,9 +61,9 @@ void note_plan(const PrimGraph& graph, const OrchestrationResult& plan, const Ta
     const std::string hint = target.measure_hint();
     s.notes.push_back(
         std::to_string(s.estimated_kernels) + " of the " + std::to_string(plan.kernels.size()) +
-        " chosen kernels were never measured on " + s.device +
-        ": their costs are estimates (" + (s.on_demand.used ? "typical costs" : "roofline") +
-        ")" + (hint.empty() ? "" : " (" + hint + ")"));
+        " chosen kernels were never measured on " + s.device + ": their costs are estimates (" +
+        (s.on_demand.used ? "typical costs" : "roofline") + ")" +
+        (hint.empty() ? "" : " (" + hint + ")"));
   }
 }
 
