@@ -15,6 +15,7 @@
 
 #include "base/text.h"
 #include "driver/plan_check.h"
+#include "driver/stages.h"
 #include "emit/artifact_backend.h"
 #include "kora/cost.h"
 #include "kora/error.h"
@@ -99,6 +100,11 @@ PrimGraph import_model(const std::string& path, const ImportOptions& options) {
 ProfileReport profile_for(const PrimGraph& graph, Target& target, ProfileDb& db,
                           const CompileOptions& options, const std::set<uint64_t>* only) {
   check_compilable(graph);
+  return measure_candidates(graph, target, db, options, only);
+}
+
+ProfileReport measure_candidates(const PrimGraph& graph, Target& target, ProfileDb& db,
+                                 const CompileOptions& options, const std::set<uint64_t>* only) {
   TargetProfileOptions p;
   p.candidates = options.orchestration.candidates;
   p.partition = options.orchestration.partition;
@@ -149,7 +155,7 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
       measure && options.on_demand && target.lower_bound(*db, target.device(*db));
   if (measure && !on_demand) {
     const auto stage = std::chrono::steady_clock::now();
-    s.profile = profile_for(graph, target, *db, options);
+    s.profile = measure_candidates(graph, target, *db, options, nullptr);
     s.profiled = true;
     s.profile_seconds = seconds_since(stage);
     progress_line(options, "profile: " + std::to_string(s.profile.kernels) + " kernels, " +
@@ -234,7 +240,7 @@ CompiledArtifact compile(const std::string& model_path, Target& target, const st
                          const CompileOptions& options, const ImportOptions& import) {
   const auto start = std::chrono::steady_clock::now();
   const PrimGraph graph = import_model(model_path, import);
-  check_compilable(graph);
+  check_compilable(graph);  // before the progress line: the error is all a user sees
   const double import_seconds = seconds_since(start);
   CompileOptions o = options;
   o.model_path = model_path;

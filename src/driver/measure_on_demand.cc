@@ -17,6 +17,7 @@
 #include <set>
 
 #include "base/text.h"
+#include "driver/stages.h"
 #include "kora/compile.h"
 #include "kora/cost.h"
 #include "kora/error.h"
@@ -68,7 +69,7 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
          std::to_string(s.plan.kernels.size()) + " kernels, " + fixed(s.plan.total_cost_ms, 3) +
          " ms with " + std::to_string(missing.size()) + " not measured: measuring them");
     const auto start = std::chrono::steady_clock::now();
-    const ProfileReport r = profile_for(graph, target, *db, options, &missing);
+    const ProfileReport r = measure_candidates(graph, target, *db, options, &missing);
     report.profile_seconds += seconds_since(start);
     report.candidates = r.kernels;
     report.measured += r.measured;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cpu/target.h"
+#include "driver/cpu_compile_setup.h"
 #include "emit/small_artifacts.h"
 #include "frontend/model_builder.h"
 #include "kora/profile_db.h"
@@ -159,15 +160,12 @@ TEST(Compile, TargetCostsAreMeasuredThenPenalizedThenEstimated) {
 }
 
 TEST(Compile, CpuTargetCompilesAModelFileMeasuredAndAgainFromTheDatabase) {
-  TempDir dir;
+  CpuCompileSetup setup;  // the cpu target, its kernel cache and database in setup.dir
+  TempDir& dir = setup.dir;
   const std::string model = small_builder().save(dir);
-  ::setenv("KORA_KERNEL_CACHE", dir.file("kernels").c_str(), 1);  // the cpu target's cache
-  TargetOptions t;
-  t.threads = 1;
-  const std::unique_ptr<Target> target = make_target("cpu", t);
+  const std::unique_ptr<Target>& target = setup.target;
   EXPECT_NE(dynamic_cast<CpuTarget*>(target.get()), nullptr);
-  CompileOptions options;
-  options.db = dir.file("profiles.db");
+  CompileOptions& options = setup.options;
   options.verify = false;     // the solver's plan, twice (the check on the clock: below)
   options.on_demand = false;  // every candidate measured (on demand: measure_on_demand_test)
   const CompiledArtifact a = compile(model, *target, dir.file("art"), options);
@@ -190,23 +188,18 @@ TEST(Compile, CpuTargetCompilesAModelFileMeasuredAndAgainFromTheDatabase) {
   EXPECT_EQ(again.summary.kernels, s.kernels);
   EXPECT_NE(format_compile_summary(again.summary).find("strategy optimal, predicted"),
             std::string::npos);
-  ::unsetenv("KORA_KERNEL_CACHE");
 }
 
 // kora compile's default: the optimal, greedy and unfused plans run end to end in turn, their
 // kernels' in-plan times stored as costs, re-solved, and the fastest on the clock emitted.
 TEST(Compile, TheCheckOnTheClockEmitsTheFastestPlanAndFeedsInPlanCostsBack) {
-  TempDir dir;
+  CpuCompileSetup setup;  // the cpu target, its kernel cache and database in setup.dir
+  TempDir& dir = setup.dir;
   const std::string model = small_builder().save(dir);
-  ::setenv("KORA_KERNEL_CACHE", dir.file("kernels").c_str(), 1);
-  TargetOptions t;
-  t.threads = 1;
-  const std::unique_ptr<Target> target = make_target("cpu", t);
-  CompileOptions options;
-  options.db = dir.file("profiles.db");
+  const std::unique_ptr<Target>& target = setup.target;
+  CompileOptions& options = setup.options;
   const std::string art = dir.file("art");
   const CompiledArtifact a = compile(model, *target, art, options);
-  ::unsetenv("KORA_KERNEL_CACHE");
   const CompileSummary& s = a.summary;
   ASSERT_GE(s.checked.size(), 2u);  // greedy or unfused may be the optimal plan itself
   EXPECT_EQ(s.checked[0].label, "optimal");

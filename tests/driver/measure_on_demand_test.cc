@@ -14,6 +14,7 @@
 
 #include "cpu/machine_peaks.h"
 #include "cpu/profile.h"
+#include "driver/cpu_compile_setup.h"
 #include "emit/small_artifacts.h"
 #include "frontend/model_builder.h"
 #include "kora/compile.h"
@@ -177,19 +178,15 @@ TEST(MeasureOnDemand, CpuTargetCompilesFromAnEmptyDatabaseMeasuringPartOfTheCand
   // A few solves only (the loop's convergence is the synthetic test's): the artifact is
   // right whatever was measured, the summary says what was, and the plan's kernels not
   // measured are noted as estimates.
-  TempDir dir;
+  CpuCompileSetup setup;  // the cpu target, its kernel cache and database in setup.dir
+  TempDir& dir = setup.dir;
   const std::string model = mlp_builder().save(dir);
-  ::setenv("KORA_KERNEL_CACHE", dir.file("kernels").c_str(), 1);
-  TargetOptions t;
-  t.threads = 1;
-  const std::unique_ptr<Target> target = make_target("cpu", t);
-  CompileOptions options;
-  options.db = dir.file("profiles.db");
+  const std::unique_ptr<Target>& target = setup.target;
+  CompileOptions& options = setup.options;
   options.verify = false;
   options.on_demand = true;
   options.on_demand_rounds = 3;
   const CompiledArtifact a = compile(model, *target, dir.file("art"), options);
-  ::unsetenv("KORA_KERNEL_CACHE");
   const CompileSummary& s = a.summary;
   EXPECT_TRUE(s.on_demand.used);
   EXPECT_EQ(s.on_demand.rounds, 3);
@@ -218,15 +215,14 @@ TEST(MeasureOnDemand, MachinePeaksBoundEveryKernelMeasuredHere) {
   // exact calibration over whole models: bench/bounds.cc, docs/benchmarks.md).
   TempDir dir;
   const PrimGraph g = kora::import_model(mlp_builder().save(dir));
-  ::setenv("KORA_KERNEL_CACHE", dir.file("kernels").c_str(), 1);
   ProfileDb db(dir.file("profiles.db"));
   ProfileOptions p;
   p.threads = 1;
+  p.compile.cache_dir = dir.file("kernels");
   p.measure = {1, 3, 20, 0.05, 0.01, 2.0};
   p.quiet_budget_seconds = 0;
   p.exhaustive = false;
   const ProfileSummary summary = profile_model(g, db, p);
-  ::unsetenv("KORA_KERNEL_CACHE");
   const MachinePeaks peaks = cpu_peaks(db, summary.device, 1);
   EXPECT_GT(peaks.gflops, 1);
   EXPECT_GT(peaks.cache_gbps, peaks.dram_gbps * 0.5);

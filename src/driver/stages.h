@@ -1,0 +1,17 @@
+// Internal: the stages compile.cc and measure_on_demand.cc share without the checks
+// their public entry points make once (include/kora/compile.h).
+#pragma once
+
+#include <cstdint>
+#include <set>
+
+#include "kora/compile.h"
+
+namespace kora {
+
+// profile_for without check_compilable: the target measures the graph's candidates the
+// database lacks (with `only`, of those kernels only).
+ProfileReport measure_candidates(const PrimGraph& graph, Target& target, ProfileDb& db,
+                                 const CompileOptions& options, const std::set<uint64_t>* only);
+
+}  // namespace kora
