@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 debs=(cmake g++ make pkg-config protobuf-compiler libprotobuf-dev libonnx-dev
       coinor-libcbc-dev libdnnl-dev ocl-icd-opencl-dev libsqlite3-dev libcli11-dev libssl-dev
-      nlohmann-json3-dev libfmt-dev libgtest-dev python3 python3-pip time)
+      nlohmann-json3-dev libfmt-dev libgtest-dev python3 python3-pip time ccache)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
