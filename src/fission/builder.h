@@ -90,6 +90,7 @@ void add_reduce_fission(FissionTable& table);
 void add_layout_fission(FissionTable& table);
 void add_resize_fission(FissionTable& table);
 void add_opaque_fission(FissionTable& table);
+void add_recurrent_fission(FissionTable& table);
 
 const FissionTable& fission_rules();
 

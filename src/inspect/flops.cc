@@ -28,6 +28,11 @@ int64_t estimate_flops(const Graph& g, const Node& n) {
   const std::string& op = n.op_type;
   if (data_movement().count(op)) return 0;
   auto in = [&](size_t i) -> const Shape& { return g.value(n.inputs[i]).shape; };
+  if (op == "RNN" || op == "GRU" || op == "LSTM") {
+    // Each step and direction: [batch, input + hidden] x [input + hidden, gates * hidden].
+    const Shape &x = in(0), &w = in(1), &r = in(2);
+    return 2 * x[0] * x[1] * w[0] * w[1] * (w[2] + r[2]);
+  }
   const Shape& out = g.value(n.outputs[0]).shape;
   const int64_t out_n = numel(out);
   if (op == "Conv") {

@@ -67,14 +67,17 @@ def random_feed(dtype, shape):
 
 
 class SyntheticTest(unittest.TestCase):
-    def check(self, model, inputs):
+    def check(self, model, inputs, reference=None):
+        """kora on `model` against onnxruntime on `reference` (default: the same model), an
+        equivalent graph for what onnxruntime does not run (recurrent layout 1)."""
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "m.onnx")
             onnx.save(model, path)
             feeds = {n: random_feed(t, s) for n, t, s in inputs}
             opts = ort.SessionOptions()
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-            sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+            sess = ort.InferenceSession((reference or model).SerializeToString(), opts,
+                                        providers=["CPUExecutionProvider"])
             expected = sess.run(None, feeds)
             args = [KORA, "interpret", path, "--output-dir", os.path.join(tmp, "out")]
             for n, a in feeds.items():
@@ -213,6 +216,114 @@ class SyntheticTest(unittest.TestCase):
         inputs = [("x", TensorProto.FLOAT, [1, 6, 5, 6]), ("idx", TensorProto.INT64, [3]),
                   ("idx3", TensorProto.INT64, [1, 6, 5, 2])]
         self.check(g.model(inputs, [a, sl, ga, gd, ge, ex, es, vals, idx, am]), inputs)
+
+    # Recurrent operators (unrolled at the sequence length): X [seq, batch, input].
+    def recurrent(self, g, op, gates, hidden, x, dirs=1, bias=True, initial=(),
+                  batch_first_states=False, **attrs):
+        """A recurrent node with random weights for input X (name, shape); `initial` names the
+        optional inputs to give (initial_h, initial_c, P; a dict may add sequence_lens).
+        batch_first_states: states drawn as [batch, dirs, hidden] (and transposed for layout
+        0), so that a layout-0 node computes what the layout-1 node with the same seed does."""
+        size = x[1][-1]
+        ins = [x[0], g.w(dirs, gates * hidden, size), g.w(dirs, gates * hidden, hidden)]
+        ins.append(g.w(dirs, 2 * gates * hidden) if bias else "")
+        layout = attrs.get("layout", 0)
+        batch = x[1][0] if layout else x[1][1]
+
+        def state():
+            if layout or batch_first_states:
+                s = g.w(batch, dirs, hidden)
+                return s if layout else g.op("Transpose", [s], perm=[1, 0, 2])
+            return g.w(dirs, batch, hidden)
+
+        lens = initial.get("sequence_lens") if isinstance(initial, dict) else None
+        ins.append(g.c(np.array(lens, np.int32)) if lens is not None else "")
+        ins.append(state() if "initial_h" in initial else "")
+        if op == "LSTM":
+            ins.append(state() if "initial_c" in initial else "")
+            ins.append(g.w(dirs, 3 * hidden) if "P" in initial else "")
+        while ins[-1] == "":
+            ins.pop()
+        return g.op(op, ins, outputs=3 if op == "LSTM" else 2, hidden_size=hidden, **attrs)
+
+    def test_lstm_bidirectional_peepholes_initial_states(self):
+        g = G()
+        x = ("x", [5, 3, 4])
+        y, yh, yc = self.recurrent(g, "LSTM", 4, 6, x, dirs=2, direction="bidirectional",
+                                   initial=("initial_h", "initial_c", "P"))
+        inputs = [("x", TensorProto.FLOAT, x[1])]
+        self.check(g.model(inputs, [y, yh, yc]), inputs)
+
+    def test_lstm_clip_input_forget_activations(self):
+        g = G()
+        x = ("x", [4, 2, 3])
+        y, yh, yc = self.recurrent(g, "LSTM", 4, 5, x, direction="reverse", clip=0.8,
+                                   input_forget=1, initial=("P",),
+                                   activations=["HardSigmoid", "Softsign", "ScaledTanh"],
+                                   activation_alpha=[0.3, 0.9], activation_beta=[0.4, 1.1])
+        inputs = [("x", TensorProto.FLOAT, x[1])]
+        self.check(g.model(inputs, [y, yh, yc]), inputs)
+
+    def test_gru_linear_before_reset(self):
+        for lbr in (0, 1):
+            with self.subTest(linear_before_reset=lbr):
+                g = G()
+                x = ("x", [6, 2, 4])
+                y, yh = self.recurrent(g, "GRU", 3, 5, x, dirs=2, direction="bidirectional",
+                                       linear_before_reset=lbr, initial=("initial_h",))
+                # Without an initial state and bias: the first step's special cases.
+                y2, yh2 = self.recurrent(g, "GRU", 3, 3, ("x", [6, 2, 4]), bias=lbr == 1,
+                                         linear_before_reset=lbr, direction="reverse")
+                inputs = [("x", TensorProto.FLOAT, x[1])]
+                self.check(g.model(inputs, [y, yh, y2, yh2]), inputs)
+
+    def test_rnn_activations_and_clip(self):
+        g = G()
+        x = ("x", [5, 2, 3])
+        outs = []
+        for acts, alpha, beta in [(["Relu", "LeakyRelu"], [0.2], []),
+                                  (["Elu", "Affine"], [0.7, 0.5], [0.1]),
+                                  (["ThresholdedRelu", "Softplus"], [0.1], []),
+                                  (["Sigmoid", "Tanh"], [], [])]:
+            scales = {k: v for k, v in (("activation_alpha", alpha), ("activation_beta", beta)) if v}
+            outs += self.recurrent(g, "RNN", 1, 4, x, dirs=2, direction="bidirectional",
+                                   activations=acts, clip=1.5, initial=("initial_h",), **scales)
+        inputs = [("x", TensorProto.FLOAT, x[1])]
+        self.check(g.model(inputs, outs), inputs)
+
+    def test_recurrent_sequence_lens(self):
+        g = G()
+        x = ("x", [5, 3, 4])
+        lens = {"sequence_lens": [5, 2, 0], "initial_h": 1, "initial_c": 1}
+        outs = list(self.recurrent(g, "LSTM", 4, 3, x, dirs=2, direction="bidirectional",
+                                   initial=lens))
+        outs += self.recurrent(g, "GRU", 3, 3, x, dirs=2, direction="bidirectional",
+                               linear_before_reset=1, initial=lens)
+        outs += self.recurrent(g, "RNN", 1, 3, x, direction="reverse", initial=lens)
+        inputs = [("x", TensorProto.FLOAT, x[1])]
+        self.check(g.model(inputs, outs), inputs)
+
+    def test_recurrent_layout_1(self):
+        # onnxruntime has no batch-first recurrent kernels: the reference is the same node
+        # with layout 0 between transposes.
+        for op, gates in (("LSTM", 4), ("GRU", 3), ("RNN", 1)):
+            with self.subTest(op=op):
+                models = []
+                for layout in (1, 0):
+                    global RNG
+                    RNG = np.random.default_rng(11)
+                    g = G()
+                    x = "x" if layout else g.op("Transpose", ["x"], perm=[1, 0, 2])
+                    outs = self.recurrent(g, op, gates, 4, (x, [2, 5, 3] if layout else [5, 2, 3]),
+                                          dirs=2, direction="bidirectional", layout=layout,
+                                          initial=("initial_h", "initial_c", "P"),
+                                          batch_first_states=True)
+                    if not layout:
+                        outs = [g.op("Transpose", [outs[0]], perm=[2, 0, 1, 3])] + [
+                            g.op("Transpose", [o], perm=[1, 0, 2]) for o in outs[1:]]
+                    models.append(g.model([("x", TensorProto.FLOAT, [2, 5, 3])], outs))
+                inputs = [("x", TensorProto.FLOAT, [2, 5, 3])]
+                self.check(models[0], inputs, reference=models[1])
 
 
 class FissionStructureTest(unittest.TestCase):
