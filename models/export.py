@@ -10,6 +10,10 @@ from their libraries' own definitions (no download), opset 17, batch 1, static s
   yolov8n         ultralytics YOLOv8n, built from its yaml, 640x640
   candy           fast-neural-style transformer network (Candy), 224x224
 
+Beside the zoo (not in the default list; name it to export it):
+  bilstm_text     text classifier: embedding, 2-layer bidirectional LSTM, mean over time,
+                  linear head (torch.nn.LSTM), sequence 64
+
 Beyond the zoo, any torchvision or timm image model by name: torchvision:densenet121,
 timm:convnext_nano, ... (224x224; written as torchvision_densenet121.onnx). kora is judged on
 models it has never seen: the benchmarks check changes on such models too.
@@ -68,6 +72,21 @@ class Candy(torch.nn.Module):
         return self.net(x)
 
 
+class BiLstmText(torch.nn.Module):
+    """A text classifier: token embedding, a 2-layer bidirectional LSTM, the mean of its
+    outputs over time, a linear head."""
+
+    def __init__(self, vocab=1000, dim=128, hidden=128, classes=4):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, dim)
+        self.lstm = torch.nn.LSTM(dim, hidden, num_layers=2, bidirectional=True, batch_first=True)
+        self.head = torch.nn.Linear(2 * hidden, classes)
+
+    def forward(self, ids):
+        out, _ = self.lstm(self.embed(ids))
+        return self.head(out.mean(dim=1))
+
+
 class FirstOutput(torch.nn.Module):
     """Keeps one tensor of a model whose forward returns a tuple or a ModelOutput."""
 
@@ -112,6 +131,8 @@ def build(name):
         return model, image(640), ["images"], ["detections"]
     if name == "candy":
         return Candy(), image(224), ["image"], ["stylized"]
+    if name == "bilstm_text":
+        return BiLstmText(), (torch.randint(0, 1000, (1, 64)),), ["input_ids"], ["logits"]
     if name.startswith("torchvision:"):
         import torchvision
         return (torchvision.models.get_model(name.split(":", 1)[1], weights=None), image(224),
