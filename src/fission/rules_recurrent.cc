@@ -144,13 +144,14 @@ class Unrolled {
     }
   }
 
-  // Bool [batch, 1]: which batch rows step t is valid for.
+  // Bool [batch, hidden]: which batch rows step t is valid for.
   std::string mask(int64_t t) {
     if (masks_.empty()) masks_.resize(p_.seq_length);
     if (masks_[t].empty()) {
       std::vector<int64_t> valid;
-      for (int64_t len : lengths_) valid.push_back(t < len ? 1 : 0);
-      masks_[t] = b_.add_constant(Tensor::from_int64(DType::kBool, {p_.batch_size, 1}, valid));
+      for (int64_t len : lengths_) valid.insert(valid.end(), p_.hidden_size, t < len ? 1 : 0);
+      masks_[t] =
+          b_.add_constant(Tensor::from_int64(DType::kBool, {p_.batch_size, p_.hidden_size}, valid));
     }
     return masks_[t];
   }
@@ -185,16 +186,16 @@ class Unrolled {
   // Direction d's recurrent weights (transposed) and, where the operator has them, its
   // peepholes and GRU's recurrent h-gate bias.
   void prepare_direction(int64_t d) {
-    const int64_t h = p_.hidden_size, width = p_.gates * h;
+    const int64_t n = p_.batch_size, h = p_.hidden_size, width = p_.gates * h;
     const std::string r = b_.reshape(slice(b_.in(2), {d, 0, 0}, {1, width, h}), {width, h});
     rt_ = b_.transpose(r, {1, 0});
     peepholes_.clear();
     if (b_.node().op_type == "LSTM" && b_.has_in(kLstmP))
       for (int64_t k = 0; k < 3; ++k)
-        peepholes_.push_back(slice(b_.in(kLstmP), {d, k * h}, {1, h}));
+        peepholes_.push_back(b_.broadcast(slice(b_.in(kLstmP), {d, k * h}, {1, h}), {n, h}));
     rbh_.clear();
     if (linear_before_reset() && b_.has_in(kRecurrentB))
-      rbh_ = slice(b_.in(kRecurrentB), {d, 5 * h}, {1, h});
+      rbh_ = b_.broadcast(slice(b_.in(kRecurrentB), {d, 5 * h}, {1, h}), {n, h});
   }
 
   // Direction d's slice [batch, hidden] of initial_h or initial_c; "" when absent.
@@ -331,8 +332,8 @@ class Unrolled {
   std::vector<std::string> masks_;      // per step, made on first use
   std::string xw_;                      // [seq*batch, dirs*gates*hidden]
   std::string rt_;                      // this direction's Rᵀ [hidden, gates*hidden]
-  std::vector<std::string> peepholes_;  // LSTM Pi, Po, Pf [1, hidden]
-  std::string rbh_;                     // GRU with linear_before_reset: Rbh [1, hidden]
+  std::vector<std::string> peepholes_;  // LSTM Pi, Po, Pf [batch, hidden]
+  std::string rbh_;                     // GRU with linear_before_reset: Rbh [batch, hidden]
 };
 
 void recurrent(FissionBuilder& b) { Unrolled(b).run(); }
