@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,8 +15,11 @@
 
 namespace kora {
 
-// One ONNX attribute. Subgraph, sparse-tensor and type attributes are recorded by kind
-// (sparse tensors are densified into `tensors`); no supported operator reads a subgraph.
+struct Graph;
+
+// One ONNX attribute. Sparse-tensor and type attributes are recorded by kind (sparse
+// tensors are densified into `tensors`); the subgraphs of control flow (If, Loop, Scan)
+// are converted into `graphs`, which shape inference expands into the graph.
 struct Attribute {
   enum class Kind {
     kFloat,
@@ -42,6 +46,7 @@ struct Attribute {
   std::vector<std::string> strings;
   std::vector<Tensor> tensors;  // kTensor / kSparseTensor: exactly one
   int num_graphs = 0;           // kGraph / kGraphs: how many subgraphs the attribute held
+  std::vector<std::shared_ptr<const Graph>> graphs;  // those subgraphs (control flow only)
 };
 
 const char* attribute_kind_name(Attribute::Kind kind);
@@ -75,6 +80,8 @@ struct ValueInfo {
   Shape shape;
 };
 
+// A model's graph, or a subgraph of control flow: then its `inputs` are the formal
+// parameters (untyped), and a name it does not define refers to the enclosing graph.
 struct Graph {
   std::string name;
   int64_t opset = 0;  // version of the default ONNX domain

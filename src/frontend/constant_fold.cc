@@ -1,7 +1,8 @@
 // Constant folding. In: a node whose inputs are constants (or, for Shape and Size, whose
 // input shapes are known) and its inferred output types. Out: the output values. Covers
 // the shape arithmetic exporters emit (Shape, Gather, Unsqueeze, Concat, Cast, Slice,
-// arithmetic, comparisons, Where, Range, ConstantOfShape, ...) and small elementwise math.
+// Split, arithmetic, comparisons, Where, Range, ConstantOfShape, ...) and small elementwise
+// math.
 #include "frontend/constant_fold.h"
 
 #include <cmath>
@@ -328,6 +329,12 @@ const std::map<std::string, Folder>& folders() {
              c, o, [](const Values& v) { return std::fabs(v[0]); },
              [](const std::vector<int64_t>& v) { return v[0] < 0 ? -v[0] : v[0]; });
        }},
+      {"Relu",
+       [](const InferContext& c, const ValueInfo& o) {
+         return elementwise(
+             c, o, [](const Values& v) { return v[0] > 0 ? v[0] : 0.0; },
+             [](const std::vector<int64_t>& v) { return v[0] > 0 ? v[0] : int64_t{0}; });
+       }},
       {"Sqrt",
        [](const InferContext& c, const ValueInfo& o) { return unary_float(c, o, std::sqrt); }},
       {"Exp",
@@ -346,6 +353,24 @@ const std::map<std::string, Folder>& folders() {
   return table;
 }
 
+// Split: output k is the input's slice along the axis after the outputs before it.
+std::vector<Tensor> split(const InferContext& c, const std::vector<ValueInfo>& outputs) {
+  const Tensor& x = *c.constant(0);
+  const size_t axis = static_cast<size_t>(c.axis(c.node().attr_int("axis", 0), c.rank(0)));
+  const std::vector<int64_t> st = strides_of(x.shape());
+  std::vector<Tensor> parts;
+  int64_t offset = 0;
+  for (const ValueInfo& out : outputs) {
+    parts.push_back(gather_elements_by(x, out, [&](const std::vector<int64_t>& idx) {
+      int64_t off = offset * st[axis];
+      for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * st[d];
+      return off;
+    }));
+    offset += out.shape[axis];
+  }
+  return parts;
+}
+
 // Operators that only relabel the shape of their first input.
 bool is_reshape_like(const std::string& op) {
   return op == "Flatten" || op == "Squeeze" || op == "Unsqueeze";
@@ -361,6 +386,11 @@ std::optional<std::vector<Tensor>> fold_node(const InferContext& c,
                                              const std::vector<ValueInfo>& outputs) {
   const std::string& op = c.node().op_type;
   if (is_reshape_like(op)) return std::vector<Tensor>{c.constant(0)->reshaped(outputs[0].shape)};
+  if (op == "Split") {
+    for (size_t k = 0; k < outputs.size(); ++k)
+      if (!c.node().has_output(k)) return std::nullopt;
+    return split(c, outputs);
+  }
   auto it = folders().find(op);
   if (it == folders().end() || c.node().outputs.size() != 1) return std::nullopt;
   return std::vector<Tensor>{it->second(c, outputs[0])};

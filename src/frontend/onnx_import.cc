@@ -4,9 +4,10 @@
 // shape inference and constant folding (shape_inference.cc) run on it.
 //
 // The opset must be kMinOpset..kMaxOpset (11..22). Attributes of every kind are converted;
-// subgraphs are only counted, so control flow (If, Loop, Scan) and any node holding a
-// subgraph are rejected by name. Initializers (tensor_proto.cc), sparse initializers and
-// Constant nodes become constants. Symbolic dimensions take ImportOptions::dims (kora's
+// the subgraphs of If, Loop and Scan are converted like the model's graph (shape inference
+// expands them: control_flow.h), any other node holding a subgraph is rejected by name.
+// Initializers (tensor_proto.cc), sparse initializers and Constant nodes become constants. Symbolic
+// dimensions take ImportOptions::dims (kora's
 // --dim NAME=VALUE), else default_dim (1).
 #include <onnx/onnx_pb.h>
 
@@ -16,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "frontend/control_flow.h"
 #include "frontend/graph_check.h"
 #include "frontend/tensor_proto.h"
 #include "kora/error.h"
@@ -168,6 +170,81 @@ ValueInfo input_value_info(const onnx::ValueInfoProto& vi, const ImportOptions& 
   return info;
 }
 
+void add_initializers(const onnx::GraphProto& gp, Graph& g, const std::string& model_dir) {
+  for (const auto& init : gp.initializer()) {
+    Tensor t = tensor_from_proto(init, model_dir, "initializer '" + init.name() + "'");
+    if (is_floating(t.dtype())) g.parameter_count += t.numel();
+    g.values[init.name()] = ValueInfo{t.dtype(), t.shape()};
+    g.constants[init.name()] = std::move(t);
+  }
+  for (const auto& init : gp.sparse_initializer()) {
+    const std::string name = init.values().name();
+    Tensor t = tensor_from_sparse_proto(init, model_dir, "sparse initializer '" + name + "'");
+    if (is_floating(t.dtype())) g.parameter_count += t.numel();
+    g.values[name] = ValueInfo{t.dtype(), t.shape()};
+    g.constants[name] = std::move(t);
+  }
+}
+
+void add_nodes(const onnx::GraphProto& gp, Graph& g, const std::string& model_dir);
+
+// A subgraph of If, Loop or Scan: its initializers and Constant nodes as constants, its
+// formal inputs and outputs by name, its nodes converted like the model's.
+std::shared_ptr<const Graph> convert_subgraph(const onnx::GraphProto& gp, int64_t opset,
+                                              const std::string& model_dir) {
+  auto sub = std::make_shared<Graph>();
+  sub->name = gp.name();
+  sub->opset = opset;
+  add_initializers(gp, *sub, model_dir);
+  for (const auto& vi : gp.input())
+    if (!sub->constants.count(vi.name())) sub->inputs.push_back(vi.name());
+  for (const auto& vo : gp.output()) sub->outputs.push_back(vo.name());
+  add_nodes(gp, *sub, model_dir);
+  return sub;
+}
+
+void add_nodes(const onnx::GraphProto& gp, Graph& g, const std::string& model_dir) {
+  for (int idx = 0; idx < gp.node_size(); ++idx) {
+    const onnx::NodeProto& np = gp.node(idx);
+    Node n;
+    n.op_type = np.op_type();
+    n.name = np.name().empty() ? np.op_type() + "_" + std::to_string(idx) : np.name();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    n.inputs.assign(np.input().begin(), np.input().end());
+    n.outputs.assign(np.output().begin(), np.output().end());
+    if (!n.domain.empty())
+      throw Error(n.describe() + ": operator domain '" + n.domain +
+                  "' is not supported (only the default ONNX domain)");
+    if (n.op_type != "Constant" && !is_supported_operator(n.op_type))
+      throw Error(n.describe() + ": operator '" + n.op_type + "' (opset " +
+                  std::to_string(g.opset) + ") is not supported");
+    const bool control_flow = is_control_flow_operator(n.op_type);
+    for (const auto& a : np.attribute()) {
+      Attribute& attr = n.attributes[a.name()] = convert_attribute(a, model_dir, n.describe());
+      if (attr.num_graphs > 0 && !control_flow)
+        throw Error(n.describe() + ": attribute '" + a.name() +
+                    "' holds a subgraph; not supported");
+      if (attr.kind == Attribute::Kind::kGraph)
+        attr.graphs.push_back(convert_subgraph(a.g(), g.opset, model_dir));
+      if (attr.kind == Attribute::Kind::kGraphs)
+        for (const auto& sub : a.graphs())
+          attr.graphs.push_back(convert_subgraph(sub, g.opset, model_dir));
+    }
+    if (n.op_type == "Constant") {
+      if (n.outputs.size() != 1) throw Error(n.describe() + ": Constant needs one output");
+      if (g.values.count(n.outputs[0]))
+        throw Error(n.describe() + ": tensor '" + n.outputs[0] +
+                    "' is already defined (ONNX names each tensor once)");
+      Tensor t = constant_value(n);
+      if (is_floating(t.dtype())) g.parameter_count += t.numel();
+      g.values[n.outputs[0]] = ValueInfo{t.dtype(), t.shape()};
+      g.constants[n.outputs[0]] = std::move(t);
+      continue;
+    }
+    g.nodes.push_back(std::move(n));
+  }
+}
+
 }  // namespace
 
 Graph import_onnx(const std::string& path, const ImportOptions& options) {
@@ -200,19 +277,7 @@ Graph import_onnx(const std::string& path, const ImportOptions& options) {
         std::to_string(model.ir_version()) + ", opset " + std::to_string(g.opset));
 
   const onnx::GraphProto& gp = model.graph();
-  for (const auto& init : gp.initializer()) {
-    Tensor t = tensor_from_proto(init, model_dir, "initializer '" + init.name() + "'");
-    if (is_floating(t.dtype())) g.parameter_count += t.numel();
-    g.values[init.name()] = ValueInfo{t.dtype(), t.shape()};
-    g.constants[init.name()] = std::move(t);
-  }
-  for (const auto& init : gp.sparse_initializer()) {
-    const std::string name = init.values().name();
-    Tensor t = tensor_from_sparse_proto(init, model_dir, "sparse initializer '" + name + "'");
-    if (is_floating(t.dtype())) g.parameter_count += t.numel();
-    g.values[name] = ValueInfo{t.dtype(), t.shape()};
-    g.constants[name] = std::move(t);
-  }
+  add_initializers(gp, g, model_dir);
   for (const auto& vi : gp.input()) {
     if (g.constants.count(vi.name())) continue;  // an initializer listed as input (IR < 4)
     if (g.values.count(vi.name()))
@@ -237,41 +302,7 @@ Graph import_onnx(const std::string& path, const ImportOptions& options) {
       throw Error("--constant names '" + name + "', which is not a graph input");
   for (const auto& vo : gp.output()) g.outputs.push_back(vo.name());
 
-  for (int idx = 0; idx < gp.node_size(); ++idx) {
-    const onnx::NodeProto& np = gp.node(idx);
-    Node n;
-    n.op_type = np.op_type();
-    n.name = np.name().empty() ? np.op_type() + "_" + std::to_string(idx) : np.name();
-    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
-    n.inputs.assign(np.input().begin(), np.input().end());
-    n.outputs.assign(np.output().begin(), np.output().end());
-    if (!n.domain.empty())
-      throw Error(n.describe() + ": operator domain '" + n.domain +
-                  "' is not supported (only the default ONNX domain)");
-    if (n.op_type == "If" || n.op_type == "Loop" || n.op_type == "Scan")
-      throw Error(n.describe() + ": control flow is not supported (opset " +
-                  std::to_string(g.opset) + ")");
-    if (n.op_type != "Constant" && !is_supported_operator(n.op_type))
-      throw Error(n.describe() + ": operator '" + n.op_type + "' (opset " +
-                  std::to_string(g.opset) + ") is not supported");
-    for (const auto& a : np.attribute())
-      n.attributes[a.name()] = convert_attribute(a, model_dir, n.describe());
-    for (const auto& [key, attr] : n.attributes)
-      if (attr.num_graphs > 0)
-        throw Error(n.describe() + ": attribute '" + key + "' holds a subgraph; not supported");
-    if (n.op_type == "Constant") {
-      if (n.outputs.size() != 1) throw Error(n.describe() + ": Constant needs one output");
-      if (g.values.count(n.outputs[0]))
-        throw Error(n.describe() + ": tensor '" + n.outputs[0] +
-                    "' is already defined (ONNX names each tensor once)");
-      Tensor t = constant_value(n);
-      if (is_floating(t.dtype())) g.parameter_count += t.numel();
-      g.values[n.outputs[0]] = ValueInfo{t.dtype(), t.shape()};
-      g.constants[n.outputs[0]] = std::move(t);
-      continue;
-    }
-    g.nodes.push_back(std::move(n));
-  }
+  add_nodes(gp, g, model_dir);
   trace(std::to_string(g.nodes.size()) + " nodes, " + std::to_string(g.inputs.size()) +
         " inputs, " + std::to_string(g.outputs.size()) + " outputs, " +
         std::to_string(g.constants.size()) + " constants");

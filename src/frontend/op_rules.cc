@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "frontend/control_flow.h"
 #include "kora/frontend.h"
 
 namespace kora {
@@ -81,12 +82,14 @@ std::vector<std::string> supported_operators() {
   std::vector<std::string> ops;
   for (const auto& [name, rule] : op_rules()) ops.push_back(name);
   ops.push_back("Constant");
+  for (const char* op : {"If", "Loop", "Scan"}) ops.push_back(op);
   std::sort(ops.begin(), ops.end());
   return ops;
 }
 
 bool is_supported_operator(const std::string& op_type) {
-  return op_type == "Constant" || op_rules().count(op_type) != 0;
+  return op_type == "Constant" || is_control_flow_operator(op_type) ||
+         op_rules().count(op_type) != 0;
 }
 
 }  // namespace kora

@@ -8,10 +8,13 @@
 // Resize, ...) require that input to be constant. A node is folded (constant_fold.h) when
 // its inputs are constants (Shape and Size need only the input's shape) and its results
 // hold at most 4M (2^22) elements; each folded value must have the inferred type.
+// Control flow (If, Loop, Scan) is replaced by the nodes it runs when inference reaches
+// it, once what decides the control (condition, trip count) has folded.
 #include <ostream>
 #include <set>
 
 #include "frontend/constant_fold.h"
+#include "frontend/control_flow.h"
 #include "frontend/op_rules.h"
 #include "kora/frontend.h"
 
@@ -83,7 +86,12 @@ void prune(Graph& g) {
 void infer_shapes(Graph& g, const ImportOptions& options) {
   int folded = 0;
   const size_t before = g.nodes.size();
-  for (const Node& n : g.nodes) {
+  for (size_t at = 0; at < g.nodes.size();) {
+    if (is_control_flow_operator(g.nodes[at].op_type)) {
+      expand_control_flow(g, at);  // the nodes it runs now start at `at`
+      continue;
+    }
+    const Node& n = g.nodes[at++];
     auto rule = op_rules().find(n.op_type);
     if (rule == op_rules().end())
       throw Error(n.describe() + ": operator '" + n.op_type + "' (opset " +

@@ -325,6 +325,73 @@ class SyntheticTest(unittest.TestCase):
                 inputs = [("x", TensorProto.FLOAT, [2, 5, 3])]
                 self.check(models[0], inputs, reference=models[1])
 
+    # Control flow, expanded at import: the subgraphs read tensors of the enclosing graph.
+    @staticmethod
+    def body(nodes, inputs, outputs):
+        """A subgraph; a (name, type, shape) input gives its shape."""
+        vi = lambda n, t, shape=None: helper.make_tensor_value_info(n, t, shape)
+        return helper.make_graph(nodes, "body", [vi(*i) for i in inputs],
+                                 [vi(*o) for o in outputs])
+
+    def test_if_with_constant_condition(self):
+        g = G()
+        x = g.op("Relu", ["x"])
+        w = g.w(4, 4)
+        then_branch = self.body([helper.make_node("MatMul", [x, w], ["then_out"])], [],
+                                [("then_out", TensorProto.FLOAT)])
+        else_branch = self.body([helper.make_node("Neg", [x], ["else_out"])], [],
+                                [("else_out", TensorProto.FLOAT)])
+        outs = [g.op("If", [g.c(np.array(flag))], then_branch=then_branch,
+                     else_branch=else_branch) for flag in (True, False)]
+        inputs = [("x", TensorProto.FLOAT, [3, 4])]
+        self.check(g.model(inputs, outs), inputs)
+
+    def test_loop_unrolled(self):
+        # y <- tanh(y W + x[i]) for a static trip count, with the running y as a scan output
+        # and an If inside the body whose condition (iteration == 1) folds per iteration.
+        g = G()
+        w = g.w(4, 4)
+        one = g.c(np.array(1, np.int64))
+        row = helper.make_node("Gather", ["x", "i"], ["row"], axis=0)
+        step = helper.make_node("Tanh", ["pre"], ["y_out"])
+        mm = helper.make_node("MatMul", ["y_in", w], ["mm"])
+        add = helper.make_node("Add", ["mm", "row"], ["pre"])
+        is_one = helper.make_node("Equal", ["i", one], ["is_one"])
+        branch = helper.make_node(
+            "If", ["is_one"], ["extra"],
+            then_branch=self.body([helper.make_node("Mul", ["y_out", "row"], ["t"])], [],
+                                  [("t", TensorProto.FLOAT)]),
+            else_branch=self.body([helper.make_node("Identity", ["y_out"], ["e"])], [],
+                                  [("e", TensorProto.FLOAT)]))
+        keep = helper.make_node("Identity", ["c_in"], ["c_out"])
+        body = self.body([row, mm, add, step, is_one, branch, keep],
+                         [("i", TensorProto.INT64, []), ("c_in", TensorProto.BOOL, []),
+                          ("y_in", TensorProto.FLOAT)],
+                         [("c_out", TensorProto.BOOL), ("y_out", TensorProto.FLOAT),
+                          ("extra", TensorProto.FLOAT)])
+        y, scan = g.op("Loop", [g.c(np.array(3, np.int64)), g.c(np.array(True)), "y0"],
+                       outputs=2, body=body)
+        inputs = [("x", TensorProto.FLOAT, [5, 2, 4]), ("y0", TensorProto.FLOAT, [2, 4])]
+        self.check(g.model(inputs, [y, scan], opset=13), inputs)
+
+    def test_scan_both_directions(self):
+        # A running sum over axis 1 of one input and, backwards, axis 0 of another; the
+        # scan outputs stacked along axis 0 and, reversed, axis 1.
+        g = G()
+        body = self.body(
+            [helper.make_node("Add", ["s_in", "a"], ["s_out"]),
+             helper.make_node("Mul", ["s_out", "b"], ["prod"]),
+             helper.make_node("Relu", ["prod"], ["r"])],
+            [("s_in", TensorProto.FLOAT), ("a", TensorProto.FLOAT), ("b", TensorProto.FLOAT)],
+            [("s_out", TensorProto.FLOAT), ("prod", TensorProto.FLOAT),
+             ("r", TensorProto.FLOAT)])
+        s, prod, r = g.op("Scan", ["s0", "a", "b"], outputs=3, body=body, num_scan_inputs=2,
+                          scan_input_axes=[1, 0], scan_input_directions=[0, 1],
+                          scan_output_axes=[0, 1], scan_output_directions=[0, 1])
+        inputs = [("s0", TensorProto.FLOAT, [3]), ("a", TensorProto.FLOAT, [3, 4]),
+                  ("b", TensorProto.FLOAT, [4, 3])]
+        self.check(g.model(inputs, [s, prod, r], opset=16), inputs)
+
 
 class FissionStructureTest(unittest.TestCase):
     """What `kora fission --json` emits for a few operators, primitive by primitive."""
