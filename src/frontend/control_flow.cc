@@ -16,7 +16,10 @@
 namespace kora {
 namespace {
 
+// Unrolling stops with an error past these: a Loop's iterations, and the nodes one
+// Loop or Scan expands into.
 constexpr int64_t kMaxLoopIterations = int64_t{1} << 16;
+constexpr int64_t kMaxUnrolledNodes = int64_t{1} << 20;
 constexpr const char* kIterationAttr = "kora_iteration";
 
 [[noreturn]] void fail(const Node& n, const std::string& message) {
@@ -187,6 +190,7 @@ class Expansion {
 
 void expand_if(Expansion& e) {
   const Node& n = e.node();
+  if (!n.has_input(0)) fail(n, "needs its condition input");
   const bool taken = constant_scalar(e.graph(), n, 0, "If condition").double_at(0) != 0;
   const Graph& branch = subgraph(n, taken ? "then_branch" : "else_branch");
   const std::vector<std::string> outs =
@@ -226,9 +230,11 @@ void expand_loop(Expansion& e) {
   }
   const std::vector<std::string> collected(n.inputs.begin() + 2 + carried, n.inputs.end());
   if (go) {
-    if (iteration >= kMaxLoopIterations)
-      fail(n, "runs more than " + std::to_string(kMaxLoopIterations) +
-                  " iterations: kora unrolls Loops, and stops there");
+    if (iteration >= kMaxLoopIterations ||
+        iteration * static_cast<int64_t>(body.nodes.size()) > kMaxUnrolledNodes)
+      fail(n, "runs more than " + std::to_string(iteration) + " iterations of " +
+                  std::to_string(body.nodes.size()) +
+                  " nodes: kora unrolls Loops, and stops there");
     const std::string prefix = n.name + "/" + std::to_string(iteration) + "/";
     std::vector<std::string> args{
         e.constant(Tensor::from_int64(DType::kInt64, {}, {iteration}), prefix + "iteration"),
@@ -291,6 +297,7 @@ void expand_scan(Expansion& e) {
   int64_t length = -1;
   for (int64_t j = 0; j < m; ++j) {
     const std::string& x = n.inputs[states + static_cast<size_t>(j)];
+    if (x.empty()) fail(n, "scan input " + std::to_string(j) + " is missing");
     const Shape& s = e.graph().value(x).shape;
     const int64_t rank = static_cast<int64_t>(s.size());
     int64_t axis = in_axes[j];
@@ -304,6 +311,9 @@ void expand_scan(Expansion& e) {
     length = s[axis];
   }
   if (length <= 0) fail(n, "scans a sequence of length 0; kora does not support that");
+  if (length * static_cast<int64_t>(body.nodes.size()) > kMaxUnrolledNodes)
+    fail(n, "scans " + std::to_string(length) + " steps of " + std::to_string(body.nodes.size()) +
+                " nodes: too many for kora to unroll");
   std::vector<std::string> state(n.inputs.begin(), n.inputs.begin() + states);
   std::vector<std::vector<std::string>> produced(scans);
   for (int64_t t = 0; t < length; ++t) {
