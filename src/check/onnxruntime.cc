@@ -42,7 +42,7 @@ s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
 outs = s.run(None, feeds)
 with open(os.path.join(d, "outputs.txt"), "w") as f:
     for i, (o, v) in enumerate(zip(s.get_outputs(), outs)):
-        np.save(os.path.join(d, "out_%d.npy" % i), np.ascontiguousarray(v))
+        np.save(os.path.join(d, "out_%d.npy" % i), np.array(v, order="C"))  # keeps 0-d
         f.write(o.name + "\n")
 )";
 

@@ -91,6 +91,8 @@ const FissionTable& fission_rules() {
     add_layout_fission(t);
     add_resize_fission(t);
     add_opaque_fission(t);
+    add_indexing_fission(t);
+    add_loss_fission(t);
     return t;
   }();
   return table;

@@ -1,5 +1,6 @@
 // Shape rules of normalization-like operators: BatchNormalization (inference),
-// Instance-, Layer- and GroupNormalization, Softmax, LogSoftmax and Dropout (inference).
+// Instance-, Layer- and GroupNormalization, Softmax, LogSoftmax, Hardmax, LRN,
+// MeanVarianceNormalization and Dropout (inference).
 #include "frontend/op_rules.h"
 
 namespace kora {
@@ -61,6 +62,17 @@ std::vector<ValueInfo> softmax(const InferContext& c) {
   return {c.in(0)};
 }
 
+std::vector<ValueInfo> lrn(const InferContext& c) {
+  if (c.rank(0) < 2) c.fail("input must have rank >= 2");
+  if (c.node().attr_int("size", 0) < 1) c.fail("size must be at least 1");
+  return {c.in(0)};
+}
+
+std::vector<ValueInfo> mean_variance_normalization(const InferContext& c) {
+  for (int64_t a : c.node().attr_ints("axes", {0, 2, 3})) c.axis(a, c.rank(0));
+  return {c.in(0)};
+}
+
 std::vector<ValueInfo> dropout(const InferContext& c) {
   if (c.has(2)) {
     const Tensor* training = c.constant(2);
@@ -79,6 +91,9 @@ void add_normalization_rules(RuleTable& t) {
   t["LayerNormalization"] = {layer_norm, 2, 3};
   t["Softmax"] = {softmax, 1, 1};
   t["LogSoftmax"] = {softmax, 1, 1};
+  t["Hardmax"] = {softmax, 1, 1};
+  t["LRN"] = {lrn, 1, 1};
+  t["MeanVarianceNormalization"] = {mean_variance_normalization, 1, 1};
   t["Dropout"] = {dropout, 1, 3};
 }
 

@@ -73,6 +73,8 @@ void add_reduce_rules(RuleTable& t) {
   t["GlobalMaxPool"] = {global_pool, 1, 1};
   t["AveragePool"] = {pool, 1, 1};
   t["MaxPool"] = {pool, 1, 1};
+  t["LpPool"] = {pool, 1, 1};
+  t["GlobalLpPool"] = {global_pool, 1, 1};
 }
 
 }  // namespace kora

@@ -3,8 +3,9 @@
 // supported opset and operators, no dangling names, no cycles, sane dimensions. Then
 // shape inference and constant folding (shape_inference.cc) run on it.
 //
-// The opset must be kMinOpset..kMaxOpset (11..22). Attributes of every kind are converted;
-// subgraphs are only counted, so control flow (If, Loop, Scan) and any node holding a
+// The opset must be kMinOpset..kMaxOpset (11..22), or older with every operator unchanged
+// up to kMinOpset (older_opset.cc): then it is read as kMinOpset. Attributes of every kind are
+// converted; subgraphs are only counted, so control flow (If, Loop, Scan) and any node holding a
 // subgraph are rejected by name. Initializers (tensor_proto.cc), sparse initializers and
 // Constant nodes become constants. Symbolic dimensions take ImportOptions::dims (kora's
 // --dim NAME=VALUE), else default_dim (1).
@@ -17,6 +18,7 @@
 #include <sstream>
 
 #include "frontend/graph_check.h"
+#include "frontend/older_opset.h"
 #include "frontend/tensor_proto.h"
 #include "kora/error.h"
 #include "kora/frontend.h"
@@ -192,10 +194,11 @@ Graph import_onnx(const std::string& path, const ImportOptions& options) {
   for (const auto& op : model.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx") g.opset = op.version();
   if (g.opset == 0) throw Error("'" + path + "' imports no version of the default ONNX domain");
-  if (g.opset < kMinOpset || g.opset > kMaxOpset)
+  if (g.opset > kMaxOpset)
     throw Error("'" + path + "' uses ONNX opset " + std::to_string(g.opset) +
                 "; kora supports opsets " + std::to_string(kMinOpset) + " to " +
-                std::to_string(kMaxOpset));
+                std::to_string(kMaxOpset) + " (and older ones for operators unchanged since then)");
+  const int64_t model_opset = g.opset;
   trace("read '" + path + "': " + std::to_string(bytes.size()) + " bytes, ir_version " +
         std::to_string(model.ir_version()) + ", opset " + std::to_string(g.opset));
 
@@ -254,6 +257,7 @@ Graph import_onnx(const std::string& path, const ImportOptions& options) {
     if (n.op_type != "Constant" && !is_supported_operator(n.op_type))
       throw Error(n.describe() + ": operator '" + n.op_type + "' (opset " +
                   std::to_string(g.opset) + ") is not supported");
+    if (model_opset < kMinOpset) check_unchanged_since(n, model_opset);
     for (const auto& a : np.attribute())
       n.attributes[a.name()] = convert_attribute(a, model_dir, n.describe());
     for (const auto& [key, attr] : n.attributes)
@@ -271,6 +275,11 @@ Graph import_onnx(const std::string& path, const ImportOptions& options) {
       continue;
     }
     g.nodes.push_back(std::move(n));
+  }
+  if (model_opset < kMinOpset) {
+    trace("opset " + std::to_string(model_opset) + ": every operator is unchanged up to opset " +
+          std::to_string(kMinOpset) + ", read as opset " + std::to_string(kMinOpset));
+    g.opset = kMinOpset;
   }
   trace(std::to_string(g.nodes.size()) + " nodes, " + std::to_string(g.inputs.size()) +
         " inputs, " + std::to_string(g.outputs.size()) + " outputs, " +

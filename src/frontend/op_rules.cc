@@ -71,6 +71,8 @@ const RuleTable& op_rules() {
     add_reduce_rules(t);
     add_layout_rules(t);
     add_misc_rules(t);
+    add_indexing_rules(t);
+    add_loss_rules(t);
     return t;
   }();
   return table;

@@ -74,5 +74,6 @@ class OpaqueCall {
 
 std::vector<Tensor> run_non_max_suppression(const OpaqueCall& call);
 std::vector<Tensor> run_max_pool(const OpaqueCall& call);
+std::vector<Tensor> run_scatter_gather_nd(const OpaqueCall& call);
 
 }  // namespace kora::interp

@@ -3,7 +3,7 @@
 // tensors. Out: its outputs, typed as graph.values says. This file dispatches and holds
 // the index operators: TopK, Gather and GatherElements (computed indices; negative ones
 // wrap, out-of-range ones are errors), ArgMax and ArgMin. NonMaxSuppression and MaxPool
-// live in their own files.
+// live in their own files, GatherND, ScatterND and ScatterElements in scatter.cc.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -258,6 +258,8 @@ std::vector<Tensor> run_opaque(const PrimGraph& graph, const Primitive& prim, co
     out = gather_elements(call);
   else if (op == "ArgMax" || op == "ArgMin")
     out = arg_extreme(call, op == "ArgMax");
+  else if (op == "GatherND" || op == "ScatterND" || op == "ScatterElements")
+    out = run_scatter_gather_nd(call);
   else
     out = run_max_pool(call);
   out.resize(prim.outputs.size());

@@ -1,6 +1,8 @@
 // Names, look-ups and work estimates (FLOPs, bytes) of the primitive IR.
 #include "kora/primitive.h"
 
+#include <iterator>
+
 #include "kora/error.h"
 
 namespace kora {
@@ -19,15 +21,19 @@ struct ScalarOpRow {
 };
 
 constexpr ScalarOpRow kScalarOps[] = {
-    {"identity", 1}, {"cast", 1},    {"neg", 1},        {"abs", 1},        {"exp", 1},
-    {"log", 1},      {"sqrt", 1},    {"rsqrt", 1},      {"reciprocal", 1}, {"tanh", 1},
-    {"erf", 1},      {"sigmoid", 1}, {"relu", 1},       {"softplus", 1},   {"floor", 1},
-    {"ceil", 1},     {"round", 1},   {"sign", 1},       {"sin", 1},        {"cos", 1},
-    {"not", 1},      {"add", 2},     {"sub", 2},        {"mul", 2},        {"div", 2},
-    {"pow", 2},      {"max", 2},     {"min", 2},        {"mod", 2},        {"fmod", 2},
-    {"equal", 2},    {"less", 2},    {"less_equal", 2}, {"greater", 2},    {"greater_equal", 2},
-    {"and", 2},      {"or", 2},      {"xor", 2},        {"where", 3},
+    {"identity", 1}, {"cast", 1},    {"neg", 1},        {"abs", 1},         {"exp", 1},
+    {"log", 1},      {"sqrt", 1},    {"rsqrt", 1},      {"reciprocal", 1},  {"tanh", 1},
+    {"erf", 1},      {"sigmoid", 1}, {"relu", 1},       {"softplus", 1},    {"floor", 1},
+    {"ceil", 1},     {"round", 1},   {"sign", 1},       {"sin", 1},         {"cos", 1},
+    {"not", 1},      {"add", 2},     {"sub", 2},        {"mul", 2},         {"div", 2},
+    {"pow", 2},      {"max", 2},     {"min", 2},        {"mod", 2},         {"fmod", 2},
+    {"equal", 2},    {"less", 2},    {"less_equal", 2}, {"greater", 2},     {"greater_equal", 2},
+    {"and", 2},      {"or", 2},      {"xor", 2},        {"where", 3},       {"tan", 1},
+    {"asin", 1},     {"acos", 1},    {"atan", 1},       {"sinh", 1},        {"cosh", 1},
+    {"asinh", 1},    {"acosh", 1},   {"atanh", 1},      {"bit_not", 1},     {"bit_and", 2},
+    {"bit_or", 2},   {"bit_xor", 2}, {"shift_left", 2}, {"shift_right", 2},
 };
+static_assert(std::size(kScalarOps) == static_cast<size_t>(kLastScalarOp) + 1);
 
 }  // namespace
 

@@ -214,6 +214,77 @@ class SyntheticTest(unittest.TestCase):
                   ("idx3", TensorProto.INT64, [1, 6, 5, 2])]
         self.check(g.model(inputs, [a, sl, ga, gd, ge, ex, es, vals, idx, am]), inputs)
 
+    def test_decoder_masks_and_positions(self):
+        """A decoder's causal mask (Trilu on the scores), position ids from the attention
+        mask (CumSum, int64), OneHot of token ids with values given at run time."""
+        g = G()
+        scores = g.op("MatMul", ["q", g.op("Transpose", ["q"], perm=[0, 2, 1])])
+        causal = g.op("Trilu", [scores, g.c(np.array(0, np.int64))], upper=0)
+        upper = g.op("Trilu", [scores, g.c(np.array(-1, np.int64))])
+        attn = g.op("Softmax", [g.op("Add", [causal, upper])], axis=-1)
+        pos = g.op("CumSum", ["mask", g.c(np.array(1, np.int64))])
+        pos = g.op("Sub", [g.op("Mul", [pos, "mask"]), g.c(np.array(1, np.int64))])
+        rev = g.op("CumSum", ["q", g.c(np.array(-2, np.int32))], exclusive=1, reverse=1)
+        excl = g.op("CumSum", ["q", g.c(np.array(1, np.int64))], exclusive=1)
+        hot = g.op("OneHot", ["mask", g.c(np.array([5], np.int64)), "onoff"], axis=1)
+        hot_last = g.op("OneHot", [g.op("Cast", ["mask"], to=TensorProto.FLOAT),
+                                   g.c(np.array(4.0, np.float32)),
+                                   g.c(np.array([0, 3], np.float32))])
+        eye = g.op("EyeLike", ["eyein"], k=1, dtype=TensorProto.FLOAT)
+        inputs = [("q", TensorProto.FLOAT, [2, 6, 4]), ("mask", TensorProto.INT64, [2, 6]),
+                  ("onoff", TensorProto.FLOAT, [2]), ("eyein", TensorProto.INT64, [3, 5])]
+        self.check(g.model(inputs, [attn, pos, rev, excl, hot, hot_last, eye]), inputs)
+
+    def test_losses_and_normalizations(self):
+        """SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss with weights, ignore_index
+        and every reduction; Hardmax, LRN, MeanVarianceNormalization, LpPool."""
+        g = G()
+        w = g.w(4, positive=True)
+        sce_mean, log_prob = g.op("SoftmaxCrossEntropyLoss", ["scores", "labels", w], outputs=2,
+                                  ignore_index=2)
+        sce_sum = g.op("SoftmaxCrossEntropyLoss", ["scores", "labels"], reduction="sum")
+        nll_none = g.op("NegativeLogLikelihoodLoss", [log_prob, "labels", w], reduction="none",
+                        ignore_index=0)
+        nll_mean = g.op("NegativeLogLikelihoodLoss", [log_prob, "labels"], ignore_index=1)
+        hard = g.op("Hardmax", ["x"], axis=1)
+        lrn = g.op("LRN", ["x"], size=3, alpha=0.01, beta=0.6, bias=1.5)
+        mvn = g.op("MeanVarianceNormalization", ["x"])
+        lp = g.op("LpPool", ["x"], kernel_shape=[2, 2], p=3, strides=[1, 2], pads=[1, 0, 0, 1])
+        glp = g.op("GlobalLpPool", ["x"], p=2)
+        inputs = [("scores", TensorProto.FLOAT, [3, 4, 5]), ("labels", TensorProto.INT64, [3, 5]),
+                  ("x", TensorProto.FLOAT, [2, 5, 4, 6])]
+        self.check(g.model(inputs, [sce_mean, log_prob, sce_sum, nll_none, nll_mean, hard, lrn,
+                                    mvn, lp, glp]), inputs)
+
+    def test_math_bitwise_and_scatter(self):
+        """The trigonometric and hyperbolic functions inside their domains, bitwise logic and
+        shifts on unsigned bytes, GatherND, ScatterND and ScatterElements with reductions."""
+        g = G()
+        t = g.op("Tanh", ["x"])
+        trig = [g.op(op, [t]) for op in ("Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh")]
+        trig.append(g.op("Acosh", [g.op("Add", [g.op("Abs", ["x"]), g.c(np.array(1, np.float32))])]))
+        trig.append(g.op("Atanh", [g.op("Mul", [t, g.c(np.array(0.9, np.float32))])]))
+        trig.append(g.op("ThresholdedRelu", ["x"], alpha=0.3))
+        trig.append(g.op("Shrink", ["x"], lambd=0.4, bias=0.1))
+        total = g.op("Sum", trig)
+        u = g.op("Cast", ["n"], to=TensorProto.UINT8)
+        shifted = g.op("BitShift", [u, g.c(np.array([1, 2, 3], np.uint8))], direction="LEFT")
+        back = g.op("BitShift", [shifted, g.c(np.array(1, np.uint8))], direction="RIGHT")
+        bits = g.op("BitwiseXor", [g.op("BitwiseAnd", ["n", "m"]), g.op("BitwiseOr", ["n", "m"])])
+        bits = g.op("BitwiseNot", [bits])
+        bytes_out = g.op("Cast", [g.op("BitwiseOr", [back, shifted])], to=TensorProto.INT64)
+        gnd = g.op("GatherND", ["x", g.c(np.array([[0, 1], [1, 0]], np.int64))])
+        snd = g.op("ScatterND", ["x", g.c(np.array([[1, 2], [0, 1], [1, 2]], np.int64)),
+                                 g.w(3, 4)], reduction="add")
+        sel = g.op("ScatterElements", ["x", g.c(np.array([[[0, 2, 1, 2]]], np.int64)),
+                                       g.op("Slice", ["x", g.c(np.array([0, 0], np.int64)),
+                                                      g.c(np.array([1, 1], np.int64)),
+                                                      g.c(np.array([0, 1], np.int64))])],
+                   axis=1, reduction="max")
+        inputs = [("x", TensorProto.FLOAT, [2, 3, 4]), ("n", TensorProto.INT64, [2, 3]),
+                  ("m", TensorProto.INT64, [2, 3])]
+        self.check(g.model(inputs, [total, bytes_out, bits, gnd, snd, sel], opset=18), inputs)
+
 
 class FissionStructureTest(unittest.TestCase):
     """What `kora fission --json` emits for a few operators, primitive by primitive."""
