@@ -91,6 +91,7 @@ const FissionTable& fission_rules() {
     add_layout_fission(t);
     add_resize_fission(t);
     add_opaque_fission(t);
+    add_quantize_fission(t);
     return t;
   }();
   return table;

@@ -71,6 +71,7 @@ const RuleTable& op_rules() {
     add_reduce_rules(t);
     add_layout_rules(t);
     add_misc_rules(t);
+    add_quantize_rules(t);
     return t;
   }();
   return table;

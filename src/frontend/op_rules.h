@@ -61,6 +61,7 @@ void add_normalization_rules(RuleTable& table);
 void add_reduce_rules(RuleTable& table);
 void add_layout_rules(RuleTable& table);
 void add_misc_rules(RuleTable& table);
+void add_quantize_rules(RuleTable& table);
 
 const RuleTable& op_rules();
 
