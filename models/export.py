@@ -1,4 +1,4 @@
-"""Exports kora's model zoo to ONNX: eight real architectures with random weights, built
+"""Exports kora's model zoo to ONNX: nine real architectures with random weights, built
 from their libraries' own definitions (no download), opset 17, batch 1, static shapes.
 
   resnet50        torchvision ResNet-50, 224x224
@@ -9,6 +9,9 @@ from their libraries' own definitions (no download), opset 17, batch 1, static s
   efficientvit_b0 timm EfficientViT-B0 (MIT), 224x224
   yolov8n         ultralytics YOLOv8n, built from its yaml, 640x640
   candy           fast-neural-style transformer network (Candy), 224x224
+  resnet18_int8   torchvision ResNet-18 quantized to int8 in QDQ form by onnxruntime's
+                  quantize_static (uint8 activations, int8 weights per channel, calibrated
+                  on random images), 224x224
 
 Beyond the zoo, any torchvision or timm image model by name: torchvision:densenet121,
 timm:convnext_nano, ... (224x224; written as torchvision_densenet121.onnx). kora is judged on
@@ -124,7 +127,9 @@ def build(name):
 
 
 MODELS = ["resnet50", "mobilenet_v2", "vit_b_16", "bert_base", "segformer_b0",
-          "efficientvit_b0", "yolov8n", "candy"]
+          "efficientvit_b0", "yolov8n", "candy", "resnet18_int8"]
+# Quantized models: the float model they are quantized from.
+QUANTIZED = {"resnet18_int8": "torchvision:resnet18"}
 
 
 def rerandomise(model, gen):
@@ -151,11 +156,45 @@ def seeded(name):
 
 
 def original_model(name):
-    """The PyTorch module models/zoo/NAME.onnx was exported from (benchmarks run it)."""
-    return seeded(name)[0]
+    """The PyTorch module models/zoo/NAME.onnx was exported from (benchmarks run it); for a
+    quantized model, the float module it was quantized from."""
+    return seeded(QUANTIZED.get(name, name))[0]
+
+
+def export_quantized(name, out_dir):
+    """The float model exported as below, then quantized to QDQ int8 (QuantizeLinear and
+    DequantizeLinear around float operators) by onnxruntime.quantization.quantize_static,
+    calibrated on 8 random images (seeded)."""
+    import tempfile
+
+    import numpy as np
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                          quantize_static)
+
+    base = QUANTIZED[name]
+    path = os.path.join(out_dir, name + ".onnx")
+    start = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        export(base, tmp)
+        _, args, input_names, _ = seeded(base)
+        rng = np.random.default_rng(SEED)
+        batches = iter([{input_names[0]: rng.standard_normal(tuple(args[0].shape)).astype(np.float32)}
+                        for _ in range(8)])
+
+        class Images(CalibrationDataReader):
+            def get_next(self):
+                return next(batches, None)
+
+        quantize_static(os.path.join(tmp, base.replace(":", "_") + ".onnx"), path, Images(),
+                        quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                        weight_type=QuantType.QInt8, per_channel=True)
+    print(f"  {name:16s} quantized (QDQ int8) -> {path} ({time.time() - start:.1f} s)",
+          flush=True)
 
 
 def export(name, out_dir):
+    if name in QUANTIZED:
+        return export_quantized(name, out_dir)
     model, args, input_names, output_names = seeded(name)
     path = os.path.join(out_dir, name.replace(":", "_") + ".onnx")
     start = time.time()

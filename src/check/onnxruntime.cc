@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -112,6 +113,15 @@ double relative_l2(const Tensor& got, const Tensor& want) {
   for (int64_t i = 0; i < want.numel() && !c.mismatched(); ++i)
     c.add(i, got.double_at(i), want.double_at(i));
   return c.mismatched() ? INFINITY : c.relative_error();
+}
+
+int64_t count_mismatches(const Tensor& got, const Tensor& want) {
+  if (got.shape() != want.shape() || got.dtype() != want.dtype()) return got.numel();
+  const size_t size = dtype_size(want.dtype());
+  int64_t differ = 0;
+  for (int64_t i = 0; i < want.numel(); ++i)
+    differ += std::memcmp(got.bytes() + i * size, want.bytes() + i * size, size) != 0;
+  return differ;
 }
 
 double tolerance_for(const std::string& device) {

@@ -84,6 +84,10 @@ class FissionBuilder {
   int counter_ = 0;
 };
 
+// Batched matmul of A [..., M, K] and B [..., K, N] of any ranks (numpy matmul rules), as
+// `result` (rules_linear.cc).
+std::string matmul_nd(FissionBuilder& b, std::string a, std::string w, const Shape& result);
+
 // A fission rule emits the primitives of one node through the builder.
 using FissionRule = void (*)(FissionBuilder& b);
 using FissionTable = std::map<std::string, FissionRule>;
@@ -97,6 +101,7 @@ void add_resize_fission(FissionTable& table);
 void add_opaque_fission(FissionTable& table);
 void add_indexing_fission(FissionTable& table);
 void add_loss_fission(FissionTable& table);
+void add_quantize_fission(FissionTable& table);
 
 const FissionTable& fission_rules();
 

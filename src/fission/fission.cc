@@ -93,6 +93,7 @@ const FissionTable& fission_rules() {
     add_opaque_fission(t);
     add_indexing_fission(t);
     add_loss_fission(t);
+    add_quantize_fission(t);
     return t;
   }();
   return table;

@@ -73,6 +73,7 @@ const RuleTable& op_rules() {
     add_misc_rules(t);
     add_indexing_rules(t);
     add_loss_rules(t);
+    add_quantize_rules(t);
     return t;
   }();
   return table;

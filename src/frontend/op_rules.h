@@ -63,6 +63,7 @@ void add_layout_rules(RuleTable& table);
 void add_misc_rules(RuleTable& table);
 void add_indexing_rules(RuleTable& table);
 void add_loss_rules(RuleTable& table);
+void add_quantize_rules(RuleTable& table);
 
 const RuleTable& op_rules();
 

@@ -181,6 +181,42 @@ def operator_mix_model(path):
     return save(graph, path, opset=18)
 
 
+def quantized_model(path):
+    """int8 quantization both ways: QuantizeLinear of the input, a QLinearConv (uint8 x
+    int8 per channel, padding, bias) and a DequantizeLinear -> Conv -> QuantizeLinear block
+    as onnxruntime.quantization writes it (onnxruntime fuses it into an integer convolution),
+    uint8 outputs; and DynamicQuantizeLinear -> MatMulInteger (int32 output)."""
+    rng = np.random.default_rng(3)
+    def const(name, value):
+        return numpy_helper.from_array(np.asarray(value), name)
+    inits = [const("xs", np.float32(0.02)), const("xz", np.uint8(128)),
+             const("w", rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8)),
+             const("ws", (rng.random(4) * 0.004 + 0.002).astype(np.float32)),
+             const("wz", np.zeros(4, np.int8)),
+             const("ys", np.float32(0.01)), const("yz", np.uint8(100)),
+             const("b", rng.integers(-500, 500, 4).astype(np.int32)),
+             const("mw", rng.integers(-128, 128, (12, 5)).astype(np.int8))]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="quantize"),
+        helper.make_node("QLinearConv", ["xq", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+                         ["qconv"], pads=[1, 1, 1, 1], name="qconv"),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"], name="dq_x"),
+        helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=0, name="dq_w"),
+        helper.make_node("Conv", ["xd", "wd"], ["c"], strides=[2, 2], name="conv"),
+        helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["qdq"], name="quantize_out"),
+        helper.make_node("DynamicQuantizeLinear", ["v"], ["vq", "vs", "vz"], name="dyn"),
+        helper.make_node("MatMulInteger", ["vq", "mw", "vz"], ["mm"], name="mmi"),
+    ]
+    graph = helper.make_graph(
+        nodes, "quantized",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6]),
+         helper.make_tensor_value_info("v", TensorProto.FLOAT, [3, 12])],
+        [helper.make_tensor_value_info("qconv", TensorProto.UINT8, [1, 4, 6, 6]),
+         helper.make_tensor_value_info("qdq", TensorProto.UINT8, [1, 4, 2, 2]),
+         helper.make_tensor_value_info("mm", TensorProto.INT32, [3, 5])], inits)
+    return save(graph, path, opset=13)
+
+
 def read(path, mode="r"):
     with open(path, mode) as f:
         return f.read()
@@ -204,6 +240,7 @@ class ArtifactTest(unittest.TestCase):
         cls.conv = conv_model(os.path.join(cls.tmp, "conv.onnx"))
         cls.attention = attention_model(os.path.join(cls.tmp, "attention.onnx"))
         cls.chain = conv_chain_model(os.path.join(cls.tmp, "chain.onnx"))
+        cls.quantized = quantized_model(os.path.join(cls.tmp, "quantized.onnx"))
         cls.compiled = {}
 
     @classmethod
@@ -258,6 +295,13 @@ class ArtifactTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertLess(err, 1e-4)
         self.assertRegex(r.stdout, r"loss float32 \[\] rel_l2")
+
+    def test_quantized_model_gives_the_same_integers(self):
+        out = self.artifact("quantized.onnx.optimal", self.quantized, "--strategy", "optimal")
+        r, err = self.check(out, self.quantized)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for name in ("qconv uint8", "qdq uint8", "mm int32"):
+            self.assertRegex(r.stdout, name + r" \[[\d, ]+\] exact")
 
     def test_progress_per_stage(self):
         out = self.artifact("conv.onnx.optimal", self.conv, "--strategy", "optimal")

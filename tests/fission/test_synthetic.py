@@ -63,15 +63,19 @@ def random_feed(dtype, shape):
         return RNG.integers(0, 4, shape).astype(np.int64)
     if dtype == TensorProto.BOOL:
         return RNG.integers(0, 2, shape).astype(bool)
+    if dtype == TensorProto.UINT8:
+        return RNG.integers(0, 256, shape).astype(np.uint8)
+    if dtype == TensorProto.INT8:
+        return RNG.integers(-128, 128, shape).astype(np.int8)
     raise ValueError(dtype)
 
 
 class SyntheticTest(unittest.TestCase):
-    def check(self, model, inputs):
+    def check(self, model, inputs, feeds=None):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "m.onnx")
             onnx.save(model, path)
-            feeds = {n: random_feed(t, s) for n, t, s in inputs}
+            feeds = feeds or {n: random_feed(t, s) for n, t, s in inputs}
             opts = ort.SessionOptions()
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
             sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
@@ -284,6 +288,112 @@ class SyntheticTest(unittest.TestCase):
         inputs = [("x", TensorProto.FLOAT, [2, 3, 4]), ("n", TensorProto.INT64, [2, 3]),
                   ("m", TensorProto.INT64, [2, 3])]
         self.check(g.model(inputs, [total, bytes_out, bits, gnd, snd, sel], opset=18), inputs)
+
+
+class QuantizationTest(unittest.TestCase):
+    """The quantization operators against onnxruntime's CPU provider: integers exactly."""
+
+    check = SyntheticTest.check
+
+    def test_quantize_dequantize(self):
+        g = G()
+        x = "x"
+        scale6 = g.c(np.array([0.5, 0.25, 1.0, 0.125, 2.0, 0.75], np.float32))
+        # Per axis to uint8 with zero points; per tensor to int8 (ties x / 0.5 = k + 0.5 and
+        # values past both ends of the range saturate); int16; without a zero point (uint8).
+        qu = g.op("QuantizeLinear", [x, scale6, g.c(np.array([0, 3, 128, 250, 7, 255], np.uint8))],
+                  axis=1)
+        qi = g.op("QuantizeLinear", [x, g.c(np.array(0.5, np.float32)), g.c(np.array(-3, np.int8))])
+        q16 = g.op("QuantizeLinear", [x, g.c(np.array(0.01, np.float32)),
+                                      g.c(np.array(-7, np.int16))])
+        qn = g.op("QuantizeLinear", [x, g.c(np.array(0.3, np.float32))])
+        # Blocked (opset 21): blocks of 2 along the last axis.
+        qb = g.op("QuantizeLinear", [x, g.w(2, 6, 5, 2, positive=True),
+                                     g.c(RNG.integers(-5, 5, (2, 6, 5, 2)).astype(np.int8))],
+                  axis=-1, block_size=2)
+        du = g.op("DequantizeLinear", [qu, scale6, g.c(np.array([0, 3, 128, 250, 7, 255], np.uint8))],
+                  axis=1)
+        di = g.op("DequantizeLinear", [qi, g.c(np.array(0.5, np.float32)), g.c(np.array(-3, np.int8))])
+        # Runtime int8 input, per axis with zero points along axis 2.
+        dr = g.op("DequantizeLinear", ["q", g.w(5, positive=True), g.c(np.arange(-2, 3).astype(np.int8))],
+                  axis=2)
+        outs = [qu, qi, q16, qn, qb, du, di, dr]
+        inputs = [("x", TensorProto.FLOAT, [2, 6, 5, 4]), ("q", TensorProto.INT8, [2, 6, 5, 4])]
+        feeds = {"x": (RNG.integers(-700, 700, (2, 6, 5, 4)) * 0.25).astype(np.float32),
+                 "q": random_feed(TensorProto.INT8, [2, 6, 5, 4])}
+        self.check(g.model(inputs, outs, opset=21), inputs, feeds)
+
+    def test_dynamic_quantize_matmul_integer(self):
+        # quantize_dynamic's pattern, with zero points on both sides and K = 1024 (sums of
+        # uint8 x int8 products beyond 2^24, where float32 accumulation is inexact).
+        g = G()
+        q, s, z = g.op("DynamicQuantizeLinear", ["x"], outputs=3)
+        w = g.c(RNG.integers(-128, 128, (1024, 6)).astype(np.int8))
+        acc = g.op("MatMulInteger", [q, w, z, g.c(RNG.integers(-128, 128, 6).astype(np.int8))])
+        y = g.op("Mul", [g.op("Cast", [acc], to=TensorProto.FLOAT),
+                         g.op("Mul", [s, g.c(np.array(0.02, np.float32))])])
+        big = g.op("MatMulInteger", ["a", "b", g.c(np.array(255, np.uint8)), g.c(np.array(-128, np.int8))])
+        inputs = [("x", TensorProto.FLOAT, [2, 3, 1024]), ("a", TensorProto.UINT8, [4, 1024]),
+                  ("b", TensorProto.INT8, [1024, 3])]
+        feeds = {"x": random_feed(TensorProto.FLOAT, [2, 3, 1024]),
+                 "a": np.zeros((4, 1024), np.uint8), "b": np.full((1024, 3), 127, np.int8)}
+        self.check(g.model(inputs, [q, s, z, acc, y, big]), inputs, feeds)
+        allzero = {"x": np.zeros((2, 3, 1024), np.float32), "a": feeds["a"], "b": feeds["b"]}
+        self.check(g.model(inputs, [q, s, z]), inputs, allzero)
+
+    def test_qlinear_conv(self):
+        g = G()
+        # uint8 activations, int8 weights per output channel, padding, stride, 2 groups, bias;
+        # then int8 activations with per-tensor weights, no bias.
+        m = 8
+        y = g.op("QLinearConv", ["x", g.c(np.array(0.05, np.float32)), g.c(np.array(120, np.uint8)),
+                                 g.c(RNG.integers(-128, 128, (m, 3, 3, 3)).astype(np.int8)),
+                                 g.c((RNG.random(m) * 0.004 + 0.001).astype(np.float32)),
+                                 g.c(np.zeros(m, np.int8)),
+                                 g.c(np.array(0.4, np.float32)), g.c(np.array(10, np.uint8)),
+                                 g.c(RNG.integers(-3000, 3000, m).astype(np.int32))],
+                 pads=[1, 2, 1, 0], strides=[2, 1], group=2)
+        z = g.op("QLinearConv", ["xi", g.c(np.array(0.02, np.float32)), g.c(np.array(-5, np.int8)),
+                                 g.c(RNG.integers(-128, 128, (4, 6, 1, 3)).astype(np.int8)),
+                                 g.c(np.array(0.003, np.float32)), g.c(np.array(0, np.int8)),
+                                 g.c(np.array(0.05, np.float32)), g.c(np.array(3, np.int8))],
+                 pads=[0, 1, 0, 1])
+        c = g.op("ConvInteger", ["x", g.c(RNG.integers(0, 256, (4, 6, 3, 3)).astype(np.uint8)),
+                                 g.c(np.array(131, np.uint8)), g.c(np.array(17, np.uint8))],
+                 pads=[1, 1, 1, 1])
+        inputs = [("x", TensorProto.UINT8, [2, 6, 9, 7]), ("xi", TensorProto.INT8, [1, 6, 5, 5])]
+        self.check(g.model(inputs, [y, z, c]), inputs)
+
+    def test_qlinear_matmul(self):
+        g = G()
+        # uint8 x int8 with per-column scales and zero points of B, 3-D x 2-D; int8 x int8.
+        y = g.op("QLinearMatMul", ["a", g.c(np.array(0.02, np.float32)), g.c(np.array(128, np.uint8)),
+                                   g.c(RNG.integers(-128, 128, (64, 5)).astype(np.int8)),
+                                   g.c((RNG.random(5) * 0.01 + 0.005).astype(np.float32)),
+                                   g.c(RNG.integers(-3, 3, 5).astype(np.int8)),
+                                   g.c(np.array(0.3, np.float32)), g.c(np.array(100, np.uint8))])
+        z = g.op("QLinearMatMul", ["ai", g.c(np.array(0.03, np.float32)), g.c(np.array(3, np.int8)),
+                                   g.c(RNG.integers(-128, 128, (64, 7)).astype(np.int8)),
+                                   g.c(np.array(0.05, np.float32)), g.c(np.array(-1, np.int8)),
+                                   g.c(np.array(2.5, np.float32)), g.c(np.array(-4, np.int8))])
+        inputs = [("a", TensorProto.UINT8, [2, 3, 64]), ("ai", TensorProto.INT8, [4, 64])]
+        self.check(g.model(inputs, [y, z]), inputs)
+
+    def test_qdq_conv_block(self):
+        # A QDQ graph as onnxruntime.quantization writes it (float operators between
+        # DequantizeLinear and QuantizeLinear), ending in integers.
+        g = G()
+        dq = lambda t, s, z, **a: g.op("DequantizeLinear", [t, g.c(np.array(s, np.float32)), z], **a)
+        x = dq(g.op("QuantizeLinear", ["x", g.c(np.array(0.02, np.float32)), g.c(np.array(128, np.uint8))]),
+               0.02, g.c(np.array(128, np.uint8)))
+        wq = g.c(RNG.integers(-127, 128, (8, 3, 3, 3)).astype(np.int8))
+        w = g.op("DequantizeLinear", [wq, g.c((RNG.random(8) * 0.01 + 0.002).astype(np.float32)),
+                                      g.c(np.zeros(8, np.int8))],
+                 axis=0)
+        y = g.op("Relu", [g.op("Conv", [x, w, g.w(8)], pads=[1, 1, 1, 1])])
+        out = g.op("QuantizeLinear", [y, g.c(np.array(0.05, np.float32)), g.c(np.array(0, np.uint8))])
+        inputs = [("x", TensorProto.FLOAT, [1, 3, 10, 10])]
+        self.check(g.model(inputs, [out]), inputs)
 
 
 class FissionStructureTest(unittest.TestCase):

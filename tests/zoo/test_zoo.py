@@ -1,7 +1,7 @@
 """The model zoo end to end: for each model in models/zoo/ (written by `make zoo`), run
 `kora interpret` (import -> fission -> reference interpreter) and onnxruntime (graph
 optimisations off) on the same random input, and require a relative L2 error below 1e-4
-for every output. Then `kora orchestrate` (roofline costs): the optimal plan must be proven
+for every output (QDQ_TOLERANCE for QDQ-quantized models). Then `kora orchestrate` (roofline costs): the optimal plan must be proven
 optimal within ORCHESTRATE_SECONDS and cost no more than the greedy plan.
 
 usage: python tests/zoo/test_zoo.py KORA ZOO_DIR [NAME ...] [--write-doc docs/conformance.md]
@@ -21,6 +21,13 @@ import onnx
 import onnxruntime as ort
 
 TOLERANCE = 1e-4
+# QDQ-quantized models (QuantizeLinear between float operators): a float convolution whose
+# result lands within rounding error of a .5 step quantizes one step apart under another
+# summation order, and random weights amplify such steps layer by layer. onnxruntime's own
+# optimisation levels disagree by 1.3e-2 on resnet18_int8 (ORT_DISABLE_ALL vs
+# ORT_ENABLE_EXTENDED, which runs integer QLinearConv kernels); kora's integer operators
+# (QLinearConv, MatMulInteger, ...) match onnxruntime exactly (tests/fission/test_synthetic.py).
+QDQ_TOLERANCE = 3e-2
 ORCHESTRATE_SECONDS = 60  # issue 4: enumeration and solve within a minute on 2 cores
 NP_DTYPES = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.INT64: np.int64,
              onnx.TensorProto.INT32: np.int32, onnx.TensorProto.BOOL: np.bool_}
@@ -56,7 +63,9 @@ def write_doc(path, rows):
              f"{passed} of {len({r[0] for r in rows})} models of `models/export.py` (random "
              "weights, opset 17, batch 1) give the same outputs through import -> fission -> "
              "`kora interpret` as onnxruntime with graph optimisations off, on the same random "
-             f"input: relative L2 error < {TOLERANCE:g} per output. Measured "
+             f"input: relative L2 error < {TOLERANCE:g} per output ({QDQ_TOLERANCE:g} for "
+             "QDQ-quantized models: a float result within rounding error of a .5 step "
+             "quantizes one step apart under another summation order). Measured "
              f"{datetime.date.today()} on {platform.machine()} "
              f"({os.cpu_count()} cores), onnxruntime {ort.__version__}.", "",
              "| model | output | shape | relative L2 error | kora interpret (s) |",
@@ -78,6 +87,8 @@ def check(kora, path, rows):
     name = os.path.basename(path)[:-len(".onnx")]
     model = onnx.load(path, load_external_data=False)
     feeds = make_inputs(model, np.random.default_rng(0))
+    qdq = any(n.op_type == "QuantizeLinear" for n in model.graph.node)
+    tolerance = QDQ_TOLERANCE if qdq else TOLERANCE
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -112,9 +123,9 @@ def check(kora, path, rows):
                 continue
             diff = got.astype(np.float64) - want.astype(np.float64)
             err = np.linalg.norm(diff) / max(np.linalg.norm(want.astype(np.float64)), 1e-30)
-            status = "ok  " if err < TOLERANCE else "FAIL"
-            ok &= err < TOLERANCE
-            rows.append((name, out, str(list(want.shape)), err, err < TOLERANCE, seconds))
+            status = "ok  " if err < tolerance else "FAIL"
+            ok &= err < tolerance
+            rows.append((name, out, str(list(want.shape)), err, err < tolerance, seconds))
             print(f"{status} {name:16s} {out:12s} {str(list(want.shape)):18s} "
                   f"rel L2 {err:.2e}  (kora interpret {seconds:.1f} s)", flush=True)
         return ok
