@@ -1,4 +1,4 @@
-"""Exports kora's model zoo to ONNX: nine real architectures with random weights, built
+"""Exports kora's model zoo to ONNX: eleven real architectures with random weights, built
 from their libraries' own definitions (no download), opset 17, batch 1, static shapes.
 
   resnet50        torchvision ResNet-50, 224x224
@@ -12,6 +12,9 @@ from their libraries' own definitions (no download), opset 17, batch 1, static s
   resnet18_int8   torchvision ResNet-18 quantized to int8 in QDQ form by onnxruntime's
                   quantize_static (uint8 activations, int8 weights per channel, calibrated
                   on random images), 224x224
+  llama_tiny      transformers Llama (decoder-only, causal mask, rotary embeddings, grouped
+                  query attention; a 4-layer, 256-wide LlamaConfig), sequence 128
+  swinv2_tiny     timm Swin-V2-T (shifted-window attention, window 8), 256x256
 
 Beyond the zoo, any torchvision or timm image model by name: torchvision:densenet121,
 timm:convnext_nano, ... (224x224; written as torchvision_densenet121.onnx). kora is judged on
@@ -115,6 +118,24 @@ def build(name):
         return model, image(640), ["images"], ["detections"]
     if name == "candy":
         return Candy(), image(224), ["image"], ["stylized"]
+    if name == "llama_tiny":
+        import transformers
+        config = transformers.LlamaConfig(vocab_size=1000, hidden_size=256, intermediate_size=688,
+                                          num_hidden_layers=4, num_attention_heads=8,
+                                          num_key_value_heads=4, max_position_embeddings=256)
+        llama = transformers.LlamaModel(config)
+        # An explicit attention mask: without one, transformers looks for packed sequences
+        # with torch.diff, which the ONNX exporter cannot write.
+        model = FirstOutput(lambda ids, mask: llama(input_ids=ids, attention_mask=mask,
+                                                    use_cache=False),
+                            lambda out: out.last_hidden_state)
+        model.llama = llama
+        ids = torch.randint(0, 1000, (1, 128))
+        return model, (ids, torch.ones_like(ids)), ["input_ids", "attention_mask"], ["hidden"]
+    if name == "swinv2_tiny":
+        import timm
+        return (timm.create_model("swinv2_tiny_window8_256", pretrained=False), image(256),
+                ["image"], ["logits"])
     if name.startswith("torchvision:"):
         import torchvision
         return (torchvision.models.get_model(name.split(":", 1)[1], weights=None), image(224),
@@ -127,7 +148,7 @@ def build(name):
 
 
 MODELS = ["resnet50", "mobilenet_v2", "vit_b_16", "bert_base", "segformer_b0",
-          "efficientvit_b0", "yolov8n", "candy", "resnet18_int8"]
+          "efficientvit_b0", "yolov8n", "candy", "resnet18_int8", "llama_tiny", "swinv2_tiny"]
 # Quantized models: the float model they are quantized from.
 QUANTIZED = {"resnet18_int8": "torchvision:resnet18"}
 
