@@ -73,6 +73,8 @@ const RuleTable& op_rules() {
     add_misc_rules(t);
     add_indexing_rules(t);
     add_loss_rules(t);
+    add_sampling_rules(t);
+    add_signal_rules(t);
     return t;
   }();
   return table;

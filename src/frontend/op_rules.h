@@ -63,6 +63,8 @@ void add_layout_rules(RuleTable& table);
 void add_misc_rules(RuleTable& table);
 void add_indexing_rules(RuleTable& table);
 void add_loss_rules(RuleTable& table);
+void add_sampling_rules(RuleTable& table);
+void add_signal_rules(RuleTable& table);
 
 const RuleTable& op_rules();
 
