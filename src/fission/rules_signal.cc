@@ -3,7 +3,8 @@
 // STFT become matmuls with a constant real matrix of cos/sin terms (rows: input sample and
 // real/imaginary part; columns: frequency bin and real/imaginary part), so they run as
 // linear primitives and fuse with their neighbours: DFT moves its axis next to the last
-// dim, STFT gathers its frames (constant indices) and weights them by the window.
+// dim, STFT gathers its frames (constant indices) and weights them by the window. A DFT
+// whose matrix would be too large is kept whole (the interpreter's dft.cc).
 #include <cmath>
 
 #include "fission/builder.h"
@@ -12,6 +13,9 @@ namespace kora {
 namespace {
 
 using S = ScalarOp;
+
+// Above this many matrix elements (256 MiB of float32) a DFT is kept whole instead.
+constexpr int64_t kMaxMatrixElements = int64_t{1} << 26;
 
 void window(FissionBuilder& b) {
   const ValueInfo& out = b.out_info(0);
@@ -117,6 +121,16 @@ void dft(FissionBuilder& b) {
     }
   perm.push_back(axis);
   perm.push_back(r - 1);
+  const bool inverse = b.node().attr_int("inverse", 0) != 0;
+  if (samples * parts * bins * 2 > kMaxMatrixElements) {
+    Node whole;
+    whole.op_type = "DFT";
+    whole.inputs = {x};
+    whole.attributes["axis"].i = axis;
+    whole.attributes["dft_length"].i = length;
+    whole.attributes["inverse"].i = inverse;
+    return b.bind(0, b.opaque_node(whole, {b.out_info(0)})[0]);
+  }
   if (samples < s[axis]) {
     layout::Slice slice{Shape(s.size(), 0), Shape(s.size(), 1)};
     Shape cut = s;
@@ -126,7 +140,6 @@ void dft(FissionBuilder& b) {
   x = b.transpose(x, perm);
   const int64_t m = numel(others);
   x = b.reshape(x, {m, samples * parts});
-  const bool inverse = b.node().attr_int("inverse", 0) != 0;
   std::string y = b.matmul(
       x, b.add_constant(dft_matrix(b.dtype(x), samples, parts, length, bins, inverse, nullptr)));
   Shape moved = others;

@@ -101,8 +101,8 @@ std::vector<ValueInfo> col2im(const InferContext& c) {
 
 std::vector<ValueInfo> max_unpool(const InferContext& c) {
   const Shape& x = c.shape(0);
-  const size_t n = x.size() - 2;
   if (x.size() < 3) c.fail("X must be [N, C, S...], got " + shape_str(x));
+  const size_t n = x.size() - 2;
   if (c.shape(1) != x)
     c.fail("I " + shape_str(c.shape(1)) + " must have X's shape " + shape_str(x));
   if (!is_integer(c.dtype(1))) c.fail("I must be integers");

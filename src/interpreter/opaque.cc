@@ -268,6 +268,8 @@ std::vector<Tensor> run_opaque(const PrimGraph& graph, const Primitive& prim, co
     out = run_image_scatter(call);
   else if (op == "Det")
     out = run_det(call);
+  else if (op == "DFT")
+    out = run_dft(call);
   else
     out = run_max_pool(call);
   out.resize(prim.outputs.size());

@@ -347,7 +347,7 @@ class SyntheticTest(unittest.TestCase):
 
     def test_spectral(self):
         """DFT of a real signal (full and onesided, zero-padded), the inverse of a complex
-        one along another axis, and a log-mel spectrogram: STFT with a Hann window, power,
+        one along another axis, a long one (kept whole), and a log-mel spectrogram: STFT with a Hann window, power,
         MelWeightMatrix, Log; the other windows."""
         g = G()
         axis = lambda a: g.c(np.array(a, np.int64))
@@ -367,8 +367,11 @@ class SyntheticTest(unittest.TestCase):
                                           g.c(np.array(1e-3, np.float32))])])
         windows = [g.op(op, [g.c(np.array(9, np.int64))], periodic=p)
                    for op in ("HammingWindow", "BlackmanWindow") for p in (0, 1)]
-        inputs = [("s", TensorProto.FLOAT, [2, 64, 1]), ("z", TensorProto.FLOAT, [3, 12, 5, 2])]
-        self.check(g.model(inputs, [full, half, inv, logmel] + windows, opset=20), inputs)
+        # 8192 samples: a cos/sin matrix too large to keep, so the DFT is kept whole.
+        long = g.op("DFT", ["long", "", axis(1)], onesided=1)
+        inputs = [("s", TensorProto.FLOAT, [2, 64, 1]), ("z", TensorProto.FLOAT, [3, 12, 5, 2]),
+                  ("long", TensorProto.FLOAT, [1, 8192, 1])]
+        self.check(g.model(inputs, [full, half, inv, logmel, long] + windows, opset=20), inputs)
 
     def test_spatial_transformer(self):
         """AffineGrid from a regressed theta, then GridSample: a spatial transformer, 2-D
