@@ -102,6 +102,8 @@ void add_opaque_fission(FissionTable& table);
 void add_indexing_fission(FissionTable& table);
 void add_loss_fission(FissionTable& table);
 void add_quantize_fission(FissionTable& table);
+void add_sampling_fission(FissionTable& table);
+void add_signal_fission(FissionTable& table);
 
 const FissionTable& fission_rules();
 

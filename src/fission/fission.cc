@@ -94,6 +94,8 @@ const FissionTable& fission_rules() {
     add_indexing_fission(t);
     add_loss_fission(t);
     add_quantize_fission(t);
+    add_sampling_fission(t);
+    add_signal_fission(t);
     return t;
   }();
   return table;

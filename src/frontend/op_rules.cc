@@ -74,6 +74,8 @@ const RuleTable& op_rules() {
     add_indexing_rules(t);
     add_loss_rules(t);
     add_quantize_rules(t);
+    add_sampling_rules(t);
+    add_signal_rules(t);
     return t;
   }();
   return table;

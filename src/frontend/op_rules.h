@@ -64,6 +64,8 @@ void add_misc_rules(RuleTable& table);
 void add_indexing_rules(RuleTable& table);
 void add_loss_rules(RuleTable& table);
 void add_quantize_rules(RuleTable& table);
+void add_sampling_rules(RuleTable& table);
+void add_signal_rules(RuleTable& table);
 
 const RuleTable& op_rules();
 

@@ -260,6 +260,16 @@ std::vector<Tensor> run_opaque(const PrimGraph& graph, const Primitive& prim, co
     out = arg_extreme(call, op == "ArgMax");
   else if (op == "GatherND" || op == "ScatterND" || op == "ScatterElements")
     out = run_scatter_gather_nd(call);
+  else if (op == "GridSample")
+    out = run_grid_sample(call);
+  else if (op == "RoiAlign")
+    out = run_roi_align(call);
+  else if (op == "Col2Im" || op == "MaxUnpool")
+    out = run_image_scatter(call);
+  else if (op == "Det")
+    out = run_det(call);
+  else if (op == "DFT")
+    out = run_dft(call);
   else
     out = run_max_pool(call);
   out.resize(prim.outputs.size());

@@ -217,6 +217,36 @@ def quantized_model(path):
     return save(graph, path, opset=13)
 
 
+def sampling_signal_model(path):
+    """A spatial transformer (AffineGrid from a regressed theta, GridSample), a cubic
+    GridSample with reflection on a given grid, and the onesided DFT power spectrum of the
+    sampled image's rows."""
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(np.asarray(a), n) for n, a in [
+        ("size", np.array([2, 3, 8, 9], np.int64)),
+        ("W", (rng.standard_normal((3 * 8 * 9, 6)) * 0.02).astype(np.float32)),
+        ("b", np.array([1, 0, 0, 0, 1, 0], np.float32)),
+        ("tshape", np.array([2, 2, 3], np.int64)), ("axis", np.array(2, np.int64)),
+        ("sshape", np.array([2, 3, 8, 9, 1], np.int64))]]
+    node = helper.make_node
+    nodes = [
+        node("Flatten", ["x"], ["f"]), node("MatMul", ["f", "W"], ["m"]),
+        node("Add", ["m", "b"], ["a"]), node("Reshape", ["a", "tshape"], ["theta"]),
+        node("AffineGrid", ["theta", "size"], ["grid"]),
+        node("GridSample", ["x", "grid"], ["gs"]),
+        node("GridSample", ["x", "g2"], ["gs2"], mode="cubic", padding_mode="reflection"),
+        node("Relu", ["gs"], ["r"]), node("Reshape", ["r", "sshape"], ["sig"]),
+        node("DFT", ["sig", "", "axis"], ["spec"], onesided=1),
+        node("Mul", ["spec", "spec"], ["p"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "sampling_signal",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 9]),
+         helper.make_tensor_value_info("g2", TensorProto.FLOAT, [2, 5, 4, 2])],
+        [onnx.ValueInfoProto(name=n) for n in ("p", "gs2")], inits)
+    return save(graph, path, opset=20)
+
+
 def read(path, mode="r"):
     with open(path, mode) as f:
         return f.read()
@@ -302,6 +332,15 @@ class ArtifactTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         for name in ("qconv uint8", "qdq uint8", "mm int32"):
             self.assertRegex(r.stdout, name + r" \[[\d, ]+\] exact")
+
+    def test_sampling_and_dft_pass_check(self):
+        """GridSample (kept whole, the interpreter) after AffineGrid and before a DFT (both
+        matmuls, generated code) match onnxruntime."""
+        model = sampling_signal_model(os.path.join(self.tmp, "signal.onnx"))
+        out = self.artifact("signal.optimal", model)
+        r, err = self.check(out, model)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertLess(err, 1e-4)
 
     def test_progress_per_stage(self):
         out = self.artifact("conv.onnx.optimal", self.conv, "--strategy", "optimal")

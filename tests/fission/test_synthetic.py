@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 KORA = None
 RNG = np.random.default_rng(7)
@@ -71,15 +72,20 @@ def random_feed(dtype, shape):
 
 
 class SyntheticTest(unittest.TestCase):
-    def check(self, model, inputs, feeds=None):
+    def check(self, model, inputs, feeds=None, reference="onnxruntime"):
+        """reference "onnx": ONNX's reference evaluator instead, where onnxruntime departs
+        from the ONNX reference implementation."""
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "m.onnx")
             onnx.save(model, path)
             feeds = feeds or {n: random_feed(t, s) for n, t, s in inputs}
             opts = ort.SessionOptions()
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-            sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-            expected = sess.run(None, feeds)
+            if reference == "onnx":
+                expected = ReferenceEvaluator(model).run(None, feeds)
+            else:
+                sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+                expected = sess.run(None, feeds)
             args = [KORA, "interpret", path, "--output-dir", os.path.join(tmp, "out")]
             for n, a in feeds.items():
                 np.save(os.path.join(tmp, n + ".npy"), a)
@@ -288,6 +294,107 @@ class SyntheticTest(unittest.TestCase):
         inputs = [("x", TensorProto.FLOAT, [2, 3, 4]), ("n", TensorProto.INT64, [2, 3]),
                   ("m", TensorProto.INT64, [2, 3])]
         self.check(g.model(inputs, [total, bytes_out, bits, gnd, snd, sel], opset=18), inputs)
+
+    def test_grid_sample_modes(self):
+        """GridSample on random grids (partly outside [-1, 1]) in every mode, padding mode
+        and align_corners, 4-D and volumetric; Col2Im and Det. Cubic with border padding
+        is checked against ONNX's reference in the next test."""
+        g = G()
+        outs = []
+        for mode in ("linear", "nearest", "cubic"):
+            for pad in ("zeros", "border", "reflection"):
+                for align in (0, 1):
+                    if (mode, pad) == ("cubic", "border"):
+                        continue
+                    outs.append(g.op("GridSample", ["x", "grid"], mode=mode, padding_mode=pad,
+                                     align_corners=align))
+        for mode in ("linear", "nearest"):
+            outs.append(g.op("GridSample", ["v", "vgrid"], mode=mode, padding_mode="border"))
+        outs.append(g.op("Col2Im", ["cols", g.c(np.array([5, 6], np.int64)),
+                                    g.c(np.array([2, 3], np.int64))], strides=[1, 2],
+                         pads=[1, 0, 0, 1]))
+        outs.append(g.op("Det", [g.op("Reshape", ["grid", g.c(np.array([2, 14, 2, 2], np.int64))])]))
+        inputs = [("x", TensorProto.FLOAT, [2, 3, 5, 6]), ("grid", TensorProto.FLOAT, [2, 4, 7, 2]),
+                  ("v", TensorProto.FLOAT, [1, 2, 3, 4, 5]),
+                  ("vgrid", TensorProto.FLOAT, [1, 2, 3, 2, 3]),
+                  ("cols", TensorProto.FLOAT, [2, 12, 15])]
+        self.check(g.model(inputs, outs, opset=20), inputs)
+
+    def test_grid_sample_cubic_border(self):
+        """ONNX's reference clamps an out-of-range cubic sample position to the border before
+        taking the 4 taps; onnxruntime 1.32 gives other values there. kora follows ONNX's
+        reference."""
+        g = G()
+        outs = [g.op("GridSample", ["x", "grid"], mode="cubic", padding_mode="border",
+                     align_corners=a) for a in (0, 1)]
+        inputs = [("x", TensorProto.FLOAT, [1, 2, 5, 6]), ("grid", TensorProto.FLOAT, [1, 4, 7, 2])]
+        self.check(g.model(inputs, outs, opset=20), inputs, reference="onnx")
+
+    def test_roi_align(self):
+        """RoiAlign, avg and max, both coordinate transformations, fixed and adaptive
+        sampling; MaxUnpool of MaxPool's indices."""
+        g = G()
+        rois = g.c(np.array([[0, 0, 5, 5], [2, 1.5, 9, 8.3], [1, 1, 3, 11], [4, 2, 4.5, 2.2]],
+                            np.float32))
+        idx = g.c(np.array([0, 1, 1, 0], np.int64))
+        outs = []
+        for mode in ("avg", "max"):
+            for ctm in ("half_pixel", "output_half_pixel"):
+                for ratio in (0, 2):
+                    outs.append(g.op("RoiAlign", ["x", rois, idx], mode=mode, output_height=3,
+                                     output_width=4, sampling_ratio=ratio, spatial_scale=0.8,
+                                     coordinate_transformation_mode=ctm))
+        pooled, ind = g.op("MaxPool", ["x"], outputs=2, kernel_shape=[2, 2], strides=[2, 2])
+        outs.append(g.op("MaxUnpool", [pooled, ind], kernel_shape=[2, 2], strides=[2, 2]))
+        inputs = [("x", TensorProto.FLOAT, [2, 3, 10, 12])]
+        self.check(g.model(inputs, outs, opset=16), inputs)
+
+    def test_spectral(self):
+        """DFT of a real signal (full and onesided, zero-padded), the inverse of a complex
+        one along another axis, a long one (kept whole), and a log-mel spectrogram: STFT with a Hann window, power,
+        MelWeightMatrix, Log; the other windows."""
+        g = G()
+        axis = lambda a: g.c(np.array(a, np.int64))
+        full = g.op("DFT", ["s", "", axis(1)])
+        half = g.op("DFT", ["s", g.c(np.array(20, np.int64)), axis(1)], onesided=1)
+        inv = g.op("DFT", ["z", "", axis(-2)], inverse=1)
+        hann = g.op("HannWindow", [g.c(np.array(16, np.int64))])
+        spec = g.op("STFT", [g.op("Reshape", ["s", g.c(np.array([2, 64, 1], np.int64))]),
+                             g.c(np.array(4, np.int64)), hann, g.c(np.array(16, np.int64))])
+        power = g.op("ReduceSum", [g.op("Mul", [spec, spec]), g.c(np.array([-1], np.int64))],
+                     keepdims=0)
+        mel = g.op("MelWeightMatrix", [g.c(np.array(8, np.int64)), g.c(np.array(16, np.int64)),
+                                       g.c(np.array(8000, np.int64)),
+                                       g.c(np.array(100, np.float32)),
+                                       g.c(np.array(3000, np.float32))])
+        logmel = g.op("Log", [g.op("Add", [g.op("MatMul", [power, mel]),
+                                          g.c(np.array(1e-3, np.float32))])])
+        windows = [g.op(op, [g.c(np.array(9, np.int64))], periodic=p)
+                   for op in ("HammingWindow", "BlackmanWindow") for p in (0, 1)]
+        # 8192 samples: a cos/sin matrix too large to keep, so the DFT is kept whole.
+        long = g.op("DFT", ["long", "", axis(1)], onesided=1)
+        inputs = [("s", TensorProto.FLOAT, [2, 64, 1]), ("z", TensorProto.FLOAT, [3, 12, 5, 2]),
+                  ("long", TensorProto.FLOAT, [1, 8192, 1])]
+        self.check(g.model(inputs, [full, half, inv, logmel, long] + windows, opset=20), inputs)
+
+    def test_spatial_transformer(self):
+        """AffineGrid from a regressed theta, then GridSample: a spatial transformer, 2-D
+        and 3-D (align_corners both ways)."""
+        g = G()
+        outs = []
+        for align in (0, 1):
+            flat = g.op("Flatten", ["x"])
+            theta = g.op("Reshape", [g.op("Add", [g.op("MatMul", [flat, g.w(3 * 8 * 9, 6, scale=0.02)]),
+                                                  g.c(np.array([1, 0, 0, 0, 1, 0], np.float32))]),
+                                     g.c(np.array([2, 2, 3], np.int64))])
+            grid = g.op("AffineGrid", [theta, g.c(np.array([2, 3, 6, 7], np.int64))],
+                        align_corners=align)
+            outs.append(g.op("GridSample", ["x", grid], align_corners=align))
+        grid3 = g.op("AffineGrid", ["theta3", g.c(np.array([1, 2, 3, 4, 5], np.int64))])
+        outs.append(g.op("GridSample", ["v", grid3], padding_mode="border"))
+        inputs = [("x", TensorProto.FLOAT, [2, 3, 8, 9]), ("theta3", TensorProto.FLOAT, [1, 3, 4]),
+                  ("v", TensorProto.FLOAT, [1, 2, 3, 4, 5])]
+        self.check(g.model(inputs, outs, opset=20), inputs)
 
 
 class QuantizationTest(unittest.TestCase):

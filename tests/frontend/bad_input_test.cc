@@ -564,4 +564,22 @@ TEST(BadInputTest, ConcatFoldsAnEmptyConstant) {
   EXPECT_THAT(import_error(m.save(dir)), AllOf(HasSubstr("reshape"), HasSubstr("[3, 4]")));
 }
 
+TEST(BadInputTest, SignalAndSamplingOperatorsNameTheNode) {
+  // A window's size decides its shape: it must be a constant.
+  ModelBuilder window(17);
+  window.input("N", {}, onnx::TensorProto::INT64).output("Y");
+  window.node("HannWindow", {"N"}, {"Y"}, {}, "computed_window");
+  EXPECT_THAT(model_error(window), AllOf(HasSubstr("computed_window"), HasSubstr("size")));
+  // A 2-D sampler needs grid [N, H_out, W_out, 2].
+  ModelBuilder grid(20);
+  grid.input("X", {1, 3, 4, 4}).input("G", {1, 5, 5, 3}).output("Y");
+  grid.node("GridSample", {"X", "G"}, {"Y"}, {}, "bad_grid");
+  EXPECT_THAT(model_error(grid), AllOf(HasSubstr("bad_grid"), HasSubstr("[1, 5, 5, 3]")));
+  // The last dim holds real and imaginary parts; it is not a signal axis.
+  ModelBuilder dft(17);
+  dft.input("X", {2, 8, 2}).output("Y");
+  dft.node("DFT", {"X"}, {"Y"}, {attr_i("axis", 2)}, "dft_last");
+  EXPECT_THAT(model_error(dft), AllOf(HasSubstr("dft_last"), HasSubstr("last")));
+}
+
 }  // namespace
