@@ -46,6 +46,13 @@ ORT_REFERENCE = {
     for name in ("test_qlinearmatmul_2D_int8_float16", "test_qlinearmatmul_2D_int8_float32",
                  "test_qlinearmatmul_3D_int8_float16", "test_qlinearmatmul_3D_int8_float32")}
 
+# Tests whose expected outputs carry more float32 rounding than the backend tests' atol
+# allows where the exact value is 0 (onnxruntime differs from them by up to 1.9e-5 too),
+# and the absolute tolerance they are compared with instead.
+ATOL = {name: (1e-4, "an inverse DFT of values up to 54 whose exact zeros the expected "
+                     "output holds as float32 rounding (up to 1.9e-5)")
+        for name in ("test_dft_inverse", "test_dft_inverse_opset19")}
+
 
 def node_test_dir():
     return os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
@@ -165,7 +172,7 @@ def npy_name(tensor):
     return re.sub(r"[^A-Za-z0-9_.-]", "_", tensor) + ".npy"
 
 
-def compare(expected, got, data_dependent):
+def compare(expected, got, data_dependent, atol=1e-7):
     """None when `got` matches `expected`, else what differs."""
     if data_dependent:  # kora's static bound: selected rows first, the rest -1
         rows = expected.shape[0]
@@ -176,7 +183,7 @@ def compare(expected, got, data_dependent):
         return f"shape {list(got.shape)} vs {list(expected.shape)}"
     if expected.dtype.kind in "fc":
         exp64, got64 = expected.astype(np.float64), got.astype(np.float64)
-        bad = ~np.isclose(got64, exp64, rtol=1e-3, atol=1e-7, equal_nan=True)
+        bad = ~np.isclose(got64, exp64, rtol=1e-3, atol=atol, equal_nan=True)
         if bad.any():
             i = np.unravel_index(np.argmax(bad), bad.shape)
             return f"{bad.sum()} of {bad.size} differ, e.g. at {list(i)}: {got64[i]} vs {exp64[i]}"
@@ -229,7 +236,8 @@ def execute(kora, test_dir, model, graph_inputs):
             if reference is not None:
                 expected = reference[k]
             got = np.load(os.path.join(tmp, "out", npy_name(vo.name)))
-            why = compare(expected, got, bool(ops & DATA_DEPENDENT))
+            atol = ATOL.get(os.path.basename(test_dir), (1e-7, ""))[0]
+            why = compare(expected, got, bool(ops & DATA_DEPENDENT), atol)
             if why:
                 return "fail", f"{vo.name}: {why}"
     return "pass", ""
@@ -302,6 +310,8 @@ def write_doc(path, results, supported_ops):
     lines += [f"- `{r[0]}`: {r[3] or r[5]}" for r in fails] or ["None."]
     lines += ["", "## Tests compared with onnxruntime (wrong expected outputs)", ""]
     lines += [f"- `{n}`: {why}" for n, why in sorted(ORT_REFERENCE.items())]
+    lines += ["", "## Tests compared with a larger absolute tolerance", ""]
+    lines += [f"- `{n}`: atol {a:g}, {why}" for n, (a, why) in sorted(ATOL.items())]
     lines += ["", "## Supported operators, unsupported features (execution)", ""]
     lines += [f"- `{r[0]}`: {r[5]}" for r in results if r[4] == "unsupported"] or ["None."]
     lines += ["", "## Unsupported tests and why", ""]
