@@ -1,4 +1,4 @@
-"""Exports kora's model zoo to ONNX: eleven real architectures with random weights, built
+"""Exports kora's model zoo to ONNX: twelve real architectures with random weights, built
 from their libraries' own definitions (no download), opset 17, batch 1, static shapes.
 
   resnet50        torchvision ResNet-50, 224x224
@@ -15,6 +15,8 @@ from their libraries' own definitions (no download), opset 17, batch 1, static s
   llama_tiny      transformers Llama (decoder-only, causal mask, rotary embeddings, grouped
                   query attention; a 4-layer, 256-wide LlamaConfig), sequence 128
   swinv2_tiny     timm Swin-V2-T (shifted-window attention, window 8), 256x256
+  raft_small      torchvision RAFT-small optical flow (correlation look-ups by GridSample,
+                  4 flow updates), two 128x128 images
 
 Beyond the zoo, any torchvision or timm image model by name: torchvision:densenet121,
 timm:convnext_nano, ... (224x224; written as torchvision_densenet121.onnx). kora is judged on
@@ -132,6 +134,12 @@ def build(name):
         model.llama = llama
         ids = torch.randint(0, 1000, (1, 128))
         return model, (ids, torch.ones_like(ids)), ["input_ids", "attention_mask"], ["hidden"]
+    if name == "raft_small":
+        import torchvision
+        raft = torchvision.models.optical_flow.raft_small(weights=None)
+        model = FirstOutput(lambda a, b: raft(a, b, num_flow_updates=4), lambda flows: flows[-1])
+        model.raft = raft
+        return model, image(128) + image(128), ["image1", "image2"], ["flow"]
     if name == "swinv2_tiny":
         import timm
         return (timm.create_model("swinv2_tiny_window8_256", pretrained=False), image(256),
@@ -148,7 +156,8 @@ def build(name):
 
 
 MODELS = ["resnet50", "mobilenet_v2", "vit_b_16", "bert_base", "segformer_b0",
-          "efficientvit_b0", "yolov8n", "candy", "resnet18_int8", "llama_tiny", "swinv2_tiny"]
+          "efficientvit_b0", "yolov8n", "candy", "resnet18_int8", "llama_tiny", "swinv2_tiny",
+          "raft_small"]
 # Quantized models: the float model they are quantized from.
 QUANTIZED = {"resnet18_int8": "torchvision:resnet18"}
 
