@@ -109,6 +109,10 @@ const char* scalar_op_name(ScalarOp op);
 int scalar_op_arity(ScalarOp op);
 // Comparisons and logic: their result is bool whatever the operands' dtype.
 bool scalar_op_is_predicate(ScalarOp op);
+// Functions defined for floating operands only (exp, log, sin, ...), and the bitwise
+// operators, defined for integers only.
+bool scalar_op_is_float_only(ScalarOp op);
+bool scalar_op_is_integer_only(ScalarOp op);
 
 // An elementwise operand: input number `input` of the primitive, or (input < 0) the
 // immediate scalar `value`.

@@ -85,48 +85,6 @@ std::string cast_expr(const std::string& x, DType from, DType to) {
   return "((" + std::string(ctype(to)) + ")(int64_t)" + x + ")";
 }
 
-bool float_only(ScalarOp op) {
-  switch (op) {
-    case ScalarOp::kExp:
-    case ScalarOp::kLog:
-    case ScalarOp::kSqrt:
-    case ScalarOp::kRsqrt:
-    case ScalarOp::kReciprocal:
-    case ScalarOp::kTanh:
-    case ScalarOp::kErf:
-    case ScalarOp::kSigmoid:
-    case ScalarOp::kSoftplus:
-    case ScalarOp::kSin:
-    case ScalarOp::kCos:
-    case ScalarOp::kTan:
-    case ScalarOp::kAsin:
-    case ScalarOp::kAcos:
-    case ScalarOp::kAtan:
-    case ScalarOp::kSinh:
-    case ScalarOp::kCosh:
-    case ScalarOp::kAsinh:
-    case ScalarOp::kAcosh:
-    case ScalarOp::kAtanh:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool integer_only(ScalarOp op) {
-  switch (op) {
-    case ScalarOp::kBitNot:
-    case ScalarOp::kBitAnd:
-    case ScalarOp::kBitOr:
-    case ScalarOp::kBitXor:
-    case ScalarOp::kShiftLeft:
-    case ScalarOp::kShiftRight:
-      return true;
-    default:
-      return false;
-  }
-}
-
 Domain domain_of(const PrimGraph& g, const Primitive& p, const ElementwiseAttrs& e) {
   const ScalarOp op = e.op;
   const DType out = g.value(p.output()).dtype;
@@ -309,8 +267,8 @@ bool elementwise_supported(const PrimGraph& g, const Primitive& p, const Element
                          !dtype_supported(g.value(p.inputs[o.input]).dtype)))
       return false;
   if (e.op == ScalarOp::kIdentity || e.op == ScalarOp::kCast) return true;
-  if (float_only(e.op) && domain_of(g, p, e) == Domain::kI64) return false;
-  if (integer_only(e.op) && domain_of(g, p, e) != Domain::kI64) return false;
+  if (scalar_op_is_float_only(e.op) && domain_of(g, p, e) == Domain::kI64) return false;
+  if (scalar_op_is_integer_only(e.op) && domain_of(g, p, e) != Domain::kI64) return false;
   return true;
 }
 

@@ -2,8 +2,10 @@
 // a constant triangle mask holds, else 0), OneHot (indices compared with an iota along the
 // new axis, then on/off values), EyeLike (a constant); all three elementwise, so they fuse
 // with their neighbours. Compress (a gather of the kept positions), CenterCropPad (one pad
-// map), ReverseSequence (GatherElements with constant indices), NonZero of a constant.
+// map), ReverseSequence (GatherElements with constant indices), NonZero and Unique of a
+// constant.
 #include "fission/builder.h"
+#include "frontend/unique.h"
 
 namespace kora {
 namespace {
@@ -128,9 +130,24 @@ void center_crop_pad(FissionBuilder& b) {
   b.bind(0, out == in ? x : b.layout(pad, {x}, out));
 }
 
+// Only for a constant input (the shape rule insists): the four outputs as constants.
+void unique(FissionBuilder& b) {
+  const Tensor& x = b.require_constant(0, "input");
+  std::optional<int64_t> axis;
+  if (b.node().has_attr("axis")) {
+    axis = b.node().attr_int("axis", 0);
+    if (*axis < 0) *axis += static_cast<int64_t>(x.shape().size());
+  }
+  UniqueResult r = unique_of(x, axis, b.node().attr_int("sorted", 1) != 0);
+  Tensor* outputs[] = {&r.y, &r.indices, &r.inverse, &r.counts};
+  for (size_t i = 0; i < 4; ++i)
+    if (b.wants_out(i)) b.bind(i, b.add_constant(std::move(*outputs[i])));
+}
+
 }  // namespace
 
 void add_indexing_fission(FissionTable& t) {
+  t["Unique"] = unique;
   t["Compress"] = compress;
   t["NonZero"] = non_zero;
   t["ReverseSequence"] = reverse_sequence;

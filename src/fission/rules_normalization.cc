@@ -1,6 +1,6 @@
 // Fission of normalizations into reduce + elementwise: BatchNormalization (inference:
 // x * a + b with per-channel a = scale / sqrt(var + eps), b = bias - mean * a, folded when
-// constant), Instance-, Layer- and GroupNormalization (mean, centred variance, rsqrt),
+// constant; training mode: the batch's statistics, and the running ones updated), Instance-, Layer- and GroupNormalization (mean, centred variance, rsqrt),
 // numerically stable Softmax and LogSoftmax (max subtracted first), Dropout (identity),
 // Hardmax (ArgMax, kept whole, compared with an iota), LRN (a window of channels summed),
 // MeanVarianceNormalization (ONNX's function body).
@@ -28,7 +28,32 @@ std::string per_channel(FissionBuilder& b, const std::string& v, size_t rank) {
   return b.reshape(v, s);
 }
 
+// Training mode: normalized by the batch's mean and (population) variance over every dim
+// but the channels; the running statistics move towards them by 1 - momentum.
+void batch_norm_training(FissionBuilder& b) {
+  const std::string x = b.in(0);
+  const Shape& s = b.shape(x);
+  std::vector<int64_t> axes;
+  for (size_t d = 0; d < s.size(); ++d)
+    if (d != 1) axes.push_back(static_cast<int64_t>(d));
+  const std::string mean = b.reduce(ReduceOp::kMean, x, axes);
+  const std::string centred = b.ew(S::kSub, {x, mean});
+  const std::string var = b.reduce(ReduceOp::kMean, b.ew(S::kMul, {centred, centred}), axes);
+  const double eps = b.node().attr_float("epsilon", 1e-5);
+  const std::string y = b.ew(S::kMul, {centred, b.ew(S::kRsqrt, {b.ew(S::kAdd, {var, eps})})});
+  const std::string scaled = b.ew(S::kMul, {y, per_channel(b, b.in(1), s.size())});
+  b.bind(0, b.ew(S::kAdd, {scaled, per_channel(b, b.in(2), s.size())}));
+  const double momentum = b.node().attr_float("momentum", 0.9);
+  for (size_t o : {1, 2}) {
+    if (!b.wants_out(o)) continue;
+    const std::string batch = b.reshape(o == 1 ? mean : var, {s[1]});
+    b.bind(o, b.ew(S::kAdd,
+                   {b.ew(S::kMul, {b.in(o + 2), momentum}), b.ew(S::kMul, {batch, 1 - momentum})}));
+  }
+}
+
 void batch_norm(FissionBuilder& b) {
+  if (b.node().attr_int("training_mode", 0) != 0) return batch_norm_training(b);
   const std::string x = b.in(0);
   const size_t r = b.shape(x).size();
   const double eps = b.node().attr_float("epsilon", 1e-5);

@@ -1,12 +1,13 @@
 // Shape rules of the index-driven operators: Trilu (triangle mask), CumSum, OneHot,
-// EyeLike, GatherND, ScatterND, ScatterElements, Compress, NonZero, ReverseSequence and
-// CenterCropPad. Values that decide a shape (OneHot's depth, Compress's condition,
-// NonZero's input) or an index map (Trilu's k, CumSum's axis, the sequence lengths) must
-// be constants.
+// EyeLike, GatherND, ScatterND, ScatterElements, Compress, NonZero, Unique, ReverseSequence
+// and CenterCropPad. Values that decide a shape (OneHot's depth, Compress's condition,
+// NonZero's and Unique's input) or an index map (Trilu's k, CumSum's axis, the sequence lengths)
+// must be constants.
 #include <algorithm>
 #include <optional>
 
 #include "frontend/op_rules.h"
+#include "frontend/unique.h"
 
 namespace kora {
 namespace {
@@ -155,9 +156,24 @@ std::vector<ValueInfo> center_crop_pad(const InferContext& c) {
   return {ValueInfo{c.dtype(0), out}};
 }
 
+// The number of distinct values decides the shapes: the input must be a constant.
+std::optional<int64_t> unique_axis(const InferContext& c) {
+  if (!c.node().has_attr("axis")) return std::nullopt;
+  return c.axis(c.node().attr_int("axis", 0), c.rank(0));
+}
+
+std::vector<ValueInfo> unique(const InferContext& c) {
+  const Tensor* x = c.constant(0);
+  if (!x) c.doubles(0, "input of Unique, whose output size is data");  // fails
+  const UniqueResult r = unique_of(*x, unique_axis(c), c.node().attr_int("sorted", 1) != 0);
+  return {ValueInfo{x->dtype(), r.y.shape()}, ValueInfo{DType::kInt64, r.indices.shape()},
+          ValueInfo{DType::kInt64, r.inverse.shape()}, ValueInfo{DType::kInt64, r.counts.shape()}};
+}
+
 }  // namespace
 
 void add_indexing_rules(RuleTable& t) {
+  t["Unique"] = {unique, 1, 1};
   t["Compress"] = {compress, 2, 2};
   t["NonZero"] = {non_zero, 1, 1};
   t["ReverseSequence"] = {reverse_sequence, 2, 2};

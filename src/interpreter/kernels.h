@@ -64,6 +64,8 @@ class OpaqueCall {
   [[noreturn]] void fail(const std::string& message) const { interp::fail(prim_, message); }
   // Normalizes an axis attribute against `rank` (negative counts from the end).
   int64_t axis(const std::string& key, int64_t fallback, int64_t rank) const;
+  // A computed index into a dim of `size`: negative ones wrap, out-of-range ones fail.
+  int64_t index(int64_t index, int64_t size) const;
 
  private:
   const PrimGraph& graph_;

@@ -12,14 +12,6 @@
 namespace kora::interp {
 namespace {
 
-int64_t wrapped(const OpaqueCall& call, int64_t index, int64_t size) {
-  const int64_t i = index < 0 ? index + size : index;
-  if (i < 0 || i >= size)
-    call.fail("index " + std::to_string(index) + " is out of range for a dim of " +
-              std::to_string(size));
-  return i;
-}
-
 // Combines `update` into element `i` of `data` by the node's reduction.
 class Combine {
  public:
@@ -65,8 +57,7 @@ std::vector<Tensor> gather_nd(const OpaqueCall& call) {
     for (int64_t t = 0; t < tuples; ++t) {
       const int64_t* tuple = indices.data() + (n * tuples + t) * k;
       int64_t offset = 0;
-      for (int64_t d = 0; d < k; ++d)
-        offset = offset * ds[b + d] + wrapped(call, tuple[d], ds[b + d]);
+      for (int64_t d = 0; d < k; ++d) offset = offset * ds[b + d] + call.index(tuple[d], ds[b + d]);
       std::memcpy(y.mutable_bytes() + (n * tuples + t) * slice * es,
                   data.bytes() + (n * per_batch + offset * slice) * es,
                   static_cast<size_t>(slice) * es);
@@ -86,8 +77,7 @@ std::vector<Tensor> scatter_nd(const OpaqueCall& call) {
   const Combine combine(call);
   for (int64_t t = 0; t < tuples; ++t) {
     int64_t offset = 0;
-    for (int64_t d = 0; d < k; ++d)
-      offset = offset * ds[d] + wrapped(call, indices[t * k + d], ds[d]);
+    for (int64_t d = 0; d < k; ++d) offset = offset * ds[d] + call.index(indices[t * k + d], ds[d]);
     for (int64_t e = 0; e < slice; ++e) combine(y, offset * slice + e, upd, t * slice + e);
   }
   return {y};
@@ -109,7 +99,7 @@ std::vector<Tensor> scatter_elements(const OpaqueCall& call) {
   for (int64_t e = 0; e < idx.numel(); ++e) {
     int64_t offset = 0;
     for (int64_t d = 0; d < rank; ++d)
-      offset += (d == axis ? wrapped(call, indices[e], ds[d]) : coord[d]) * strides[d];
+      offset += (d == axis ? call.index(indices[e], ds[d]) : coord[d]) * strides[d];
     combine(y, offset, upd, e);
     for (int64_t d = rank; d-- > 0;) {
       if (++coord[d] < is[d]) break;

@@ -40,6 +40,48 @@ static_assert(std::size(kScalarOps) == static_cast<size_t>(kLastScalarOp) + 1);
 const char* scalar_op_name(ScalarOp op) { return kScalarOps[static_cast<int>(op)].name; }
 int scalar_op_arity(ScalarOp op) { return kScalarOps[static_cast<int>(op)].arity; }
 
+bool scalar_op_is_float_only(ScalarOp op) {
+  switch (op) {
+    case ScalarOp::kExp:
+    case ScalarOp::kLog:
+    case ScalarOp::kSqrt:
+    case ScalarOp::kRsqrt:
+    case ScalarOp::kReciprocal:
+    case ScalarOp::kTanh:
+    case ScalarOp::kErf:
+    case ScalarOp::kSigmoid:
+    case ScalarOp::kSoftplus:
+    case ScalarOp::kSin:
+    case ScalarOp::kCos:
+    case ScalarOp::kTan:
+    case ScalarOp::kAsin:
+    case ScalarOp::kAcos:
+    case ScalarOp::kAtan:
+    case ScalarOp::kSinh:
+    case ScalarOp::kCosh:
+    case ScalarOp::kAsinh:
+    case ScalarOp::kAcosh:
+    case ScalarOp::kAtanh:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool scalar_op_is_integer_only(ScalarOp op) {
+  switch (op) {
+    case ScalarOp::kBitNot:
+    case ScalarOp::kBitAnd:
+    case ScalarOp::kBitOr:
+    case ScalarOp::kBitXor:
+    case ScalarOp::kShiftLeft:
+    case ScalarOp::kShiftRight:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool scalar_op_is_predicate(ScalarOp op) {
   switch (op) {
     case ScalarOp::kEqual:

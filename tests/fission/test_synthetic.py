@@ -396,6 +396,32 @@ class SyntheticTest(unittest.TestCase):
                   ("v", TensorProto.FLOAT, [1, 2, 3, 4, 5])]
         self.check(g.model(inputs, outs, opset=20), inputs)
 
+    def test_constant_unique_wrap_pad_and_argmax_order(self):
+        """Unique of a constant (its sizes are data: computed at compile time), wrap padding
+        (a gather per dim), MaxPool's column-major Indices, Dropout in training mode with
+        ratio 0 (keeps everything), BatchNormalization in training mode."""
+        g = G()
+        vals = g.c(np.array([[2, 1, 1], [3, 2, 1], [2, 1, 1]], np.int64))
+        uy, ui, uinv, uc = g.op("Unique", [vals], outputs=4, axis=0, sorted=0)
+        fy = g.op("Unique", [g.c(np.array([4.5, -1, 4.5, 0, -1], np.float32))], sorted=1)
+        used = g.op("Add", ["x", g.op("ReduceSum", [g.op("Cast", [uy], to=TensorProto.FLOAT)],
+                                      keepdims=0)])
+        wrap = g.op("Pad", ["x", g.c(np.array([0, 0, 2, -1, 0, 0, 1, 3], np.int64))], mode="wrap")
+        pooled, idx = g.op("MaxPool", ["x"], outputs=2, kernel_shape=[2, 2], storage_order=1)
+        drop, mask = g.op("Dropout", ["x", g.c(np.array(0.0, np.float32)),
+                                      g.c(np.array(True))], outputs=2)
+        inputs = [("x", TensorProto.FLOAT, [1, 2, 4, 5])]
+        self.check(g.model(inputs, [uy, ui, uinv, uc, fy, used, wrap, pooled, idx, drop, mask],
+                           opset=19), inputs)
+
+    def test_batch_norm_training(self):
+        g = G()
+        y, mean, var = g.op("BatchNormalization",
+                            ["x", g.w(3), g.w(3), g.w(3), g.w(3, positive=True)], outputs=3,
+                            training_mode=1, momentum=0.8, epsilon=1e-4)
+        inputs = [("x", TensorProto.FLOAT, [2, 3, 4, 5])]
+        self.check(g.model(inputs, [y, mean, var], opset=15), inputs)
+
 
 class QuantizationTest(unittest.TestCase):
     """The quantization operators against onnxruntime's CPU provider: integers exactly."""
