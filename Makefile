@@ -19,10 +19,11 @@ demo: build
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# The model zoo (models/export.py): eight real models with random weights, exported with
+# The model zoo (models/export.py): real models with random weights, exported with
 # the libraries in a virtual environment of their own. Not part of `make test`.
 ZOO_VENV ?= .venv-zoo
-ZOO_MODELS = resnet50 mobilenet_v2 vit_b_16 bert_base segformer_b0 efficientvit_b0 yolov8n candy
+ZOO_MODELS = resnet50 mobilenet_v2 vit_b_16 bert_base segformer_b0 efficientvit_b0 yolov8n candy \
+             resnet18_int8 llama_tiny swinv2_tiny raft_small
 
 $(ZOO_VENV)/.installed: models/requirements-zoo.txt
 	@bash scripts/setup_zoo.sh $(ZOO_VENV)

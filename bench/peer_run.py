@@ -100,7 +100,7 @@ def main():
     else:
         run = torch_runner(args.model, names, arrays, args.threads,
                            args.system == "torch-compile")
-    np.save(args.out, np.ascontiguousarray(run()))
+    np.save(args.out, np.array(run(), order="C"))  # keeps a 0-d output 0-d
     setup_s = time.perf_counter() - start
     t = time.perf_counter()
     run()  # the first warm-up run

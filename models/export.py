@@ -1,4 +1,4 @@
-"""Exports kora's model zoo to ONNX: eight real architectures with random weights, built
+"""Exports kora's model zoo to ONNX: twelve real architectures with random weights, built
 from their libraries' own definitions (no download), opset 17, batch 1, static shapes.
 
   resnet50        torchvision ResNet-50, 224x224
@@ -9,6 +9,14 @@ from their libraries' own definitions (no download), opset 17, batch 1, static s
   efficientvit_b0 timm EfficientViT-B0 (MIT), 224x224
   yolov8n         ultralytics YOLOv8n, built from its yaml, 640x640
   candy           fast-neural-style transformer network (Candy), 224x224
+  resnet18_int8   torchvision ResNet-18 quantized to int8 in QDQ form by onnxruntime's
+                  quantize_static (uint8 activations, int8 weights per channel, calibrated
+                  on random images), 224x224
+  llama_tiny      transformers Llama (decoder-only, causal mask, rotary embeddings, grouped
+                  query attention; a 4-layer, 256-wide LlamaConfig), sequence 128
+  swinv2_tiny     timm Swin-V2-T (shifted-window attention, window 8), 256x256
+  raft_small      torchvision RAFT-small optical flow (correlation look-ups by GridSample,
+                  4 flow updates), two 128x128 images
 
 Beside the zoo (not in the default list; name it to export it):
   bilstm_text     text classifier: embedding, 2-layer bidirectional LSTM, mean over time,
@@ -133,6 +141,30 @@ def build(name):
         return model, image(640), ["images"], ["detections"]
     if name == "candy":
         return Candy(), image(224), ["image"], ["stylized"]
+    if name == "llama_tiny":
+        import transformers
+        config = transformers.LlamaConfig(vocab_size=1000, hidden_size=256, intermediate_size=688,
+                                          num_hidden_layers=4, num_attention_heads=8,
+                                          num_key_value_heads=4, max_position_embeddings=256)
+        llama = transformers.LlamaModel(config)
+        # An explicit attention mask: without one, transformers looks for packed sequences
+        # with torch.diff, which the ONNX exporter cannot write.
+        model = FirstOutput(lambda ids, mask: llama(input_ids=ids, attention_mask=mask,
+                                                    use_cache=False),
+                            lambda out: out.last_hidden_state)
+        model.llama = llama
+        ids = torch.randint(0, 1000, (1, 128))
+        return model, (ids, torch.ones_like(ids)), ["input_ids", "attention_mask"], ["hidden"]
+    if name == "raft_small":
+        import torchvision
+        raft = torchvision.models.optical_flow.raft_small(weights=None)
+        model = FirstOutput(lambda a, b: raft(a, b, num_flow_updates=4), lambda flows: flows[-1])
+        model.raft = raft
+        return model, image(128) + image(128), ["image1", "image2"], ["flow"]
+    if name == "swinv2_tiny":
+        import timm
+        return (timm.create_model("swinv2_tiny_window8_256", pretrained=False), image(256),
+                ["image"], ["logits"])
     if name == "bilstm_text":
         return BiLstmText(), (torch.randint(0, 1000, (1, 64)),), ["input_ids"], ["logits"]
     if name.startswith("torchvision:"):
@@ -147,7 +179,10 @@ def build(name):
 
 
 MODELS = ["resnet50", "mobilenet_v2", "vit_b_16", "bert_base", "segformer_b0",
-          "efficientvit_b0", "yolov8n", "candy"]
+          "efficientvit_b0", "yolov8n", "candy", "resnet18_int8", "llama_tiny", "swinv2_tiny",
+          "raft_small"]
+# Quantized models: the float model they are quantized from.
+QUANTIZED = {"resnet18_int8": "torchvision:resnet18"}
 
 
 def rerandomise(model, gen):
@@ -174,11 +209,45 @@ def seeded(name):
 
 
 def original_model(name):
-    """The PyTorch module models/zoo/NAME.onnx was exported from (benchmarks run it)."""
-    return seeded(name)[0]
+    """The PyTorch module models/zoo/NAME.onnx was exported from (benchmarks run it); for a
+    quantized model, the float module it was quantized from."""
+    return seeded(QUANTIZED.get(name, name))[0]
+
+
+def export_quantized(name, out_dir):
+    """The float model exported as below, then quantized to QDQ int8 (QuantizeLinear and
+    DequantizeLinear around float operators) by onnxruntime.quantization.quantize_static,
+    calibrated on 8 random images (seeded)."""
+    import tempfile
+
+    import numpy as np
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                          quantize_static)
+
+    base = QUANTIZED[name]
+    path = os.path.join(out_dir, name + ".onnx")
+    start = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        export(base, tmp)
+        _, args, input_names, _ = seeded(base)
+        rng = np.random.default_rng(SEED)
+        batches = iter([{input_names[0]: rng.standard_normal(tuple(args[0].shape)).astype(np.float32)}
+                        for _ in range(8)])
+
+        class Images(CalibrationDataReader):
+            def get_next(self):
+                return next(batches, None)
+
+        quantize_static(os.path.join(tmp, base.replace(":", "_") + ".onnx"), path, Images(),
+                        quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                        weight_type=QuantType.QInt8, per_channel=True)
+    print(f"  {name:16s} quantized (QDQ int8) -> {path} ({time.time() - start:.1f} s)",
+          flush=True)
 
 
 def export(name, out_dir):
+    if name in QUANTIZED:
+        return export_quantized(name, out_dir)
     model, args, input_names, output_names = seeded(name)
     path = os.path.join(out_dir, name.replace(":", "_") + ".onnx")
     start = time.time()

@@ -1,6 +1,7 @@
 // Checking kora against onnxruntime (`kora check`): a model file and input tensors in;
 // onnxruntime's outputs (all graph optimizations, the given thread count) and the
-// relative L2 error of kora's outputs against them out. onnxruntime runs in a Python
+// relative L2 error of kora's float outputs against them out (integer outputs: the number
+// of elements that differ). onnxruntime runs in a Python
 // process ($KORA_PYTHON, else python3, with the onnxruntime package), tensors passed as
 // .npy files in a temporary directory.
 #pragma once
@@ -31,5 +32,10 @@ std::map<std::string, Tensor> run_onnxruntime(const std::string& model,
 // shapes differ or a non-finite value disagrees (NaN must meet NaN, an infinity the same
 // infinity, a finite value a finite value).
 double relative_l2(const Tensor& got, const Tensor& want);
+
+// Integer and bool outputs are compared exactly (quantized models: the same integers): the
+// number of elements of `got` that differ from `want`, every element when the shapes or
+// dtypes differ.
+int64_t count_mismatches(const Tensor& got, const Tensor& want);
 
 }  // namespace kora

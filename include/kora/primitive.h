@@ -39,7 +39,8 @@ const char* prim_kind_name(PrimKind kind);
 // Scalar functions of elementwise primitives. Float semantics follow C/ONNX; integer Div
 // truncates toward zero; kMod takes the divisor's sign (ONNX Mod fmod=0), kFmod the
 // dividend's (fmod=1); comparisons and logic produce bool (0/1); kCast converts to the
-// output dtype (float to integer truncates); kRound rounds half to even.
+// output dtype (float to integer truncates); kRound rounds half to even; the bitwise
+// operators are defined for integers only.
 enum class ScalarOp {
   // one operand
   kIdentity,
@@ -83,11 +84,35 @@ enum class ScalarOp {
   kXor,
   // three operands: operand0 ? operand1 : operand2
   kWhere,
+  // Appended here because canonical signatures hash the enum's value.
+  // one operand, floating point
+  kTan,
+  kAsin,
+  kAcos,
+  kAtan,
+  kSinh,
+  kCosh,
+  kAsinh,
+  kAcosh,
+  kAtanh,
+  // integers only: bitwise complement; two operands: bitwise logic and shifts (a shift by
+  // 64 or more gives 0; right shifts are logical, as ONNX BitShift is for unsigned types)
+  kBitNot,
+  kBitAnd,
+  kBitOr,
+  kBitXor,
+  kShiftLeft,
+  kShiftRight,
 };
+constexpr ScalarOp kLastScalarOp = ScalarOp::kShiftRight;
 const char* scalar_op_name(ScalarOp op);
 int scalar_op_arity(ScalarOp op);
 // Comparisons and logic: their result is bool whatever the operands' dtype.
 bool scalar_op_is_predicate(ScalarOp op);
+// Functions defined for floating operands only (exp, log, sin, ...), and the bitwise
+// operators, defined for integers only.
+bool scalar_op_is_float_only(ScalarOp op);
+bool scalar_op_is_integer_only(ScalarOp op);
 
 // An elementwise operand: input number `input` of the primitive, or (input < 0) the
 // immediate scalar `value`.

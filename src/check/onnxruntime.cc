@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -42,7 +43,7 @@ s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
 outs = s.run(None, feeds)
 with open(os.path.join(d, "outputs.txt"), "w") as f:
     for i, (o, v) in enumerate(zip(s.get_outputs(), outs)):
-        np.save(os.path.join(d, "out_%d.npy" % i), np.ascontiguousarray(v))
+        np.save(os.path.join(d, "out_%d.npy" % i), np.array(v, order="C"))  # keeps 0-d
         f.write(o.name + "\n")
 )";
 
@@ -112,6 +113,15 @@ double relative_l2(const Tensor& got, const Tensor& want) {
   for (int64_t i = 0; i < want.numel() && !c.mismatched(); ++i)
     c.add(i, got.double_at(i), want.double_at(i));
   return c.mismatched() ? INFINITY : c.relative_error();
+}
+
+int64_t count_mismatches(const Tensor& got, const Tensor& want) {
+  if (got.shape() != want.shape() || got.dtype() != want.dtype()) return got.numel();
+  const size_t size = dtype_size(want.dtype());
+  int64_t differ = 0;
+  for (int64_t i = 0; i < want.numel(); ++i)
+    differ += std::memcmp(got.bytes() + i * size, want.bytes() + i * size, size) != 0;
+  return differ;
 }
 
 double tolerance_for(const std::string& device) {

@@ -85,25 +85,6 @@ std::string cast_expr(const std::string& x, DType from, DType to) {
   return "((" + std::string(ctype(to)) + ")(int64_t)" + x + ")";
 }
 
-bool float_only(ScalarOp op) {
-  switch (op) {
-    case ScalarOp::kExp:
-    case ScalarOp::kLog:
-    case ScalarOp::kSqrt:
-    case ScalarOp::kRsqrt:
-    case ScalarOp::kReciprocal:
-    case ScalarOp::kTanh:
-    case ScalarOp::kErf:
-    case ScalarOp::kSigmoid:
-    case ScalarOp::kSoftplus:
-    case ScalarOp::kSin:
-    case ScalarOp::kCos:
-      return true;
-    default:
-      return false;
-  }
-}
-
 Domain domain_of(const PrimGraph& g, const Primitive& p, const ElementwiseAttrs& e) {
   const ScalarOp op = e.op;
   const DType out = g.value(p.output()).dtype;
@@ -179,6 +160,36 @@ std::string op_expr(ScalarOp op, Domain d, const std::vector<std::string>& a) {
       return call("kora_sin");
     case ScalarOp::kCos:
       return call("kora_cos");
+    case ScalarOp::kTan:
+      return call("kora_tan");
+    case ScalarOp::kAsin:
+      return call("kora_asin");
+    case ScalarOp::kAcos:
+      return call("kora_acos");
+    case ScalarOp::kAtan:
+      return call("kora_atan");
+    case ScalarOp::kSinh:
+      return call("kora_sinh");
+    case ScalarOp::kCosh:
+      return call("kora_cosh");
+    case ScalarOp::kAsinh:
+      return call("kora_asinh");
+    case ScalarOp::kAcosh:
+      return call("kora_acosh");
+    case ScalarOp::kAtanh:
+      return call("kora_atanh");
+    case ScalarOp::kBitNot:
+      return "(~" + a[0] + ")";
+    case ScalarOp::kBitAnd:
+      return "(" + a[0] + " & " + a[1] + ")";
+    case ScalarOp::kBitOr:
+      return "(" + a[0] + " | " + a[1] + ")";
+    case ScalarOp::kBitXor:
+      return "(" + a[0] + " ^ " + a[1] + ")";
+    case ScalarOp::kShiftLeft:
+      return call("kora_shl");
+    case ScalarOp::kShiftRight:
+      return call("kora_shr");
     case ScalarOp::kAdd:
       return fl ? "(" + a[0] + " + " + a[1] + ")" : call("kora_wadd");
     case ScalarOp::kSub:
@@ -256,7 +267,8 @@ bool elementwise_supported(const PrimGraph& g, const Primitive& p, const Element
                          !dtype_supported(g.value(p.inputs[o.input]).dtype)))
       return false;
   if (e.op == ScalarOp::kIdentity || e.op == ScalarOp::kCast) return true;
-  if (float_only(e.op) && domain_of(g, p, e) == Domain::kI64) return false;
+  if (scalar_op_is_float_only(e.op) && domain_of(g, p, e) == Domain::kI64) return false;
+  if (scalar_op_is_integer_only(e.op) && domain_of(g, p, e) != Domain::kI64) return false;
   return true;
 }
 
@@ -334,6 +346,12 @@ KORA_FN int64_t kora_ipow(int64_t base, int64_t exp) {
   for (uint64_t e = (uint64_t)exp; e; e >>= 1, b *= b)
     if (e & 1) result *= b;
   return (int64_t)result;
+}
+KORA_FN int64_t kora_shl(int64_t x, int64_t s) {
+  return (uint64_t)s >= 64 ? 0 : (int64_t)((uint64_t)x << s);
+}
+KORA_FN int64_t kora_shr(int64_t x, int64_t s) {
+  return (uint64_t)s >= 64 ? 0 : (int64_t)((uint64_t)x >> s);
 }
 KORA_FN int64_t kora_sat_i64(double v) {
   if (v != v) return 0;

@@ -24,6 +24,8 @@ std::string prelude_text() {
   static inline double kora_##name(double x, double y) { return __builtin_##name(x, y); }
 KORA_MATH1(fabs) KORA_MATH1(floor) KORA_MATH1(ceil) KORA_MATH1(nearbyint) KORA_MATH1(log)
 KORA_MATH1(log1p) KORA_MATH1(sqrt) KORA_MATH1(erf) KORA_MATH1(sin) KORA_MATH1(cos)
+KORA_MATH1(tan) KORA_MATH1(asin) KORA_MATH1(acos) KORA_MATH1(atan) KORA_MATH1(sinh)
+KORA_MATH1(cosh) KORA_MATH1(asinh) KORA_MATH1(acosh) KORA_MATH1(atanh)
 KORA_MATH2(pow) KORA_MATH2(fmod)
 // A zeroed float array on the heap, freed at the end of its scope.
 struct kora_buffer {

@@ -32,6 +32,10 @@ KORA_MATH1(fabs, fabsf, fabs) KORA_MATH1(floor, floorf, floor) KORA_MATH1(ceil, 
 KORA_MATH1(nearbyint, rintf, rint) KORA_MATH1(log, logf, log) KORA_MATH1(log1p, log1pf, log1p)
 KORA_MATH1(sqrt, sqrtf, sqrt) KORA_MATH1(erf, erff, erf) KORA_MATH1(sin, sinf, sin)
 KORA_MATH1(cos, cosf, cos) KORA_MATH1(exp, expf, exp) KORA_MATH1(tanh, tanhf, tanh)
+KORA_MATH1(tan, tanf, tan) KORA_MATH1(asin, asinf, asin) KORA_MATH1(acos, acosf, acos)
+KORA_MATH1(atan, atanf, atan) KORA_MATH1(sinh, sinhf, sinh) KORA_MATH1(cosh, coshf, cosh)
+KORA_MATH1(asinh, asinhf, asinh) KORA_MATH1(acosh, acoshf, acosh)
+KORA_MATH1(atanh, atanhf, atanh)
 KORA_MATH2(pow, powf, pow) KORA_MATH2(fmod, fmodf, fmod)
 )" + codegen::scalar_helpers_text();
 }

@@ -217,6 +217,34 @@ void FissionBuilder::opaque() {
   target_.prims.push_back(std::move(p));
 }
 
+std::vector<std::string> FissionBuilder::opaque_node(Node node,
+                                                     const std::vector<ValueInfo>& outs) {
+  Primitive p;
+  p.name = fresh_name();
+  p.origin = node_.name;
+  node.name = p.name;
+  for (const std::string& t : node.inputs)
+    if (!t.empty()) p.inputs.push_back(t);
+  node.outputs.clear();
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const std::string t = p.name + "." + std::to_string(i);
+    node.outputs.push_back(t);
+    p.outputs.push_back(t);
+    target_.values[t] = outs[i];
+  }
+  p.attrs = OpaqueAttrs{std::move(node)};
+  target_.prims.push_back(std::move(p));
+  return target_.prims.back().outputs;
+}
+
+std::string FissionBuilder::iota(int64_t n, int64_t axis, size_t rank) {
+  Shape shape(rank, 1);
+  shape.at(static_cast<size_t>(axis)) = n;
+  Tensor t(DType::kInt64, shape);
+  for (int64_t i = 0; i < n; ++i) set_element_int(t, i, i);
+  return add_constant(std::move(t));
+}
+
 void FissionBuilder::bind(size_t i, const std::string& tensor) {
   if (!node_.has_output(i)) return;
   const ValueInfo& got = info(tensor);

@@ -63,6 +63,11 @@ class FissionBuilder {
   std::string conv(const std::string& x, const std::string& w, ConvAttrs attrs);
   // The node itself as an opaque primitive; binds all its outputs.
   void opaque();
+  // An opaque primitive of an operator the rule composes (`node`: op type and attributes,
+  // inputs already primitive-graph tensors); returns its outputs, typed `outs`.
+  std::vector<std::string> opaque_node(Node node, const std::vector<ValueInfo>& outs);
+  // Iota along `axis` of a tensor of `rank` dims (size `n` there, 1 elsewhere), int64.
+  std::string iota(int64_t n, int64_t axis, size_t rank);
   std::string add_constant(Tensor value);
 
   // Node output i is held by `tensor` (checked against the inferred type).
@@ -79,6 +84,10 @@ class FissionBuilder {
   int counter_ = 0;
 };
 
+// Batched matmul of A [..., M, K] and B [..., K, N] of any ranks (numpy matmul rules), as
+// `result` (rules_linear.cc).
+std::string matmul_nd(FissionBuilder& b, std::string a, std::string w, const Shape& result);
+
 // A fission rule emits the primitives of one node through the builder.
 using FissionRule = void (*)(FissionBuilder& b);
 using FissionTable = std::map<std::string, FissionRule>;
@@ -90,8 +99,18 @@ void add_reduce_fission(FissionTable& table);
 void add_layout_fission(FissionTable& table);
 void add_resize_fission(FissionTable& table);
 void add_opaque_fission(FissionTable& table);
+void add_indexing_fission(FissionTable& table);
+void add_loss_fission(FissionTable& table);
+void add_quantize_fission(FissionTable& table);
+void add_sampling_fission(FissionTable& table);
+void add_signal_fission(FissionTable& table);
 void add_recurrent_fission(FissionTable& table);
 
 const FissionTable& fission_rules();
+
+// Compositions more than one family of rules uses.
+// Softmax (or LogSoftmax with `log`) of x over `axes`, the maximum subtracted first.
+std::string stable_softmax(FissionBuilder& b, const std::string& x,
+                           const std::vector<int64_t>& axes, bool log);
 
 }  // namespace kora

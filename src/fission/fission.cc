@@ -91,6 +91,11 @@ const FissionTable& fission_rules() {
     add_layout_fission(t);
     add_resize_fission(t);
     add_opaque_fission(t);
+    add_indexing_fission(t);
+    add_loss_fission(t);
+    add_quantize_fission(t);
+    add_sampling_fission(t);
+    add_signal_fission(t);
     add_recurrent_fission(t);
     return t;
   }();

@@ -1,6 +1,7 @@
 // Fission of elementwise operators into scalar-function primitives: one primitive for a
-// direct match (Relu, Exp, Add, ...), a short chain for activations (GELU, SiLU-style
-// HardSwish, Mish, Elu, ...), Clip as min/max, variadic Sum/Mean/Max/Min as pairwise
+// direct match (Relu, Exp, Add, trigonometric and hyperbolic functions, bitwise logic and
+// shifts, ...), a short chain for activations (GELU, SiLU-style HardSwish, Mish, Elu,
+// ThresholdedRelu, Shrink, ...), Clip as min/max, variadic Sum/Mean/Max/Min as pairwise
 // chains. Broadcasting becomes explicit broadcast primitives (FissionBuilder::ew).
 #include <cmath>
 #include <limits>
@@ -167,6 +168,30 @@ void is_inf(FissionBuilder& b) {
   b.bind(0, y);
 }
 
+// x > alpha ? x : 0
+void thresholded_relu(FissionBuilder& b) {
+  const std::string x = b.in(0);
+  const double alpha = b.node().attr_float("alpha", 1.0);
+  b.bind(0, b.ew(S::kWhere, {b.ew(S::kGreater, {x, alpha}), x, 0.0}));
+}
+
+// x < -lambd ? x + bias : x > lambd ? x - bias : 0
+void shrink(FissionBuilder& b) {
+  const std::string x = b.in(0);
+  const double lambd = b.node().attr_float("lambd", 0.5);
+  const double bias = b.node().attr_float("bias", 0.0);
+  const std::string upper =
+      b.ew(S::kWhere, {b.ew(S::kGreater, {x, lambd}), b.ew(S::kSub, {x, bias}), 0.0});
+  b.bind(0, b.ew(S::kWhere, {b.ew(S::kLess, {x, -lambd}), b.ew(S::kAdd, {x, bias}), upper}));
+}
+
+void bit_shift(FissionBuilder& b) {
+  const std::string direction = b.node().attr_string("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    b.fail("direction must be \"LEFT\" or \"RIGHT\", not \"" + direction + "\"");
+  b.bind(0, b.ew(direction == "LEFT" ? S::kShiftLeft : S::kShiftRight, {b.in(0), b.in(1)}));
+}
+
 void where(FissionBuilder& b) { b.bind(0, b.ew(S::kWhere, {b.in(0), b.in(1), b.in(2)})); }
 
 }  // namespace
@@ -189,6 +214,22 @@ void add_elementwise_fission(FissionTable& t) {
   t["Sin"] = unary<S::kSin>;
   t["Cos"] = unary<S::kCos>;
   t["Not"] = unary<S::kNot>;
+  t["Tan"] = unary<S::kTan>;
+  t["Asin"] = unary<S::kAsin>;
+  t["Acos"] = unary<S::kAcos>;
+  t["Atan"] = unary<S::kAtan>;
+  t["Sinh"] = unary<S::kSinh>;
+  t["Cosh"] = unary<S::kCosh>;
+  t["Asinh"] = unary<S::kAsinh>;
+  t["Acosh"] = unary<S::kAcosh>;
+  t["Atanh"] = unary<S::kAtanh>;
+  t["BitwiseNot"] = unary<S::kBitNot>;
+  t["BitwiseAnd"] = binary<S::kBitAnd>;
+  t["BitwiseOr"] = binary<S::kBitOr>;
+  t["BitwiseXor"] = binary<S::kBitXor>;
+  t["BitShift"] = bit_shift;
+  t["ThresholdedRelu"] = thresholded_relu;
+  t["Shrink"] = shrink;
   t["Softplus"] = unary<S::kSoftplus>;
   t["Identity"] = identity;
   t["Add"] = binary<S::kAdd>;

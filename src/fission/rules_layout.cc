@@ -1,8 +1,8 @@
 // Fission of data-movement operators into layout and broadcast primitives: reshapes
 // (Reshape, Flatten, Squeeze, Unsqueeze), Transpose, Concat, Split and Slice (slices),
-// Gather with constant indices, Expand (broadcast), Tile, Pad, DepthToSpace and
-// SpaceToDepth (reshape + transpose + reshape), and the shape producers that survive
-// folding (Shape, Size, ConstantOfShape, Range: constants).
+// Gather with constant indices, Expand (broadcast), Tile, Pad (wrap mode: a gather per
+// padded dim), DepthToSpace and SpaceToDepth (reshape + transpose + reshape), and the
+// shape producers that survive folding (Shape, Size, ConstantOfShape, Range: constants).
 #include <algorithm>
 #include <cstring>
 
@@ -105,10 +105,30 @@ void tile(FissionBuilder& b) {
   b.bind(0, b.layout(layout::Tile{}, {b.in(0)}, out));
 }
 
+// Wrap padding, as if each dim's ends were joined: a gather per padded dim. Negative pads
+// crop first (as onnxruntime does), the rest wraps around what is left: output position o
+// reads crop_begin + (o - pad_begin) mod (n - crop_begin - crop_end).
+std::string wrap_pad(FissionBuilder& b, std::string x, const PadAmounts& amounts) {
+  for (size_t d = 0; d < amounts.begin.size(); ++d) {
+    const int64_t begin = amounts.begin[d], end = amounts.end[d];
+    if (begin == 0 && end == 0) continue;
+    Shape out = b.shape(x);
+    const int64_t crop = std::max<int64_t>(-begin, 0);
+    const int64_t n = out[d] - crop - std::max<int64_t>(-end, 0);
+    const int64_t pad = std::max<int64_t>(begin, 0);
+    out[d] += begin + end;
+    std::vector<int64_t> indices;
+    for (int64_t o = 0; o < out[d]; ++o) indices.push_back(crop + ((o - pad) % n + n) % n);
+    x = b.layout(layout::Gather{static_cast<int64_t>(d), indices}, {x}, out);
+  }
+  return x;
+}
+
 void pad(FissionBuilder& b) {
   InferContext ctx(b.source(), b.node());
   const PadAmounts amounts = resolve_pads(ctx);
   const std::string mode = b.node().attr_string("mode", "constant");
+  if (mode == "wrap") return b.bind(0, wrap_pad(b, b.in(0), amounts));
   layout::Pad attrs{amounts.begin, Shape(amounts.begin.size(), 1),
                     mode == "reflect" ? layout::PadMode::kReflect
                     : mode == "edge"  ? layout::PadMode::kEdge

@@ -92,6 +92,8 @@ void conv_transpose(FissionBuilder& b) {
   b.bind(0, y);
 }
 
+}  // namespace
+
 // Batched matmul of A [..., M, K] and B [..., K, N] of any ranks (numpy matmul rules).
 std::string matmul_nd(FissionBuilder& b, std::string a, std::string w, const Shape& result) {
   Shape sa = b.shape(a), sb = b.shape(w);
@@ -112,6 +114,8 @@ std::string matmul_nd(FissionBuilder& b, std::string a, std::string w, const Sha
   }
   return b.reshape(y, result);
 }
+
+namespace {
 
 void matmul(FissionBuilder& b) { b.bind(0, matmul_nd(b, b.in(0), b.in(1), b.out_info(0).shape)); }
 

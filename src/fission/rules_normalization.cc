@@ -1,10 +1,22 @@
 // Fission of normalizations into reduce + elementwise: BatchNormalization (inference:
 // x * a + b with per-channel a = scale / sqrt(var + eps), b = bias - mean * a, folded when
-// constant), Instance-, Layer- and GroupNormalization (mean, centred variance, rsqrt),
-// numerically stable Softmax and LogSoftmax (max subtracted first), Dropout (identity).
+// constant; training mode: the batch's statistics, and the running ones updated), Instance-, Layer- and GroupNormalization (mean, centred variance, rsqrt),
+// numerically stable Softmax and LogSoftmax (max subtracted first), Dropout (identity),
+// Hardmax (ArgMax, kept whole, compared with an iota), LRN (a window of channels summed),
+// MeanVarianceNormalization (ONNX's function body).
 #include "fission/builder.h"
 
 namespace kora {
+
+std::string stable_softmax(FissionBuilder& b, const std::string& x,
+                           const std::vector<int64_t>& axes, bool log) {
+  using S = ScalarOp;
+  const std::string shifted = b.ew(S::kSub, {x, b.reduce(ReduceOp::kMax, x, axes)});
+  const std::string e = b.ew(S::kExp, {shifted});
+  const std::string sum = b.reduce(ReduceOp::kSum, e, axes);
+  return log ? b.ew(S::kSub, {shifted, b.ew(S::kLog, {sum})}) : b.ew(S::kDiv, {e, sum});
+}
+
 namespace {
 
 using S = ScalarOp;
@@ -16,7 +28,32 @@ std::string per_channel(FissionBuilder& b, const std::string& v, size_t rank) {
   return b.reshape(v, s);
 }
 
+// Training mode: normalized by the batch's mean and (population) variance over every dim
+// but the channels; the running statistics move towards them by 1 - momentum.
+void batch_norm_training(FissionBuilder& b) {
+  const std::string x = b.in(0);
+  const Shape& s = b.shape(x);
+  std::vector<int64_t> axes;
+  for (size_t d = 0; d < s.size(); ++d)
+    if (d != 1) axes.push_back(static_cast<int64_t>(d));
+  const std::string mean = b.reduce(ReduceOp::kMean, x, axes);
+  const std::string centred = b.ew(S::kSub, {x, mean});
+  const std::string var = b.reduce(ReduceOp::kMean, b.ew(S::kMul, {centred, centred}), axes);
+  const double eps = b.node().attr_float("epsilon", 1e-5);
+  const std::string y = b.ew(S::kMul, {centred, b.ew(S::kRsqrt, {b.ew(S::kAdd, {var, eps})})});
+  const std::string scaled = b.ew(S::kMul, {y, per_channel(b, b.in(1), s.size())});
+  b.bind(0, b.ew(S::kAdd, {scaled, per_channel(b, b.in(2), s.size())}));
+  const double momentum = b.node().attr_float("momentum", 0.9);
+  for (size_t o : {1, 2}) {
+    if (!b.wants_out(o)) continue;
+    const std::string batch = b.reshape(o == 1 ? mean : var, {s[1]});
+    b.bind(o, b.ew(S::kAdd,
+                   {b.ew(S::kMul, {b.in(o + 2), momentum}), b.ew(S::kMul, {batch, 1 - momentum})}));
+  }
+}
+
 void batch_norm(FissionBuilder& b) {
+  if (b.node().attr_int("training_mode", 0) != 0) return batch_norm_training(b);
   const std::string x = b.in(0);
   const size_t r = b.shape(x).size();
   const double eps = b.node().attr_float("epsilon", 1e-5);
@@ -93,6 +130,66 @@ void group_norm(FissionBuilder& b) {
   b.bind(0, b.ew(S::kAdd, {scaled, channel_vector(b, b.in(2), c, groups, s.size())}));
 }
 
+// argmax along `axis` as a one-hot mask of x's dtype (the first maximum wins).
+std::string hardmax_of(FissionBuilder& b, const std::string& v, int64_t axis) {
+  Node arg;
+  arg.op_type = "ArgMax";
+  arg.inputs = {v};
+  arg.attributes["axis"].i = axis;
+  arg.attributes["keepdims"].i = 1;
+  Shape at = b.shape(v);
+  const int64_t n = at[axis];
+  at[axis] = 1;
+  const std::string index = b.opaque_node(arg, {ValueInfo{DType::kInt64, at}})[0];
+  const std::string hot = b.ew(S::kEqual, {index, b.iota(n, axis, at.size())});
+  return b.ew(S::kCast, {hot}, b.dtype(v));
+}
+
+// x / (bias + alpha / size * sum of x^2 over `size` neighbouring channels)^beta: the
+// squares viewed as [N, 1, C, spatial], a window of `size` channels unfolded and summed.
+void lrn(FissionBuilder& b) {
+  const std::string x = b.in(0);
+  const Shape& s = b.shape(x);
+  if (s.size() < 2) b.fail("input must have rank >= 2");
+  const Node& n = b.node();
+  const int64_t size = n.attr_int("size", 0);
+  if (size < 1) b.fail("size must be at least 1");
+  const int64_t spatial = numel(Shape(s.begin() + 2, s.end()));
+  const std::string squares = b.reshape(b.ew(S::kMul, {x, x}), {s[0], 1, s[1], spatial});
+  const layout::Window window{{1, 1}, {1, 1}, {(size - 1) / 2, 0}, 0.0};
+  const std::string windows = b.layout(window, {squares}, {s[0], 1, s[1], spatial, size, 1});
+  const std::string sum = b.reshape(b.reduce(ReduceOp::kSum, windows, {4, 5}), s);
+  const double alpha = n.attr_float("alpha", 1e-4), beta = n.attr_float("beta", 0.75);
+  const std::string base = b.ew(S::kAdd, {b.ew(S::kMul, {sum, alpha / static_cast<double>(size)}),
+                                          n.attr_float("bias", 1.0)});
+  b.bind(0, b.ew(S::kDiv, {x, b.ew(S::kPow, {base, beta})}));
+}
+
+// ONNX's function body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes`.
+void mean_variance_normalization(FissionBuilder& b) {
+  const std::string x = b.in(0);
+  const std::vector<int64_t> axes = b.node().attr_ints("axes", {0, 2, 3});
+  const std::string mean = b.reduce(ReduceOp::kMean, x, axes);
+  const std::string mean_sq = b.reduce(ReduceOp::kMean, b.ew(S::kMul, {x, x}), axes);
+  const std::string var = b.ew(S::kSub, {mean_sq, b.ew(S::kMul, {mean, mean})});
+  const std::string std = b.ew(S::kAdd, {b.ew(S::kSqrt, {var}), 1e-9});
+  b.bind(0, b.ew(S::kDiv, {b.ew(S::kSub, {x, mean}), std}));
+}
+
+// Hardmax over `axis` (opset >= 13) or, before, over the input viewed as 2-D at `axis`.
+void hardmax(FissionBuilder& b) {
+  const std::string x = b.in(0);
+  const Shape& s = b.shape(x);
+  const int64_t r = static_cast<int64_t>(s.size());
+  int64_t axis = b.node().attr_int("axis", b.opset() < 13 ? 1 : -1);
+  if (axis < 0) axis += r;
+  if (b.opset() >= 13) return b.bind(0, hardmax_of(b, x, axis));
+  int64_t outer = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= s[i];
+  const std::string v = b.reshape(x, {outer, numel(s) / std::max<int64_t>(outer, 1)});
+  b.bind(0, b.reshape(hardmax_of(b, v, 1), s));
+}
+
 // Softmax over `axis` (opset >= 13) or, before opset 13, over all dims from `axis` on
 // (the input viewed as 2-D).
 void softmax_family(FissionBuilder& b, bool log) {
@@ -109,12 +206,7 @@ void softmax_family(FissionBuilder& b, bool log) {
     v = b.reshape(x, {outer, numel(s) / std::max<int64_t>(outer, 1)});
     axes = {1};
   }
-  const std::string shifted = b.ew(S::kSub, {v, b.reduce(ReduceOp::kMax, v, axes)});
-  const std::string e = b.ew(S::kExp, {shifted});
-  const std::string sum = b.reduce(ReduceOp::kSum, e, axes);
-  const std::string y =
-      log ? b.ew(S::kSub, {shifted, b.ew(S::kLog, {sum})}) : b.ew(S::kDiv, {e, sum});
-  b.bind(0, b.reshape(y, s));
+  b.bind(0, b.reshape(stable_softmax(b, v, axes, log), s));
 }
 
 void softmax(FissionBuilder& b) { softmax_family(b, false); }
@@ -138,6 +230,9 @@ void add_normalization_fission(FissionTable& t) {
   t["Softmax"] = softmax;
   t["LogSoftmax"] = log_softmax;
   t["Dropout"] = dropout;
+  t["Hardmax"] = hardmax;
+  t["LRN"] = lrn;
+  t["MeanVarianceNormalization"] = mean_variance_normalization;
 }
 
 }  // namespace kora

@@ -1,7 +1,8 @@
 // Fission of reductions and pooling: Reduce* into reduce + elementwise (L1, L2, sum of
 // squares, log-sum, stable log-sum-exp) and a reshape when keepdims=0; global pooling
 // into a spatial reduce; windowed pooling into a window-unfold layout + reduce (max with
-// -inf fill; average as a zero-fill sum divided by the per-window element count).
+// -inf fill; average as a zero-fill sum divided by the per-window element count; Lp as
+// the p-th root of a sum of powers); CumSum as a window sum along its axis.
 #include <cmath>
 #include <limits>
 #include <set>
@@ -164,6 +165,47 @@ void average_pool(FissionBuilder& b) {
   b.bind(0, b.ew(S::kDiv, {sum, b.add_constant(counts)}));
 }
 
+// (sum of |x|^p over each window)^(1/p)
+std::string lp_norm(FissionBuilder& b, const std::string& x, const std::vector<int64_t>& axes) {
+  const double p = static_cast<double>(b.node().attr_int("p", 2));
+  if (p == 2) return b.ew(S::kSqrt, {b.reduce(ReduceOp::kSum, b.ew(S::kMul, {x, x}), axes)});
+  const std::string a = b.ew(S::kAbs, {x});
+  if (p == 1) return b.reduce(ReduceOp::kSum, a, axes);
+  const std::string sum = b.reduce(ReduceOp::kSum, b.ew(S::kPow, {a, p}), axes);
+  return b.ew(S::kPow, {sum, 1.0 / p});
+}
+
+void lp_pool(FissionBuilder& b) {
+  const Unfolded u = unfold(b, 0.0);
+  b.bind(0, b.reshape(lp_norm(b, u.windows, u.window_axes), b.out_info(0).shape));
+}
+
+void global_lp_pool(FissionBuilder& b) {
+  const std::string x = b.in(0);
+  b.bind(0, lp_norm(b, x, spatial_axes(b.shape(x).size())));
+}
+
+// CumSum along an axis as a window sum: x viewed as [outer, 1, L, inner]; output position
+// i sums a window of L positions along the axis that ends at i (starts at i when reversed),
+// one further away when exclusive, zero outside. O(L^2) work per line, but one fused kernel.
+void cum_sum(FissionBuilder& b) {
+  const std::string x = b.in(0);
+  const Shape& s = b.shape(x);
+  const int64_t r = static_cast<int64_t>(s.size());
+  int64_t axis = b.require_constant(1, "axis").int64_at(0);
+  if (axis < 0) axis += r;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < r; ++d) (d < axis ? outer : inner) *= d == axis ? 1 : s[d];
+  const int64_t len = s[axis];
+  const bool exclusive = b.node().attr_int("exclusive", 0) != 0;
+  const bool reverse = b.node().attr_int("reverse", 0) != 0;
+  const int64_t shift = reverse ? (exclusive ? -1 : 0) : (exclusive ? len : len - 1);
+  const std::string lines = b.reshape(x, {outer, 1, len, inner});
+  const layout::Window window{{1, 1}, {1, 1}, {shift, 0}, 0.0};
+  const std::string windows = b.layout(window, {lines}, {outer, 1, len, inner, len, 1});
+  b.bind(0, b.reshape(b.reduce(ReduceOp::kSum, windows, {4, 5}), s));
+}
+
 }  // namespace
 
 void add_reduce_fission(FissionTable& t) {
@@ -181,6 +223,9 @@ void add_reduce_fission(FissionTable& t) {
   t["GlobalMaxPool"] = global_max_pool;
   t["MaxPool"] = max_pool;
   t["AveragePool"] = average_pool;
+  t["LpPool"] = lp_pool;
+  t["GlobalLpPool"] = global_lp_pool;
+  t["CumSum"] = cum_sum;
 }
 
 }  // namespace kora

@@ -31,6 +31,13 @@ std::vector<ValueInfo> first_dtype_broadcast(const InferContext& c) {
   return broadcast_all(c, c.dtype(0));
 }
 
+// Bitwise logic and shifts: integer operands of one dtype, broadcast.
+std::vector<ValueInfo> integer_only(const InferContext& c) {
+  if (!is_integer(c.dtype(0)))
+    c.fail(std::string("input must be an integer, not ") + dtype_name(c.dtype(0)));
+  return arithmetic(c);
+}
+
 std::vector<ValueInfo> compare(const InferContext& c) { return broadcast_all(c, DType::kBool); }
 
 std::vector<ValueInfo> where(const InferContext& c) {
@@ -75,6 +82,12 @@ void add_elementwise_rules(RuleTable& t) {
         "Exp",       "Log",       "Sqrt", "Reciprocal", "Neg",  "Abs",      "Floor",
         "Ceil",      "Round",     "Sign", "Sin",        "Cos",  "Identity"})
     t[op] = {same_as_input, 1, 1};
+  for (const char* op : {"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+                         "ThresholdedRelu", "Shrink"})
+    t[op] = {same_as_input, 1, 1};
+  t["BitwiseNot"] = {integer_only, 1, 1};
+  for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitShift"})
+    t[op] = {integer_only, 2, 2};
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Mod"}) t[op] = {arithmetic, 2, 2};
   for (const char* op : {"Max", "Min", "Sum", "Mean"}) t[op] = {arithmetic, 1, -1};
   t["Pow"] = {first_dtype_broadcast, 2, 2};

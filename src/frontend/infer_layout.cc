@@ -203,13 +203,16 @@ std::vector<ValueInfo> tile(const InferContext& c) {
 
 std::vector<ValueInfo> pad(const InferContext& c) {
   const std::string mode = c.node().attr_string("mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge")
-    c.fail("pad mode '" + mode + "' is not supported (constant, reflect, edge)");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    c.fail("pad mode '" + mode + "' is not supported (constant, reflect, edge, wrap)");
   const PadAmounts p = resolve_pads(c);
   Shape out = c.shape(0);
   for (size_t i = 0; i < out.size(); ++i) {
     out[i] += p.begin[i] + p.end[i];
     if (out[i] < 0) c.fail("pads crop dim " + std::to_string(i) + " below zero");
+    if (mode == "wrap" && out[i] > 0 &&
+        c.shape(0)[i] + std::min<int64_t>(p.begin[i], 0) + std::min<int64_t>(p.end[i], 0) <= 0)
+      c.fail("wrap pad of dim " + std::to_string(i) + ", cropped to nothing");
     if (mode == "reflect" && (p.begin[i] >= c.shape(0)[i] || p.end[i] >= c.shape(0)[i]) &&
         (p.begin[i] > 0 || p.end[i] > 0))
       c.fail("reflect pad of dim " + std::to_string(i) + " must be smaller than its size");

@@ -1,5 +1,6 @@
 // Shape rules of normalization-like operators: BatchNormalization (inference),
-// Instance-, Layer- and GroupNormalization, Softmax, LogSoftmax and Dropout (inference).
+// Instance-, Layer- and GroupNormalization, Softmax, LogSoftmax, Hardmax, LRN,
+// MeanVarianceNormalization and Dropout (inference).
 #include "frontend/op_rules.h"
 
 namespace kora {
@@ -12,18 +13,22 @@ void expect_channels(const InferContext& c, size_t i, int64_t channels, const ch
            std::to_string(channels) + " channels");
 }
 
+// Inference, or with training_mode=1 (opset 14 on) the batch's statistics and the
+// updated running mean and variance as outputs 1 and 2.
 std::vector<ValueInfo> batch_norm(const InferContext& c) {
-  if (c.node().attr_int("training_mode", 0) != 0)
-    c.fail("training_mode=1 is not supported (inference only)");
-  for (size_t o = 1; o < c.node().outputs.size(); ++o)
-    if (c.node().has_output(o)) c.fail("running mean/var outputs (training) are not supported");
+  const bool training = c.node().attr_int("training_mode", 0) != 0;
+  for (size_t o = training ? 3 : 1; o < c.node().outputs.size(); ++o)
+    if (c.node().has_output(o))
+      c.fail(training ? "saved mean/var outputs are not supported"
+                      : "running mean/var outputs need training_mode=1");
   if (c.rank(0) < 2) c.fail("input must have rank >= 2");
   const int64_t ch = c.shape(0)[1];
   expect_channels(c, 1, ch, "scale");
   expect_channels(c, 2, ch, "bias");
   expect_channels(c, 3, ch, "mean");
   expect_channels(c, 4, ch, "var");
-  return {c.in(0)};
+  if (!training) return {c.in(0)};
+  return {c.in(0), c.in(3), c.in(4)};
 }
 
 std::vector<ValueInfo> instance_norm(const InferContext& c) {
@@ -61,12 +66,24 @@ std::vector<ValueInfo> softmax(const InferContext& c) {
   return {c.in(0)};
 }
 
+std::vector<ValueInfo> lrn(const InferContext& c) {
+  if (c.rank(0) < 2) c.fail("input must have rank >= 2");
+  if (c.node().attr_int("size", 0) < 1) c.fail("size must be at least 1");
+  return {c.in(0)};
+}
+
+std::vector<ValueInfo> mean_variance_normalization(const InferContext& c) {
+  for (int64_t a : c.node().attr_ints("axes", {0, 2, 3})) c.axis(a, c.rank(0));
+  return {c.in(0)};
+}
+
+// Inference, or training with a constant ratio of 0: both keep every element. A random
+// mask (training with a ratio above 0) has no reproducible result to compile.
 std::vector<ValueInfo> dropout(const InferContext& c) {
-  if (c.has(2)) {
-    const Tensor* training = c.constant(2);
-    if (!training || training->numel() != 1 || training->int64_at(0) != 0)
-      c.fail("training_mode other than a constant false is not supported (inference only)");
-  }
+  if (c.has(2) && c.scalar(2, "training_mode") != 0 && (!c.has(1) || c.scalar(1, "ratio") != 0))
+    c.fail(
+        "training_mode with a ratio above 0 draws a random mask: not supported "
+        "(inference only)");
   return {c.in(0), ValueInfo{DType::kBool, c.shape(0)}};
 }
 
@@ -79,6 +96,9 @@ void add_normalization_rules(RuleTable& t) {
   t["LayerNormalization"] = {layer_norm, 2, 3};
   t["Softmax"] = {softmax, 1, 1};
   t["LogSoftmax"] = {softmax, 1, 1};
+  t["Hardmax"] = {softmax, 1, 1};
+  t["LRN"] = {lrn, 1, 1};
+  t["MeanVarianceNormalization"] = {mean_variance_normalization, 1, 1};
   t["Dropout"] = {dropout, 1, 3};
 }
 

@@ -53,7 +53,6 @@ std::vector<ValueInfo> pool(const InferContext& c) {
   const Shape& x = c.shape(0);
   if (x.size() < 3) c.fail("input must have rank >= 3");
   if (!c.node().has_attr("kernel_shape")) c.fail("kernel_shape is required");
-  if (c.node().attr_int("storage_order", 0) != 0) c.fail("storage_order=1 is not supported");
   Window w = resolve_window(c, Shape(x.begin() + 2, x.end()), {}, true);
   Shape out{x[0], x[1]};
   out.insert(out.end(), w.output.begin(), w.output.end());
@@ -73,6 +72,8 @@ void add_reduce_rules(RuleTable& t) {
   t["GlobalMaxPool"] = {global_pool, 1, 1};
   t["AveragePool"] = {pool, 1, 1};
   t["MaxPool"] = {pool, 1, 1};
+  t["LpPool"] = {pool, 1, 1};
+  t["GlobalLpPool"] = {global_pool, 1, 1};
 }
 
 }  // namespace kora

@@ -3,11 +3,12 @@
 // supported opset and operators, no dangling names, no cycles, sane dimensions. Then
 // shape inference and constant folding (shape_inference.cc) run on it.
 //
-// The opset must be kMinOpset..kMaxOpset (11..22). Attributes of every kind are converted;
-// the subgraphs of If, Loop and Scan are converted like the model's graph (shape inference
-// expands them: control_flow.h), any other node holding a subgraph is rejected by name.
-// Initializers (tensor_proto.cc), sparse initializers and Constant nodes become constants. Symbolic
-// dimensions take ImportOptions::dims (kora's
+// The opset must be kMinOpset..kMaxOpset (11..22), or older with every operator unchanged
+// up to kMinOpset (older_opset.cc): then it is read as kMinOpset. Attributes of every kind
+// are converted; the subgraphs of If, Loop and Scan are converted like the model's graph
+// (shape inference expands them: control_flow.h), any other node holding a subgraph is
+// rejected by name. Initializers (tensor_proto.cc), sparse initializers and Constant nodes
+// become constants. Symbolic dimensions take ImportOptions::dims (kora's
 // --dim NAME=VALUE), else default_dim (1).
 #include <onnx/onnx_pb.h>
 
@@ -19,6 +20,7 @@
 
 #include "frontend/control_flow.h"
 #include "frontend/graph_check.h"
+#include "frontend/older_opset.h"
 #include "frontend/tensor_proto.h"
 #include "kora/error.h"
 #include "kora/frontend.h"
@@ -218,6 +220,7 @@ void add_nodes(const onnx::GraphProto& gp, Graph& g, const std::string& model_di
     if (n.op_type != "Constant" && !is_supported_operator(n.op_type))
       throw Error(n.describe() + ": operator '" + n.op_type + "' (opset " +
                   std::to_string(g.opset) + ") is not supported");
+    if (g.opset < kMinOpset) check_unchanged_since(n, g.opset);
     const bool control_flow = is_control_flow_operator(n.op_type);
     for (const auto& a : np.attribute()) {
       Attribute& attr = n.attributes[a.name()] = convert_attribute(a, model_dir, n.describe());
@@ -269,10 +272,11 @@ Graph import_onnx(const std::string& path, const ImportOptions& options) {
   for (const auto& op : model.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx") g.opset = op.version();
   if (g.opset == 0) throw Error("'" + path + "' imports no version of the default ONNX domain");
-  if (g.opset < kMinOpset || g.opset > kMaxOpset)
+  if (g.opset > kMaxOpset)
     throw Error("'" + path + "' uses ONNX opset " + std::to_string(g.opset) +
                 "; kora supports opsets " + std::to_string(kMinOpset) + " to " +
-                std::to_string(kMaxOpset));
+                std::to_string(kMaxOpset) + " (and older ones for operators unchanged since then)");
+  const int64_t model_opset = g.opset;
   trace("read '" + path + "': " + std::to_string(bytes.size()) + " bytes, ir_version " +
         std::to_string(model.ir_version()) + ", opset " + std::to_string(g.opset));
 
@@ -303,6 +307,11 @@ Graph import_onnx(const std::string& path, const ImportOptions& options) {
   for (const auto& vo : gp.output()) g.outputs.push_back(vo.name());
 
   add_nodes(gp, g, model_dir);
+  if (model_opset < kMinOpset) {
+    trace("opset " + std::to_string(model_opset) + ": every operator is unchanged up to opset " +
+          std::to_string(kMinOpset) + ", read as opset " + std::to_string(kMinOpset));
+    g.opset = kMinOpset;
+  }
   trace(std::to_string(g.nodes.size()) + " nodes, " + std::to_string(g.inputs.size()) +
         " inputs, " + std::to_string(g.outputs.size()) + " outputs, " +
         std::to_string(g.constants.size()) + " constants");

@@ -72,6 +72,11 @@ const RuleTable& op_rules() {
     add_reduce_rules(t);
     add_layout_rules(t);
     add_misc_rules(t);
+    add_indexing_rules(t);
+    add_loss_rules(t);
+    add_quantize_rules(t);
+    add_sampling_rules(t);
+    add_signal_rules(t);
     add_recurrent_rules(t);
     return t;
   }();

@@ -61,6 +61,11 @@ void add_normalization_rules(RuleTable& table);
 void add_reduce_rules(RuleTable& table);
 void add_layout_rules(RuleTable& table);
 void add_misc_rules(RuleTable& table);
+void add_indexing_rules(RuleTable& table);
+void add_loss_rules(RuleTable& table);
+void add_quantize_rules(RuleTable& table);
+void add_sampling_rules(RuleTable& table);
+void add_signal_rules(RuleTable& table);
 void add_recurrent_rules(RuleTable& table);
 
 const RuleTable& op_rules();

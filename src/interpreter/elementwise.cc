@@ -130,6 +130,15 @@ void compute(const Primitive& prim, ScalarOp op, const std::vector<Operand<T>>& 
     case ScalarOp::kSoftplus:
     case ScalarOp::kSin:
     case ScalarOp::kCos:
+    case ScalarOp::kTan:
+    case ScalarOp::kAsin:
+    case ScalarOp::kAcos:
+    case ScalarOp::kAtan:
+    case ScalarOp::kSinh:
+    case ScalarOp::kCosh:
+    case ScalarOp::kAsinh:
+    case ScalarOp::kAcosh:
+    case ScalarOp::kAtanh:
       if constexpr (kFloat) {
         switch (op) {
           case ScalarOp::kExp:
@@ -158,11 +167,58 @@ void compute(const Primitive& prim, ScalarOp op, const std::vector<Operand<T>>& 
             });
           case ScalarOp::kSin:
             return map1(a[0], out, n, [](T x) { return std::sin(x); });
-          default:
+          case ScalarOp::kCos:
             return map1(a[0], out, n, [](T x) { return std::cos(x); });
+          case ScalarOp::kTan:
+            return map1(a[0], out, n, [](T x) { return std::tan(x); });
+          case ScalarOp::kAsin:
+            return map1(a[0], out, n, [](T x) { return std::asin(x); });
+          case ScalarOp::kAcos:
+            return map1(a[0], out, n, [](T x) { return std::acos(x); });
+          case ScalarOp::kAtan:
+            return map1(a[0], out, n, [](T x) { return std::atan(x); });
+          case ScalarOp::kSinh:
+            return map1(a[0], out, n, [](T x) { return std::sinh(x); });
+          case ScalarOp::kCosh:
+            return map1(a[0], out, n, [](T x) { return std::cosh(x); });
+          case ScalarOp::kAsinh:
+            return map1(a[0], out, n, [](T x) { return std::asinh(x); });
+          case ScalarOp::kAcosh:
+            return map1(a[0], out, n, [](T x) { return std::acosh(x); });
+          default:
+            return map1(a[0], out, n, [](T x) { return std::atanh(x); });
         }
       }
       return float_only();
+    case ScalarOp::kBitNot:
+    case ScalarOp::kBitAnd:
+    case ScalarOp::kBitOr:
+    case ScalarOp::kBitXor:
+    case ScalarOp::kShiftLeft:
+    case ScalarOp::kShiftRight:
+      if constexpr (!kFloat) {
+        switch (op) {
+          case ScalarOp::kBitNot:
+            return map1(a[0], out, n, [](T x) { return ~x; });
+          case ScalarOp::kBitAnd:
+            return map2(a[0], a[1], out, n, [](T x, T y) { return x & y; });
+          case ScalarOp::kBitOr:
+            return map2(a[0], a[1], out, n, [](T x, T y) { return x | y; });
+          case ScalarOp::kBitXor:
+            return map2(a[0], a[1], out, n, [](T x, T y) { return x ^ y; });
+          case ScalarOp::kShiftLeft:
+            return map2(a[0], a[1], out, n, [](T x, T y) {
+              return static_cast<uint64_t>(y) >= 64 ? T(0)
+                                                    : static_cast<T>(static_cast<uint64_t>(x) << y);
+            });
+          default:
+            return map2(a[0], a[1], out, n, [](T x, T y) {
+              return static_cast<uint64_t>(y) >= 64 ? T(0)
+                                                    : static_cast<T>(static_cast<uint64_t>(x) >> y);
+            });
+        }
+      }
+      fail(prim, std::string("'") + scalar_op_name(op) + "' is not defined for floating operands");
     case ScalarOp::kAdd:
       return map2(a[0], a[1], out, n, [](T x, T y) { return wrap_add(x, y); });
     case ScalarOp::kSub:

@@ -64,6 +64,8 @@ class OpaqueCall {
   [[noreturn]] void fail(const std::string& message) const { interp::fail(prim_, message); }
   // Normalizes an axis attribute against `rank` (negative counts from the end).
   int64_t axis(const std::string& key, int64_t fallback, int64_t rank) const;
+  // A computed index into a dim of `size`: negative ones wrap, out-of-range ones fail.
+  int64_t index(int64_t index, int64_t size) const;
 
  private:
   const PrimGraph& graph_;
@@ -74,5 +76,11 @@ class OpaqueCall {
 
 std::vector<Tensor> run_non_max_suppression(const OpaqueCall& call);
 std::vector<Tensor> run_max_pool(const OpaqueCall& call);
+std::vector<Tensor> run_scatter_gather_nd(const OpaqueCall& call);
+std::vector<Tensor> run_grid_sample(const OpaqueCall& call);
+std::vector<Tensor> run_roi_align(const OpaqueCall& call);
+std::vector<Tensor> run_image_scatter(const OpaqueCall& call);  // Col2Im, MaxUnpool
+std::vector<Tensor> run_det(const OpaqueCall& call);
+std::vector<Tensor> run_dft(const OpaqueCall& call);
 
 }  // namespace kora::interp

@@ -3,7 +3,7 @@
 // tensors. Out: its outputs, typed as graph.values says. This file dispatches and holds
 // the index operators: TopK, Gather and GatherElements (computed indices; negative ones
 // wrap, out-of-range ones are errors), ArgMax and ArgMin. NonMaxSuppression and MaxPool
-// live in their own files.
+// live in their own files, GatherND, ScatterND and ScatterElements in scatter.cc.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -42,6 +42,14 @@ int64_t OpaqueCall::axis(const std::string& key, int64_t fallback, int64_t rank)
   if (a < -rank || a >= rank)
     fail(key + " " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
   return a < 0 ? a + rank : a;
+}
+
+int64_t OpaqueCall::index(int64_t index, int64_t size) const {
+  const int64_t i = index < 0 ? index + size : index;
+  if (i < 0 || i >= size)
+    fail("index " + std::to_string(index) + " is out of range for a dim of " +
+         std::to_string(size));
+  return i;
 }
 
 namespace {
@@ -135,14 +143,6 @@ std::vector<Tensor> top_k(const OpaqueCall& call) {
   return {values, indices};
 }
 
-int64_t wrap_index(const OpaqueCall& call, int64_t index, int64_t size) {
-  const int64_t i = index < 0 ? index + size : index;
-  if (i < 0 || i >= size)
-    call.fail("index " + std::to_string(index) + " is out of range for a dim of " +
-              std::to_string(size));
-  return i;
-}
-
 std::vector<Tensor> gather(const OpaqueCall& call) {
   const Tensor &x = call.required(0), &idx = call.required(1);
   if (is_floating(idx.dtype()) || idx.dtype() == DType::kBool)
@@ -159,7 +159,7 @@ std::vector<Tensor> gather(const OpaqueCall& call) {
   const int64_t block = s.inner * static_cast<int64_t>(dtype_size(x.dtype()));
   Tensor y(x.dtype(), shape);
   for (int64_t j = 0; j < count; ++j) {
-    const int64_t i = wrap_index(call, indices[j], s.len);
+    const int64_t i = call.index(indices[j], s.len);
     for (int64_t o = 0; o < s.outer; ++o)
       std::memcpy(y.mutable_bytes() + (o * count + j) * block, x.bytes() + (o * s.len + i) * block,
                   static_cast<size_t>(block));
@@ -188,7 +188,7 @@ std::vector<Tensor> gather_elements(const OpaqueCall& call) {
   for (int64_t e = 0; e < idx.numel(); ++e) {
     int64_t off = 0;
     for (int64_t d = 0; d < rank; ++d)
-      off += (d == axis ? wrap_index(call, indices[e], xs[d]) : coord[d]) * xstr[d];
+      off += (d == axis ? call.index(indices[e], xs[d]) : coord[d]) * xstr[d];
     std::memcpy(y.mutable_bytes() + e * esize, x.bytes() + off * esize, esize);
     for (int64_t d = rank; d-- > 0;) {
       if (++coord[d] < is[d]) break;
@@ -258,6 +258,18 @@ std::vector<Tensor> run_opaque(const PrimGraph& graph, const Primitive& prim, co
     out = gather_elements(call);
   else if (op == "ArgMax" || op == "ArgMin")
     out = arg_extreme(call, op == "ArgMax");
+  else if (op == "GatherND" || op == "ScatterND" || op == "ScatterElements")
+    out = run_scatter_gather_nd(call);
+  else if (op == "GridSample")
+    out = run_grid_sample(call);
+  else if (op == "RoiAlign")
+    out = run_roi_align(call);
+  else if (op == "Col2Im" || op == "MaxUnpool")
+    out = run_image_scatter(call);
+  else if (op == "Det")
+    out = run_det(call);
+  else if (op == "DFT")
+    out = run_dft(call);
   else
     out = run_max_pool(call);
   out.resize(prim.outputs.size());

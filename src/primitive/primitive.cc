@@ -1,6 +1,8 @@
 // Names, look-ups and work estimates (FLOPs, bytes) of the primitive IR.
 #include "kora/primitive.h"
 
+#include <iterator>
+
 #include "kora/error.h"
 
 namespace kora {
@@ -19,20 +21,66 @@ struct ScalarOpRow {
 };
 
 constexpr ScalarOpRow kScalarOps[] = {
-    {"identity", 1}, {"cast", 1},    {"neg", 1},        {"abs", 1},        {"exp", 1},
-    {"log", 1},      {"sqrt", 1},    {"rsqrt", 1},      {"reciprocal", 1}, {"tanh", 1},
-    {"erf", 1},      {"sigmoid", 1}, {"relu", 1},       {"softplus", 1},   {"floor", 1},
-    {"ceil", 1},     {"round", 1},   {"sign", 1},       {"sin", 1},        {"cos", 1},
-    {"not", 1},      {"add", 2},     {"sub", 2},        {"mul", 2},        {"div", 2},
-    {"pow", 2},      {"max", 2},     {"min", 2},        {"mod", 2},        {"fmod", 2},
-    {"equal", 2},    {"less", 2},    {"less_equal", 2}, {"greater", 2},    {"greater_equal", 2},
-    {"and", 2},      {"or", 2},      {"xor", 2},        {"where", 3},
+    {"identity", 1}, {"cast", 1},    {"neg", 1},        {"abs", 1},         {"exp", 1},
+    {"log", 1},      {"sqrt", 1},    {"rsqrt", 1},      {"reciprocal", 1},  {"tanh", 1},
+    {"erf", 1},      {"sigmoid", 1}, {"relu", 1},       {"softplus", 1},    {"floor", 1},
+    {"ceil", 1},     {"round", 1},   {"sign", 1},       {"sin", 1},         {"cos", 1},
+    {"not", 1},      {"add", 2},     {"sub", 2},        {"mul", 2},         {"div", 2},
+    {"pow", 2},      {"max", 2},     {"min", 2},        {"mod", 2},         {"fmod", 2},
+    {"equal", 2},    {"less", 2},    {"less_equal", 2}, {"greater", 2},     {"greater_equal", 2},
+    {"and", 2},      {"or", 2},      {"xor", 2},        {"where", 3},       {"tan", 1},
+    {"asin", 1},     {"acos", 1},    {"atan", 1},       {"sinh", 1},        {"cosh", 1},
+    {"asinh", 1},    {"acosh", 1},   {"atanh", 1},      {"bit_not", 1},     {"bit_and", 2},
+    {"bit_or", 2},   {"bit_xor", 2}, {"shift_left", 2}, {"shift_right", 2},
 };
+static_assert(std::size(kScalarOps) == static_cast<size_t>(kLastScalarOp) + 1);
 
 }  // namespace
 
 const char* scalar_op_name(ScalarOp op) { return kScalarOps[static_cast<int>(op)].name; }
 int scalar_op_arity(ScalarOp op) { return kScalarOps[static_cast<int>(op)].arity; }
+
+bool scalar_op_is_float_only(ScalarOp op) {
+  switch (op) {
+    case ScalarOp::kExp:
+    case ScalarOp::kLog:
+    case ScalarOp::kSqrt:
+    case ScalarOp::kRsqrt:
+    case ScalarOp::kReciprocal:
+    case ScalarOp::kTanh:
+    case ScalarOp::kErf:
+    case ScalarOp::kSigmoid:
+    case ScalarOp::kSoftplus:
+    case ScalarOp::kSin:
+    case ScalarOp::kCos:
+    case ScalarOp::kTan:
+    case ScalarOp::kAsin:
+    case ScalarOp::kAcos:
+    case ScalarOp::kAtan:
+    case ScalarOp::kSinh:
+    case ScalarOp::kCosh:
+    case ScalarOp::kAsinh:
+    case ScalarOp::kAcosh:
+    case ScalarOp::kAtanh:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool scalar_op_is_integer_only(ScalarOp op) {
+  switch (op) {
+    case ScalarOp::kBitNot:
+    case ScalarOp::kBitAnd:
+    case ScalarOp::kBitOr:
+    case ScalarOp::kBitXor:
+    case ScalarOp::kShiftLeft:
+    case ScalarOp::kShiftRight:
+      return true;
+    default:
+      return false;
+  }
+}
 
 bool scalar_op_is_predicate(ScalarOp op) {
   switch (op) {

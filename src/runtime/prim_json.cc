@@ -554,7 +554,7 @@ void write_attrs(json& j, const PrimAttrs& attrs) {
 ElementwiseAttrs read_elementwise(const Fields& f, size_t inputs) {
   ElementwiseAttrs e;
   const std::string name = f.str("op");
-  auto op = enum_named(name, ScalarOp::kWhere, scalar_op_name);
+  auto op = enum_named(name, kLastScalarOp, scalar_op_name);
   if (!op) f.bad("op", "unknown scalar op '" + name + "'");
   e.op = *op;
   const json& operands = f.array("operands");

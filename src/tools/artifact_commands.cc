@@ -246,7 +246,8 @@ class CheckCommand : public Command {
     args_.add(cmd_, "an input's value, NAME=FILE.npy");
     cmd_->add_option("model", model_, "the ONNX model it was compiled from")->required();
     cmd_->add_option("--tolerance", tolerance_,
-                     "largest relative L2 error accepted (default 1e-4; 2e-3 for TF32 artifacts)");
+                     "largest relative L2 error of a float output accepted (default 1e-4; 2e-3 "
+                     "for TF32 artifacts); integer and bool outputs must be equal");
   }
   bool parsed() const override { return cmd_->parsed(); }
 
@@ -258,15 +259,24 @@ class CheckCommand : public Command {
     const std::map<std::string, Tensor> reference =
         run_onnxruntime(model_, feeds, session.target() == "cuda" ? 0 : session.threads());
     double worst = 0;
+    bool mismatched = false;
     for (const TensorInfo& t : session.outputs()) {
       auto it = reference.find(t.name);
       if (it == reference.end())
         throw Error("onnxruntime gives no output '" + t.name + "' for '" + model_ +
                     "' (is it the model the artifact was compiled from?)");
-      const double err = relative_l2(ours.at(t.name), it->second);
-      worst = std::max(worst, err);
-      std::cout << t.name << " " << dtype_name(t.dtype) << " " << shape_str(t.shape) << " rel_l2 "
-                << general(err);
+      std::cout << t.name << " " << dtype_name(t.dtype) << " " << shape_str(t.shape);
+      if (is_floating(t.dtype)) {
+        const double err = relative_l2(ours.at(t.name), it->second);
+        worst = std::max(worst, err);
+        std::cout << " rel_l2 " << general(err);
+      } else {  // integers (a quantized model's) and bools: exactly
+        const int64_t differ = count_mismatches(ours.at(t.name), it->second);
+        mismatched = mismatched || differ > 0;
+        std::cout << (differ ? " " + std::to_string(differ) + " of " +
+                                   std::to_string(numel(t.shape)) + " elements differ"
+                             : std::string(" exact"));
+      }
       if (it->second.shape() != t.shape)
         std::cout << " (onnxruntime's shape " << shape_str(it->second.shape()) << ")";
       std::cout << "\n";
@@ -277,7 +287,7 @@ class CheckCommand : public Command {
       tolerance = tolerance_for(session.compiled_for());
       std::cout << "tolerance " << tolerance << " (TF32 library math)" << std::endl;
     }
-    return worst <= tolerance ? 0 : 1;
+    return worst <= tolerance && !mismatched ? 0 : 1;
   }
 
  private:

@@ -1,7 +1,8 @@
 // Tests of kora's one correctness rule (src/base/compare.h) on hand-computed cases: NaN
 // against NaN, infinities of either sign, non-finite against finite values both ways, a
 // zero reference, overflowing sums, the tolerance's edge, the stored one-line messages; and
-// kora check's relative_l2 (include/kora/check.h), which applies the same rule to tensors.
+// kora check's relative_l2 (include/kora/check.h), which applies the same rule to tensors,
+// and its exact comparison of integer outputs (count_mismatches).
 #include "base/compare.h"
 
 #include <gtest/gtest.h>
@@ -145,6 +146,20 @@ TEST(Compare, KoraCheckAppliesTheRule) {
   const kora::Tensor zeros = floats({2}, {0, 0});
   EXPECT_EQ(kora::relative_l2(zeros, zeros), 0);
   EXPECT_EQ(kora::relative_l2(floats({2}, {0, 1e-6}), zeros), kInf);
+}
+
+TEST(Compare, KoraCheckComparesIntegersExactly) {
+  auto int8s = [](const std::vector<int64_t>& v) {
+    kora::Tensor t(kora::DType::kInt8, {static_cast<int64_t>(v.size())});
+    for (size_t i = 0; i < v.size(); ++i) kora::set_element_int(t, static_cast<int64_t>(i), v[i]);
+    return t;
+  };
+  const kora::Tensor want = int8s({-128, 0, 127, 5});
+  EXPECT_EQ(kora::count_mismatches(want, want), 0);
+  EXPECT_EQ(kora::count_mismatches(int8s({-128, 1, 127, 4}), want), 2);  // off by one
+  EXPECT_EQ(kora::count_mismatches(int8s({-128, 0, 127}), want), 3);     // shape: all
+  kora::Tensor wide(kora::DType::kInt32, {4});
+  EXPECT_EQ(kora::count_mismatches(wide, want), 4);  // dtype: all
 }
 
 }  // namespace

@@ -1,14 +1,15 @@
 """Shape-inference conformance against the official ONNX backend node tests.
 
 For every test under onnx/backend/test/data/node (shipped in the onnx wheel), decide
-whether kora supports it (default-domain operators kora lists, opset in kora's range,
-element types kora computes with). For each supported test, bind the test's inputs as
+whether kora supports it (default-domain operators kora lists, opset in kora's range or
+older with its operators unchanged since, element types kora computes with). For each supported test, bind the test's inputs as
 constants (some operators take their output shape from an input's value), run
 `kora inspect --json`, and compare every output's shape and dtype with the expected
 output tensors. Then execute it: `kora interpret` (import -> fission -> reference
 interpreter) on the test's inputs, each passed as --input unless kora reports that an
 operator needs it as a constant, and compare the outputs with the expected ones within
-the ONNX backend test tolerance (rtol 1e-3, atol 1e-7; integers and bools exactly).
+the ONNX backend test tolerance (rtol 1e-3, atol 1e-7; integers and bools exactly); the few
+tests whose expected outputs are wrong (ORT_REFERENCE) are compared with onnxruntime instead.
 Writes docs/conformance.md with --write-doc; with --check, exits 1 if a supported test
 fails either check.
 
@@ -37,6 +38,20 @@ KORA_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: 
 # Operators whose output size depends on the data: kora sizes them for the largest
 # possible result, so the check is that the bound holds.
 DATA_DEPENDENT = {"NonMaxSuppression"}
+# Tests whose expected outputs are wrong, and why: their execution is compared with
+# onnxruntime's outputs on the test's inputs instead.
+ORT_REFERENCE = {
+    name: "onnx 1.17's reference QLinearMatMul casts to int8 without saturating (an "
+          "accumulator of -236 is stored as 20); the operator's spec and onnxruntime saturate"
+    for name in ("test_qlinearmatmul_2D_int8_float16", "test_qlinearmatmul_2D_int8_float32",
+                 "test_qlinearmatmul_3D_int8_float16", "test_qlinearmatmul_3D_int8_float32")}
+
+# Tests whose expected outputs carry more float32 rounding than the backend tests' atol
+# allows where the exact value is 0 (onnxruntime differs from them by up to 1.9e-5 too),
+# and the absolute tolerance they are compared with instead.
+ATOL = {name: (1e-4, "an inverse DFT of values up to 54 whose exact zeros the expected "
+                     "output holds as float32 rounding (up to 1.9e-5)")
+        for name in ("test_dft_inverse", "test_dft_inverse_opset19")}
 
 
 def node_test_dir():
@@ -55,6 +70,20 @@ def elem_types(model):
     return types
 
 
+def unchanged_since(ops, opset):
+    """An older opset is read as MIN_OPSET when none of its operators changed in between
+    (src/frontend/older_opset.cc asks ONNX's schema registry the same question)."""
+    for op in set(ops) - {"Constant"}:
+        try:
+            then = onnx.defs.get_schema(op, opset).since_version
+            now = onnx.defs.get_schema(op, MIN_OPSET).since_version
+        except onnx.defs.SchemaError:
+            return False
+        if then != now:
+            return False
+    return True
+
+
 def classify(model, supported_ops):
     """(status, reason) before running kora: 'supported' or 'unsupported'."""
     ops = [n.op_type for n in model.graph.node]
@@ -65,7 +94,7 @@ def classify(model, supported_ops):
     missing = sorted({op for op in ops if op not in supported_ops})
     if missing:
         return "unsupported", "operator " + ", ".join(missing)
-    if not MIN_OPSET <= opset <= MAX_OPSET:
+    if opset > MAX_OPSET or (opset < MIN_OPSET and not unchanged_since(ops, opset)):
         return "unsupported", f"opset {opset}"
     bad = sorted(t for t in elem_types(model) if t not in KORA_DTYPES)
     if bad:
@@ -143,7 +172,7 @@ def npy_name(tensor):
     return re.sub(r"[^A-Za-z0-9_.-]", "_", tensor) + ".npy"
 
 
-def compare(expected, got, data_dependent):
+def compare(expected, got, data_dependent, atol=1e-7):
     """None when `got` matches `expected`, else what differs."""
     if data_dependent:  # kora's static bound: selected rows first, the rest -1
         rows = expected.shape[0]
@@ -154,7 +183,7 @@ def compare(expected, got, data_dependent):
         return f"shape {list(got.shape)} vs {list(expected.shape)}"
     if expected.dtype.kind in "fc":
         exp64, got64 = expected.astype(np.float64), got.astype(np.float64)
-        bad = ~np.isclose(got64, exp64, rtol=1e-3, atol=1e-7, equal_nan=True)
+        bad = ~np.isclose(got64, exp64, rtol=1e-3, atol=atol, equal_nan=True)
         if bad.any():
             i = np.unravel_index(np.argmax(bad), bad.shape)
             return f"{bad.sum()} of {bad.size} differ, e.g. at {list(i)}: {got64[i]} vs {exp64[i]}"
@@ -196,10 +225,19 @@ def execute(kora, test_dir, model, graph_inputs):
             # Bind the input kora names; if it names a computed tensor, bind them all.
             constants |= {m.group(1)} if m.group(1) in files else set(files)
         ops = {n.op_type for n in model.graph.node}
+        reference = None
+        if os.path.basename(test_dir) in ORT_REFERENCE:
+            import onnxruntime
+            session = onnxruntime.InferenceSession(os.path.join(test_dir, "model.onnx"),
+                                                   providers=["CPUExecutionProvider"])
+            reference = session.run(None, {n: np.load(f) for n, f in files.items()})
         for k, vo in enumerate(model.graph.output):
             expected = numpy_helper.to_array(load_pb(os.path.join(data, f"output_{k}.pb")))
+            if reference is not None:
+                expected = reference[k]
             got = np.load(os.path.join(tmp, "out", npy_name(vo.name)))
-            why = compare(expected, got, bool(ops & DATA_DEPENDENT))
+            atol = ATOL.get(os.path.basename(test_dir), (1e-7, ""))[0]
+            why = compare(expected, got, bool(ops & DATA_DEPENDENT), atol)
             if why:
                 return "fail", f"{vo.name}: {why}"
     return "pass", ""
@@ -240,7 +278,8 @@ def write_doc(path, results, supported_ops):
         f"from the backend node tests of onnx {onnx.__version__} ({len(results)} tests).",
         "",
         "A test is *supported* when all its operators are in `kora operators`, its opset is",
-        f"in {MIN_OPSET}..{MAX_OPSET} and its tensors use element types kora computes with.",
+        f"in {MIN_OPSET}..{MAX_OPSET} (or older, with every operator unchanged up to opset",
+        f"{MIN_OPSET}) and its tensors use element types kora computes with.",
         "*Shape inference* passes when kora's inferred shape and dtype of every output equal",
         "the test's expected output (for NonMaxSuppression, whose row count depends on the",
         "data, kora's static upper bound must cover it). *Execution* passes when import ->",
@@ -269,6 +308,10 @@ def write_doc(path, results, supported_ops):
     lines += ["", "## Failing supported tests", ""]
     fails = [r for r in results if r[2] == "fail" or r[4] == "fail"]
     lines += [f"- `{r[0]}`: {r[3] or r[5]}" for r in fails] or ["None."]
+    lines += ["", "## Tests compared with onnxruntime (wrong expected outputs)", ""]
+    lines += [f"- `{n}`: {why}" for n, why in sorted(ORT_REFERENCE.items())]
+    lines += ["", "## Tests compared with a larger absolute tolerance", ""]
+    lines += [f"- `{n}`: atol {a:g}, {why}" for n, (a, why) in sorted(ATOL.items())]
     lines += ["", "## Supported operators, unsupported features (execution)", ""]
     lines += [f"- `{r[0]}`: {r[5]}" for r in results if r[4] == "unsupported"] or ["None."]
     lines += ["", "## Unsupported tests and why", ""]
@@ -289,12 +332,12 @@ def main():
     ap.add_argument("--kora", required=True)
     ap.add_argument("--check", action="store_true", help="exit 1 if a supported test fails")
     ap.add_argument("--write-doc", help="write the conformance table here")
-    ap.add_argument("--filter", default="", help="only tests whose name contains this")
+    ap.add_argument("--filter", default="", help="only tests whose name matches this regex")
     args = ap.parse_args()
     supported_ops = set(subprocess.run([args.kora, "operators"], capture_output=True, text=True,
                                        check=True).stdout.split())
     tests = sorted(d for d in glob.glob(os.path.join(node_test_dir(), "test_*"))
-                   if args.filter in os.path.basename(d))
+                   if re.search(args.filter, os.path.basename(d)))
     if not tests:
         print("no ONNX node tests found: is onnx==1.17.0 installed?")
         return 1

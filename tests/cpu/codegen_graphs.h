@@ -44,7 +44,10 @@ inline PrimGraph random_elementwise_graph(std::mt19937& rng) {
       ScalarOp::kSigmoid, ScalarOp::kRelu,  ScalarOp::kExp,        ScalarOp::kSoftplus,
       ScalarOp::kFloor,   ScalarOp::kSign,  ScalarOp::kIdentity,   ScalarOp::kLog,
       ScalarOp::kSqrt,    ScalarOp::kRsqrt, ScalarOp::kReciprocal, ScalarOp::kCeil,
-      ScalarOp::kRound,   ScalarOp::kSin,   ScalarOp::kCos,        ScalarOp::kCast};
+      ScalarOp::kRound,   ScalarOp::kSin,   ScalarOp::kCos,        ScalarOp::kCast,
+      ScalarOp::kTan,     ScalarOp::kAsin,  ScalarOp::kAcos,       ScalarOp::kAtan,
+      ScalarOp::kSinh,    ScalarOp::kCosh,  ScalarOp::kAsinh,      ScalarOp::kAcosh,
+      ScalarOp::kAtanh};
   const ScalarOp binary[] = {ScalarOp::kAdd, ScalarOp::kSub,  ScalarOp::kMul,
                              ScalarOp::kDiv, ScalarOp::kMax,  ScalarOp::kMin,
                              ScalarOp::kMod, ScalarOp::kFmod, ScalarOp::kPow};
@@ -313,10 +316,12 @@ inline PrimGraph random_mask_graph(std::mt19937& rng) {
       const bool wide = rng() % 2;
       const DType it = wide ? DType::kInt64 : DType::kInt32;
       if (pool[it].empty()) continue;
-      const ScalarOp ops[] = {ScalarOp::kAdd, ScalarOp::kSub, ScalarOp::kMul,
-                              ScalarOp::kDiv, ScalarOp::kMod, ScalarOp::kFmod,
-                              ScalarOp::kMax, ScalarOp::kMin, ScalarOp::kPow};
-      const ScalarOp op = ops[rng() % 9];
+      const ScalarOp ops[] = {ScalarOp::kAdd,       ScalarOp::kSub,       ScalarOp::kMul,
+                              ScalarOp::kDiv,       ScalarOp::kMod,       ScalarOp::kFmod,
+                              ScalarOp::kMax,       ScalarOp::kMin,       ScalarOp::kPow,
+                              ScalarOp::kBitAnd,    ScalarOp::kBitOr,     ScalarOp::kBitXor,
+                              ScalarOp::kShiftLeft, ScalarOp::kShiftRight};
+      const ScalarOp op = ops[rng() % std::size(ops)];
       const bool divides = op == ScalarOp::kDiv || op == ScalarOp::kMod || op == ScalarOp::kFmod;
       const std::string y = divides ? (wide ? div64 : div32) : any(it);
       if (rng() % 3 == 0)

@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 KORA = None
 RNG = np.random.default_rng(7)
@@ -63,22 +64,31 @@ def random_feed(dtype, shape):
         return RNG.integers(0, 4, shape).astype(np.int64)
     if dtype == TensorProto.BOOL:
         return RNG.integers(0, 2, shape).astype(bool)
+    if dtype == TensorProto.UINT8:
+        return RNG.integers(0, 256, shape).astype(np.uint8)
+    if dtype == TensorProto.INT8:
+        return RNG.integers(-128, 128, shape).astype(np.int8)
     raise ValueError(dtype)
 
 
 class SyntheticTest(unittest.TestCase):
-    def check(self, model, inputs, reference=None):
-        """kora on `model` against onnxruntime on `reference` (default: the same model), an
-        equivalent graph for what onnxruntime does not run (recurrent layout 1)."""
+    def check(self, model, inputs, feeds=None, reference="onnxruntime", reference_model=None):
+        """reference "onnx": ONNX's reference evaluator instead, where onnxruntime departs
+        from the ONNX reference implementation. reference_model: onnxruntime runs this
+        equivalent graph instead of `model`, where it does not run `model` (recurrent
+        layout 1)."""
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "m.onnx")
             onnx.save(model, path)
-            feeds = {n: random_feed(t, s) for n, t, s in inputs}
+            feeds = feeds or {n: random_feed(t, s) for n, t, s in inputs}
             opts = ort.SessionOptions()
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-            sess = ort.InferenceSession((reference or model).SerializeToString(), opts,
-                                        providers=["CPUExecutionProvider"])
-            expected = sess.run(None, feeds)
+            if reference == "onnx":
+                expected = ReferenceEvaluator(model).run(None, feeds)
+            else:
+                ref = reference_model.SerializeToString() if reference_model else path
+                sess = ort.InferenceSession(ref, opts, providers=["CPUExecutionProvider"])
+                expected = sess.run(None, feeds)
             args = [KORA, "interpret", path, "--output-dir", os.path.join(tmp, "out")]
             for n, a in feeds.items():
                 np.save(os.path.join(tmp, n + ".npy"), a)
@@ -217,6 +227,310 @@ class SyntheticTest(unittest.TestCase):
                   ("idx3", TensorProto.INT64, [1, 6, 5, 2])]
         self.check(g.model(inputs, [a, sl, ga, gd, ge, ex, es, vals, idx, am]), inputs)
 
+    def test_decoder_masks_and_positions(self):
+        """A decoder's causal mask (Trilu on the scores), position ids from the attention
+        mask (CumSum, int64), OneHot of token ids with values given at run time."""
+        g = G()
+        scores = g.op("MatMul", ["q", g.op("Transpose", ["q"], perm=[0, 2, 1])])
+        causal = g.op("Trilu", [scores, g.c(np.array(0, np.int64))], upper=0)
+        upper = g.op("Trilu", [scores, g.c(np.array(-1, np.int64))])
+        attn = g.op("Softmax", [g.op("Add", [causal, upper])], axis=-1)
+        pos = g.op("CumSum", ["mask", g.c(np.array(1, np.int64))])
+        pos = g.op("Sub", [g.op("Mul", [pos, "mask"]), g.c(np.array(1, np.int64))])
+        rev = g.op("CumSum", ["q", g.c(np.array(-2, np.int32))], exclusive=1, reverse=1)
+        excl = g.op("CumSum", ["q", g.c(np.array(1, np.int64))], exclusive=1)
+        hot = g.op("OneHot", ["mask", g.c(np.array([5], np.int64)), "onoff"], axis=1)
+        hot_last = g.op("OneHot", [g.op("Cast", ["mask"], to=TensorProto.FLOAT),
+                                   g.c(np.array(4.0, np.float32)),
+                                   g.c(np.array([0, 3], np.float32))])
+        eye = g.op("EyeLike", ["eyein"], k=1, dtype=TensorProto.FLOAT)
+        inputs = [("q", TensorProto.FLOAT, [2, 6, 4]), ("mask", TensorProto.INT64, [2, 6]),
+                  ("onoff", TensorProto.FLOAT, [2]), ("eyein", TensorProto.INT64, [3, 5])]
+        self.check(g.model(inputs, [attn, pos, rev, excl, hot, hot_last, eye]), inputs)
+
+    def test_losses_and_normalizations(self):
+        """SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss with weights, ignore_index
+        and every reduction; Hardmax, LRN, MeanVarianceNormalization, LpPool."""
+        g = G()
+        w = g.w(4, positive=True)
+        sce_mean, log_prob = g.op("SoftmaxCrossEntropyLoss", ["scores", "labels", w], outputs=2,
+                                  ignore_index=2)
+        sce_sum = g.op("SoftmaxCrossEntropyLoss", ["scores", "labels"], reduction="sum")
+        nll_none = g.op("NegativeLogLikelihoodLoss", [log_prob, "labels", w], reduction="none",
+                        ignore_index=0)
+        nll_mean = g.op("NegativeLogLikelihoodLoss", [log_prob, "labels"], ignore_index=1)
+        hard = g.op("Hardmax", ["x"], axis=1)
+        lrn = g.op("LRN", ["x"], size=3, alpha=0.01, beta=0.6, bias=1.5)
+        mvn = g.op("MeanVarianceNormalization", ["x"])
+        lp = g.op("LpPool", ["x"], kernel_shape=[2, 2], p=3, strides=[1, 2], pads=[1, 0, 0, 1])
+        glp = g.op("GlobalLpPool", ["x"], p=2)
+        inputs = [("scores", TensorProto.FLOAT, [3, 4, 5]), ("labels", TensorProto.INT64, [3, 5]),
+                  ("x", TensorProto.FLOAT, [2, 5, 4, 6])]
+        self.check(g.model(inputs, [sce_mean, log_prob, sce_sum, nll_none, nll_mean, hard, lrn,
+                                    mvn, lp, glp]), inputs)
+
+    def test_math_bitwise_and_scatter(self):
+        """The trigonometric and hyperbolic functions inside their domains, bitwise logic and
+        shifts on unsigned bytes, GatherND, ScatterND and ScatterElements with reductions."""
+        g = G()
+        t = g.op("Tanh", ["x"])
+        trig = [g.op(op, [t]) for op in ("Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh")]
+        trig.append(g.op("Acosh", [g.op("Add", [g.op("Abs", ["x"]), g.c(np.array(1, np.float32))])]))
+        trig.append(g.op("Atanh", [g.op("Mul", [t, g.c(np.array(0.9, np.float32))])]))
+        trig.append(g.op("ThresholdedRelu", ["x"], alpha=0.3))
+        trig.append(g.op("Shrink", ["x"], lambd=0.4, bias=0.1))
+        total = g.op("Sum", trig)
+        u = g.op("Cast", ["n"], to=TensorProto.UINT8)
+        shifted = g.op("BitShift", [u, g.c(np.array([1, 2, 3], np.uint8))], direction="LEFT")
+        back = g.op("BitShift", [shifted, g.c(np.array(1, np.uint8))], direction="RIGHT")
+        bits = g.op("BitwiseXor", [g.op("BitwiseAnd", ["n", "m"]), g.op("BitwiseOr", ["n", "m"])])
+        bits = g.op("BitwiseNot", [bits])
+        bytes_out = g.op("Cast", [g.op("BitwiseOr", [back, shifted])], to=TensorProto.INT64)
+        gnd = g.op("GatherND", ["x", g.c(np.array([[0, 1], [1, 0]], np.int64))])
+        snd = g.op("ScatterND", ["x", g.c(np.array([[1, 2], [0, 1], [1, 2]], np.int64)),
+                                 g.w(3, 4)], reduction="add")
+        sel = g.op("ScatterElements", ["x", g.c(np.array([[[0, 2, 1, 2]]], np.int64)),
+                                       g.op("Slice", ["x", g.c(np.array([0, 0], np.int64)),
+                                                      g.c(np.array([1, 1], np.int64)),
+                                                      g.c(np.array([0, 1], np.int64))])],
+                   axis=1, reduction="max")
+        inputs = [("x", TensorProto.FLOAT, [2, 3, 4]), ("n", TensorProto.INT64, [2, 3]),
+                  ("m", TensorProto.INT64, [2, 3])]
+        self.check(g.model(inputs, [total, bytes_out, bits, gnd, snd, sel], opset=18), inputs)
+
+    def test_grid_sample_modes(self):
+        """GridSample on random grids (partly outside [-1, 1]) in every mode, padding mode
+        and align_corners, 4-D and volumetric; Col2Im and Det. Cubic with border padding
+        is checked against ONNX's reference in the next test."""
+        g = G()
+        outs = []
+        for mode in ("linear", "nearest", "cubic"):
+            for pad in ("zeros", "border", "reflection"):
+                for align in (0, 1):
+                    if (mode, pad) == ("cubic", "border"):
+                        continue
+                    outs.append(g.op("GridSample", ["x", "grid"], mode=mode, padding_mode=pad,
+                                     align_corners=align))
+        for mode in ("linear", "nearest"):
+            outs.append(g.op("GridSample", ["v", "vgrid"], mode=mode, padding_mode="border"))
+        outs.append(g.op("Col2Im", ["cols", g.c(np.array([5, 6], np.int64)),
+                                    g.c(np.array([2, 3], np.int64))], strides=[1, 2],
+                         pads=[1, 0, 0, 1]))
+        outs.append(g.op("Det", [g.op("Reshape", ["grid", g.c(np.array([2, 14, 2, 2], np.int64))])]))
+        inputs = [("x", TensorProto.FLOAT, [2, 3, 5, 6]), ("grid", TensorProto.FLOAT, [2, 4, 7, 2]),
+                  ("v", TensorProto.FLOAT, [1, 2, 3, 4, 5]),
+                  ("vgrid", TensorProto.FLOAT, [1, 2, 3, 2, 3]),
+                  ("cols", TensorProto.FLOAT, [2, 12, 15])]
+        self.check(g.model(inputs, outs, opset=20), inputs)
+
+    def test_grid_sample_cubic_border(self):
+        """ONNX's reference clamps an out-of-range cubic sample position to the border before
+        taking the 4 taps; onnxruntime 1.32 gives other values there. kora follows ONNX's
+        reference."""
+        g = G()
+        outs = [g.op("GridSample", ["x", "grid"], mode="cubic", padding_mode="border",
+                     align_corners=a) for a in (0, 1)]
+        inputs = [("x", TensorProto.FLOAT, [1, 2, 5, 6]), ("grid", TensorProto.FLOAT, [1, 4, 7, 2])]
+        self.check(g.model(inputs, outs, opset=20), inputs, reference="onnx")
+
+    def test_roi_align(self):
+        """RoiAlign, avg and max, both coordinate transformations, fixed and adaptive
+        sampling; MaxUnpool of MaxPool's indices."""
+        g = G()
+        rois = g.c(np.array([[0, 0, 5, 5], [2, 1.5, 9, 8.3], [1, 1, 3, 11], [4, 2, 4.5, 2.2]],
+                            np.float32))
+        idx = g.c(np.array([0, 1, 1, 0], np.int64))
+        outs = []
+        for mode in ("avg", "max"):
+            for ctm in ("half_pixel", "output_half_pixel"):
+                for ratio in (0, 2):
+                    outs.append(g.op("RoiAlign", ["x", rois, idx], mode=mode, output_height=3,
+                                     output_width=4, sampling_ratio=ratio, spatial_scale=0.8,
+                                     coordinate_transformation_mode=ctm))
+        pooled, ind = g.op("MaxPool", ["x"], outputs=2, kernel_shape=[2, 2], strides=[2, 2])
+        outs.append(g.op("MaxUnpool", [pooled, ind], kernel_shape=[2, 2], strides=[2, 2]))
+        inputs = [("x", TensorProto.FLOAT, [2, 3, 10, 12])]
+        self.check(g.model(inputs, outs, opset=16), inputs)
+
+    def test_spectral(self):
+        """DFT of a real signal (full and onesided, zero-padded), the inverse of a complex
+        one along another axis, a long one (kept whole), and a log-mel spectrogram: STFT with a Hann window, power,
+        MelWeightMatrix, Log; the other windows."""
+        g = G()
+        axis = lambda a: g.c(np.array(a, np.int64))
+        full = g.op("DFT", ["s", "", axis(1)])
+        half = g.op("DFT", ["s", g.c(np.array(20, np.int64)), axis(1)], onesided=1)
+        inv = g.op("DFT", ["z", "", axis(-2)], inverse=1)
+        hann = g.op("HannWindow", [g.c(np.array(16, np.int64))])
+        spec = g.op("STFT", [g.op("Reshape", ["s", g.c(np.array([2, 64, 1], np.int64))]),
+                             g.c(np.array(4, np.int64)), hann, g.c(np.array(16, np.int64))])
+        power = g.op("ReduceSum", [g.op("Mul", [spec, spec]), g.c(np.array([-1], np.int64))],
+                     keepdims=0)
+        mel = g.op("MelWeightMatrix", [g.c(np.array(8, np.int64)), g.c(np.array(16, np.int64)),
+                                       g.c(np.array(8000, np.int64)),
+                                       g.c(np.array(100, np.float32)),
+                                       g.c(np.array(3000, np.float32))])
+        logmel = g.op("Log", [g.op("Add", [g.op("MatMul", [power, mel]),
+                                          g.c(np.array(1e-3, np.float32))])])
+        windows = [g.op(op, [g.c(np.array(9, np.int64))], periodic=p)
+                   for op in ("HammingWindow", "BlackmanWindow") for p in (0, 1)]
+        # 8192 samples: a cos/sin matrix too large to keep, so the DFT is kept whole.
+        long = g.op("DFT", ["long", "", axis(1)], onesided=1)
+        inputs = [("s", TensorProto.FLOAT, [2, 64, 1]), ("z", TensorProto.FLOAT, [3, 12, 5, 2]),
+                  ("long", TensorProto.FLOAT, [1, 8192, 1])]
+        self.check(g.model(inputs, [full, half, inv, logmel, long] + windows, opset=20), inputs)
+
+    def test_spatial_transformer(self):
+        """AffineGrid from a regressed theta, then GridSample: a spatial transformer, 2-D
+        and 3-D (align_corners both ways)."""
+        g = G()
+        outs = []
+        for align in (0, 1):
+            flat = g.op("Flatten", ["x"])
+            theta = g.op("Reshape", [g.op("Add", [g.op("MatMul", [flat, g.w(3 * 8 * 9, 6, scale=0.02)]),
+                                                  g.c(np.array([1, 0, 0, 0, 1, 0], np.float32))]),
+                                     g.c(np.array([2, 2, 3], np.int64))])
+            grid = g.op("AffineGrid", [theta, g.c(np.array([2, 3, 6, 7], np.int64))],
+                        align_corners=align)
+            outs.append(g.op("GridSample", ["x", grid], align_corners=align))
+        grid3 = g.op("AffineGrid", ["theta3", g.c(np.array([1, 2, 3, 4, 5], np.int64))])
+        outs.append(g.op("GridSample", ["v", grid3], padding_mode="border"))
+        inputs = [("x", TensorProto.FLOAT, [2, 3, 8, 9]), ("theta3", TensorProto.FLOAT, [1, 3, 4]),
+                  ("v", TensorProto.FLOAT, [1, 2, 3, 4, 5])]
+        self.check(g.model(inputs, outs, opset=20), inputs)
+
+    def test_constant_unique_wrap_pad_and_argmax_order(self):
+        """Unique of a constant (its sizes are data: computed at compile time), wrap padding
+        (a gather per dim), MaxPool's column-major Indices, Dropout in training mode with
+        ratio 0 (keeps everything), BatchNormalization in training mode."""
+        g = G()
+        vals = g.c(np.array([[2, 1, 1], [3, 2, 1], [2, 1, 1]], np.int64))
+        uy, ui, uinv, uc = g.op("Unique", [vals], outputs=4, axis=0, sorted=0)
+        fy = g.op("Unique", [g.c(np.array([4.5, -1, 4.5, 0, -1], np.float32))], sorted=1)
+        used = g.op("Add", ["x", g.op("ReduceSum", [g.op("Cast", [uy], to=TensorProto.FLOAT)],
+                                      keepdims=0)])
+        wrap = g.op("Pad", ["x", g.c(np.array([0, 0, 2, -1, 0, 0, 1, 3], np.int64))], mode="wrap")
+        pooled, idx = g.op("MaxPool", ["x"], outputs=2, kernel_shape=[2, 2], storage_order=1)
+        drop, mask = g.op("Dropout", ["x", g.c(np.array(0.0, np.float32)),
+                                      g.c(np.array(True))], outputs=2)
+        inputs = [("x", TensorProto.FLOAT, [1, 2, 4, 5])]
+        self.check(g.model(inputs, [uy, ui, uinv, uc, fy, used, wrap, pooled, idx, drop, mask],
+                           opset=19), inputs)
+
+    def test_batch_norm_training(self):
+        g = G()
+        y, mean, var = g.op("BatchNormalization",
+                            ["x", g.w(3), g.w(3), g.w(3), g.w(3, positive=True)], outputs=3,
+                            training_mode=1, momentum=0.8, epsilon=1e-4)
+        inputs = [("x", TensorProto.FLOAT, [2, 3, 4, 5])]
+        self.check(g.model(inputs, [y, mean, var], opset=15), inputs)
+
+
+class QuantizationTest(unittest.TestCase):
+    """The quantization operators against onnxruntime's CPU provider: integers exactly."""
+
+    check = SyntheticTest.check
+
+    def test_quantize_dequantize(self):
+        g = G()
+        x = "x"
+        scale6 = g.c(np.array([0.5, 0.25, 1.0, 0.125, 2.0, 0.75], np.float32))
+        # Per axis to uint8 with zero points; per tensor to int8 (ties x / 0.5 = k + 0.5 and
+        # values past both ends of the range saturate); int16; without a zero point (uint8).
+        qu = g.op("QuantizeLinear", [x, scale6, g.c(np.array([0, 3, 128, 250, 7, 255], np.uint8))],
+                  axis=1)
+        qi = g.op("QuantizeLinear", [x, g.c(np.array(0.5, np.float32)), g.c(np.array(-3, np.int8))])
+        q16 = g.op("QuantizeLinear", [x, g.c(np.array(0.01, np.float32)),
+                                      g.c(np.array(-7, np.int16))])
+        qn = g.op("QuantizeLinear", [x, g.c(np.array(0.3, np.float32))])
+        # Blocked (opset 21): blocks of 2 along the last axis.
+        qb = g.op("QuantizeLinear", [x, g.w(2, 6, 5, 2, positive=True),
+                                     g.c(RNG.integers(-5, 5, (2, 6, 5, 2)).astype(np.int8))],
+                  axis=-1, block_size=2)
+        du = g.op("DequantizeLinear", [qu, scale6, g.c(np.array([0, 3, 128, 250, 7, 255], np.uint8))],
+                  axis=1)
+        di = g.op("DequantizeLinear", [qi, g.c(np.array(0.5, np.float32)), g.c(np.array(-3, np.int8))])
+        # Runtime int8 input, per axis with zero points along axis 2.
+        dr = g.op("DequantizeLinear", ["q", g.w(5, positive=True), g.c(np.arange(-2, 3).astype(np.int8))],
+                  axis=2)
+        outs = [qu, qi, q16, qn, qb, du, di, dr]
+        inputs = [("x", TensorProto.FLOAT, [2, 6, 5, 4]), ("q", TensorProto.INT8, [2, 6, 5, 4])]
+        feeds = {"x": (RNG.integers(-700, 700, (2, 6, 5, 4)) * 0.25).astype(np.float32),
+                 "q": random_feed(TensorProto.INT8, [2, 6, 5, 4])}
+        self.check(g.model(inputs, outs, opset=21), inputs, feeds)
+
+    def test_dynamic_quantize_matmul_integer(self):
+        # quantize_dynamic's pattern, with zero points on both sides and K = 1024 (sums of
+        # uint8 x int8 products beyond 2^24, where float32 accumulation is inexact).
+        g = G()
+        q, s, z = g.op("DynamicQuantizeLinear", ["x"], outputs=3)
+        w = g.c(RNG.integers(-128, 128, (1024, 6)).astype(np.int8))
+        acc = g.op("MatMulInteger", [q, w, z, g.c(RNG.integers(-128, 128, 6).astype(np.int8))])
+        y = g.op("Mul", [g.op("Cast", [acc], to=TensorProto.FLOAT),
+                         g.op("Mul", [s, g.c(np.array(0.02, np.float32))])])
+        big = g.op("MatMulInteger", ["a", "b", g.c(np.array(255, np.uint8)), g.c(np.array(-128, np.int8))])
+        inputs = [("x", TensorProto.FLOAT, [2, 3, 1024]), ("a", TensorProto.UINT8, [4, 1024]),
+                  ("b", TensorProto.INT8, [1024, 3])]
+        feeds = {"x": random_feed(TensorProto.FLOAT, [2, 3, 1024]),
+                 "a": np.zeros((4, 1024), np.uint8), "b": np.full((1024, 3), 127, np.int8)}
+        self.check(g.model(inputs, [q, s, z, acc, y, big]), inputs, feeds)
+        allzero = {"x": np.zeros((2, 3, 1024), np.float32), "a": feeds["a"], "b": feeds["b"]}
+        self.check(g.model(inputs, [q, s, z]), inputs, allzero)
+
+    def test_qlinear_conv(self):
+        g = G()
+        # uint8 activations, int8 weights per output channel, padding, stride, 2 groups, bias;
+        # then int8 activations with per-tensor weights, no bias.
+        m = 8
+        y = g.op("QLinearConv", ["x", g.c(np.array(0.05, np.float32)), g.c(np.array(120, np.uint8)),
+                                 g.c(RNG.integers(-128, 128, (m, 3, 3, 3)).astype(np.int8)),
+                                 g.c((RNG.random(m) * 0.004 + 0.001).astype(np.float32)),
+                                 g.c(np.zeros(m, np.int8)),
+                                 g.c(np.array(0.4, np.float32)), g.c(np.array(10, np.uint8)),
+                                 g.c(RNG.integers(-3000, 3000, m).astype(np.int32))],
+                 pads=[1, 2, 1, 0], strides=[2, 1], group=2)
+        z = g.op("QLinearConv", ["xi", g.c(np.array(0.02, np.float32)), g.c(np.array(-5, np.int8)),
+                                 g.c(RNG.integers(-128, 128, (4, 6, 1, 3)).astype(np.int8)),
+                                 g.c(np.array(0.003, np.float32)), g.c(np.array(0, np.int8)),
+                                 g.c(np.array(0.05, np.float32)), g.c(np.array(3, np.int8))],
+                 pads=[0, 1, 0, 1])
+        c = g.op("ConvInteger", ["x", g.c(RNG.integers(0, 256, (4, 6, 3, 3)).astype(np.uint8)),
+                                 g.c(np.array(131, np.uint8)), g.c(np.array(17, np.uint8))],
+                 pads=[1, 1, 1, 1])
+        inputs = [("x", TensorProto.UINT8, [2, 6, 9, 7]), ("xi", TensorProto.INT8, [1, 6, 5, 5])]
+        self.check(g.model(inputs, [y, z, c]), inputs)
+
+    def test_qlinear_matmul(self):
+        g = G()
+        # uint8 x int8 with per-column scales and zero points of B, 3-D x 2-D; int8 x int8.
+        y = g.op("QLinearMatMul", ["a", g.c(np.array(0.02, np.float32)), g.c(np.array(128, np.uint8)),
+                                   g.c(RNG.integers(-128, 128, (64, 5)).astype(np.int8)),
+                                   g.c((RNG.random(5) * 0.01 + 0.005).astype(np.float32)),
+                                   g.c(RNG.integers(-3, 3, 5).astype(np.int8)),
+                                   g.c(np.array(0.3, np.float32)), g.c(np.array(100, np.uint8))])
+        z = g.op("QLinearMatMul", ["ai", g.c(np.array(0.03, np.float32)), g.c(np.array(3, np.int8)),
+                                   g.c(RNG.integers(-128, 128, (64, 7)).astype(np.int8)),
+                                   g.c(np.array(0.05, np.float32)), g.c(np.array(-1, np.int8)),
+                                   g.c(np.array(2.5, np.float32)), g.c(np.array(-4, np.int8))])
+        inputs = [("a", TensorProto.UINT8, [2, 3, 64]), ("ai", TensorProto.INT8, [4, 64])]
+        self.check(g.model(inputs, [y, z]), inputs)
+
+    def test_qdq_conv_block(self):
+        # A QDQ graph as onnxruntime.quantization writes it (float operators between
+        # DequantizeLinear and QuantizeLinear), ending in integers.
+        g = G()
+        dq = lambda t, s, z, **a: g.op("DequantizeLinear", [t, g.c(np.array(s, np.float32)), z], **a)
+        x = dq(g.op("QuantizeLinear", ["x", g.c(np.array(0.02, np.float32)), g.c(np.array(128, np.uint8))]),
+               0.02, g.c(np.array(128, np.uint8)))
+        wq = g.c(RNG.integers(-127, 128, (8, 3, 3, 3)).astype(np.int8))
+        w = g.op("DequantizeLinear", [wq, g.c((RNG.random(8) * 0.01 + 0.002).astype(np.float32)),
+                                      g.c(np.zeros(8, np.int8))],
+                 axis=0)
+        y = g.op("Relu", [g.op("Conv", [x, w, g.w(8)], pads=[1, 1, 1, 1])])
+        out = g.op("QuantizeLinear", [y, g.c(np.array(0.05, np.float32)), g.c(np.array(0, np.uint8))])
+        inputs = [("x", TensorProto.FLOAT, [1, 3, 10, 10])]
+        self.check(g.model(inputs, [out]), inputs)
+
     # Recurrent operators (unrolled at the sequence length): X [seq, batch, input].
     def recurrent(self, g, op, gates, hidden, x, dirs=1, bias=True, initial=(),
                   batch_first_states=False, **attrs):
@@ -323,7 +637,7 @@ class SyntheticTest(unittest.TestCase):
                             g.op("Transpose", [o], perm=[1, 0, 2]) for o in outs[1:]]
                     models.append(g.model([("x", TensorProto.FLOAT, [2, 5, 3])], outs))
                 inputs = [("x", TensorProto.FLOAT, [2, 5, 3])]
-                self.check(models[0], inputs, reference=models[1])
+                self.check(models[0], inputs, reference_model=models[1])
 
     # Control flow, expanded at import: the subgraphs read tensors of the enclosing graph.
     @staticmethod

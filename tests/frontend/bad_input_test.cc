@@ -277,11 +277,21 @@ TEST(BadInputTest, CastToUnsupportedType) {
   EXPECT_THAT(model_error(m), AllOf(HasSubstr("to_string"), HasSubstr("STRING")));
 }
 
-TEST(BadInputTest, Opset9TooOld) {
+TEST(BadInputTest, Opset9OperatorChangedSince) {
+  // Clip-6 takes min and max as attributes; Clip-11, the one kora implements, as inputs.
+  ModelBuilder m(9);
+  m.input("X", {2}).output("Y");
+  m.node("Clip", {"X"}, {"Y"}, {}, "old_clip");
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("old_clip"), HasSubstr("Clip"), HasSubstr("opset 9"),
+                                    HasSubstr("opset 11")));
+}
+
+TEST(BadInputTest, Opset9OperatorUnchangedIsReadAsOpset11) {
   ModelBuilder m(9);
   m.input("X", {2}).output("Y");
   m.node("Relu", {"X"}, {"Y"});
-  EXPECT_THAT(model_error(m), HasSubstr("opset 9"));
+  TempDir dir;
+  EXPECT_EQ(kora::import_onnx(m.save(dir)).opset, 11);
 }
 
 TEST(BadInputTest, Opset30TooNew) {
@@ -555,6 +565,24 @@ TEST(BadInputTest, ConcatFoldsAnEmptyConstant) {
   TempDir dir;
   // C = [3, 4] is folded; X [2] cannot be reshaped to it: the error names the folded shape.
   EXPECT_THAT(import_error(m.save(dir)), AllOf(HasSubstr("reshape"), HasSubstr("[3, 4]")));
+}
+
+TEST(BadInputTest, SignalAndSamplingOperatorsNameTheNode) {
+  // A window's size decides its shape: it must be a constant.
+  ModelBuilder window(17);
+  window.input("N", {}, onnx::TensorProto::INT64).output("Y");
+  window.node("HannWindow", {"N"}, {"Y"}, {}, "computed_window");
+  EXPECT_THAT(model_error(window), AllOf(HasSubstr("computed_window"), HasSubstr("size")));
+  // A 2-D sampler needs grid [N, H_out, W_out, 2].
+  ModelBuilder grid(20);
+  grid.input("X", {1, 3, 4, 4}).input("G", {1, 5, 5, 3}).output("Y");
+  grid.node("GridSample", {"X", "G"}, {"Y"}, {}, "bad_grid");
+  EXPECT_THAT(model_error(grid), AllOf(HasSubstr("bad_grid"), HasSubstr("[1, 5, 5, 3]")));
+  // The last dim holds real and imaginary parts; it is not a signal axis.
+  ModelBuilder dft(17);
+  dft.input("X", {2, 8, 2}).output("Y");
+  dft.node("DFT", {"X"}, {"Y"}, {attr_i("axis", 2)}, "dft_last");
+  EXPECT_THAT(model_error(dft), AllOf(HasSubstr("dft_last"), HasSubstr("last")));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -68,6 +69,24 @@ double ref_unary(ScalarOp op, double x) {
       return std::sin(x);
     case ScalarOp::kCos:
       return std::cos(x);
+    case ScalarOp::kTan:
+      return std::tan(x);
+    case ScalarOp::kAsin:
+      return std::asin(x);
+    case ScalarOp::kAcos:
+      return std::acos(x);
+    case ScalarOp::kAtan:
+      return std::atan(x);
+    case ScalarOp::kSinh:
+      return std::sinh(x);
+    case ScalarOp::kCosh:
+      return std::cosh(x);
+    case ScalarOp::kAsinh:
+      return std::asinh(x);
+    case ScalarOp::kAcosh:
+      return std::acosh(x);
+    case ScalarOp::kAtanh:
+      return std::atanh(x);
     default:
       ADD_FAILURE() << "no reference for " << kora::scalar_op_name(op);
       return 0;
@@ -136,10 +155,19 @@ TEST(InterpElementwise, EveryUnaryOpInFloat32) {
       ScalarOp::kLog,      ScalarOp::kSqrt,  ScalarOp::kRsqrt,   ScalarOp::kReciprocal,
       ScalarOp::kTanh,     ScalarOp::kErf,   ScalarOp::kSigmoid, ScalarOp::kRelu,
       ScalarOp::kSoftplus, ScalarOp::kFloor, ScalarOp::kCeil,    ScalarOp::kRound,
-      ScalarOp::kSign,     ScalarOp::kSin,   ScalarOp::kCos};
+      ScalarOp::kSign,     ScalarOp::kSin,   ScalarOp::kCos,     ScalarOp::kTan,
+      ScalarOp::kAsin,     ScalarOp::kAcos,  ScalarOp::kAtan,    ScalarOp::kSinh,
+      ScalarOp::kCosh,     ScalarOp::kAsinh, ScalarOp::kAcosh,   ScalarOp::kAtanh};
   for (ScalarOp op : ops) {
     SCOPED_TRACE(kora::scalar_op_name(op));
     std::vector<double> xs = base;
+    // Inside each inverse function's domain; sinh and cosh of +-30 are 5e12.
+    if (op == ScalarOp::kAsin || op == ScalarOp::kAcos || op == ScalarOp::kAtanh)
+      for (double& x : xs) x = std::tanh(x) * 0.99;
+    if (op == ScalarOp::kAcosh)
+      for (double& x : xs) x = std::fabs(x) + 1;
+    if (op == ScalarOp::kSinh || op == ScalarOp::kCosh)
+      for (double& x : xs) x = std::clamp(x, -5.0, 5.0);
     if (op == ScalarOp::kLog || op == ScalarOp::kSqrt || op == ScalarOp::kRsqrt)
       for (double& x : xs) x = std::fabs(x) + 0.1;
     if (op == ScalarOp::kReciprocal)
@@ -325,6 +353,30 @@ TEST(InterpElementwise, IntegerArithmeticUnaryAndWrapping) {
             (std::vector<int64_t>{254, 245}));
   // Float-only functions are errors on integers.
   EXPECT_THROW(run1(ew(ScalarOp::kExp, {in(0)}), {a}, DType::kInt64, {5}), kora::Error);
+}
+
+TEST(InterpElementwise, BitwiseLogicAndShifts) {
+  const Tensor a = Tensor::from_int64(DType::kUInt8, {4}, {0x0f, 0xf0, 0xff, 0x81});
+  const Tensor b = Tensor::from_int64(DType::kUInt8, {4}, {0x3c, 0x3c, 1, 7});
+  auto run = [&](ScalarOp op) {
+    return run1(ew(op, {in(0), in(1)}), {a, b}, DType::kUInt8, {4}).to_int64();
+  };
+  EXPECT_EQ(run(ScalarOp::kBitAnd), (std::vector<int64_t>{0x0c, 0x30, 1, 1}));
+  EXPECT_EQ(run(ScalarOp::kBitOr), (std::vector<int64_t>{0x3f, 0xfc, 0xff, 0x87}));
+  EXPECT_EQ(run(ScalarOp::kBitXor), (std::vector<int64_t>{0x33, 0xcc, 0xfe, 0x86}));
+  // Shifted-out bits leave the byte; right shifts are logical.
+  EXPECT_EQ(run(ScalarOp::kShiftLeft), (std::vector<int64_t>{0, 0, 0xfe, 0x80}));
+  EXPECT_EQ(run(ScalarOp::kShiftRight), (std::vector<int64_t>{0, 0, 0x7f, 1}));
+  EXPECT_EQ(run1(ew(ScalarOp::kBitNot, {in(0)}), {a}, DType::kUInt8, {4}).to_int64(),
+            (std::vector<int64_t>{0xf0, 0x0f, 0, 0x7e}));
+  const Tensor big = Tensor::from_int64(DType::kUInt64, {2}, {-1, 1});
+  const Tensor by = Tensor::from_int64(DType::kUInt64, {2}, {63, 64});
+  EXPECT_EQ(
+      run1(ew(ScalarOp::kShiftRight, {in(0), in(1)}), {big, by}, DType::kUInt64, {2}).to_int64(),
+      (std::vector<int64_t>{1, 0}));
+  // Bitwise operators are errors on floats.
+  const Tensor f = Tensor::from_double(DType::kFloat32, {1}, {1.5});
+  EXPECT_THROW(run1(ew(ScalarOp::kBitNot, {in(0)}), {f}, DType::kFloat32, {1}), kora::Error);
 }
 
 TEST(InterpElementwise, BoolLogic) {

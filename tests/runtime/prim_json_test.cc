@@ -260,7 +260,7 @@ Node node_with_every_attribute() {
 TEST(PrimJson, EveryPrimitiveKindAndField) {
   std::vector<Primitive> prims;
   // Every scalar op with tensor operands; immediates in different positions.
-  for (int i = 0; i <= static_cast<int>(ScalarOp::kWhere); ++i) {
+  for (int i = 0; i <= static_cast<int>(kora::kLastScalarOp); ++i) {
     const auto op = static_cast<ScalarOp>(i);
     ElementwiseAttrs e{op, {}};
     std::vector<std::string> inputs;
