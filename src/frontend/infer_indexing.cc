@@ -185,6 +185,7 @@ void add_indexing_rules(RuleTable& t) {
   t["GatherND"] = {gather_nd, 2, 2};
   t["ScatterND"] = {scatter_nd, 3, 3};
   t["ScatterElements"] = {scatter_elements, 3, 3};
+  t["Scatter"] = {scatter_elements, 3, 3};  // opsets 9 and 10 (older_opset.cc)
 }
 
 }  // namespace kora

@@ -10,6 +10,16 @@
 #include "kora/frontend.h"
 
 namespace kora {
+namespace {
+
+// Older versions of operators that kora's rules implement too: Upsample-9 (Upsample-10
+// only deprecated it), Scan-9 (Scan-11 only added negative axes), Scatter-9
+// (ScatterElements without a reduction, which kora runs it as).
+bool also_implemented(const std::string& op_type, int version) {
+  return (op_type == "Upsample" || op_type == "Scan" || op_type == "Scatter") && version == 9;
+}
+
+}  // namespace
 
 void check_unchanged_since(const Node& node, int64_t opset) {
   if (node.op_type == "Constant") return;  // its `value` attribute reads the same in all
@@ -18,6 +28,7 @@ void check_unchanged_since(const Node& node, int64_t opset) {
   if (!then)
     throw Error(node.describe() + ": operator '" + node.op_type + "' does not exist in opset " +
                 std::to_string(opset));
+  if (also_implemented(node.op_type, then->since_version())) return;
   if (!now || now->since_version() != then->since_version())
     throw Error(node.describe() + ": operator '" + node.op_type + "' of opset " +
                 std::to_string(opset) + " (version " + std::to_string(then->since_version()) +
