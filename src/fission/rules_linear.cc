@@ -1,10 +1,10 @@
 // Fission of the compute-intensive operators into linear primitives with elementwise,
 // broadcast and layout around them: Conv (+ bias add), ConvTranspose (zero-interleave pad
 // + convolution with flipped, regrouped weights), MatMul (1-D and batch forms made
-// explicit), Gemm (transposes, alpha, beta*C), and the matmul-like forms of Einsum.
+// explicit), Gemm (transposes, alpha, beta*C), and the matmul-like forms of Einsum (a
+// repeated label's diagonal read by a strided slice).
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "fission/builder.h"
 #include "frontend/op_rules.h"
@@ -135,10 +135,11 @@ void gemm(FissionBuilder& b) {
   b.bind(0, y);
 }
 
-// Einsum in matmul form: each operand is transposed to [batch, free, contracted] and
-// flattened to 3-D, labels of one operand alone that the output lacks are summed first,
-// one batched matmul contracts the shared labels, and the result is reshaped and
-// transposed to the output's label order. Ellipsis dims become batch labels.
+// Einsum in matmul form: each operand's diagonals (repeated labels) are taken first, then
+// it is transposed to [batch, free, contracted] and flattened to 3-D, labels of one
+// operand alone that the output lacks are summed first, one batched matmul contracts the
+// shared labels, and the result is reshaped and transposed to the output's label order.
+// Ellipsis dims become batch labels.
 struct Term {
   std::string labels;  // one character per dim; ellipsis dims get '0', '1', ...
 };
@@ -181,6 +182,55 @@ std::string sum_out(FissionBuilder& b, std::string x, std::string& labels,
   return b.reshape(b.reduce(ReduceOp::kSum, x, axes), shape);
 }
 
+// The diagonal of each label `labels` repeats (as numpy's einsum takes it: "bii" reads
+// x[b, i, i]): the k dims of that label are moved next to its first one and flattened to
+// n^k, and a strided slice (step 1 + n + ... + n^(k-1), from 0) picks the n elements whose
+// k indices agree. Transpose, reshape and slice are index maps, so the diagonal is one
+// layout read; `labels` loses the repeats.
+std::string take_diagonals(FissionBuilder& b, std::string x, std::string& labels) {
+  for (size_t first = 0; first < labels.size(); ++first) {
+    const char ch = labels[first];
+    std::vector<int64_t> perm;
+    std::string rest;
+    for (size_t i = 0; i < labels.size(); ++i) {
+      if (i == first) {
+        for (size_t j = i; j < labels.size(); ++j)
+          if (labels[j] == ch) perm.push_back(static_cast<int64_t>(j));
+      }
+      if (labels[i] != ch || i == first) rest += labels[i];
+      if (labels[i] != ch) perm.push_back(static_cast<int64_t>(i));
+    }
+    const size_t k = labels.size() - rest.size() + 1;
+    if (k == 1) continue;
+    const Shape& sx = b.shape(x);
+    const int64_t n = sx[first];
+    for (int64_t d : perm)
+      if (labels[d] == ch && sx[d] != n)
+        b.fail(std::string("repeated label '") + ch + "' has sizes " + std::to_string(n) + " and " +
+               std::to_string(sx[d]));
+    int64_t step = 0, span = 1;
+    for (size_t j = 0; j < k; ++j) step += span, span *= n;
+    // After the transpose, dims first .. first + k - 1 are the label's; they become one.
+    Shape merged, out;
+    for (size_t d = 0; d < perm.size(); ++d) {
+      if (d == first) {
+        merged.push_back(span);
+        out.push_back(n);
+        d += k - 1;
+      } else {
+        merged.push_back(sx[perm[d]]);
+        out.push_back(sx[perm[d]]);
+      }
+    }
+    x = b.reshape(b.transpose(x, perm), merged);
+    std::vector<int64_t> starts(rest.size(), 0), steps(rest.size(), 1);
+    steps[first] = n > 1 ? step : 1;
+    x = b.layout(layout::Slice{starts, steps}, {x}, out);
+    labels = rest;
+  }
+  return x;
+}
+
 std::string permute_to(FissionBuilder& b, const std::string& x, const std::string& from,
                        const std::string& to) {
   std::vector<int64_t> perm;
@@ -200,10 +250,6 @@ void einsum(FissionBuilder& b) {
       ell_rank = std::max(ell_rank, b.shape(b.in(k)).size() - (terms[k].size() - 3));
   for (size_t k = 0; k < terms.size(); ++k)
     terms[k] = expand_ellipsis(terms[k], b.shape(b.in(k)).size(), ell_rank);
-  for (const std::string& t : terms) {
-    std::set<char> seen(t.begin(), t.end());
-    if (seen.size() != t.size()) b.fail("repeated labels (diagonals) are not supported");
-  }
   std::string out;
   if (arrow != std::string::npos) {
     out = expand_ellipsis(eq.substr(arrow + 2), ell_rank + eq.size() - arrow - 2 - 3, ell_rank);
@@ -218,14 +264,15 @@ void einsum(FissionBuilder& b) {
   const Shape& result = b.out_info(0).shape;
   if (terms.size() == 1) {
     std::string labels = terms[0];
-    const std::string x = sum_out(b, b.in(0), labels, out);
+    const std::string x = sum_out(b, take_diagonals(b, b.in(0), labels), labels, out);
     b.bind(0, b.reshape(permute_to(b, x, labels, out), result));
     return;
   }
   if (terms.size() != 2) b.fail("Einsum with more than two operands is not supported");
   std::string la = terms[0], lb = terms[1];
-  std::string a = sum_out(b, b.in(0), la, lb + out);
-  std::string w = sum_out(b, b.in(1), lb, la + out);
+  std::string a = take_diagonals(b, b.in(0), la), w = take_diagonals(b, b.in(1), lb);
+  a = sum_out(b, a, la, lb + out);
+  w = sum_out(b, w, lb, la + out);
   std::string batch, free_a, free_b, contract;
   for (char ch : la) {
     const bool in_b = lb.find(ch) != std::string::npos, in_out = out.find(ch) != std::string::npos;

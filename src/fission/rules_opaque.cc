@@ -2,10 +2,10 @@
 // index map or scalar function expresses. Selection, sorting and computed indices: TopK,
 // NonMaxSuppression, ArgMax/ArgMin, GatherElements, GatherND, ScatterND, ScatterElements
 // (and the old Scatter, as ScatterElements). Interpolation at computed positions:
-// GridSample (RoiAlign in rules_sampling.cc). Scatters by computed or overlapping
-// positions: Col2Im, MaxUnpool. Det, a pivoting LU. Two more are kept whole where their
-// rules find them so: Gather with computed indices (rules_layout.cc) and MaxPool with its
-// Indices output (rules_reduce.cc).
+// GridSample, DeformConv (RoiAlign in rules_sampling.cc). Scatters by computed or
+// overlapping positions: Col2Im, MaxUnpool. Det, a pivoting LU. Two more are kept whole
+// where their rules find them so: Gather with computed indices (rules_layout.cc) and
+// MaxPool with its Indices output (rules_reduce.cc).
 #include "fission/builder.h"
 
 namespace kora {
@@ -27,7 +27,7 @@ void add_opaque_fission(FissionTable& t) {
   t["Scatter"] = scatter;
   for (const char* op :
        {"TopK", "NonMaxSuppression", "GatherElements", "ArgMax", "ArgMin", "GatherND", "ScatterND",
-        "ScatterElements", "GridSample", "Col2Im", "MaxUnpool", "Det"})
+        "ScatterElements", "GridSample", "Col2Im", "MaxUnpool", "Det", "DeformConv"})
     t[op] = keep_whole;
 }
 

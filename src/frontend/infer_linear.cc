@@ -1,5 +1,5 @@
-// Shape rules of the compute-intensive operators: Conv, ConvTranspose, MatMul, Gemm and
-// Einsum.
+// Shape rules of the compute-intensive operators: Conv, DeformConv, ConvTranspose, MatMul,
+// Gemm and Einsum.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -30,6 +30,61 @@ std::vector<ValueInfo> conv(const InferContext& c) {
       resolve_window(c, Shape(x.begin() + 2, x.end()), Shape(w.begin() + 2, w.end()), false);
   Shape out{x[0], w[0]};
   out.insert(out.end(), win.output.begin(), win.output.end());
+  return {ValueInfo{c.dtype(0), out}};
+}
+
+// DeformConv, 2-D as ONNX's reference implements it: X [N, C, H, W], W [oC, C / group,
+// kH, kW], offset [N, offset_group * kH * kW * 2, oH, oW], optional B [oC] and mask
+// [N, offset_group * kH * kW, oH, oW] -> [N, oC, oH, oW], oH and oW as a convolution's.
+std::vector<ValueInfo> deform_conv(const InferContext& c) {
+  const Node& n = c.node();
+  const Shape &x = c.shape(0), &w = c.shape(1), &offset = c.shape(2);
+  if (x.size() != 4 || w.size() != 4)
+    c.fail("X " + shape_str(x) + " and W " + shape_str(w) +
+           " must be [N, C, H, W] and [oC, C / group, kH, kW] (only 2-D DeformConv is defined "
+           "by ONNX's reference)");
+  for (size_t i = 0; i < c.num_inputs(); ++i)
+    if (c.has(i) && c.dtype(i) != c.dtype(0))
+      c.fail("input " + std::to_string(i) + " is " + dtype_name(c.dtype(i)) + ", X is " +
+             dtype_name(c.dtype(0)));
+  if (!is_floating(c.dtype(0))) c.fail("X must be floating point");
+  const int64_t group = n.attr_int("group", 1), offset_group = n.attr_int("offset_group", 1);
+  if (group < 1 || w[0] % group != 0 || w[1] * group != x[1])
+    c.fail("X " + shape_str(x) + ", W " + shape_str(w) + " and group " + std::to_string(group) +
+           " disagree: W must be [oC, C / group, kH, kW] with oC divisible by group");
+  if (offset_group < 1 || x[1] % offset_group != 0)
+    c.fail("offset_group " + std::to_string(offset_group) + " does not divide " +
+           std::to_string(x[1]) + " input channels");
+  const Shape kernel = n.attr_ints("kernel_shape", Shape(w.begin() + 2, w.end()));
+  const Shape strides = n.attr_ints("strides", Shape(2, 1));
+  const Shape dilations = n.attr_ints("dilations", Shape(2, 1));
+  const Shape pads = n.attr_ints("pads", Shape(4, 0));
+  if (kernel != Shape(w.begin() + 2, w.end()))
+    c.fail("kernel_shape " + shape_str(kernel) + " does not match W " + shape_str(w));
+  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4)
+    c.fail("strides, dilations and pads must hold 2, 2 and 4 values");
+  Shape out{x[0], w[0]};
+  for (size_t i = 0; i < 2; ++i) {
+    if (strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[i + 2] < 0)
+      c.fail("strides and dilations must be positive and pads not negative");
+    const int64_t span = x[i + 2] + pads[i] + pads[i + 2] - dilations[i] * (kernel[i] - 1) - 1;
+    if (span < 0)
+      c.fail("the dilated kernel " + shape_str(kernel) + " does not fit the padded input " +
+             shape_str(x));
+    out.push_back(span / strides[i] + 1);
+  }
+  const int64_t taps = offset_group * kernel[0] * kernel[1];
+  const Shape want_offset{x[0], taps * 2, out[2], out[3]};
+  if (offset != want_offset)
+    c.fail("offset " + shape_str(offset) + " is not " + shape_str(want_offset) +
+           " [N, offset_group * kH * kW * 2, oH, oW]");
+  if (c.has(3) && c.shape(3) != Shape{w[0]})
+    c.fail("B " + shape_str(c.shape(3)) + " does not match " + std::to_string(w[0]) +
+           " output channels");
+  const Shape want_mask{x[0], taps, out[2], out[3]};
+  if (c.has(4) && c.shape(4) != want_mask)
+    c.fail("mask " + shape_str(c.shape(4)) + " is not " + shape_str(want_mask) +
+           " [N, offset_group * kH * kW, oH, oW]");
   return {ValueInfo{c.dtype(0), out}};
 }
 
@@ -101,8 +156,9 @@ std::vector<ValueInfo> gemm(const InferContext& c) {
   return {ValueInfo{c.dtype(0), out}};
 }
 
-// Einsum: "ij,jk->ik", with "..." for leading broadcast dims and an implicit output
-// (letters used once, in alphabetical order) when "->" is missing.
+// Einsum: "ij,jk->ik", with "..." for leading broadcast dims, a label repeated in one
+// operand for its diagonal ("bii->bi"), and an implicit output (letters used once, in
+// alphabetical order) when "->" is missing.
 std::vector<ValueInfo> einsum(const InferContext& c) {
   std::string eq;
   for (char ch : c.node().attr_string("equation", ""))
@@ -131,6 +187,7 @@ std::vector<ValueInfo> einsum(const InferContext& c) {
       c.fail("operand " + std::to_string(t) + " " + shape_str(s) + " does not match '" + term +
              "'");
     const size_t ell_rank = s.size() - letters;
+    std::map<char, int64_t> in_term;  // a label repeated in one operand: its diagonal
     size_t dim = 0;
     for (size_t i = 0; i < term.size(); ++i) {
       if (term.compare(i, 3, "...") == 0) {
@@ -144,6 +201,11 @@ std::vector<ValueInfo> einsum(const InferContext& c) {
       const char ch = term[i];
       if (!std::isalpha(static_cast<unsigned char>(ch))) c.fail("bad equation '" + eq + "'");
       const int64_t d = s[dim++];
+      auto [rep, first] = in_term.emplace(ch, d);
+      if (!first && rep->second != d)
+        c.fail(std::string("label '") + ch + "' repeats in operand " + std::to_string(t) + " " +
+               shape_str(s) + " with sizes " + std::to_string(rep->second) + " and " +
+               std::to_string(d) + "; a diagonal needs equal sizes");
       auto [it, fresh] = size.emplace(ch, d);
       if (!fresh && it->second != d) {
         if (it->second == 1)
@@ -173,6 +235,8 @@ std::vector<ValueInfo> einsum(const InferContext& c) {
     auto it = size.find(rhs[i]);
     if (it == size.end())
       c.fail(std::string("output label '") + rhs[i] + "' is not an input label");
+    if (rhs.find(rhs[i]) != i)
+      c.fail(std::string("output label '") + rhs[i] + "' repeats in '" + rhs + "'");
     out.push_back(it->second);
   }
   return {ValueInfo{c.dtype(0), out}};
@@ -183,6 +247,7 @@ std::vector<ValueInfo> einsum(const InferContext& c) {
 void add_linear_rules(RuleTable& t) {
   t["Conv"] = {conv, 2, 3};
   t["ConvTranspose"] = {conv_transpose, 2, 3};
+  t["DeformConv"] = {deform_conv, 3, 5};
   t["MatMul"] = {matmul, 2, 2};
   t["Gemm"] = {gemm, 2, 3};
   t["Einsum"] = {einsum, 1, -1};

@@ -39,6 +39,13 @@ int64_t estimate_flops(const Graph& g, const Node& n) {
     const Shape& w = in(1);
     return 2 * out_n * product(w, 1) + (n.has_input(2) ? out_n : 0);
   }
+  if (op == "DeformConv") {
+    // The convolution, and per sampled value (N * C * kH * kW * oH * oW) 4 bilinear taps
+    // and the mask: 9 more.
+    const Shape &x = in(0), &w = in(1);
+    const int64_t samples = x[0] * x[1] * w[2] * w[3] * out[2] * out[3];
+    return 2 * out_n * product(w, 1) + 9 * samples + (n.has_input(3) ? out_n : 0);
+  }
   if (op == "ConvTranspose") return 2 * numel(in(0)) * product(in(1), 1);
   if (op == "MatMul") {
     const Shape& a = in(0);

@@ -79,6 +79,7 @@ std::vector<Tensor> run_max_pool(const OpaqueCall& call);
 std::vector<Tensor> run_scatter_gather_nd(const OpaqueCall& call);
 std::vector<Tensor> run_grid_sample(const OpaqueCall& call);
 std::vector<Tensor> run_roi_align(const OpaqueCall& call);
+std::vector<Tensor> run_deform_conv(const OpaqueCall& call);
 std::vector<Tensor> run_image_scatter(const OpaqueCall& call);  // Col2Im, MaxUnpool
 std::vector<Tensor> run_det(const OpaqueCall& call);
 std::vector<Tensor> run_dft(const OpaqueCall& call);

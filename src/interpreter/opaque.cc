@@ -264,6 +264,8 @@ std::vector<Tensor> run_opaque(const PrimGraph& graph, const Primitive& prim, co
     out = run_grid_sample(call);
   else if (op == "RoiAlign")
     out = run_roi_align(call);
+  else if (op == "DeformConv")
+    out = run_deform_conv(call);
   else if (op == "Col2Im" || op == "MaxUnpool")
     out = run_image_scatter(call);
   else if (op == "Det")

@@ -352,6 +352,37 @@ class SyntheticTest(unittest.TestCase):
         inputs = [("x", TensorProto.FLOAT, [2, 3, 10, 12])]
         self.check(g.model(inputs, outs, opset=16), inputs)
 
+    def test_deform_conv(self):
+        """DeformConv with groups, two offset groups, a mask and a bias, strides, uneven pads
+        and dilations, offsets large enough to sample outside X; and one with defaults only."""
+        g = G()
+        full = g.op("DeformConv", ["x", g.w(6, 2, 3, 2), "offset", g.w(6), "mask"], group=2,
+                    offset_group=2, strides=[2, 1], pads=[1, 0, 2, 1], dilations=[1, 2])
+        plain = g.op("DeformConv", ["x", g.w(3, 4, 2, 2), "offset2"])
+        inputs = [("x", TensorProto.FLOAT, [2, 4, 7, 8]),
+                  ("offset", TensorProto.FLOAT, [2, 24, 4, 7]),
+                  ("mask", TensorProto.FLOAT, [2, 12, 4, 7]),
+                  ("offset2", TensorProto.FLOAT, [2, 8, 6, 7])]
+        feeds = {n: random_feed(t, s) for n, t, s in inputs}
+        feeds["offset"] *= 2.5
+        feeds["offset2"] *= 1.5
+        self.check(g.model(inputs, [full, plain], opset=19), inputs, feeds)
+
+    def test_einsum_diagonals(self):
+        """Einsum with repeated labels: a batch diagonal, a trace (implicit output), a label
+        three times, a diagonal beside a transpose, and a diagonal in one operand of a
+        contraction."""
+        g = G()
+        outs = [g.op("Einsum", ["x"], equation="bii->bi"),
+                g.op("Einsum", [g.op("Reshape", ["x", g.c(np.array([2, 2, 6, 6], np.int64))])],
+                     equation="...ii"),
+                g.op("Einsum", ["c"], equation="iii->i"),
+                g.op("Einsum", ["d"], equation="ijib->bji"),
+                g.op("Einsum", ["x", "y"], equation="bij,bjj->bi")]
+        inputs = [("x", TensorProto.FLOAT, [4, 6, 6]), ("c", TensorProto.FLOAT, [5, 5, 5]),
+                  ("d", TensorProto.FLOAT, [3, 4, 3, 2]), ("y", TensorProto.FLOAT, [4, 6, 6])]
+        self.check(g.model(inputs, outs), inputs)
+
     def test_spectral(self):
         """DFT of a real signal (full and onesided, zero-padded), the inverse of a complex
         one along another axis, a long one (kept whole), and a log-mel spectrogram: STFT with a Hann window, power,

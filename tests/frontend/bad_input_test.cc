@@ -18,6 +18,7 @@ namespace {
 
 using kora_test::attr_i;
 using kora_test::attr_is;
+using kora_test::attr_s;
 using kora_test::ModelBuilder;
 using kora_test::TempDir;
 using ::testing::AllOf;
@@ -583,6 +584,24 @@ TEST(BadInputTest, SignalAndSamplingOperatorsNameTheNode) {
   dft.input("X", {2, 8, 2}).output("Y");
   dft.node("DFT", {"X"}, {"Y"}, {attr_i("axis", 2)}, "dft_last");
   EXPECT_THAT(model_error(dft), AllOf(HasSubstr("dft_last"), HasSubstr("last")));
+}
+
+TEST(BadInputTest, DeformConvAndEinsumDiagonalNameTheNode) {
+  // offset must be [N, offset_group * kH * kW * 2, oH, oW] = [1, 16, 2, 2] here.
+  ModelBuilder deform(19);
+  deform.input("X", {1, 4, 3, 3}).input("W", {2, 4, 2, 2}).input("O", {1, 8, 2, 2}).output("Y");
+  deform.node("DeformConv", {"X", "W", "O"}, {"Y"}, {attr_i("offset_group", 2)}, "bad_offset");
+  EXPECT_THAT(model_error(deform), AllOf(HasSubstr("bad_offset"), HasSubstr("[1, 8, 2, 2]"),
+                                         HasSubstr("[1, 16, 2, 2]")));
+  // A diagonal needs the repeated label's dims equal (no broadcasting within an operand).
+  ModelBuilder diag(12);
+  diag.input("X", {3, 1}).output("Y");
+  diag.node("Einsum", {"X"}, {"Y"}, {attr_s("equation", "ii->i")}, "bad_diagonal");
+  EXPECT_THAT(model_error(diag), AllOf(HasSubstr("bad_diagonal"), HasSubstr("'i' repeats")));
+  ModelBuilder spread(12);
+  spread.input("X", {3}).output("Y");
+  spread.node("Einsum", {"X"}, {"Y"}, {attr_s("equation", "i->ii")}, "repeated_output");
+  EXPECT_THAT(model_error(spread), AllOf(HasSubstr("repeated_output"), HasSubstr("'i' repeats")));
 }
 
 }  // namespace

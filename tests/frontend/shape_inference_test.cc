@@ -201,6 +201,16 @@ TEST(ConvTransposeShapeTest, AutoPadSame) {
             (Shape{1, 4, 10, 10}));
 }
 
+TEST(DeformConvShapeTest, GroupsOffsetGroupsMaskBias) {
+  // height (7 + 1 + 2 - 2 - 1) / 2 + 1 = 4, width (8 + 0 + 1 - 2 - 1) / 1 + 1 = 7; offset
+  // 2 groups * 3 * 2 taps * 2 = 24 channels, mask 12
+  EXPECT_EQ(
+      op_shape(19, "DeformConv", {{2, 4, 7, 8}, {6, 2, 3, 2}, {2, 24, 4, 7}, {6}, {2, 12, 4, 7}},
+               {attr_i("group", 2), attr_i("offset_group", 2), attr_is("strides", {2, 1}),
+                attr_is("pads", {1, 0, 2, 1}), attr_is("dilations", {1, 2})}),
+      (Shape{2, 6, 4, 7}));
+}
+
 // ---------------------------------------------------------------- MatMul / Gemm / Einsum
 
 TEST(MatMulShapeTest, Batched) {
@@ -250,6 +260,8 @@ TEST(EinsumShapeTest, EllipsisTraceAndFullReduction) {
       op_shape(12, "Einsum", {{2, 1, 3, 4}, {5, 4, 6}}, {attr_s("equation", "...ij,...jk->...ik")}),
       (Shape{2, 5, 3, 6}));
   EXPECT_EQ(op_shape(12, "Einsum", {{3, 3}}, {attr_s("equation", "ii->i")}), (Shape{3}));
+  EXPECT_EQ(op_shape(12, "Einsum", {{2, 3, 3}}, {attr_s("equation", "bii->bi")}), (Shape{2, 3}));
+  EXPECT_EQ(op_shape(12, "Einsum", {{4, 4, 4}}, {attr_s("equation", "iii")}), Shape{});
   EXPECT_EQ(op_shape(12, "Einsum", {{2, 3}, {2, 3}}, {attr_s("equation", "ij,ij->")}), Shape{});
 }
 
