@@ -27,7 +27,7 @@ bool is_opaque_operator(const std::string& op_type) {
       "TopK",       "NonMaxSuppression", "Gather",   "GatherElements", "ArgMax",
       "ArgMin",     "MaxPool",           "GatherND", "ScatterND",      "ScatterElements",
       "GridSample", "RoiAlign",          "Col2Im",   "MaxUnpool",      "Det",
-      "DFT"};
+      "DFT",        "TfIdfVectorizer"};
   return kOps.count(op_type) != 0;
 }
 
