@@ -3,9 +3,10 @@
 // NonMaxSuppression, ArgMax/ArgMin, GatherElements, GatherND, ScatterND, ScatterElements
 // (and the old Scatter, as ScatterElements). Interpolation at computed positions:
 // GridSample, DeformConv (RoiAlign in rules_sampling.cc). Scatters by computed or
-// overlapping positions: Col2Im, MaxUnpool. Det, a pivoting LU. Two more are kept whole
-// where their rules find them so: Gather with computed indices (rules_layout.cc) and
-// MaxPool with its Indices output (rules_reduce.cc).
+// overlapping positions: Col2Im, MaxUnpool. Det, a pivoting LU. TfIdfVectorizer, n-gram
+// look-ups in a trie (interpreter tfidf.cc). Two more are kept whole where their rules
+// find them so: Gather with computed indices (rules_layout.cc) and MaxPool with its
+// Indices output (rules_reduce.cc).
 #include "fission/builder.h"
 
 namespace kora {
@@ -25,9 +26,9 @@ void scatter(FissionBuilder& b) {
 
 void add_opaque_fission(FissionTable& t) {
   t["Scatter"] = scatter;
-  for (const char* op :
-       {"TopK", "NonMaxSuppression", "GatherElements", "ArgMax", "ArgMin", "GatherND", "ScatterND",
-        "ScatterElements", "GridSample", "Col2Im", "MaxUnpool", "Det", "DeformConv"})
+  for (const char* op : {"TopK", "NonMaxSuppression", "GatherElements", "ArgMax", "ArgMin",
+                         "GatherND", "ScatterND", "ScatterElements", "GridSample", "Col2Im",
+                         "MaxUnpool", "Det", "DeformConv", "TfIdfVectorizer"})
     t[op] = keep_whole;
 }
 

@@ -3,6 +3,9 @@
 // results are weighted by constant coefficient vectors and summed (separable, axis by
 // axis). Coordinate transformation modes, nearest rounding modes, cubic_coeff_a,
 // exclude_outside and tf_crop_and_resize extrapolation follow the ONNX specification.
+// antialias (opset 18) widens a downsampled axis's linear or cubic filter by 1/scale:
+// more taps, each with its constant weight, as ONNX's reference implementation computes
+// them (edge-clamped taps, weights normalized to sum 1).
 #include <cmath>
 
 #include "fission/builder.h"
@@ -11,6 +14,10 @@ namespace kora {
 namespace {
 
 using S = ScalarOp;
+
+// The widest antialiasing filter fission expands (one gather per tap): linear down to
+// scale 1/512, cubic to 1/256.
+constexpr int64_t kMaxAntialiasTaps = 1024;
 
 struct AxisPlan {
   std::vector<std::vector<int64_t>> index;  // [tap][output position]
@@ -22,6 +29,7 @@ struct ResizeParams {
   std::string mode = "nearest", transform = "half_pixel", nearest_mode = "round_prefer_floor";
   double cubic_a = -0.75, extrapolation = 0.0;
   bool exclude_outside = false;
+  bool antialias = false;
 };
 
 double original_coordinate(const ResizeParams& p, double x, int64_t in, int64_t out, double scale,
@@ -59,9 +67,47 @@ std::vector<double> cubic_coefficients(double s, double a) {
           ((a * (2 - s) - 5 * a) * (2 - s) + 8 * a) * (2 - s) - 4 * a};
 }
 
+// The antialiasing filter of a downsampled axis (scale < 1), as ONNX's reference
+// computes it: x = base + ratio with ratio in (0, 1]; taps base + i for i in [start,
+// 1 - start), the linear (triangle) or cubic kernel stretched by 1/scale, normalized.
+int64_t antialias_start(const ResizeParams& p, double scale) {
+  const double support = p.mode == "linear" ? 1.0 : 2.0;
+  return static_cast<int64_t>(std::floor(-support / scale)) + 1;
+}
+
+struct AntialiasTaps {
+  int64_t base = 0, start = 0;
+  std::vector<double> weight;
+};
+
+AntialiasTaps antialias_taps(const ResizeParams& p, double x, double scale) {
+  AntialiasTaps taps;
+  const double f = std::floor(x);
+  const double ratio = x == f ? 1.0 : x - f;
+  taps.base = static_cast<int64_t>(f) - (x == f ? 1 : 0);
+  taps.start = antialias_start(p, scale);
+  const double a = p.cubic_a;
+  auto kernel = [&](double v) {
+    v = std::abs(v);
+    if (p.mode == "linear") return std::clamp(1 - v, 0.0, 1.0);
+    if (v <= 1) return ((a + 2) * v - (a + 3)) * v * v + 1;
+    if (v < 2) return ((a * v - 5 * a) * v + 8 * a) * v - 4 * a;
+    return 0.0;
+  };
+  double total = 0;
+  for (int64_t i = taps.start; i < 2 - taps.start; ++i) {
+    taps.weight.push_back(kernel(scale * (static_cast<double>(i) - ratio)));
+    total += taps.weight.back();
+  }
+  for (double& w : taps.weight) w /= total;
+  return taps;
+}
+
 AxisPlan plan_axis(const ResizeParams& p, int64_t in, int64_t out, double scale, double roi_start,
                    double roi_end) {
-  const int taps = p.mode == "nearest" ? 1 : p.mode == "linear" ? 2 : 4;
+  const bool antialias = p.antialias && p.mode != "nearest" && scale < 1.0;
+  int64_t taps = p.mode == "nearest" ? 1 : p.mode == "linear" ? 2 : 4;
+  if (antialias) taps = 2 - 2 * antialias_start(p, scale);
   AxisPlan plan;
   plan.index.assign(taps, std::vector<int64_t>(out, 0));
   if (p.mode != "nearest") plan.weight.assign(taps, std::vector<double>(out, 0.0));
@@ -74,7 +120,19 @@ AxisPlan plan_axis(const ResizeParams& p, int64_t in, int64_t out, double scale,
       if (!plan.weight.empty()) plan.weight[0][o] = 1.0;
       continue;
     }
-    if (p.mode == "nearest") {
+    if (antialias) {
+      const AntialiasTaps a = antialias_taps(p, x, scale);
+      double total = 0;
+      for (int64_t t = 0; t < taps; ++t) {
+        const int64_t at = a.base + a.start + t;
+        const bool inside = at >= 0 && at < in;
+        plan.index[t][o] = clamp(at);
+        plan.weight[t][o] = p.exclude_outside && !inside ? 0.0 : a.weight[t];
+        total += plan.weight[t][o];
+      }
+      if (p.exclude_outside && total != 0)
+        for (int64_t t = 0; t < taps; ++t) plan.weight[t][o] /= total;
+    } else if (p.mode == "nearest") {
       plan.index[0][o] = clamp(nearest_index(p.nearest_mode, x));
     } else if (p.mode == "linear") {
       x = std::clamp<double>(x, 0, static_cast<double>(in - 1));
@@ -148,6 +206,10 @@ void resize_with(FissionBuilder& b, const ResizeParams& p, const std::vector<dou
   for (size_t a = 0; a < in.size(); ++a) {
     if (in[a] == out[a] && scales[a] == 1.0 && p.transform != "tf_crop_and_resize") continue;
     const double start = roi.empty() ? 0.0 : roi[a], end = roi.empty() ? 1.0 : roi[a + in.size()];
+    if (p.antialias && scales[a] > 0 && scales[a] < 1 &&
+        2 - 2 * antialias_start(p, scales[a]) > kMaxAntialiasTaps)
+      b.fail("antialias with scale " + std::to_string(scales[a]) + " needs more than " +
+             std::to_string(kMaxAntialiasTaps) + " taps per output element");
     AxisPlan plan = plan_axis(p, in[a], out[a], scales[a], start, end);
     x = apply_axis(b, x, static_cast<int64_t>(a), plan, p.extrapolation);
   }
@@ -156,9 +218,9 @@ void resize_with(FissionBuilder& b, const ResizeParams& p, const std::vector<dou
 
 void resize(FissionBuilder& b) {
   const Node& n = b.node();
-  if (n.attr_int("antialias", 0) != 0) b.fail("antialias=1 is not supported");
   ResizeParams p;
   p.mode = n.attr_string("mode", "nearest");
+  p.antialias = n.attr_int("antialias", 0) != 0;
   p.transform = n.attr_string("coordinate_transformation_mode", "half_pixel");
   p.nearest_mode = n.attr_string("nearest_mode", "round_prefer_floor");
   p.cubic_a = n.attr_float("cubic_coeff_a", -0.75);

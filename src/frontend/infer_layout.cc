@@ -234,6 +234,8 @@ std::vector<ValueInfo> resize(const InferContext& c) {
   const std::string mode = n.attr_string("mode", "nearest");
   if (mode != "nearest" && mode != "linear" && mode != "cubic")
     c.fail("mode '" + mode + "' is not supported");
+  if (mode == "nearest" && n.attr_int("antialias", 0) != 0)
+    c.fail("antialias=1 needs mode linear or cubic, not nearest");
   std::vector<int64_t> axes = n.attr_ints("axes");
   if (axes.empty())
     for (int64_t i = 0; i < r; ++i) axes.push_back(i);

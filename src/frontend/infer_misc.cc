@@ -1,5 +1,6 @@
 // Shape rules of the shape-producing and opaque operators: Shape, Size, ConstantOfShape,
-// Range, TopK and NonMaxSuppression.
+// Range, TopK, NonMaxSuppression and TfIdfVectorizer (integer X [C] or [B, C] -> float32
+// [max(ngram_indexes) + 1] or [B, max(ngram_indexes) + 1]; string n-grams refused).
 #include <algorithm>
 #include <cmath>
 
@@ -62,6 +63,26 @@ std::vector<ValueInfo> non_max_suppression(const InferContext& c) {
   return {ValueInfo{DType::kInt64, {rows, 3}}};
 }
 
+std::vector<ValueInfo> tfidf_vectorizer(const InferContext& c) {
+  const Node& n = c.node();
+  if (n.has_attr("pool_strings") || !n.has_attr("pool_int64s"))
+    c.fail("string n-grams (pool_strings) are not supported: kora has no string dtype");
+  if (c.dtype(0) != DType::kInt32 && c.dtype(0) != DType::kInt64)
+    c.fail("X must be int32 or int64, not " + std::string(dtype_name(c.dtype(0))));
+  const std::string mode = n.attr_string("mode", "");
+  if (mode != "TF" && mode != "IDF" && mode != "TFIDF")
+    c.fail("mode '" + mode + "' is not one of TF, IDF, TFIDF");
+  const std::vector<int64_t> indexes = n.attr_ints("ngram_indexes");
+  if (indexes.empty()) c.fail("ngram_indexes must not be empty");
+  const int64_t size = *std::max_element(indexes.begin(), indexes.end()) + 1;
+  if (*std::min_element(indexes.begin(), indexes.end()) < 0)
+    c.fail("ngram_indexes must not be negative");
+  const Shape& x = c.shape(0);
+  if (x.size() == 1) return {ValueInfo{DType::kFloat32, {size}}};
+  if (x.size() == 2 && x[0] > 0) return {ValueInfo{DType::kFloat32, {x[0], size}}};
+  c.fail("X must be [C] or [B, C] with B > 0, got " + shape_str(x));
+}
+
 }  // namespace
 
 void add_misc_rules(RuleTable& t) {
@@ -71,6 +92,7 @@ void add_misc_rules(RuleTable& t) {
   t["Range"] = {range, 3, 3};
   t["TopK"] = {topk, 1, 2};
   t["NonMaxSuppression"] = {non_max_suppression, 2, 5};
+  t["TfIdfVectorizer"] = {tfidf_vectorizer, 1, 1};
 }
 
 }  // namespace kora

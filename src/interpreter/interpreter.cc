@@ -24,10 +24,10 @@ std::string type_str(DType dtype, const Shape& shape) {
 
 bool is_opaque_operator(const std::string& op_type) {
   static const std::set<std::string> kOps = {
-      "TopK",       "NonMaxSuppression", "Gather",   "GatherElements", "ArgMax",
-      "ArgMin",     "MaxPool",           "GatherND", "ScatterND",      "ScatterElements",
-      "GridSample", "RoiAlign",          "Col2Im",   "MaxUnpool",      "Det",
-      "DFT",        "DeformConv"};
+      "TopK",       "NonMaxSuppression", "Gather",         "GatherElements", "ArgMax",
+      "ArgMin",     "MaxPool",           "GatherND",       "ScatterND",      "ScatterElements",
+      "GridSample", "RoiAlign",          "Col2Im",         "MaxUnpool",      "Det",
+      "DFT",        "DeformConv",        "TfIdfVectorizer"};
   return kOps.count(op_type) != 0;
 }
 

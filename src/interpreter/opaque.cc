@@ -3,7 +3,8 @@
 // tensors. Out: its outputs, typed as graph.values says. This file dispatches and holds
 // the index operators: TopK, Gather and GatherElements (computed indices; negative ones
 // wrap, out-of-range ones are errors), ArgMax and ArgMin. NonMaxSuppression and MaxPool
-// live in their own files, GatherND, ScatterND and ScatterElements in scatter.cc.
+// live in their own files (TfIdfVectorizer in tfidf.cc), GatherND, ScatterND and
+// ScatterElements in scatter.cc.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -272,6 +273,8 @@ std::vector<Tensor> run_opaque(const PrimGraph& graph, const Primitive& prim, co
     out = run_det(call);
   else if (op == "DFT")
     out = run_dft(call);
+  else if (op == "TfIdfVectorizer")
+    out = run_tfidf_vectorizer(call);
   else
     out = run_max_pool(call);
   out.resize(prim.outputs.size());

@@ -456,6 +456,29 @@ class SyntheticTest(unittest.TestCase):
         inputs = [("x", TensorProto.FLOAT, [2, 3, 4, 5])]
         self.check(g.model(inputs, [y, mean, var], opset=15), inputs)
 
+    def test_tfidf_vectorizer_with_skips(self):
+        """TfIdfVectorizer in TFIDF mode on a 2-D input: unigrams and bigrams (tokens up to
+        3 skips apart), ngram_indexes permuted, each n-gram's weight at its output index."""
+        g = G()
+        y = g.op("TfIdfVectorizer", ["x"], mode="TFIDF", min_gram_length=1, max_gram_length=2,
+                 max_skip_count=3, ngram_counts=[0, 4], ngram_indexes=[6, 0, 3, 1, 2, 5, 4],
+                 pool_int64s=[2, 3, 5, 4, 5, 6, 7, 8, 6, 7],
+                 weights=[0.5, 1.5, 2.0, 0.25, 3.0, 1.25, 0.75])
+        inputs = [("x", TensorProto.INT64, [3, 12])]
+        feeds = {"x": RNG.integers(2, 9, (3, 12)).astype(np.int64)}
+        self.check(g.model(inputs, [y], opset=9), inputs, feeds=feeds)
+
+    def test_resize_antialias(self):
+        """Resize with antialias=1 (opset 18): a linear downsample by 0.6 widens the
+        triangle filter to 1/0.6 (4 taps per output); cubic downsampling by sizes."""
+        g = G()
+        lin = g.op("Resize", ["x", "", g.c(np.array([1, 1, 0.6, 0.6], np.float32))],
+                   mode="linear", antialias=1)
+        cub = g.op("Resize", ["x", "", "", g.c(np.array([1, 3, 5, 4], np.int64))],
+                   mode="cubic", antialias=1)
+        inputs = [("x", TensorProto.FLOAT, [1, 3, 10, 9])]
+        self.check(g.model(inputs, [lin, cub], opset=18), inputs)
+
 
 class QuantizationTest(unittest.TestCase):
     """The quantization operators against onnxruntime's CPU provider: integers exactly."""

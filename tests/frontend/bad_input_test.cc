@@ -319,12 +319,11 @@ TEST(BadInputTest, UnsupportedOperatorFoo) {
   EXPECT_THAT(model_error(m), AllOf(HasSubstr("my_foo"), HasSubstr("Foo"), HasSubstr("17")));
 }
 
-TEST(BadInputTest, UnsupportedOperatorTfIdfVectorizer) {
-  ModelBuilder m(14);
-  m.input("X", {5, 8}, onnx::TensorProto::INT64).output("Y");
-  m.node("TfIdfVectorizer", {"X"}, {"Y"}, {attr_i("min_gram_length", 1)}, "tfidf_1");
-  EXPECT_THAT(model_error(m),
-              AllOf(HasSubstr("tfidf_1"), HasSubstr("TfIdfVectorizer"), HasSubstr("14")));
+TEST(BadInputTest, UnsupportedOperatorBernoulli) {
+  ModelBuilder m(15);
+  m.input("X", {5, 8}).output("Y");
+  m.node("Bernoulli", {"X"}, {"Y"}, {attr_i("seed", 1)}, "coin_1");
+  EXPECT_THAT(model_error(m), AllOf(HasSubstr("coin_1"), HasSubstr("Bernoulli"), HasSubstr("15")));
 }
 
 TEST(BadInputTest, ControlFlowIf) {
@@ -602,6 +601,25 @@ TEST(BadInputTest, DeformConvAndEinsumDiagonalNameTheNode) {
   spread.input("X", {3}).output("Y");
   spread.node("Einsum", {"X"}, {"Y"}, {attr_s("equation", "i->ii")}, "repeated_output");
   EXPECT_THAT(model_error(spread), AllOf(HasSubstr("repeated_output"), HasSubstr("'i' repeats")));
+}
+
+TEST(BadInputTest, StringNgramsAndNearestAntialiasNameTheNode) {
+  // kora has no string dtype: a string pool is refused by name.
+  ModelBuilder tfidf(9);
+  tfidf.input("X", {2, 6}, onnx::TensorProto::INT64).output("Y");
+  tfidf.node(
+      "TfIdfVectorizer", {"X"}, {"Y"},
+      {kora_test::attr_s("mode", "TF"), attr_i("min_gram_length", 1), attr_i("max_gram_length", 1),
+       attr_i("max_skip_count", 0), attr_is("ngram_counts", {0}), attr_is("ngram_indexes", {0}),
+       kora_test::attr_ss("pool_strings", {"a"})},
+      "words");
+  EXPECT_THAT(model_error(tfidf), AllOf(HasSubstr("words"), HasSubstr("string")));
+  // Antialiasing applies to linear and cubic filters only.
+  ModelBuilder resize(18);
+  resize.input("X", {1, 1, 4, 4}).output("Y");
+  resize.init_f32("S", {4}, {1, 1, 0.5f, 0.5f});
+  resize.node("Resize", {"X", "", "S"}, {"Y"}, {attr_i("antialias", 1)}, "aa_nearest");
+  EXPECT_THAT(model_error(resize), AllOf(HasSubstr("aa_nearest"), HasSubstr("antialias")));
 }
 
 }  // namespace

@@ -127,6 +127,12 @@ inline void set_ints(kora::Node& n, const std::string& key, const std::vector<in
   a.ints = v;
   n.attributes[key] = a;
 }
+inline void set_floats(kora::Node& n, const std::string& key, const std::vector<double>& v) {
+  kora::Attribute a;
+  a.kind = kora::Attribute::Kind::kFloats;
+  a.floats = v;
+  n.attributes[key] = a;
+}
 inline void set_string(kora::Node& n, const std::string& key, const std::string& v) {
   kora::Attribute a;
   a.kind = kora::Attribute::Kind::kString;
