@@ -19,6 +19,7 @@ using kora_test::attr_i;
 using kora_test::attr_s;
 using kora_test::attr_ss;
 using kora_test::Dim;
+using kora_test::import_error;
 using kora_test::ModelBuilder;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -44,16 +45,6 @@ ModelBuilder recurrent_model(const std::string& op, const std::vector<Shape>& in
   for (const std::string& o : outs) m.output(o);
   m.node(op, names, outs, attrs, "node_under_test");
   return m;
-}
-
-std::string import_error(const ModelBuilder& m) {
-  try {
-    kora_test::import_model(m);
-  } catch (const kora::Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "import did not throw kora::Error";
-  return "";
 }
 
 TEST(RecurrentShapeTest, BidirectionalLstm) {

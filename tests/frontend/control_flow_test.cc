@@ -16,6 +16,7 @@ using kora::Shape;
 using kora_test::attr_g;
 using kora_test::attr_i;
 using kora_test::attr_is;
+using kora_test::import_error;
 using kora_test::ModelBuilder;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -44,16 +45,6 @@ bool has_op(const kora::Graph& g, const std::string& op) {
   for (const kora::Node& n : g.nodes)
     if (n.op_type == op) return true;
   return false;
-}
-
-std::string import_error(const ModelBuilder& m) {
-  try {
-    kora_test::import_model(m);
-  } catch (const kora::Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "import did not throw kora::Error";
-  return "";
 }
 
 TEST(ControlFlowTest, IfInlinesTheBranchItsConstantConditionTakes) {

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "kora/error.h"
+
 namespace kora_test {
 
 TempDir::TempDir() {
@@ -241,6 +243,16 @@ void write_file(const std::string& path, const std::string& bytes) {
 kora::Graph import_model(const ModelBuilder& model, const kora::ImportOptions& options) {
   TempDir dir;
   return kora::import_onnx(model.save(dir), options);
+}
+
+std::string import_error(const ModelBuilder& model) {
+  try {
+    import_model(model);
+  } catch (const kora::Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "import did not throw kora::Error";
+  return "";
 }
 
 }  // namespace kora_test

@@ -108,5 +108,7 @@ void write_file(const std::string& path, const std::string& bytes);
 
 // Saves the model into a temporary directory and imports it.
 kora::Graph import_model(const ModelBuilder& model, const kora::ImportOptions& options = {});
+// The kora::Error importing the model throws (a test failure when it imports).
+std::string import_error(const ModelBuilder& model);
 
 }  // namespace kora_test
