@@ -80,15 +80,98 @@ int64_t int_pow(int64_t base, int64_t exp) {
   return static_cast<int64_t>(result);
 }
 
+// The functions defined for floating operands only (scalar_op_is_float_only).
+template <typename T, typename Out>
+void float_function(ScalarOp op, const std::vector<Operand<T>>& a, Out* out, int64_t n) {
+  switch (op) {
+    case ScalarOp::kExp:
+      return map1(a[0], out, n, [](T x) { return std::exp(x); });
+    case ScalarOp::kLog:
+      return map1(a[0], out, n, [](T x) { return std::log(x); });
+    case ScalarOp::kSqrt:
+      return map1(a[0], out, n, [](T x) { return std::sqrt(x); });
+    case ScalarOp::kRsqrt:
+      return map1(a[0], out, n, [](T x) { return T(1) / std::sqrt(x); });
+    case ScalarOp::kReciprocal:
+      return map1(a[0], out, n, [](T x) { return T(1) / x; });
+    case ScalarOp::kTanh:
+      return map1(a[0], out, n, [](T x) { return std::tanh(x); });
+    case ScalarOp::kErf:
+      return map1(a[0], out, n, [](T x) { return std::erf(x); });
+    case ScalarOp::kSigmoid:
+      return map1(a[0], out, n, [](T x) {
+        if (x >= 0) return T(1) / (T(1) + std::exp(-x));
+        const T e = std::exp(x);
+        return e / (T(1) + e);
+      });
+    case ScalarOp::kSoftplus:
+      return map1(a[0], out, n, [](T x) {
+        return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+      });
+    case ScalarOp::kSin:
+      return map1(a[0], out, n, [](T x) { return std::sin(x); });
+    case ScalarOp::kCos:
+      return map1(a[0], out, n, [](T x) { return std::cos(x); });
+    case ScalarOp::kTan:
+      return map1(a[0], out, n, [](T x) { return std::tan(x); });
+    case ScalarOp::kAsin:
+      return map1(a[0], out, n, [](T x) { return std::asin(x); });
+    case ScalarOp::kAcos:
+      return map1(a[0], out, n, [](T x) { return std::acos(x); });
+    case ScalarOp::kAtan:
+      return map1(a[0], out, n, [](T x) { return std::atan(x); });
+    case ScalarOp::kSinh:
+      return map1(a[0], out, n, [](T x) { return std::sinh(x); });
+    case ScalarOp::kCosh:
+      return map1(a[0], out, n, [](T x) { return std::cosh(x); });
+    case ScalarOp::kAsinh:
+      return map1(a[0], out, n, [](T x) { return std::asinh(x); });
+    case ScalarOp::kAcosh:
+      return map1(a[0], out, n, [](T x) { return std::acosh(x); });
+    default:
+      return map1(a[0], out, n, [](T x) { return std::atanh(x); });
+  }
+}
+
+// The bitwise operators, integers only (scalar_op_is_integer_only); right shifts logical.
+template <typename T, typename Out>
+void bitwise(ScalarOp op, const std::vector<Operand<T>>& a, Out* out, int64_t n) {
+  switch (op) {
+    case ScalarOp::kBitNot:
+      return map1(a[0], out, n, [](T x) { return ~x; });
+    case ScalarOp::kBitAnd:
+      return map2(a[0], a[1], out, n, [](T x, T y) { return x & y; });
+    case ScalarOp::kBitOr:
+      return map2(a[0], a[1], out, n, [](T x, T y) { return x | y; });
+    case ScalarOp::kBitXor:
+      return map2(a[0], a[1], out, n, [](T x, T y) { return x ^ y; });
+    case ScalarOp::kShiftLeft:
+      return map2(a[0], a[1], out, n, [](T x, T y) {
+        return static_cast<uint64_t>(y) >= 64 ? T(0)
+                                              : static_cast<T>(static_cast<uint64_t>(x) << y);
+      });
+    default:
+      return map2(a[0], a[1], out, n, [](T x, T y) {
+        return static_cast<uint64_t>(y) >= 64 ? T(0)
+                                              : static_cast<T>(static_cast<uint64_t>(x) >> y);
+      });
+  }
+}
+
 // Applies `op` in the domain T (float, double or int64_t), writing Out (T, or uint8_t for
 // predicates with a bool output).
 template <typename T, typename Out>
 void compute(const Primitive& prim, ScalarOp op, const std::vector<Operand<T>>& a,
              const uint8_t* cond, bool cond_vec, Out* out, int64_t n) {
   constexpr bool kFloat = std::is_floating_point_v<T>;
-  auto float_only = [&]() {
+  if (scalar_op_is_float_only(op)) {
+    if constexpr (kFloat) return float_function(op, a, out, n);
     fail(prim, std::string("'") + scalar_op_name(op) + "' is not defined for integer operands");
-  };
+  }
+  if (scalar_op_is_integer_only(op)) {
+    if constexpr (!kFloat) return bitwise(op, a, out, n);
+    fail(prim, std::string("'") + scalar_op_name(op) + "' is not defined for floating operands");
+  }
   switch (op) {
     case ScalarOp::kIdentity:
     case ScalarOp::kCast:
@@ -119,106 +202,6 @@ void compute(const Primitive& prim, ScalarOp op, const std::vector<Operand<T>>& 
     case ScalarOp::kRound:
       if constexpr (kFloat) return map1(a[0], out, n, [](T x) { return std::nearbyint(x); });
       return map1(a[0], out, n, [](T x) { return x; });
-    case ScalarOp::kExp:
-    case ScalarOp::kLog:
-    case ScalarOp::kSqrt:
-    case ScalarOp::kRsqrt:
-    case ScalarOp::kReciprocal:
-    case ScalarOp::kTanh:
-    case ScalarOp::kErf:
-    case ScalarOp::kSigmoid:
-    case ScalarOp::kSoftplus:
-    case ScalarOp::kSin:
-    case ScalarOp::kCos:
-    case ScalarOp::kTan:
-    case ScalarOp::kAsin:
-    case ScalarOp::kAcos:
-    case ScalarOp::kAtan:
-    case ScalarOp::kSinh:
-    case ScalarOp::kCosh:
-    case ScalarOp::kAsinh:
-    case ScalarOp::kAcosh:
-    case ScalarOp::kAtanh:
-      if constexpr (kFloat) {
-        switch (op) {
-          case ScalarOp::kExp:
-            return map1(a[0], out, n, [](T x) { return std::exp(x); });
-          case ScalarOp::kLog:
-            return map1(a[0], out, n, [](T x) { return std::log(x); });
-          case ScalarOp::kSqrt:
-            return map1(a[0], out, n, [](T x) { return std::sqrt(x); });
-          case ScalarOp::kRsqrt:
-            return map1(a[0], out, n, [](T x) { return T(1) / std::sqrt(x); });
-          case ScalarOp::kReciprocal:
-            return map1(a[0], out, n, [](T x) { return T(1) / x; });
-          case ScalarOp::kTanh:
-            return map1(a[0], out, n, [](T x) { return std::tanh(x); });
-          case ScalarOp::kErf:
-            return map1(a[0], out, n, [](T x) { return std::erf(x); });
-          case ScalarOp::kSigmoid:
-            return map1(a[0], out, n, [](T x) {
-              if (x >= 0) return T(1) / (T(1) + std::exp(-x));
-              const T e = std::exp(x);
-              return e / (T(1) + e);
-            });
-          case ScalarOp::kSoftplus:
-            return map1(a[0], out, n, [](T x) {
-              return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-            });
-          case ScalarOp::kSin:
-            return map1(a[0], out, n, [](T x) { return std::sin(x); });
-          case ScalarOp::kCos:
-            return map1(a[0], out, n, [](T x) { return std::cos(x); });
-          case ScalarOp::kTan:
-            return map1(a[0], out, n, [](T x) { return std::tan(x); });
-          case ScalarOp::kAsin:
-            return map1(a[0], out, n, [](T x) { return std::asin(x); });
-          case ScalarOp::kAcos:
-            return map1(a[0], out, n, [](T x) { return std::acos(x); });
-          case ScalarOp::kAtan:
-            return map1(a[0], out, n, [](T x) { return std::atan(x); });
-          case ScalarOp::kSinh:
-            return map1(a[0], out, n, [](T x) { return std::sinh(x); });
-          case ScalarOp::kCosh:
-            return map1(a[0], out, n, [](T x) { return std::cosh(x); });
-          case ScalarOp::kAsinh:
-            return map1(a[0], out, n, [](T x) { return std::asinh(x); });
-          case ScalarOp::kAcosh:
-            return map1(a[0], out, n, [](T x) { return std::acosh(x); });
-          default:
-            return map1(a[0], out, n, [](T x) { return std::atanh(x); });
-        }
-      }
-      return float_only();
-    case ScalarOp::kBitNot:
-    case ScalarOp::kBitAnd:
-    case ScalarOp::kBitOr:
-    case ScalarOp::kBitXor:
-    case ScalarOp::kShiftLeft:
-    case ScalarOp::kShiftRight:
-      if constexpr (!kFloat) {
-        switch (op) {
-          case ScalarOp::kBitNot:
-            return map1(a[0], out, n, [](T x) { return ~x; });
-          case ScalarOp::kBitAnd:
-            return map2(a[0], a[1], out, n, [](T x, T y) { return x & y; });
-          case ScalarOp::kBitOr:
-            return map2(a[0], a[1], out, n, [](T x, T y) { return x | y; });
-          case ScalarOp::kBitXor:
-            return map2(a[0], a[1], out, n, [](T x, T y) { return x ^ y; });
-          case ScalarOp::kShiftLeft:
-            return map2(a[0], a[1], out, n, [](T x, T y) {
-              return static_cast<uint64_t>(y) >= 64 ? T(0)
-                                                    : static_cast<T>(static_cast<uint64_t>(x) << y);
-            });
-          default:
-            return map2(a[0], a[1], out, n, [](T x, T y) {
-              return static_cast<uint64_t>(y) >= 64 ? T(0)
-                                                    : static_cast<T>(static_cast<uint64_t>(x) >> y);
-            });
-        }
-      }
-      fail(prim, std::string("'") + scalar_op_name(op) + "' is not defined for floating operands");
     case ScalarOp::kAdd:
       return map2(a[0], a[1], out, n, [](T x, T y) { return wrap_add(x, y); });
     case ScalarOp::kSub:
@@ -298,6 +281,8 @@ void compute(const Primitive& prim, ScalarOp op, const std::vector<Operand<T>>& 
       }
       return;
     }
+    default:  // float-only and integer-only functions, above
+      return;
   }
 }
 
