@@ -22,15 +22,6 @@ std::string type_str(DType dtype, const Shape& shape) {
 
 }  // namespace interp
 
-bool is_opaque_operator(const std::string& op_type) {
-  static const std::set<std::string> kOps = {
-      "TopK",       "NonMaxSuppression", "Gather",         "GatherElements", "ArgMax",
-      "ArgMin",     "MaxPool",           "GatherND",       "ScatterND",      "ScatterElements",
-      "GridSample", "RoiAlign",          "Col2Im",         "MaxUnpool",      "Det",
-      "DFT",        "DeformConv",        "TfIdfVectorizer"};
-  return kOps.count(op_type) != 0;
-}
-
 std::vector<Tensor> run_primitive(const PrimGraph& graph, const Primitive& prim,
                                   const std::vector<const Tensor*>& inputs) {
   using interp::fail;

@@ -1,13 +1,14 @@
 // Opaque primitives: ONNX operators kept whole, run with their ONNX semantics. In: the
 // node (attributes; inputs and outputs renamed to primitive tensors) and its input
-// tensors. Out: its outputs, typed as graph.values says. This file dispatches and holds
-// the index operators: TopK, Gather and GatherElements (computed indices; negative ones
-// wrap, out-of-range ones are errors), ArgMax and ArgMin. NonMaxSuppression and MaxPool
-// live in their own files (TfIdfVectorizer in tfidf.cc), GatherND, ScatterND and
-// ScatterElements in scatter.cc.
+// tensors. Out: its outputs, typed as graph.values says. One table (runners()) names every
+// such operator and what runs it; is_opaque_operator reads it. This file holds the index
+// operators TopK, Gather and GatherElements (computed indices; negative ones wrap,
+// out-of-range ones are errors), ArgMax and ArgMin; the others live in files of their own
+// (max_pool.cc, nms.cc, scatter.cc, grid_sample.cc, roi_align.cc, ...).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <numeric>
 
 #include "interpreter/kernels.h"
@@ -240,43 +241,43 @@ std::vector<Tensor> arg_extreme(const OpaqueCall& call, bool max) {
   return {y};
 }
 
+using Runner = std::vector<Tensor> (*)(const OpaqueCall&);
+
+// Every operator the interpreter runs whole, and what runs it.
+const std::map<std::string, Runner>& runners() {
+  static const std::map<std::string, Runner> table = {
+      {"TopK", top_k},
+      {"NonMaxSuppression", run_non_max_suppression},
+      {"Gather", gather},
+      {"GatherElements", gather_elements},
+      {"ArgMax", [](const OpaqueCall& c) { return arg_extreme(c, true); }},
+      {"ArgMin", [](const OpaqueCall& c) { return arg_extreme(c, false); }},
+      {"MaxPool", run_max_pool},
+      {"GatherND", run_scatter_gather_nd},
+      {"ScatterND", run_scatter_gather_nd},
+      {"ScatterElements", run_scatter_gather_nd},
+      {"GridSample", run_grid_sample},
+      {"RoiAlign", run_roi_align},
+      {"DeformConv", run_deform_conv},
+      {"Col2Im", run_image_scatter},
+      {"MaxUnpool", run_image_scatter},
+      {"Det", run_det},
+      {"DFT", run_dft},
+      {"TfIdfVectorizer", run_tfidf_vectorizer},
+  };
+  return table;
+}
+
 }  // namespace
 
 std::vector<Tensor> run_opaque(const PrimGraph& graph, const Primitive& prim, const Inputs& in) {
   const OpaqueCall call(graph, prim, in);
   const std::string& op = call.node().op_type;
   const std::string& domain = call.node().domain;
-  if (!is_opaque_operator(op) || !(domain.empty() || domain == "ai.onnx"))
+  const auto runner = runners().find(op);
+  if (runner == runners().end() || !(domain.empty() || domain == "ai.onnx"))
     call.fail("'" + op + "' is not an operator the interpreter runs whole");
-  std::vector<Tensor> out;
-  if (op == "TopK")
-    out = top_k(call);
-  else if (op == "NonMaxSuppression")
-    out = run_non_max_suppression(call);
-  else if (op == "Gather")
-    out = gather(call);
-  else if (op == "GatherElements")
-    out = gather_elements(call);
-  else if (op == "ArgMax" || op == "ArgMin")
-    out = arg_extreme(call, op == "ArgMax");
-  else if (op == "GatherND" || op == "ScatterND" || op == "ScatterElements")
-    out = run_scatter_gather_nd(call);
-  else if (op == "GridSample")
-    out = run_grid_sample(call);
-  else if (op == "RoiAlign")
-    out = run_roi_align(call);
-  else if (op == "DeformConv")
-    out = run_deform_conv(call);
-  else if (op == "Col2Im" || op == "MaxUnpool")
-    out = run_image_scatter(call);
-  else if (op == "Det")
-    out = run_det(call);
-  else if (op == "DFT")
-    out = run_dft(call);
-  else if (op == "TfIdfVectorizer")
-    out = run_tfidf_vectorizer(call);
-  else
-    out = run_max_pool(call);
+  std::vector<Tensor> out = runner->second(call);
   out.resize(prim.outputs.size());
   for (size_t i = 0; i < out.size(); ++i)
     if (!call.wants(i)) out[i] = Tensor();
@@ -284,3 +285,11 @@ std::vector<Tensor> run_opaque(const PrimGraph& graph, const Primitive& prim, co
 }
 
 }  // namespace kora::interp
+
+namespace kora {
+
+bool is_opaque_operator(const std::string& op_type) {
+  return interp::runners().count(op_type) != 0;
+}
+
+}  // namespace kora
