@@ -6,6 +6,8 @@ try:
     onnx = importlib.import_module("onnx")
     importlib.import_module("onnxruntime")
     importlib.import_module("numpy")
+    importlib.import_module("nanobind")
+    importlib.import_module("pytest")
 except ImportError:
     sys.exit(1)
 sys.exit(0 if onnx.__version__ == "1.17.0" else 1)

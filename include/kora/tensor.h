@@ -34,6 +34,11 @@ class Tensor {
   Tensor(DType dtype, Shape shape);
   // Tensor holding a copy of `bytes` (its size must match dtype and shape).
   Tensor(DType dtype, Shape shape, const void* bytes, size_t size);
+  // Tensor over `size` bytes at `data` that it does not copy: `keeper` keeps them alive as
+  // long as any copy of the tensor does (binding a caller's buffer, e.g. a numpy array, as
+  // a session input). The caller must not change them while kora reads them.
+  static Tensor view(DType dtype, Shape shape, std::shared_ptr<const void> keeper, const void* data,
+                     size_t size);
 
   static Tensor from_int64(DType dtype, Shape shape, const std::vector<int64_t>& values);
   static Tensor from_double(DType dtype, Shape shape, const std::vector<double>& values);
@@ -41,10 +46,10 @@ class Tensor {
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int64_t numel() const { return kora::numel(shape_); }
-  size_t nbytes() const { return bytes_ ? bytes_->size() : 0; }
-  const std::byte* bytes() const { return bytes_ ? bytes_->data() : nullptr; }
+  size_t nbytes() const { return size_; }
+  const std::byte* bytes() const { return bytes_.get(); }
   // Writable access, for filling a tensor right after construction only.
-  std::byte* mutable_bytes() { return bytes_ ? bytes_->data() : nullptr; }
+  std::byte* mutable_bytes() { return bytes_.get(); }
 
   // Element i converted to int64 / double (any dtype).
   int64_t int64_at(int64_t i) const;
@@ -58,7 +63,8 @@ class Tensor {
  private:
   DType dtype_ = DType::kFloat32;
   Shape shape_;
-  std::shared_ptr<std::vector<std::byte>> bytes_;
+  std::shared_ptr<std::byte> bytes_;  // owned (an array), or a view kept alive by its keeper
+  size_t size_ = 0;
 };
 
 // Writes `value` into element i of a tensor being filled, converting to its dtype.

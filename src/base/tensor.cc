@@ -134,16 +134,34 @@ size_t allocation_bytes(DType dtype, const Shape& shape) {
 }  // namespace
 
 Tensor::Tensor(DType dtype, Shape shape)
-    : dtype_(dtype),
-      shape_(std::move(shape)),
-      bytes_(std::make_shared<std::vector<std::byte>>(allocation_bytes(dtype, shape_))) {}
+    : dtype_(dtype), shape_(std::move(shape)), size_(allocation_bytes(dtype, shape_)) {
+  bytes_ = std::shared_ptr<std::byte>(new std::byte[size_ ? size_ : 1](),
+                                      std::default_delete<std::byte[]>());
+}
 
 Tensor::Tensor(DType dtype, Shape shape, const void* bytes, size_t size)
     : Tensor(dtype, std::move(shape)) {
   if (size != nbytes())
     throw Error("tensor of " + std::string(dtype_name(dtype)) + " " + shape_str(shape_) +
                 " needs " + std::to_string(nbytes()) + " bytes, got " + std::to_string(size));
-  if (size) std::memcpy(bytes_->data(), bytes, size);
+  if (size) std::memcpy(bytes_.get(), bytes, size);
+}
+
+Tensor Tensor::view(DType dtype, Shape shape, std::shared_ptr<const void> keeper, const void* data,
+                    size_t size) {
+  const int64_t want = checked_nbytes(dtype, shape);
+  if (want < 0 || static_cast<size_t>(want) != size)
+    throw Error("tensor of " + std::string(dtype_name(dtype)) + " " + shape_str(shape) + " needs " +
+                std::to_string(want) + " bytes, got " + std::to_string(size));
+  if (size && !data) throw Error("tensor view of " + shape_str(shape) + " over no data");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  // The aliasing constructor: shares ownership of the keeper, points at the caller's bytes.
+  t.bytes_ = std::shared_ptr<std::byte>(std::const_pointer_cast<void>(std::move(keeper)),
+                                        static_cast<std::byte*>(const_cast<void*>(data)));
+  t.size_ = size;
+  return t;
 }
 
 Tensor Tensor::from_int64(DType dtype, Shape shape, const std::vector<int64_t>& values) {

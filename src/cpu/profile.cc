@@ -44,6 +44,7 @@
 #include "base/compare.h"
 #include "base/file_lock.h"
 #include "base/fnv_hash.h"
+#include "base/interrupt.h"
 #include "base/progress.h"
 #include "cpu/backend.h"
 #include "cpu/codegen.h"
@@ -271,7 +272,7 @@ void compile_all(std::vector<Job>& jobs, const ProfileOptions& options, ProfileS
   std::atomic<int64_t> done{0}, cached_units{0};
   std::mutex mutex;  // progress output
   auto worker = [&]() {
-    for (size_t u; (u = next++) < units.size();) {
+    for (size_t u; !interrupt_requested() && (u = next++) < units.size();) {
       bool cached = false;
       try {
         compile_unit(units[u], &cached);
@@ -294,6 +295,7 @@ void compile_all(std::vector<Job>& jobs, const ProfileOptions& options, ProfileS
   for (int i = 0; i < workers; ++i) threads.emplace_back(worker);
   for (std::thread& t : threads) t.join();
   progress.finish();
+  throw_if_interrupted("compiling candidate kernels");
   for (auto [copy, compiled] : same) {
     copy->library = compiled->library;
     copy->fn = compiled->fn;
@@ -348,6 +350,11 @@ class Measurer {
     auto last_store = std::chrono::steady_clock::now();
     size_t j = 0;
     while (j < jobs.size()) {
+      if (interrupt_requested()) {  // keep what was measured, then stop
+        db_.put(pending_);
+        pending_.clear();
+        throw_if_interrupted("measuring candidate kernels");
+      }
       const int runnable = runnable_tasks();  // kora's own: its threads at most
       if (runnable > 0) {
         ++summary_.load_looks;

@@ -13,6 +13,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "base/interrupt.h"
 #include "base/text.h"
 #include "driver/plan_check.h"
 #include "driver/stages.h"
@@ -165,6 +166,7 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
                                " implementations failed (" + fixed(s.profile_seconds, 1) + " s)");
   }
 
+  throw_if_interrupted("compiling");
   auto stage = std::chrono::steady_clock::now();
   std::unique_ptr<ProfileDbCost> costs;
   OrchestrationResult plan;
@@ -188,7 +190,8 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
     progress_line(options, "target " + s.describe + ", costs of " + s.device);
     plan = orchestrate_for(graph, target, *costs, options);
   }
-  s.orchestrate_seconds = seconds_since(stage) - s.profile_seconds;
+  // Measuring on demand profiles inside this stage; else profiling ran before it.
+  s.orchestrate_seconds = seconds_since(stage) - (on_demand ? s.profile_seconds : 0.0);
   s.strategy = plan.strategy;
   s.kernels = static_cast<int64_t>(plan.kernels.size());
   s.predicted_ms = plan.total_cost_ms;
@@ -209,6 +212,7 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
   note_plan(graph, plan, target, *costs, s);
   for (const std::string& note : s.notes) progress_line(options, "note: " + note);
 
+  throw_if_interrupted("compiling");
   stage = std::chrono::steady_clock::now();
   if (options.verify && options.measure && target.measures_here()) {
     check_artifact_dir(dir);

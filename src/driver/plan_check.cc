@@ -11,6 +11,7 @@
 #include <ostream>
 #include <random>
 
+#include "base/interrupt.h"
 #include "base/text.h"
 #include "emit/artifact_backend.h"
 #include "kora/cost.h"
@@ -51,6 +52,7 @@ struct Entry {
 // sees the same), running it once. A failure is the entry's error.
 void prepare(const PrimGraph& graph, Target& target, const ProfileDb& db, const std::string& device,
              const CompileOptions& options, Entry& e) {
+  throw_if_interrupted("checking plans on the clock");
   e.artifact = target.write_artifact(graph, e.plan, &db, device, e.dir,
                                      TargetEmitOptions{nullptr, options.terminal});
   e.check.kernels = e.artifact.kernels;
@@ -95,7 +97,7 @@ void time_in_turn(const std::vector<Entry*>& entries, double budget_ms = 2000,
   constexpr int kBurst = 4;
   const int rounds =
       std::clamp(static_cast<int>(budget_ms / std::max(kBurst * round_ms, 1e-3)), 5, 100);
-  for (int r = 0; r < rounds; ++r)
+  for (int r = 0; r < rounds; ++r, throw_if_interrupted("checking plans on the clock"))
     for (Entry* e : live)
       for (int i = 0; i < kBurst; ++i) {
         const double ms = e->session->plan_ms();

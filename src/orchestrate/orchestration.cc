@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/interrupt.h"
 #include "kora/error.h"
 
 namespace kora {
@@ -133,6 +134,7 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
   std::vector<std::string> layout_names;         // ids of the LayoutProblems
   std::unordered_map<std::string, Plan> solved;  // by problem_key
   for (size_t s = 0; s < segments.size(); ++s) {
+    throw_if_interrupted("orchestrating");
     if (options.progress_line)
       std::cerr << "\rkora orchestrate: segment " << s + 1 << "/" << segments.size() << " ("
                 << options.strategy << ")" << std::flush;
