@@ -205,7 +205,8 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
       const OrchestrationResult b = orchestrate_for(graph, target, *costs, o);
       baselines.push_back({strategy, static_cast<int64_t>(b.kernels.size()), b.total_cost_ms});
     }
-  s.orchestrate_seconds = seconds_since(stage) - s.profile_seconds;
+  // Measuring on demand profiles inside this stage; otherwise profile ran before it.
+  s.orchestrate_seconds = seconds_since(stage) - (on_demand ? s.profile_seconds : 0);
   s.strategy = plan.strategy;
   s.kernels = static_cast<int64_t>(plan.kernels.size());
   s.predicted_ms = plan.total_cost_ms;
