@@ -95,6 +95,11 @@ std::string notes(const PlanReportData& d, const GraphView& g) {
                          "and write; baselines and the compile's measurements are not known.",
                      true});
   if (!g.note.empty()) items.push_back({g.note, true});
+  if (d.measured_busy)
+    items.push_back(
+        {"Other processes used the CPU while kora report measured the kernels: the "
+         "in-plan times below may be inflated (run it again on a quiet machine).",
+         true});
   if (!d.measured)
     items.push_back(
         {(d.measure_note.empty() ? std::string("In-plan times not measured") : d.measure_note) +
@@ -282,7 +287,8 @@ std::string graph_section(const PlanReportData& d, const GraphView& g) {
 
 std::string kernel_table(const PlanReportData& d) {
   std::string s =
-      "<section>\n<h2>Kernels in run order</h2>\n<table id=\"kernels\">\n<thead><tr>"
+      "<section>\n<h2>Kernels in run order</h2>\n<div class=\"scroll\"><table "
+      "id=\"kernels\">\n<thead><tr>"
       "<th class=\"n\">#</th><th>implementation</th><th>schedule</th><th>primitives</th>"
       "<th class=\"n\">predicted</th><th class=\"n\">in plan</th><th class=\"n\">in plan / "
       "predicted</th></tr></thead>\n<tbody>\n";
@@ -293,7 +299,8 @@ std::string kernel_table(const PlanReportData& d) {
     const bool in_plan = k.in_plan_ms >= 0;
     s += fmt::format(
         "<tr data-kernel=\"{0}\"><td class=\"n\" data-v=\"{0}\">k{0}</td><td data-v=\"{1}\">{2}{1}"
-        "</td><td data-v=\"{3}\">{3}</td><td class=\"prims\" data-v=\"{4}\" title=\"{5}\">{4}: "
+        "</td><td class=\"sched\" data-v=\"{3}\">{3}</td><td class=\"prims\" data-v=\"{4}\" "
+        "title=\"{5}\">{4}: "
         "{5}</td><td class=\"n\" data-v=\"{6}\">{7}</td><td class=\"n\" data-v=\"{8}\">{9}</td>"
         "<td class=\"n\" data-v=\"{10}\">{11}</td></tr>\n",
         i, esc(k.info.impl), chip(k.info.impl), esc(k.info.schedule), k.primitives.size(),
@@ -303,7 +310,7 @@ std::string kernel_table(const PlanReportData& d) {
         in_plan && k.info.predicted_ms > 0 ? fixed(k.in_plan_ms / k.info.predicted_ms, 2) + "x"
                                            : "&mdash;");
   }
-  return s + "</tbody>\n</table>\n</section>\n";
+  return s + "</tbody>\n</table></div>\n</section>\n";
 }
 
 // The kernels' details for the script; "<" escaped so that no "</script>" can end it.

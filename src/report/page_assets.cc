@@ -75,7 +75,9 @@ tr.emitted td { background: #eff6ff; font-weight: 600; }
 #kernels tbody tr { cursor: pointer; }
 #kernels tbody tr:hover td { background: #f3f4f6; }
 #kernels tr.selected td { background: #dbeafe; }
-#kernels td.prims { max-width: 520px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+#kernels td.prims { max-width: 460px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+#kernels td.sched { max-width: 240px; word-break: break-all; }
+.scroll { overflow-x: auto; }
 @media (max-width: 900px) { .graph-wrap { grid-template-columns: 1fr; } #details { position: static; } }
 )css";
 

@@ -3,10 +3,12 @@
 // kernel's median time inside the running plan out.
 #include "report/plan_data.h"
 
+#include <algorithm>
 #include <random>
 #include <set>
 
 #include "base/text.h"
+#include "cpu/machine_load.h"
 #include "kora/error.h"
 
 namespace kora {
@@ -64,7 +66,9 @@ void measure_in_plan(PlanReportData& data, const PlanReportOptions& options) {
   for (const TensorInfo& t : session->inputs())
     session->set_input(t.name, random_tensor(t.dtype, t.shape, rng, 1));
   data.iters = std::max(1, options.iters);
+  const LoadWatch watch;
   const std::vector<double> ms = session->profile_kernels(data.iters);
+  data.measured_busy = data.manifest.target == "cpu" && watch.busy();
   if (ms.size() != data.kernels.size())
     throw Error("artifact '" + data.artifact_dir + "': the session runs " +
                 std::to_string(ms.size()) + " kernels, the manifest lists " +

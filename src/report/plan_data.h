@@ -31,7 +31,8 @@ struct PlanReportData {
   std::string plan_missing;           // why not, when not
   // The report's own measurement: each kernel's median time inside the running plan.
   bool measured = false;
-  std::string measure_note;  // why not measured, or where and how it was
+  std::string measure_note;    // why not measured, or where and how it was
+  bool measured_busy = false;  // other processes used the CPU meanwhile (times inflated)
   int iters = 0;
   double in_plan_total_ms = 0;
 

@@ -4,8 +4,8 @@
 // measuring has one kernel group per manifest kernel, every primitive of the graph, the
 // totals next to greedy and unfused, each kernel's in-plan time, and nothing external. An
 // artifact without plan.json, or with a corrupt one, is drawn kernel by kernel and says
-// so; the DOT writer draws a recomputed primitive in each kernel; a missing dot is a clear
-// error.
+// so; a CUDA artifact that cannot run here is reported with a note; the DOT writer draws a
+// recomputed primitive in each kernel; a missing dot is a clear error.
 #include "kora/report.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +16,9 @@
 #include <regex>
 #include <set>
 
+#include "cuda/artifact.h"
+#include "cuda/compile_kernels.h"
+#include "cuda/nvrtc_compile.h"
 #include "driver/cpu_compile_setup.h"
 #include "emit/small_artifacts.h"
 #include "kora/compile.h"
@@ -204,6 +207,31 @@ TEST_F(PlanReport, ClearErrors) {
   expect_error([&] { write_plan_report(art_, setup_->dir.file("no-dot.html"), options); },
                "install the graphviz package");
   ::setenv("PATH", path.c_str(), 1);
+}
+
+// A CUDA artifact (cubins from NVRTC, no GPU needed to write it; no plan.json: written
+// without kora::compile) is reported with its library calls; where it cannot run (no GPU
+// here) the page says so instead of failing.
+TEST(PlanReportCuda, ACudaArtifactThatCannotRunHereIsReportedWithANote) {
+  if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
+  const PrimGraph g = small_model();
+  TempDir tmp;
+  RooflineCost costs(device_params("h100"));
+  OrchestrationOptions o;
+  o.strategy = "unfused";
+  o.candidates = cuda_candidate_options(g, o.candidates);
+  CudaArtifactOptions options;
+  options.cache_dir = tmp.file("cubins");
+  write_cuda_artifact(g, orchestrate(g, costs, o), nullptr, tmp.file("art"), options);
+  write_plan_report(tmp.file("art"), tmp.file("art.html"));
+  const std::string html = read_bytes(tmp.file("art.html"));
+  const bool measured = html.find("data-measured=\"1\"") != std::string::npos;
+  if (!measured) {
+    EXPECT_NE(html.find("not measured: this CUDA artifact cannot run here"), std::string::npos);
+  }
+  EXPECT_NE(html.find("cuda unfused plan"), std::string::npos);
+  EXPECT_NE(html.find("class=\"node kernel impl_"), std::string::npos);
+  EXPECT_NE(html.find("interpreter (host)"), std::string::npos);  // TopK runs on the host
 }
 
 // x -> a -> b -> out0 and a -> c -> out1, a computed in both kernels.
