@@ -31,10 +31,7 @@
 #include "base/interrupt.h"
 #include "kora/compile.h"
 #include "kora/error.h"
-#if __has_include("kora/report.h")
 #include "kora/report.h"
-#define KORA_HAVE_REPORT 1
-#endif
 #include "kora/runtime.h"
 #include "kora/target.h"
 
@@ -336,10 +333,6 @@ std::string compile_model(const std::string& model, const std::string& output_di
 
 void write_report(const std::string& artifact, const std::string& html, bool measure, int iters,
                   int threads) {
-#ifndef KORA_HAVE_REPORT
-  (void)artifact, (void)html, (void)measure, (void)iters, (void)threads;
-  throw kora::Error("no plan report in this build");
-#else
   kora::PlanReportOptions options;
   options.measure = measure;
   options.iters = iters;
@@ -349,7 +342,6 @@ void write_report(const std::string& artifact, const std::string& html, bool mea
     std::lock_guard<std::mutex> lock(mutex);
     kora::write_plan_report(artifact, html, options);
   });
-#endif
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 download). For each model and each strategy (optimal, greedy, unfused): `kora compile`
 (profiling the kernels this machine has not measured yet into the profile database),
 `kora check` against onnxruntime, `kora run --iters` for the measured latency; then
-onnxruntime's own latency with the same thread count. Prints one table.
+onnxruntime's own latency with the same thread count. Prints one table, then writes the
+plan report of candy_mini's optimal plan (`kora report`, one HTML page) and its path.
 
 usage: python3 scripts/demo.py BUILD_DIR [--iters N] [--threads N] [--max-kernel-size K]
 """
@@ -102,6 +103,10 @@ def main():
         print(f"{name:<13} {'onnxruntime':<11} {'':>15} {ort_ms:>7.3f}ms")
     print("\nspeedups are latency ratios (> 1: kora's plan is faster); predicted = sum of the "
           "measured kernel costs; max_rel_l2 = kora check vs onnxruntime")
+    artifact = os.path.join(examples, "candy_mini.optimal")
+    report = artifact + ".html"
+    run([kora, "report", artifact, "-o", report])
+    print(f"\nplan report of candy_mini's optimal plan (open it in a browser): {report}")
     return 1 if failed else 0
 
 

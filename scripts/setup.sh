@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what kora needs on a fresh Debian 12 machine, each piece only when missing:
-# the Debian packages of the build (apt-get) and the Python test tools (pip).
+# the Debian packages of the build (apt-get; graphviz lays out `kora report`'s graph,
+# chromium opens the report in its test) and the Python test tools (pip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 debs=(cmake g++ make pkg-config protobuf-compiler libprotobuf-dev libonnx-dev
       coinor-libcbc-dev libdnnl-dev ocl-icd-opencl-dev libsqlite3-dev libcli11-dev libssl-dev
-      nlohmann-json3-dev libfmt-dev libgtest-dev python3 python3-pip time ccache)
+      nlohmann-json3-dev libfmt-dev libgtest-dev python3 python3-pip time ccache
+      graphviz chromium)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,7 +5,8 @@
 //   profile    the candidate kernels the database lacks, measured by the target
 //   orchestrate  candidates (the target's) costed by the database for the target's device
 //              (the target's roofline where unmeasured) -> chosen kernels
-//   emit       the target writes the chosen kernels, weights and manifest
+//   emit       the target writes the chosen kernels, weights and manifest; plan.json beside
+//              them holds the primitive graph and this summary for reports (not executed)
 // Where the target has lower bounds, profile and orchestrate are one stage, measure on
 // demand (solve_on_demand): only the kernels of the plans the solver chooses are measured.
 // Each stage is callable alone: import_model, profile_for, target_costs + orchestrate_for,

@@ -1,8 +1,10 @@
 // The compile pipeline (include/kora/compile.h), the same for every target: import,
 // profile what the database lacks and orchestrate at the database's costs for the target's
 // device (both at once where the target has lower bounds: measure on demand), check the
-// plan on the clock, emit with the target. Each stage reports one progress line; the summary
-// collects what each did. A graph with a zero-sized tensor or one larger than the
+// plan on the clock, emit with the target, and add plan.json to the artifact (the primitive
+// graph, this summary and the baselines' predictions, for `kora report`:
+// src/report/plan_file.h). Each stage reports one progress line; the summary collects what
+// each did. A graph with a zero-sized tensor or one larger than the
 // machine's memory is refused first, naming the tensor.
 #include "kora/compile.h"
 
@@ -22,6 +24,7 @@
 #include "kora/error.h"
 #include "kora/fission.h"
 #include "kora/profile_db.h"
+#include "report/plan_file.h"
 
 namespace kora {
 namespace {
@@ -190,15 +193,28 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
     progress_line(options, "target " + s.describe + ", costs of " + s.device);
     plan = orchestrate_for(graph, target, *costs, options);
   }
-  // Measuring on demand profiles inside this stage; else profiling ran before it.
-  s.orchestrate_seconds = seconds_since(stage) - (on_demand ? s.profile_seconds : 0.0);
+  s.measured_costs = costs->hits();
+  s.roofline_costs = costs->misses();
+  // The baselines' predictions at the same costs, for the plan report (plan.json), unless
+  // the check on the clock measures them below.
+  const bool check = options.verify && options.measure && target.measures_here();
+  std::vector<PlanBaseline> baselines;
+  if (!check && plan.strategy == "optimal")
+    for (const char* strategy : {"greedy", "unfused"}) {
+      CompileOptions o = options;
+      o.strategy = strategy;
+      o.orchestration.progress = o.orchestration.progress_line = false;
+      const OrchestrationResult b = orchestrate_for(graph, target, *costs, o);
+      baselines.push_back({strategy, static_cast<int64_t>(b.kernels.size()), b.total_cost_ms});
+    }
+  // Measuring on demand profiles inside this stage; otherwise profile ran before it.
+  s.orchestrate_seconds = seconds_since(stage) - (on_demand ? s.profile_seconds : 0);
   s.strategy = plan.strategy;
   s.kernels = static_cast<int64_t>(plan.kernels.size());
   s.predicted_ms = plan.total_cost_ms;
   s.gap_ms = plan.gap_ms;
   s.proven_optimal = plan.proven_optimal;
-  s.measured_costs = costs->hits();
-  s.roofline_costs = costs->misses();
+
   progress_line(options,
                 "orchestrate: " + plan.strategy + ", " + std::to_string(s.kernels) +
                     " kernels, predicted " + fixed(plan.total_cost_ms, 3) + " ms" +
@@ -214,7 +230,7 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
 
   throw_if_interrupted("compiling");
   stage = std::chrono::steady_clock::now();
-  if (options.verify && options.measure && target.measures_here()) {
+  if (check) {
     check_artifact_dir(dir);
     const PlanCheckResult checked =
         check_plans_on_the_clock(graph, target, db, s.device, plan, dir, options);
@@ -237,6 +253,7 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
   }
   s.emit_seconds = seconds_since(stage);
   s.total_seconds = seconds_since(start);
+  write_plan_file(dir, graph, compile_summary_json(s), baselines);
   return out;
 }
 

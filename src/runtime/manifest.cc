@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -457,6 +458,37 @@ std::string kernel_io_text(const std::vector<ValueInfo>& reads,
               shape_str((*list)[i].shape);
   }
   return text.substr(1);
+}
+
+Manifest read_artifact_manifest(const std::string& artifact_dir) {
+  const std::filesystem::path dir(artifact_dir);
+  if (!std::filesystem::is_directory(dir))
+    throw Error("artifact '" + artifact_dir + "' is not a directory (write one with kora compile)");
+  const std::filesystem::path path = dir / "manifest.json";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read '" + path.string() + "' (is this a kora artifact directory?)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return manifest_from_json(text.str(), path.string());
+}
+
+std::vector<KernelInfo> kernel_infos_of(const Manifest& m) {
+  const bool cpu = m.target == "cpu";
+  std::vector<KernelInfo> infos;
+  for (const ManifestKernel& k : m.kernels) {
+    std::string names;
+    for (const std::string& p : k.primitives) names += (names.empty() ? "" : ", ") + p;
+    bool blocked = false;
+    for (const auto* list : {&k.reads, &k.writes})
+      for (const std::string& t : *list) blocked |= !m.tensors.at(t).layout.empty();
+    infos.push_back({cpu                       ? k.impl
+                     : k.impl == "interpreter" ? "interpreter (host)"
+                     : k.cuda.library.empty()  ? "generated"
+                                               : k.cuda.library,
+                     k.schedule, names, k.predicted_ms, k.signature, blocked,
+                     blocked && k.impl == "onednn"});
+  }
+  return infos;
 }
 
 }  // namespace kora

@@ -20,6 +20,7 @@
 #include "cuda/kernel_spec.h"
 #include "kora/graph.h"
 #include "kora/primitive.h"
+#include "kora/runtime.h"
 
 namespace kora {
 
@@ -92,6 +93,14 @@ Manifest manifest_from_json(const std::string& text, const std::string& source);
 // A library kernel's graph; `constant` gives the value of each constant it names.
 PrimGraph kernel_graph_from_json(const std::string& graph_json, const std::string& where,
                                  const std::function<Tensor(const std::string&)>& constant);
+
+// The manifest of the artifact in `dir`, parsed and checked (manifest_from_json); throws
+// kora::Error when the directory or its manifest.json is missing or corrupt.
+Manifest read_artifact_manifest(const std::string& dir);
+// Per kernel, for reports: its implementation as the user knows it ("generated", "onednn",
+// "interpreter"; target cuda: "generated", "cublas_gemm", "cudnn_conv", "interpreter
+// (host)"), schedule, primitives, predicted cost, signature, blocked layouts.
+std::vector<KernelInfo> kernel_infos_of(const Manifest& m);
 
 // Checks that file `name` of the artifact in `dir` has the size and SHA-256 the manifest
 // records, before the runtime reads or loads it; throws kora::Error naming the file.

@@ -10,7 +10,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "kora/error.h"
@@ -27,22 +26,6 @@ struct AlignedFree {
   void operator()(void* p) const { std::free(p); }
 };
 using AlignedBytes = std::unique_ptr<std::byte, AlignedFree>;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read '" + path.string() + "' (is this a kora artifact directory?)");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-Manifest read_manifest(const std::string& artifact_dir) {
-  const fs::path dir(artifact_dir);
-  if (!fs::is_directory(dir))
-    throw Error("artifact '" + artifact_dir + "' is not a directory (write one with kora compile)");
-  const fs::path path = dir / "manifest.json";
-  return manifest_from_json(read_text(path), path.string());
-}
 
 // The whole weights file, 64-byte aligned, its size and checksum the manifest's.
 AlignedBytes read_weights(const fs::path& dir, const Manifest& m) {
@@ -66,26 +49,6 @@ AlignedBytes read_weights(const fs::path& dir, const Manifest& m) {
     throw Error("weights file '" + path.string() +
                 "' is corrupt: its checksum differs from the manifest's");
   return weights;
-}
-
-// Per kernel, for reports: its implementation as the user knows it.
-std::vector<KernelInfo> kernel_infos_of(const Manifest& m) {
-  const bool cpu = m.target == "cpu";
-  std::vector<KernelInfo> infos;
-  for (const ManifestKernel& k : m.kernels) {
-    std::string names;
-    for (const std::string& p : k.primitives) names += (names.empty() ? "" : ", ") + p;
-    bool blocked = false;
-    for (const auto* list : {&k.reads, &k.writes})
-      for (const std::string& t : *list) blocked |= !m.tensors.at(t).layout.empty();
-    infos.push_back({cpu                       ? k.impl
-                     : k.impl == "interpreter" ? "interpreter (host)"
-                     : k.cuda.library.empty()  ? "generated"
-                                               : k.cuda.library,
-                     k.schedule, names, k.predicted_ms, k.signature, blocked,
-                     blocked && k.impl == "onednn"});
-  }
-  return infos;
 }
 
 }  // namespace
@@ -134,7 +97,7 @@ struct Session::Impl {
 Session::Session(const std::string& artifact_dir, const SessionOptions& options)
     : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
-  s.manifest = read_manifest(artifact_dir);
+  s.manifest = read_artifact_manifest(artifact_dir);
   s.threads = options.threads > 0 ? options.threads : s.manifest.threads;
   const int hardware = static_cast<int>(std::thread::hardware_concurrency());
   if (hardware > 0 && s.threads > hardware) s.threads = hardware;

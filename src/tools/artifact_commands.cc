@@ -1,8 +1,9 @@
 // The artifact's `kora` subcommands (tools/commands.h): compile (model -> artifact
 // directory, through the library's compile(): a progress line per stage on stderr and the
 // summary on stdout), run (an artifact on .npy or random inputs, optionally timed and
-// profiled kernel by kernel) and check (an artifact against onnxruntime). run and check
-// load the artifact with the runtime only.
+// profiled kernel by kernel), check (an artifact against onnxruntime) and report (an
+// artifact's plan as one HTML page, through the library's write_plan_report). run and
+// check load the artifact with the runtime only.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +18,7 @@
 #include "kora/compile.h"
 #include "kora/error.h"
 #include "kora/npy.h"
+#include "kora/report.h"
 #include "kora/runtime.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
@@ -303,12 +305,53 @@ class CheckCommand : public Command {
   double tolerance_ = 1e-4;
 };
 
+class ReportCommand : public Command {
+ public:
+  explicit ReportCommand(CLI::App& app) {
+    cmd_ = app.add_subcommand(
+        "report",
+        "write an artifact's plan as one self-contained HTML page: the primitive graph with "
+        "each kernel a group (laid out by Graphviz's dot), the totals next to greedy and "
+        "unfused, where the time goes");
+    cmd_->add_option("artifact", dir_, "artifact directory (kora compile -o)")->required();
+    cmd_->add_option("-o,--output", out_, "HTML file to write (default: ARTIFACT.html)");
+    cmd_->add_flag("--no-measure", no_measure_,
+                   "do not run the artifact: show predicted kernel times only (default: each "
+                   "kernel timed inside the running plan, random inputs)");
+    cmd_->add_option("--iters", options_.iters, "runs for each kernel's median (default 20)")
+        ->check(CLI::PositiveNumber);
+    cmd_->add_option("--threads", options_.threads, "threads (default: as compiled)")
+        ->check(CLI::PositiveNumber);
+  }
+  bool parsed() const override { return cmd_->parsed(); }
+
+  int run(bool) override {
+    options_.measure = !no_measure_;
+    std::string out = out_;
+    if (out.empty()) {
+      std::string dir = dir_;
+      while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+      out = dir + ".html";
+    }
+    write_plan_report(dir_, out, options_);
+    std::cout << "kora report: " << out << std::endl;
+    return 0;
+  }
+
+ private:
+  CLI::App* cmd_;
+  std::string dir_, out_;
+  PlanReportOptions options_;
+  bool no_measure_ = false;
+};
+
 }  // namespace
 
 void add_artifact_commands(CLI::App& app, Commands& commands) {
   commands.push_back(std::make_unique<CompileCommand>(app));
   commands.push_back(std::make_unique<RunCommand>(app));
   commands.push_back(std::make_unique<CheckCommand>(app));
+  commands.push_back(std::make_unique<ReportCommand>(app));
 }
 
 }  // namespace kora::cli

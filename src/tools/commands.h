@@ -1,6 +1,6 @@
 // The `kora` subcommands, in three groups: the model's stages (inspect, fission,
 // interpret, operators), the optimization's (orchestrate, profile) and the artifact's
-// (compile, run, check). Each command registers its options on the CLI11 app when made;
+// (compile, run, check, report). Each command registers its options on the CLI11 app when made;
 // run() executes it once parsed and returns the exit status. Commands parse options and
 // print: the work is the library's (include/kora/compile.h and the stage headers).
 #pragma once

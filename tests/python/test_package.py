@@ -225,5 +225,18 @@ def test_gil_released_while_compiling(db):
         assert ticks > 20, (ticks, elapsed)
 
 
+def test_report_of_an_artifact(conv_artifact, tmp_path):
+    page = conv_artifact.report(tmp_path / "plan.html", iters=3)
+    html = open(page).read()
+    assert "<svg" in html
+    # One group per kernel of the plan, each named after its kernel.
+    assert html.count('class="cluster kernel impl_') == conv_artifact.kernels
+    for k in range(conv_artifact.kernels):
+        assert f'<g id="kernel_{k}" class="cluster kernel impl_' in html
+    assert "https://" not in html and "http://" not in html
+    with pytest.raises(kora.KoraError):
+        kora.Artifact.report(kora.load(conv_artifact.path), "/nonexistent-dir/x/plan.html")
+
+
 def test_targets():
     assert "cpu" in kora.targets() and "cuda" in kora.targets()
