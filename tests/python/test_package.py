@@ -234,8 +234,10 @@ def test_report_of_an_artifact(conv_artifact, tmp_path):
     for k in range(conv_artifact.kernels):
         assert f'<g id="kernel_{k}" class="cluster kernel impl_' in html
     assert "https://" not in html and "http://" not in html
-    with pytest.raises(kora.KoraError):
-        kora.Artifact.report(kora.load(conv_artifact.path), "/nonexistent-dir/x/plan.html")
+    gone = conv_artifact.save(tmp_path / "gone")
+    os.remove(os.path.join(gone.path, "manifest.json"))
+    with pytest.raises(kora.KoraError, match="manifest"):
+        gone.report(tmp_path / "gone.html")
 
 
 def test_targets():
