@@ -7,6 +7,7 @@ try:
     importlib.import_module("onnxruntime")
     importlib.import_module("numpy")
     importlib.import_module("nanobind")
+    importlib.import_module("scikit_build_core")
     importlib.import_module("pytest")
 except ImportError:
     sys.exit(1)
