@@ -11,6 +11,8 @@
 //      costs the solver sees for those kernels (ProfileDbCost);
 //   3. the optimal plan is solved again at these costs; while it is a plan not measured
 //      yet (at most `rounds` times), it is written, run and fed back the same way;
+//   With them in the first round: the plan the last compile of this graph emitted on this
+//   device (driver/previous_plan.h), which the emitted plan replaces there.
 //   4. the plans within 10% of the fastest are timed in turn once more, in one window (so
 //      that drift between rounds does not decide), and the fastest is emitted; the others
 //      are removed.

@@ -10,9 +10,13 @@
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
 
 #include "cpu/target.h"
 #include "driver/cpu_compile_setup.h"
+#include "driver/previous_plan.h"
 #include "emit/small_artifacts.h"
 #include "frontend/model_builder.h"
 #include "kora/profile_db.h"
@@ -237,6 +241,84 @@ TEST(Compile, TheCheckOnTheClockEmitsTheFastestPlanAndFeedsInPlanCostsBack) {
   EXPECT_EQ(j["checked"].size(), s.checked.size());
   EXPECT_TRUE(j["checked"][static_cast<size_t>(fastest)]["emitted"]);
   EXPECT_DOUBLE_EQ(j["measured_ms"].get<double>(), s.measured_ms);
+}
+
+// The primitive names of each kernel of a plan, as a set of sets.
+std::set<std::set<std::string>> kernel_sets(const PrimGraph& g, const OrchestrationResult& plan) {
+  std::set<std::set<std::string>> out;
+  for (const ChosenKernel& k : plan.kernels) {
+    std::set<std::string> names;
+    for (int p : k.prims) names.insert(g.prims[static_cast<size_t>(p)].name);
+    out.insert(names);
+  }
+  return out;
+}
+
+std::set<std::set<std::string>> kernel_sets(const std::string& artifact) {
+  std::set<std::set<std::string>> out;
+  Session session(artifact);
+  for (const KernelInfo& k : session.kernel_infos()) {
+    std::set<std::string> names;
+    std::stringstream ss(k.primitives);
+    for (std::string n; std::getline(ss, n, ',');) names.insert(n.substr(n.find_first_not_of(' ')));
+    out.insert(names);
+  }
+  return out;
+}
+
+TEST(Compile, TheEmittedPlanIsTimedAgainByTheNextCompileOfTheGraph) {
+  CpuCompileSetup setup;
+  const std::string model = small_builder().save(setup.dir);
+  const PrimGraph g = kora::import_model(model);
+  CompileOptions& options = setup.options;
+  const CompiledArtifact first = compile(model, *setup.target, setup.dir.file("a1"), options);
+  auto db = std::make_shared<ProfileDb>(options.db);
+  const std::string& device = first.summary.device;
+  // The emitted plan is remembered for this graph and device.
+  double ms = 0;
+  std::optional<OrchestrationResult> remembered = previous_emitted_plan(*db, device, g, &ms);
+  ASSERT_TRUE(remembered.has_value());
+  EXPECT_EQ(kernel_sets(g, *remembered), kernel_sets(first.dir));
+  EXPECT_DOUBLE_EQ(ms, first.summary.measured_ms);
+  EXPECT_FALSE(previous_emitted_plan(*db, device + "x", g).has_value());
+
+  // A plan none of the next compile's own candidates is (kernels of at most two
+  // primitives, solved at constant costs) stands in for the last compile's: it is timed
+  // with them, and whichever is emitted is remembered after.
+  CompileOptions two = options;
+  two.orchestration.candidates.max_size = 2;
+  ConstantCost constant(1.0);
+  const OrchestrationResult other = orchestrate_for(g, *setup.target, constant, two);
+  remember_emitted_plan(*db, device, g, other, 1.0);
+  const CompiledArtifact second = compile(model, *setup.target, setup.dir.file("a2"), options);
+  int previous = -1;
+  for (size_t i = 0; i < second.summary.checked.size(); ++i)
+    if (second.summary.checked[i].label == "previous compile") previous = static_cast<int>(i);
+  ASSERT_NE(kernel_sets(g, other), kernel_sets(first.dir));  // the first has larger kernels
+  ASSERT_GE(previous, 0);
+  const PlanCheck& c = second.summary.checked[static_cast<size_t>(previous)];
+  EXPECT_TRUE(c.error.empty()) << c.error;
+  EXPECT_GT(c.measured_ms, 0);
+  EXPECT_EQ(c.kernels, static_cast<int64_t>(other.kernels.size()));
+  remembered = previous_emitted_plan(*db, device, g);
+  ASSERT_TRUE(remembered.has_value());
+  EXPECT_EQ(kernel_sets(g, *remembered), kernel_sets(second.dir));
+  expect_matches_interpreter(g, second.dir);
+
+  // A remembered plan that does not fit the graph (or is not JSON) is ignored.
+  const std::string key = "emitted_plan:" + plan_graph_key(g);
+  db->put_device_fact(device, key, "{not json");
+  EXPECT_FALSE(previous_emitted_plan(*db, device, g).has_value());
+  OrchestrationResult wrong = other;
+  wrong.kernels[0].prims = {static_cast<int>(g.prims.size())};
+  remember_emitted_plan(*db, device, g, wrong, 1.0);
+  EXPECT_FALSE(previous_emitted_plan(*db, device, g).has_value());
+  wrong = other;
+  wrong.kernels.pop_back();  // a primitive no kernel computes
+  remember_emitted_plan(*db, device, g, wrong, 1.0);
+  EXPECT_FALSE(previous_emitted_plan(*db, device, g).has_value());
+  const CompiledArtifact third = compile(model, *setup.target, setup.dir.file("a3"), options);
+  for (const PlanCheck& c : third.summary.checked) EXPECT_NE(c.label, "previous compile");
 }
 
 TEST(Compile, UnknownTargetsAndModelsAreClearErrors) {
