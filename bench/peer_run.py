@@ -6,13 +6,17 @@ the first output to OUT.npy and prints one line of JSON: median_ms, p90_ms, setu
 
 Systems:
   onnxruntime     onnxruntime's CPU provider, all graph optimizations
+  openvino-f32    OpenVINO's CPU plugin, the ONNX model read directly, latency hint, one
+                  stream, INFERENCE_PRECISION_HINT=f32 (float32 arithmetic, as kora)
+  openvino        the same at OpenVINO's default precision (bf16 arithmetic on CPUs with
+                  AVX512-BF16 or AMX: faster, with about 1e-3 relative error)
   tvm             apache-tvm: the Relax ONNX importer, relax.build for llvm with the host
                   CPU's -mcpu, default schedules (no tuning)
   torch-eager     the original PyTorch model (models/export.py builds it, same seeds and
                   weights as the ONNX file), torch.inference_mode
   torch-compile   the same model under torch.compile (inductor, default mode)
 
-Threads: onnxruntime's intra-op pool, torch.set_num_threads, TVM_NUM_THREADS (the caller
+Threads: onnxruntime's intra-op pool, OpenVINO's INFERENCE_NUM_THREADS, torch.set_num_threads, TVM_NUM_THREADS (the caller
 sets it before this process starts; TVM reads it once).
 
 usage: python bench/peer_run.py SYSTEM MODEL.onnx INPUT_DIR OUT.npy --threads N --runs R
@@ -44,6 +48,22 @@ def onnxruntime_runner(model, names, arrays, threads):
     sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
     feeds = dict(zip(names, arrays))
     return lambda: sess.run(None, feeds)[0]
+
+
+def openvino_runner(model, names, arrays, threads, f32):
+    import openvino as ov
+    config = {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1",
+              "INFERENCE_NUM_THREADS": str(threads)}
+    if f32:
+        config["INFERENCE_PRECISION_HINT"] = "f32"
+    compiled = ov.Core().compile_model(model, "CPU", config)
+    request = compiled.create_infer_request()
+    feeds = dict(zip(names, arrays))
+
+    def run():
+        request.infer(feeds)
+        return request.get_output_tensor(0).data.copy()
+    return run
 
 
 def tvm_runner(model, names, arrays, threads):
@@ -82,7 +102,8 @@ def torch_runner(model, names, arrays, threads, compiled):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("system", choices=["onnxruntime", "tvm", "torch-eager", "torch-compile"])
+    ap.add_argument("system", choices=["onnxruntime", "openvino-f32", "openvino", "tvm",
+                                       "torch-eager", "torch-compile"])
     ap.add_argument("model")
     ap.add_argument("inputs")
     ap.add_argument("out")
@@ -95,6 +116,9 @@ def main():
     start = time.perf_counter()
     if args.system == "onnxruntime":
         run = onnxruntime_runner(args.model, names, arrays, args.threads)
+    elif args.system.startswith("openvino"):
+        run = openvino_runner(args.model, names, arrays, args.threads,
+                              args.system == "openvino-f32")
     elif args.system == "tvm":
         run = tvm_runner(args.model, names, arrays, args.threads)
     else:

@@ -1,5 +1,6 @@
 """kora against the runtimes users would pick instead (`make bench`): for each zoo model,
-end-to-end latency of kora optimal, greedy and unfused, onnxruntime, TVM, PyTorch eager
+end-to-end latency of kora optimal, greedy and unfused, onnxruntime, OpenVINO (float32
+and its default precision), TVM, PyTorch eager
 and torch.compile, all on the same inputs with the same thread count; peak memory of the
 process that runs each; kora's optimization time with an empty and a warm profile
 database; every system's output against onnxruntime's (relative L2).
@@ -37,7 +38,7 @@ import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KORA_SYSTEMS = ["kora-optimal", "kora-greedy", "kora-unfused"]
-PEERS = ["onnxruntime", "tvm", "torch-eager", "torch-compile"]
+PEERS = ["onnxruntime", "openvino-f32", "openvino", "tvm", "torch-eager", "torch-compile"]
 SYSTEMS = KORA_SYSTEMS + PEERS
 MODELS = ["mobilenet_v2", "efficientvit_b0", "resnet50", "candy", "yolov8n", "segformer_b0",
           "vit_b_16", "bert_base"]
@@ -153,7 +154,8 @@ def peer_model(args, name, model, input_dir, work, system):
 
 def versions(kora):
     v = {"python": platform.python_version()}
-    for module, key in [("onnxruntime", "onnxruntime"), ("torch", "torch"), ("tvm", "tvm"),
+    for module, key in [("onnxruntime", "onnxruntime"), ("openvino", "openvino"),
+                        ("torch", "torch"), ("tvm", "tvm"),
                         ("numpy", "numpy")]:
         try:
             v[key] = __import__(module).__version__
