@@ -43,6 +43,11 @@ struct CompileOptions {
   // times fed back as costs, and the fastest on the clock emitted (src/driver/plan_check.h).
   bool verify = true;
   int verify_rounds = 3;  // re-solves after feedback, at most
+  // "parallel" (cpu, with the check on the clock): the fastest plan's independent kernels
+  // also tried in pairs, each on half the threads (src/orchestrate/parallel_schedule.h),
+  // and that schedule emitted when it is faster on the clock; "serial": one kernel after
+  // another, each on every thread.
+  std::string schedule = "serial";
   // Measure on demand where the target has lower bounds (src/driver/measure_on_demand.cc):
   // only the kernels of the plans the solver chooses, until the plan is proven within
   // on_demand_gap of the optimum. Off by default: with today's bounds it measures a third

@@ -32,6 +32,11 @@ struct ChosenKernel {
   uint64_t signature = 0;
   int segment = 0;
   bool native = false;  // runs its native implementation (blocked layouts, optimal only)
+  // A parallel schedule (src/orchestrate/parallel_schedule.cc): kernels of one step run at
+  // the same time, each on `threads` threads; steps run in order. -1: no schedule, the
+  // kernels one after another on every thread.
+  int step = -1;
+  int threads = 0;
 };
 
 struct OrchestrationResult {

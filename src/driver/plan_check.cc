@@ -11,6 +11,7 @@
 #include <optional>
 #include <ostream>
 #include <random>
+#include <tuple>
 
 #include "base/interrupt.h"
 #include "base/text.h"
@@ -19,16 +20,20 @@
 #include "kora/cost.h"
 #include "kora/error.h"
 #include "kora/runtime.h"
+#include "orchestrate/parallel_schedule.h"
+#include "runtime/manifest.h"
 
 namespace kora {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A plan's identity: its kernels (primitive sets, native or not), in any order.
-std::vector<std::pair<std::vector<int>, bool>> plan_key(const OrchestrationResult& plan) {
-  std::vector<std::pair<std::vector<int>, bool>> key;
-  for (const ChosenKernel& k : plan.kernels) key.emplace_back(k.prims, k.native);
+// A plan's identity: its kernels (primitive sets, native or not, step and threads of a
+// parallel schedule), in any order.
+std::vector<std::tuple<std::vector<int>, bool, int, int>> plan_key(
+    const OrchestrationResult& plan) {
+  std::vector<std::tuple<std::vector<int>, bool, int, int>> key;
+  for (const ChosenKernel& k : plan.kernels) key.emplace_back(k.prims, k.native, k.step, k.threads);
   std::sort(key.begin(), key.end());
   return key;
 }
@@ -50,6 +55,15 @@ struct Entry {
   std::vector<double> kernel_ms;  // per kernel of the session, inside the running plan
 };
 
+// Binds the check's random inputs (seeded: every plan sees the same) and runs once.
+void run_on_random_inputs(Session& session) {
+  std::mt19937_64 rng(0x636c6f636bull);
+  std::map<std::string, Tensor> feeds;
+  for (const TensorInfo& t : session.inputs())
+    feeds[t.name] = random_tensor(t.dtype, t.shape, rng, 1);
+  session.run(feeds);
+}
+
 // Writes the entry's artifact and loads it with random inputs bound (seeded: every plan
 // sees the same), running it once. A failure is the entry's error.
 void prepare(const PrimGraph& graph, Target& target, const ProfileDb& db, const std::string& device,
@@ -60,11 +74,7 @@ void prepare(const PrimGraph& graph, Target& target, const ProfileDb& db, const 
   e.check.kernels = e.artifact.kernels;
   try {
     e.session = std::make_unique<Session>(e.dir);
-    std::mt19937_64 rng(0x636c6f636bull);
-    std::map<std::string, Tensor> feeds;
-    for (const TensorInfo& t : e.session->inputs())
-      feeds[t.name] = random_tensor(t.dtype, t.shape, rng, 1);
-    e.session->run(feeds);
+    run_on_random_inputs(*e.session);
   } catch (const Error& err) {
     e.check.error = err.what();
     e.session.reset();
@@ -168,6 +178,23 @@ void report(const CompileOptions& options, const std::string& what,
                         << " could not be run here: " << e->check.error << std::endl;
 }
 
+// The entry's plan as pairs of kernels at half its threads where that saves time: each
+// kernel's in-plan time on all threads (from time_in_turn) and on half (measured here).
+ParallelSchedule schedule_parallel(const PrimGraph& graph, const Entry& e) {
+  PairCosts costs;
+  costs.threads = e.session->threads();
+  if (costs.threads < 2 || e.kernel_ms.size() != e.plan.kernels.size()) return {};
+  costs.all_ms = e.kernel_ms;
+  Session half(e.dir, SessionOptions{costs.threads / 2});
+  run_on_random_inputs(half);
+  costs.half_ms = half.profile_kernels(20);
+  const Manifest m = read_artifact_manifest(e.dir);
+  for (const ManifestKernel& k : m.kernels)
+    costs.function.push_back(k.impl == "generated" ? std::to_string(k.library) + ":" + k.symbol
+                                                   : "");
+  return schedule_pairs(graph, e.plan, costs);
+}
+
 }  // namespace
 
 PlanCheckResult check_plans_on_the_clock(const PrimGraph& graph, Target& target,
@@ -261,6 +288,30 @@ PlanCheckResult check_plans_on_the_clock(const PrimGraph& graph, Target& target,
       report(options, "check on the clock, round " + std::to_string(round), pair);
       feed_back(pair, *db, device);
     }
+
+    // The parallel schedule of the fastest plan (options.schedule, cpu): its kernels timed
+    // inside the running plan on half the threads too, paired where that saves time
+    // (orchestrate/parallel_schedule.h), timed in turn with the serial plan. Its kernels'
+    // times are not fed back: side by side they are not what each costs alone.
+    if (options.schedule == "parallel" && target.name() == "cpu")
+      if (Entry* leader = fastest()) {
+        const ParallelSchedule schedule = schedule_parallel(graph, *leader);
+        if (schedule.pairs > 0)
+          if (Entry* e = add("parallel schedule", schedule.plan)) {
+            e->check.predicted_ms = schedule.predicted_ms;
+            try {
+              prepare(graph, target, *db, device, options, *e);
+            } catch (const Error& err) {
+              e->check.error = err.what();
+            }
+            std::vector<Entry*> pair{leader, e};
+            time_in_turn(pair);
+            report(options,
+                   "check on the clock, parallel schedule (" + std::to_string(schedule.pairs) +
+                       " pairs)",
+                   pair);
+          }
+      }
 
     // The decision: the plans within 10% of the fastest, timed in turn once more in one
     // window, so that drift between rounds does not decide.

@@ -32,6 +32,11 @@ std::optional<OrchestrationResult> read_plan(const json& j, const PrimGraph& gra
     c.cost_ms = k.at("cost_ms").get<double>();
     c.segment = k.at("segment").get<int>();
     c.native = k.at("native").get<bool>();
+    c.step = k.value("step", -1);
+    c.threads = k.value("threads", 0);
+    if ((c.step >= 0) != (plan.kernels.empty() ? c.step >= 0 : plan.kernels[0].step >= 0) ||
+        (!plan.kernels.empty() && c.step < plan.kernels.back().step) || c.threads < 0)
+      return std::nullopt;
     if (c.prims.empty() || !std::is_sorted(c.prims.begin(), c.prims.end()) ||
         std::adjacent_find(c.prims.begin(), c.prims.end()) != c.prims.end() ||
         c.prims.front() < 0 || c.prims.back() >= n || !std::isfinite(c.cost_ms))
@@ -67,7 +72,9 @@ void remember_emitted_plan(ProfileDb& db, const std::string& device, const PrimG
                        {"signature", k.signature},
                        {"cost_ms", k.cost_ms},
                        {"segment", k.segment},
-                       {"native", k.native}});
+                       {"native", k.native},
+                       {"step", k.step},
+                       {"threads", k.threads}});
   const json j = {{"cost_model", plan.cost_model},
                   {"kernels", kernels},
                   {"layouts_decided", plan.layouts_decided},

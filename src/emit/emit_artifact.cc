@@ -54,6 +54,12 @@ std::vector<Emitted> implement_kernels(const PrimGraph& graph, const KernelDag& 
     e.kernel.writes = kernel_writes(graph, dag, e.candidate);
     e.kernel.signature = signature_hex(chosen.signature);
     e.kernel.predicted_ms = chosen.cost_ms;
+    const bool scheduled = plan.kernels.front().step >= 0;
+    if ((chosen.step >= 0) != scheduled || (i > 0 && chosen.step < plan.kernels[i - 1].step))
+      throw Error("the plan's kernel " + std::to_string(i) +
+                  " is out of its parallel schedule (steps must not decrease)");
+    e.kernel.step = scheduled ? chosen.step : static_cast<int>(i);
+    e.kernel.threads = scheduled ? chosen.threads : 0;
     for (int v : chosen.prims) e.kernel.primitives.push_back(graph.prims[v].name);
     backend.implement(graph, dag, static_cast<int>(i), chosen, e);
   }
@@ -78,16 +84,17 @@ void place_tensors(const PrimGraph& graph, const KernelDag& dag,
   for (const std::string& t : graph.inputs) m.tensors[t] = {graph.value(t), Storage::kInput, 0, ""};
   for (size_t i = 0; i < emitted.size(); ++i) {
     const ManifestKernel& k = emitted[i].kernel;
+    const int step = k.step;  // kernels of one step run at the same time
     for (const std::string& t : k.reads) {
       if (graph.constant(t)) {
         add_constant(t);
       } else if (m.tensors.count(t) && m.tensors[t].storage == Storage::kInput) {
-      } else if (!produced_at.count(t)) {
+      } else if (!produced_at.count(t) || produced_at[t] >= step) {
         throw Error("the plan's kernel " + std::to_string(i) + " (" +
                     kernel_name(graph, dag, emitted[i].candidate) + ") reads '" + t +
-                    "' before any kernel writes it");
+                    "' before any kernel writes it (in an earlier step)");
       } else if (lifetimes.count(t)) {
-        lifetimes[t].last = static_cast<int>(i);
+        lifetimes[t].last = step;
       }
     }
     for (const std::string& t : k.writes) {
@@ -95,18 +102,16 @@ void place_tensors(const PrimGraph& graph, const KernelDag& dag,
       // it) is written by both, the same value into the same buffer: it stays live until
       // the later writer is done.
       if (produced_at.count(t)) {
-        if (lifetimes.count(t))
-          lifetimes[t].last = std::max(lifetimes[t].last, static_cast<int>(i));
+        if (lifetimes.count(t)) lifetimes[t].last = std::max(lifetimes[t].last, step);
         continue;
       }
-      produced_at[t] = static_cast<int>(i);
+      produced_at[t] = step;
       const ValueInfo& v = graph.value(t);
       if (graph_outputs.count(t)) {
         m.tensors[t] = {v, Storage::kOutput, 0, ""};
       } else {
         m.tensors[t] = {v, Storage::kArena, 0, ""};
-        lifetimes[t] = {numel(v.shape) * static_cast<int64_t>(dtype_size(v.dtype)),
-                        static_cast<int>(i), static_cast<int>(i)};
+        lifetimes[t] = {numel(v.shape) * static_cast<int64_t>(dtype_size(v.dtype)), step, step};
         arena_tensors.push_back(t);
       }
     }

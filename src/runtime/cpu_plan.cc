@@ -1,5 +1,6 @@
 // The CPU target's plan (src/runtime/cpu_plan.h): manifest, kernel libraries and weights in;
-// each kernel bound to the memory of its tensors out, called in the plan's order per run.
+// each kernel bound to the memory of its tensors out, called in the plan's order per run;
+// the kernels of a parallel schedule's step at the same time, each on its own threads.
 // Each library's size and SHA-256 are checked before it is loaded; each generated kernel's
 // arguments (its SYMBOL_io text) and each library kernel's graph must be the dtypes and
 // shapes the manifest gives its tensors, so a kernel never writes past a buffer.
@@ -7,8 +8,10 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <set>
 
@@ -43,6 +46,14 @@ struct Step {
   std::vector<const void*> in;
   std::vector<void*> out;
   std::vector<std::pair<size_t, int>> input_slots;  // (position in `in`, graph input index)
+  int threads = 0;                                  // in a parallel step: its threads (0: 1)
+
+  void call() {
+    if (fn)
+      fn(in.data(), out.data());
+    else
+      object->run(in.data(), out.data());
+  }
 };
 
 // The kernel's tensors stored blocked (oneDNN kernels are told). A generated
@@ -106,7 +117,40 @@ struct CpuPlan::Impl {
   std::vector<std::shared_ptr<SharedLibrary>> libraries;
   AlignedBytes arena;
   std::vector<Step> steps;
+  // The manifest's steps as ranges of `steps`: one kernel on every thread, or several at
+  // the same time, each on its own threads (a parallel schedule).
+  std::vector<std::pair<size_t, size_t>> groups;
   const std::vector<Tensor>* inputs = nullptr;  // the session's, bound at the last run
+
+  // Runs a group's kernels; with `ms`, each kernel's time (ms[i] for steps[i]).
+  void run_group(size_t begin, size_t end, std::vector<double>* ms) {
+    using clock = std::chrono::steady_clock;
+    if (end - begin == 1) {
+      const auto start = ms ? clock::now() : clock::time_point{};
+      steps[begin].call();
+      if (ms)
+        (*ms)[begin] = std::chrono::duration<double, std::milli>(clock::now() - start).count();
+      return;
+    }
+    const int n = static_cast<int>(end - begin);
+    std::exception_ptr failed;
+#pragma omp parallel num_threads(n)
+    for (int j = omp_get_thread_num(); j < n; j += omp_get_num_threads()) {
+      Step& step = steps[begin + static_cast<size_t>(j)];
+      omp_set_num_threads(std::max(1, step.threads));  // this thread's nested regions
+      const auto start = ms ? clock::now() : clock::time_point{};
+      try {
+        step.call();
+      } catch (...) {
+#pragma omp critical
+        failed = std::current_exception();
+      }
+      if (ms)
+        (*ms)[begin + static_cast<size_t>(j)] =
+            std::chrono::duration<double, std::milli>(clock::now() - start).count();
+    }
+    if (failed) std::rethrow_exception(failed);
+  }
 };
 
 CpuPlan::CpuPlan(const Manifest& m, const std::string& dir, std::byte* weights, int threads,
@@ -186,8 +230,17 @@ CpuPlan::CpuPlan(const Manifest& m, const std::string& dir, std::byte* weights, 
                         dtype_name(m.tensors.at(t).info.dtype) + " " +
                         shape_str(m.tensors.at(t).info.shape));
     }
+    step.threads = k.threads;
+    if (s.groups.empty() || k.step != m.kernels[s.groups.back().first].step)
+      s.groups.push_back({index, index + 1});
+    else
+      s.groups.back().second = index + 1;
     s.steps.push_back(std::move(step));
   }
+  // Kernels of a parallel step given more than one thread each run nested regions.
+  for (const auto& [begin, end] : s.groups)
+    for (size_t i = begin; end - begin > 1 && i < end; ++i)
+      if (s.steps[i].threads > 1) omp_set_max_active_levels(2);
 }
 
 CpuPlan::~CpuPlan() = default;
@@ -197,20 +250,9 @@ void CpuPlan::run(const std::vector<Tensor>& inputs, std::vector<double>* kernel
   if (s.threads > 0 && omp_get_max_threads() != s.threads) omp_set_num_threads(s.threads);
   if (kernel_ms) kernel_ms->resize(s.steps.size());
   s.inputs = &inputs;
-  for (size_t i = 0; i < s.steps.size(); ++i) {
-    Step& step = s.steps[i];
+  for (Step& step : s.steps)
     for (const auto& [at, index] : step.input_slots) step.in[at] = inputs[index].bytes();
-    const auto start =
-        kernel_ms ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    if (step.fn)
-      step.fn(step.in.data(), step.out.data());
-    else
-      step.object->run(step.in.data(), step.out.data());
-    if (kernel_ms)
-      (*kernel_ms)[i] =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count();
-  }
+  for (const auto& [begin, end] : s.groups) s.run_group(begin, end, kernel_ms);
 }
 
 std::string CpuPlan::device() const {
@@ -223,12 +265,7 @@ double CpuPlan::plan_ms() {
   for (Step& step : s.steps)  // inputs bound since are patched in before the clock starts
     for (const auto& [at, index] : step.input_slots) step.in[at] = (*s.inputs)[index].bytes();
   const auto start = std::chrono::steady_clock::now();
-  for (Step& step : s.steps) {
-    if (step.fn)
-      step.fn(step.in.data(), step.out.data());
-    else
-      step.object->run(step.in.data(), step.out.data());
-  }
+  for (const auto& [begin, end] : s.groups) s.run_group(begin, end, nullptr);
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
       .count();
 }

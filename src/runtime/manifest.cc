@@ -90,9 +90,11 @@ class Reader {
 };
 
 // The plan as a whole: graph inputs and outputs each listed once and stored as such,
-// every arena or output tensor a kernel reads written by an earlier kernel, every graph
-// output written by a kernel (or an input or constant passed through), and no two arena
-// tensors sharing bytes while both are live (from the first write to the last use).
+// every arena or output tensor a kernel reads written in an earlier step, every graph
+// output written by a kernel (or an input or constant passed through), no two arena
+// tensors sharing bytes while both are live (from the step of the first write to that of
+// the last use), and kernels of one step (run at the same time) neither writing the same
+// tensor nor calling the same generated function (its scratch is static).
 void check_plan(const Manifest& m, const Reader& r) {
   std::set<std::string> seen;
   for (const std::string& in : m.inputs)
@@ -103,11 +105,21 @@ void check_plan(const Manifest& m, const Reader& r) {
   for (const auto& [name, t] : m.tensors)
     if (t.storage == Storage::kOutput && !outputs.count(name))
       r.fail("tensor '" + name + "' has storage \"output\" but is not a graph output");
-  std::set<std::string> written;
-  std::map<std::string, std::pair<int, int>> live;  // arena tensor: [first, last] kernel
+  std::set<std::string> written;                    // before this step
+  std::set<std::string> in_step;                    // written in this step
+  std::set<std::pair<int, std::string>> functions;  // called in this step
+  std::map<std::string, std::pair<int, int>> live;  // arena tensor: [first, last] step
   for (size_t i = 0; i < m.kernels.size(); ++i) {
     const ManifestKernel& k = m.kernels[i];
-    const int step = static_cast<int>(i);
+    const int step = k.step;
+    if (i == 0 || step != m.kernels[i - 1].step) {
+      written.insert(in_step.begin(), in_step.end());
+      in_step.clear();
+      functions.clear();
+    }
+    if (k.impl == "generated" && !functions.insert({k.library, k.symbol}).second)
+      r.fail("kernel " + std::to_string(i) + " calls " + k.symbol +
+             " at the same time as another kernel of step " + std::to_string(step));
     for (const std::string& t : k.reads) {
       const Storage s = m.tensors.at(t).storage;
       if ((s == Storage::kArena || s == Storage::kOutput) && !written.count(t))
@@ -121,8 +133,12 @@ void check_plan(const Manifest& m, const Reader& r) {
       if (!live.count(t)) live[t] = {step, step};
       live[t].second = step;
     }
-    written.insert(k.writes.begin(), k.writes.end());
+    for (const std::string& t : k.writes)
+      if (!in_step.insert(t).second)
+        r.fail("kernel " + std::to_string(i) + " writes '" + t +
+               "' at the same time as another kernel of step " + std::to_string(step));
   }
+  written.insert(in_step.begin(), in_step.end());
   std::vector<std::pair<const std::string*, std::pair<int, int>>> arena(live.size());
   std::transform(live.begin(), live.end(), arena.begin(), [](const auto& e) {
     return std::pair{&e.first, e.second};
@@ -226,6 +242,8 @@ std::string manifest_to_json(const Manifest& m) {
     e["schedule"] = k.schedule;
     e["predicted_ms"] = k.predicted_ms;
     e["primitives"] = k.primitives;
+    e["step"] = k.step;
+    if (k.threads > 0) e["threads"] = k.threads;
     if (k.graph) e["graph"] = prim_graph_to_json(*k.graph);
     kernels.push_back(std::move(e));
   }
@@ -361,6 +379,14 @@ Manifest manifest_from_json(const std::string& text, const std::string& source) 
     k.schedule = r.str(e, "schedule", where);
     k.predicted_ms = r.number(e, "predicted_ms", where);
     k.primitives = r.strings(e, "primitives", where);
+    // A parallel schedule's step (older manifests: one step per kernel) and threads.
+    const int index = static_cast<int>(m.kernels.size());
+    k.step = e.contains("step") ? static_cast<int>(r.integer(e, "step", where)) : index;
+    k.threads = e.contains("threads") ? static_cast<int>(r.integer(e, "threads", where)) : 0;
+    if (k.step < 0 || k.step > index || (index > 0 && k.step < m.kernels.back().step) ||
+        k.threads < 0 || k.threads > 4096)
+      r.fail(where + ": step " + std::to_string(k.step) + " (threads " + std::to_string(k.threads) +
+             ") is not a step after the kernels before it");
     if (k.impl == "cuda") {  // its buffers are its reads and writes, in order
       auto same = [&](const std::vector<std::string>& names,
                       const std::vector<CudaJobBuffer>& buffers) {

@@ -53,6 +53,10 @@ struct ManifestKernel {
   std::string signature, schedule;  // as in the profile database
   double predicted_ms = 0;
   std::vector<std::string> primitives;  // names, for reports
+  // A parallel schedule: kernels of one step run at the same time (each on `threads`
+  // threads, 0: all of the session's); listed in step order. Without one, step = index.
+  int step = 0;
+  int threads = 0;
   // Library kernels: their primitives as a graph of their own (inputs: the reads that
   // are not constants; outputs: the writes; constants by name only). Written from
   // `graph`; read as `graph_json`, made a graph by kernel_graph_from_json.

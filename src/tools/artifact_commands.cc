@@ -86,6 +86,11 @@ class CompileCommand : public Command {
                    "emit the solver's plan without checking it against the clock (default: the "
                    "optimal plan, the greedy and the unfused plans and re-solves at their "
                    "in-plan kernel times run end to end, and the fastest is emitted)");
+    cmd_->add_option("--schedule", options_.schedule,
+                     "serial (default): one kernel after another, each on every thread; "
+                     "parallel (cpu): independent kernels also tried in pairs, each on half "
+                     "the threads, and that schedule emitted where it is faster on the clock")
+        ->check(CLI::IsMember({"serial", "parallel"}));
     add_candidate_options(cmd_, options_.orchestration, true);
     cmd_->add_flag("--on-demand", on_demand_,
                    "measure only the kernels of the plans the solver chooses, until the plan is "

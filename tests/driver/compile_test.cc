@@ -21,6 +21,7 @@
 #include "frontend/model_builder.h"
 #include "kora/profile_db.h"
 #include "kora/runtime.h"
+#include "orchestrate/parallel_schedule.h"
 
 namespace kora_test {
 namespace {
@@ -319,6 +320,53 @@ TEST(Compile, TheEmittedPlanIsTimedAgainByTheNextCompileOfTheGraph) {
   EXPECT_FALSE(previous_emitted_plan(*db, device, g).has_value());
   const CompiledArtifact third = compile(model, *setup.target, setup.dir.file("a3"), options);
   for (const PlanCheck& c : third.summary.checked) EXPECT_NE(c.label, "previous compile");
+}
+
+TEST(Compile, AParallelScheduleIsTriedOnTheClockAndComputesTheSame) {
+  CpuCompileSetup setup;
+  kora::TargetOptions t;
+  t.threads = 2;  // pairs of kernels on one thread each
+  setup.target = make_target("cpu", t);
+  ModelBuilder m;  // four independent branches of x, concatenated
+  std::vector<float> w(8 * 8);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 13 % 11) - 5) / 8;
+  m.input("x", {1, 8, 12, 12}).init_f32("w", {8, 8, 1, 1}, w);
+  m.node("Conv", {"x", "w"}, {"a"}, {}, "conv");
+  m.node("Sigmoid", {"x"}, {"b"}, {}, "sigmoid");
+  m.node("Tanh", {"x"}, {"c"}, {}, "tanh");
+  m.node("MaxPool", {"x"}, {"d"}, {attr_is("kernel_shape", {3, 3}), attr_is("pads", {1, 1, 1, 1})},
+         "pool");
+  m.node("Concat", {"a", "b", "c", "d"}, {"y"}, {attr_i("axis", 1)}, "concat");
+  m.output("y");
+  const std::string model = m.save(setup.dir);
+  setup.options.schedule = "parallel";
+  setup.options.orchestration.candidates.max_size = 1;  // one kernel per branch at least
+  const CompiledArtifact a = compile(model, *setup.target, setup.dir.file("art"), setup.options);
+  int parallel = -1;
+  for (size_t i = 0; i < a.summary.checked.size(); ++i)
+    if (a.summary.checked[i].label == "parallel schedule") parallel = static_cast<int>(i);
+  // Whether pairing pays on this machine is the clock's to say; when it was tried it ran.
+  if (parallel >= 0) {
+    const PlanCheck& c = a.summary.checked[static_cast<size_t>(parallel)];
+    EXPECT_TRUE(c.error.empty()) << c.error;
+    EXPECT_GT(c.measured_ms, 0);
+  }
+  expect_matches_interpreter(kora::import_model(model), a.dir);
+  // The schedule alone (pairs forced) computes the same.
+  const PrimGraph g = kora::import_model(model);
+  CompileOptions o = setup.options;
+  const OrchestrationResult plan = orchestrate_for(
+      g, *setup.target, *target_costs(*setup.target, std::make_shared<ProfileDb>(o.db)), o);
+  PairCosts costs;
+  costs.all_ms.assign(plan.kernels.size(), 1.0);
+  costs.half_ms.assign(plan.kernels.size(), 0.6);
+  costs.function.assign(plan.kernels.size(), "");
+  const ParallelSchedule s = schedule_pairs(g, plan, costs);
+  ASSERT_GE(s.pairs, 1);
+  auto db = std::make_shared<ProfileDb>(o.db);
+  setup.target->write_artifact(g, s.plan, db.get(), a.summary.device, setup.dir.file("pairs"),
+                               TargetEmitOptions{});
+  expect_matches_interpreter(g, setup.dir.file("pairs"));
 }
 
 TEST(Compile, UnknownTargetsAndModelsAreClearErrors) {
