@@ -306,7 +306,8 @@ class PySession {
 std::string compile_model(const std::string& model, const std::string& output_dir,
                           const std::string& target_name, const std::string& strategy,
                           const std::string& db, int threads, bool measure, bool verify,
-                          bool progress, const std::map<std::string, int64_t>& dims) {
+                          const std::string& schedule, bool progress,
+                          const std::map<std::string, int64_t>& dims) {
   kora::TargetOptions t;
   t.threads = threads;
   kora::CompileOptions options;
@@ -314,6 +315,7 @@ std::string compile_model(const std::string& model, const std::string& output_di
   options.db = db;
   options.measure = measure;
   options.verify = verify;
+  options.schedule = schedule;
   kora::ImportOptions import;
   import.dims = dims;
   PythonStderr buffer;
@@ -352,7 +354,7 @@ NB_MODULE(_kora, m) {
 
   m.def("compile", &compile_model, nb::arg("model"), nb::arg("output_dir"), nb::arg("target"),
         nb::arg("strategy"), nb::arg("db"), nb::arg("threads"), nb::arg("measure"),
-        nb::arg("verify"), nb::arg("progress"), nb::arg("dims"),
+        nb::arg("verify"), nb::arg("schedule"), nb::arg("progress"), nb::arg("dims"),
         "Compiles an ONNX file into an artifact directory; returns the summary as JSON.");
   m.def("write_report", &write_report, nb::arg("artifact"), nb::arg("html"),
         nb::arg("measure") = true, nb::arg("iters") = 20, nb::arg("threads") = 0,

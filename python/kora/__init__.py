@@ -149,7 +149,7 @@ def _model_file(model, scratch):
 
 
 def compile(model, target="cpu", strategy="optimal", db=None, threads=None, output_dir=None,
-            measure=True, verify=True, dims=None, progress=True):
+            measure=True, verify=True, schedule="serial", dims=None, progress=True):
     """Compiles ``model`` (a path or an ``onnx.ModelProto``) for ``target``.
 
     strategy: "optimal" (the binary linear program), "greedy" or "unfused".
@@ -158,12 +158,16 @@ def compile(model, target="cpu", strategy="optimal", db=None, threads=None, outp
     output_dir: where the artifact goes (default: a temporary directory; see Artifact.save).
     measure: False measures nothing (roofline costs for kernels not in the database).
     verify: False skips the check of the plan on the clock.
+    schedule: "parallel" (cpu) also tries independent kernels in pairs, each on half the
+        threads, and keeps that schedule where it is faster on the clock.
     dims: values of symbolic dimensions, e.g. {"batch": 8} (default 1).
     progress: print kora's progress lines to sys.stderr.
     Returns an Artifact; raises KoraError naming the node or file at fault.
     """
     if strategy not in ("optimal", "greedy", "unfused"):
         raise ValueError(f"strategy must be optimal, greedy or unfused, not {strategy!r}")
+    if schedule not in ("serial", "parallel"):
+        raise ValueError(f"schedule must be serial or parallel, not {schedule!r}")
     temporary = output_dir is None
     out = tempfile.mkdtemp(prefix="kora-artifact-") if temporary else os.fspath(output_dir)
     scratch = tempfile.mkdtemp(prefix="kora-model-")
@@ -172,7 +176,8 @@ def compile(model, target="cpu", strategy="optimal", db=None, threads=None, outp
             os.rmdir(out)  # kora compile writes the directory itself
         path = _model_file(model, scratch)
         summary = _kora.compile(path, os.path.abspath(out), target, strategy, db or "",
-                                int(threads or 0), bool(measure), bool(verify), bool(progress),
+                                int(threads or 0), bool(measure), bool(verify), schedule,
+                                bool(progress),
                                 {k: int(v) for k, v in (dims or {}).items()})
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
