@@ -11,6 +11,7 @@
 #include <optional>
 #include <ostream>
 #include <random>
+#include <set>
 #include <tuple>
 
 #include "base/interrupt.h"
@@ -178,12 +179,16 @@ void report(const CompileOptions& options, const std::string& what,
                         << " could not be run here: " << e->check.error << std::endl;
 }
 
-// The entry's plan as pairs of kernels at half its threads where that saves time: each
-// kernel's in-plan time on all threads (from time_in_turn) and on half (measured here).
-ParallelSchedule schedule_parallel(const PrimGraph& graph, const Entry& e) {
+// What pairing the entry's kernels needs: each kernel's in-plan time on all threads (from
+// time_in_turn) and on half of them (measured here), and the generated function it calls.
+// threads 0: nothing to pair (one thread, or the kernels not timed).
+PairCosts pair_costs(const Entry& e) {
   PairCosts costs;
   costs.threads = e.session->threads();
-  if (costs.threads < 2 || e.kernel_ms.size() != e.plan.kernels.size()) return {};
+  if (costs.threads < 2 || e.kernel_ms.size() != e.plan.kernels.size()) {
+    costs.threads = 0;
+    return costs;
+  }
   costs.all_ms = e.kernel_ms;
   Session half(e.dir, SessionOptions{costs.threads / 2});
   run_on_random_inputs(half);
@@ -192,7 +197,23 @@ ParallelSchedule schedule_parallel(const PrimGraph& graph, const Entry& e) {
   for (const ManifestKernel& k : m.kernels)
     costs.function.push_back(k.impl == "generated" ? std::to_string(k.library) + ":" + k.symbol
                                                    : "");
-  return schedule_pairs(graph, e.plan, costs);
+  return costs;
+}
+
+// The pairs of a timed parallel schedule that ran slower together than one after the
+// other (the slower of the two inside the running plan against both on all threads).
+std::set<std::pair<size_t, size_t>> lost_pairs(const ParallelSchedule& s, const Entry& e,
+                                               const PairCosts& costs) {
+  std::set<std::pair<size_t, size_t>> lost;
+  const auto& k = s.plan.kernels;
+  if (e.kernel_ms.size() != k.size()) return lost;
+  for (size_t i = 0; i + 1 < k.size(); ++i)
+    if (k[i].step == k[i + 1].step) {
+      const size_t a = std::min(s.from[i], s.from[i + 1]), b = std::max(s.from[i], s.from[i + 1]);
+      if (std::max(e.kernel_ms[i], e.kernel_ms[i + 1]) >= costs.all_ms[a] + costs.all_ms[b])
+        lost.insert({a, b});
+    }
+  return lost;
 }
 
 }  // namespace
@@ -293,24 +314,32 @@ PlanCheckResult check_plans_on_the_clock(const PrimGraph& graph, Target& target,
     // inside the running plan on half the threads too, paired where that saves time
     // (orchestrate/parallel_schedule.h), timed in turn with the serial plan. Its kernels'
     // times are not fed back: side by side they are not what each costs alone.
+    // A second schedule follows without the pairs that ran slower together than apart.
     if (options.schedule == "parallel" && target.name() == "cpu")
-      if (Entry* leader = fastest()) {
-        const ParallelSchedule schedule = schedule_parallel(graph, *leader);
-        if (schedule.pairs > 0)
-          if (Entry* e = add("parallel schedule", schedule.plan)) {
-            e->check.predicted_ms = schedule.predicted_ms;
-            try {
-              prepare(graph, target, *db, device, options, *e);
-            } catch (const Error& err) {
-              e->check.error = err.what();
-            }
-            std::vector<Entry*> pair{leader, e};
-            time_in_turn(pair);
-            report(options,
-                   "check on the clock, parallel schedule (" + std::to_string(schedule.pairs) +
-                       " pairs)",
-                   pair);
+      if (Entry* leader = fastest(); leader && leader->plan.kernels.front().step < 0) {
+        PairCosts costs = pair_costs(*leader);
+        for (int round = 1; round <= 2 && costs.threads >= 2; ++round) {
+          const ParallelSchedule schedule = schedule_pairs(graph, leader->plan, costs);
+          if (schedule.pairs == 0) break;
+          Entry* e =
+              add(round == 1 ? "parallel schedule" : "parallel schedule (round 2)", schedule.plan);
+          if (!e) break;
+          e->check.predicted_ms = schedule.predicted_ms;
+          try {
+            prepare(graph, target, *db, device, options, *e);
+          } catch (const Error& err) {
+            e->check.error = err.what();
           }
+          std::vector<Entry*> pair{leader, e};
+          time_in_turn(pair);
+          report(options,
+                 "check on the clock, " + e->check.label + " (" + std::to_string(schedule.pairs) +
+                     " pairs)",
+                 pair);
+          const auto lost = lost_pairs(schedule, *e, costs);
+          if (lost.empty()) break;
+          costs.forbidden.insert(lost.begin(), lost.end());
+        }
       }
 
     // The decision: the plans within 10% of the fastest, timed in turn once more in one

@@ -59,7 +59,7 @@ ParallelSchedule schedule_pairs(const PrimGraph& graph, const OrchestrationResul
     double best = 0;
     if (half >= 1)
       for (size_t b = a + 1; b < n; ++b) {
-        if (done[b] || !ready(b) || !may_pair(a, b)) continue;
+        if (done[b] || !ready(b) || !may_pair(a, b) || costs.forbidden.count({a, b})) continue;
         const double together = costs.slowdown * std::max(costs.half_ms[a], costs.half_ms[b]);
         const double saving = costs.all_ms[a] + costs.all_ms[b] - together;
         if (saving > best) best = saving, partner = b;
@@ -72,6 +72,7 @@ ParallelSchedule schedule_pairs(const PrimGraph& graph, const OrchestrationResul
       ka.threads = 0;
       out.predicted_ms += costs.all_ms[a];
       out.plan.kernels.push_back(ka);
+      out.from.push_back(a);
     } else {
       ChosenKernel kb = plan.kernels[partner];
       ka.threads = kb.threads = half;
@@ -81,6 +82,8 @@ ParallelSchedule schedule_pairs(const PrimGraph& graph, const OrchestrationResul
       out.predicted_ms += costs.slowdown * std::max(costs.half_ms[a], costs.half_ms[partner]);
       out.plan.kernels.push_back(ka);
       out.plan.kernels.push_back(kb);
+      out.from.push_back(a);
+      out.from.push_back(partner);
       finished[partner] = true;
       ++out.pairs;
     }

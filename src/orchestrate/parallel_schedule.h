@@ -12,7 +12,9 @@
 // greedy (list scheduling), not the program over all pairings.
 #pragma once
 
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kora/orchestration.h"
@@ -25,6 +27,7 @@ struct PairCosts {
   std::vector<std::string> function;    // generated function called ("" for none)
   int threads = 2;                      // T (even; below 2 nothing is paired)
   double slowdown = 1.1;
+  std::set<std::pair<size_t, size_t>> forbidden;  // pairs (a < b) never to run together
 };
 
 struct ParallelSchedule {
@@ -32,6 +35,7 @@ struct ParallelSchedule {
   double predicted_ms = 0;   // the makespan at these costs
   double serial_ms = 0;      // the kernels one after another on all threads
   int pairs = 0;
+  std::vector<size_t> from;  // per kernel of `plan`: its index in the serial plan
 };
 
 ParallelSchedule schedule_pairs(const PrimGraph& graph, const OrchestrationResult& plan,
