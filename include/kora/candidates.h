@@ -28,6 +28,12 @@ struct CandidateOptions {
   // is the seed). Keeps enumeration linear in graph size; what it can miss is said in
   // src/candidates/enumerate.cc.
   int64_t max_sets_per_seed = 4000;
+  // Budget of one segment (segment_candidates): a segment with more candidates is
+  // enumerated again with kernels of at most 3/4 as many primitives, until within it (or
+  // down to 2). Wide fan-outs and fan-ins (Inception modules, multi-scale heads) grow
+  // candidates as a product of their branches: every extra candidate is a kernel to
+  // measure and a variable of the program, and the largest ones rarely win. 0: no budget.
+  int64_t max_per_segment = 10000;
   // Backend capability: false rejects a node set (called on convex sets passing the rules).
   std::function<bool(const KernelDag&, const std::vector<int>&)> capable;
 };
@@ -36,6 +42,8 @@ struct CandidateStats {
   int64_t connected_sets = 0;  // connected sets examined
   int64_t convex = 0;          // of those, convex and within the rules
   int64_t seeds_capped = 0;    // seeds whose growth hit max_sets_per_seed
+  int max_size = 0;            // the size bound the candidates were enumerated with
+  bool over_budget = false;    // max_size came down to keep within max_per_segment
 };
 
 std::vector<Candidate> enumerate_candidates(const KernelDag& dag,

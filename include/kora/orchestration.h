@@ -50,6 +50,10 @@ struct OrchestrationResult {
   int64_t primitives = 0, candidates = 0, unique_signatures = 0, segments = 0;
   int64_t seeds_capped = 0, cycle_cuts = 0;
   int64_t segments_reused = 0;  // segments whose problem equalled an earlier one's
+  // Segments over the candidate budget (CandidateOptions::max_per_segment), and the
+  // smallest kernel size bound that kept one within it.
+  int64_t segments_over_budget = 0;
+  int budget_max_size = 0;
   // Optimal with a cost model that knows layouts (CostModel::layout_cost): the solver
   // chose which tensors are stored blocked (tensor -> layout); the emitter follows it.
   bool layouts_decided = false;

@@ -48,6 +48,11 @@ void note_plan(const PrimGraph& graph, const OrchestrationResult& plan, const Ta
                       " chosen kernels cost what was measured while other processes used the "
                       "CPU (suspect: the check on the clock decides among the plans; kora profile "
                       "--suspect on a quiet machine measures them again)");
+  if (plan.segments_over_budget > 0)
+    s.notes.push_back(std::to_string(plan.segments_over_budget) +
+                      " segments had more candidate kernels than the budget of one segment "
+                      "(wide fan-outs or fan-ins): their kernels were limited to " +
+                      std::to_string(plan.budget_max_size) + " primitives");
   const KernelDag dag = kernel_dag_of(graph);
   std::vector<std::pair<std::string, std::string>> noted;  // (note, kernels)
   for (const ChosenKernel& k : plan.kernels) {

@@ -98,7 +98,16 @@ SegmentCandidates segment_candidates(const PrimGraph& graph, const KernelDag& da
                                      const Segment& segment, const CandidateOptions& options) {
   SegmentCandidates result;
   result.sub = sub_dag(dag, segment.begin, segment.end);
-  result.candidates = enumerate_candidates(result.sub, options, &result.stats);
+  CandidateOptions o = options;
+  result.candidates = enumerate_candidates(result.sub, o, &result.stats);
+  while (o.max_per_segment > 0 &&
+         static_cast<int64_t>(result.candidates.size()) > o.max_per_segment && o.max_size > 2) {
+    o.max_size = std::max(2, o.max_size * 3 / 4);
+    result.stats = {};
+    result.candidates = enumerate_candidates(result.sub, o, &result.stats);
+    result.stats.over_budget = true;
+  }
+  result.stats.max_size = o.max_size;
   for (Candidate& c : result.candidates) c.signature = canonical_signature(graph, result.sub, c);
   return result;
 }
@@ -147,6 +156,12 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
     result.enumerate_seconds += seconds_since(start);
     result.candidates += static_cast<int64_t>(candidates.size());
     result.seeds_capped += segment.stats.seeds_capped;
+    if (segment.stats.over_budget) {
+      ++result.segments_over_budget;
+      result.budget_max_size = result.budget_max_size
+                                   ? std::min(result.budget_max_size, segment.stats.max_size)
+                                   : segment.stats.max_size;
+    }
 
     start = std::chrono::steady_clock::now();
     std::vector<double> cost(candidates.size());

@@ -69,6 +69,10 @@ std::string format_orchestration(const PrimGraph& graph, const OrchestrationResu
   os << "\n";
   os << "candidates   " << r.candidates << " (" << r.unique_signatures << " unique signatures"
      << (r.seeds_capped ? ", " + std::to_string(r.seeds_capped) + " seeds hit the bound" : "")
+     << (r.segments_over_budget ? ", " + std::to_string(r.segments_over_budget) +
+                                      " segments over the budget: kernels of at most " +
+                                      std::to_string(r.budget_max_size) + " primitives there"
+                                : "")
      << ")\n";
   os << "time         enumerate " << fmt_ms(r.enumerate_seconds) << " s, cost "
      << fmt_ms(r.cost_seconds) << " s, solve " << fmt_ms(r.solve_seconds) << " s";
@@ -93,6 +97,8 @@ std::string orchestration_json(const PrimGraph& graph, const OrchestrationResult
   j["segments"] = r.segments;
   j["segments_reused"] = r.segments_reused;
   j["seeds_capped"] = r.seeds_capped;
+  j["segments_over_budget"] = r.segments_over_budget;
+  if (r.segments_over_budget) j["budget_max_size"] = r.budget_max_size;
   j["cycle_cuts"] = r.cycle_cuts;
   if (r.layouts_decided) j["layouts"] = r.layouts;
   nlohmann::json kernels = nlohmann::json::array();
