@@ -55,17 +55,19 @@ else
 	@$(ZOO_VENV)/bin/python bench/peers.py $(BUILD)/kora models/zoo $(BENCH_ARGS)
 endif
 
-# libFuzzer (clang) on the ONNX importer, the .npy reader and the manifest reader
-# (fuzz/targets.h), each for FUZZ_SECONDS from its seed corpus (fuzz/corpus/READER/), in
-# a build of its own instrumented with AddressSanitizer and UBSan. A crasher is written to
+# libFuzzer (clang) on the ONNX importer, the .npy reader, the manifest reader, the CUDA
+# job and results reader and the profile database (fuzz/targets.h), each for FUZZ_SECONDS
+# from its seed corpus (fuzz/corpus/READER/), in a build of its own instrumented with
+# AddressSanitizer and UBSan. A crasher is written to
 # fuzz/crashers/READER/; committed there, tests/fuzz/replay_test.cc replays it in `make test`.
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 fuzz: setup
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
 	  -DCMAKE_CXX_COMPILER=clang++ -DKORA_FUZZ=ON -DKORA_CUDA=OFF >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_onnx_import fuzz_npy fuzz_manifest
-	@for r in onnx_import npy manifest; do \
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_onnx_import fuzz_npy fuzz_manifest \
+	  fuzz_cuda_job fuzz_profile_db
+	@for r in onnx_import npy manifest cuda_job profile_db; do \
 	  mkdir -p fuzz/crashers/$$r $(FUZZ_BUILD)/corpus/$$r; \
 	  echo "kora fuzz: $$r for $(FUZZ_SECONDS) s"; \
 	  $(FUZZ_BUILD)/fuzz_$$r $(FUZZ_BUILD)/corpus/$$r fuzz/corpus/$$r -max_total_time=$(FUZZ_SECONDS) \

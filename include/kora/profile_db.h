@@ -83,6 +83,10 @@ class ProfileDb {
   std::vector<std::string> devices() const;
 
   const std::string& path() const { return path_; }
+  // Rows found when the database was opened that hold no valid cost (not a finite,
+  // non-negative number where a kernel did not fail) or no valid signature: every reader
+  // above ignores them (a corrupt or hand-edited database).
+  int64_t invalid_rows() const { return invalid_rows_; }
 
  private:
   // Per kernel, the fastest non-failed record whose schedule compares `op` ("=" or "!=")
@@ -92,6 +96,7 @@ class ProfileDb {
 
   std::string path_;
   sqlite3* db_ = nullptr;
+  int64_t invalid_rows_ = 0;
 };
 
 // $KORA_PROFILE_DB if set, else $XDG_CACHE_HOME/kora/profiles.db, else

@@ -6,6 +6,7 @@
 // reduce and linear members; a strided convolution's input divided by its strides; a
 // layout or opaque member may read a part only).
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -67,9 +68,11 @@ MachinePeaks MachinePeaks::from_json(const std::string& text) {
     if (!(p.gflops > 0 && p.dram_gbps > 0 && p.cache_gbps > 0 && p.cache_bytes >= 0 &&
           p.floor_ms >= 0))
       throw Error("a peak is not positive");
+    for (double v : {p.gflops, p.dram_gbps, p.cache_gbps, p.cache_bytes, p.floor_ms})
+      if (!std::isfinite(v)) throw Error("a peak is not finite");
     return p;
   } catch (const std::exception& e) {
-    throw Error("machine peaks '" + text + "': " + e.what());
+    throw Error("machine peaks '" + text.substr(0, 200) + "': " + e.what());
   }
 }
 

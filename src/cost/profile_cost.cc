@@ -63,9 +63,13 @@ LayoutCost ProfileDbCost::layout_cost(const PrimGraph& graph, const KernelDag& d
 
 std::string ProfileDbCost::describe() const {
   const std::string fallback = fallback_describe();
+  const int64_t invalid = db_->invalid_rows();
   return "profile database '" + path_ + "' for " + device_ + " (" + std::to_string(hits()) +
          " measured, " + std::to_string(misses()) + " not" +
-         (fallback.empty() ? "" : ": " + fallback) + ")";
+         (fallback.empty() ? "" : ": " + fallback) + ")" +
+         (invalid ? "; " + std::to_string(invalid) +
+                        " rows without a valid cost or signature ignored (a corrupt database?)"
+                  : "");
 }
 
 }  // namespace kora

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <iostream>
 #include <vector>
 
 #include "cpu/machine_load.h"
@@ -85,7 +86,14 @@ MachinePeaks measure_cpu_peaks(int threads) {
 }
 
 MachinePeaks cpu_peaks(ProfileDb& db, const std::string& device, int threads) {
-  if (const auto stored = db.device_fact(device, "peaks")) return MachinePeaks::from_json(*stored);
+  if (const auto stored = db.device_fact(device, "peaks")) {
+    try {
+      return MachinePeaks::from_json(*stored);
+    } catch (const Error& e) {  // a corrupt fact: measured again below, and replaced
+      std::cerr << "kora: note: profile database '" << db.path() << "': " << e.what()
+                << "; measuring the machine's peaks again" << std::endl;
+    }
+  }
   // Peaks measured while other processes use the CPU are low, and bounds from them too
   // high for good: measured again once quiet (5 s of waiting at most), else used for now
   // and not kept.

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <utility>
@@ -64,7 +66,7 @@ double number_of(const json& j) {
   if (s == "nan") return NAN;
   if (s == "inf") return INFINITY;
   if (s == "-inf") return -INFINITY;
-  throw Error("CUDA results: bad number '" + s + "'");
+  throw Error("bad number '" + s.substr(0, 40) + "'");
 }
 
 // The probe of `count` elements of one type (the dtype dispatched once, not per element).
@@ -119,17 +121,38 @@ CudaJob read_cuda_job(const std::string& dir) {
     job.compiler = j.at("compiler").get<std::string>();
     job.codegen = j.at("codegen").get<std::string>();
     const json& m = j.at("measure");
-    job.measure.warmup = m.at("warmup").get<int>();
-    job.measure.min_samples = m.at("min_samples").get<int>();
-    job.measure.max_samples = m.at("max_samples").get<int>();
-    job.measure.max_seconds = m.at("max_seconds").get<double>();
-    job.measure.stable_within = m.at("stable_within").get<double>();
-    job.measure.slow_ms = m.at("slow_ms").get<double>();
-    job.measure.abandon_ms = m.at("abandon_ms").get<double>();
+    const int kMaxSamples = 1000000;
+    job.measure.warmup = static_cast<int>(cuda_json_int(m, "warmup", 0, kMaxSamples));
+    job.measure.min_samples = static_cast<int>(cuda_json_int(m, "min_samples", 1, kMaxSamples));
+    job.measure.max_samples =
+        static_cast<int>(cuda_json_int(m, "max_samples", job.measure.min_samples, kMaxSamples));
+    double* times[] = {&job.measure.max_seconds, &job.measure.stable_within, &job.measure.slow_ms,
+                       &job.measure.abandon_ms};
+    const char* names[] = {"max_seconds", "stable_within", "slow_ms", "abandon_ms"};
+    for (int i = 0; i < 4; ++i) {
+      *times[i] = cuda_json_finite(m, names[i]);
+      if (*times[i] < 0) throw Error(std::string("measure.") + names[i] + " is negative");
+    }
     job.programs = j.at("programs").get<std::vector<std::string>>();
+    for (const std::string& p : job.programs)  // a file in the job's directory
+      if (p.empty() || p == "." || p == ".." || p.find('/') != std::string::npos)
+        throw Error("program '" + p.substr(0, 80) + "' is not a file name");
     for (const json& jk : j.at("kernels"))
       job.kernels.push_back(cuda_job_kernel_of_json(jk, job.programs.size()));
     job.id = j.at("id").get<std::string>();
+    // Buffers carried as data lie inside data.bin (checked without overflow: an offset and
+    // a size of at most 2^63 - 1 and 2^43 each).
+    std::error_code ec;
+    const std::string data = cuda_data_file(dir);
+    const auto data_size = std::filesystem::file_size(data, ec);
+    for (const CudaJobKernel& k : job.kernels)
+      for (const CudaJobBuffer& b : k.reads)
+        if (b.fill == CudaFill::kData &&
+            (ec || b.data_offset > static_cast<int64_t>(data_size) ||
+             b.bytes() > static_cast<int64_t>(data_size) - b.data_offset))
+          throw Error("kernel " + hex64(k.signature) + " reads " + std::to_string(b.bytes()) +
+                      " bytes at offset " + std::to_string(b.data_offset) + " of " + data +
+                      (ec ? " (missing)" : " (" + std::to_string(data_size) + " bytes)"));
   } catch (const json::exception& e) {
     throw Error(path + ": not a kora CUDA job (" + e.what() + ")");
   } catch (const Error& e) {
@@ -189,40 +212,52 @@ CudaResults read_cuda_results(const std::string& dir) {
       throw Error(path + ": a line is not JSON: " + line.substr(0, 80));
     }
     try {
+      const int kMaxInt = 0x7fffffff;
       if (header) {
         out.job_id = j.at("job").get<std::string>();
         const json& d = j.at("device");
-        out.device = {d.at("name").get<std::string>(),
-                      d.at("arch").get<std::string>(),
-                      d.at("sms").get<int>(),
-                      d.at("driver").get<int>(),
-                      d.at("l2_bytes").get<int64_t>(),
-                      d.value("cublas", 0),
-                      d.value("cudnn", 0)};
+        out.device = {
+            d.at("name").get<std::string>(),
+            d.at("arch").get<std::string>(),
+            static_cast<int>(cuda_json_int(d, "sms", 0, kMaxInt)),
+            static_cast<int>(cuda_json_int(d, "driver", 0, kMaxInt)),
+            cuda_json_int(d, "l2_bytes", 0, std::numeric_limits<int64_t>::max()),
+            d.contains("cublas") ? static_cast<int>(cuda_json_int(d, "cublas", 0, kMaxInt)) : 0,
+            d.contains("cudnn") ? static_cast<int>(cuda_json_int(d, "cudnn", 0, kMaxInt)) : 0};
         header = false;
         continue;
       }
       if (j.contains("job")) continue;  // a restarted worker's header
       CudaResult r;
-      r.signature = std::stoull(j.at("signature").get<std::string>(), nullptr, 16);
+      r.signature = cuda_parse_hex64(j.at("signature").get<std::string>(), "signature");
       r.schedule = j.at("schedule").get<std::string>();
       if (j.contains("error")) {
         r.error = j.at("error").get<std::string>();
       } else {
-        r.median_ms = j.at("median_ms").get<double>();
-        r.spread_ms = j.at("spread_ms").get<double>();
-        r.samples = j.at("samples").get<int>();
+        // A time is a cost in the database: finite and not negative, or the line is bad.
+        r.median_ms = cuda_json_finite(j, "median_ms");
+        r.spread_ms = cuda_json_finite(j, "spread_ms");
+        if (r.median_ms < 0 || r.spread_ms < 0) throw Error("a negative time");
+        r.samples = static_cast<int>(cuda_json_int(j, "samples", 1, kMaxInt));
         for (const json& jp : j.at("probes")) {
           CudaProbe p;
-          p.count = jp.at("count").get<int64_t>();
+          p.count = cuda_json_int(jp, "count", 0, kCudaMaxBufferElements);
           p.sum_squares = number_of(jp.at("sum_squares"));
-          p.nonfinite = jp.at("nonfinite").get<int64_t>();
-          for (const json& v : jp.at("values")) p.values.push_back(number_of(v));
+          p.nonfinite = cuda_json_int(jp, "nonfinite", 0, p.count);
+          const json& values = jp.at("values");
+          if (!values.is_array() ||
+              values.size() != static_cast<size_t>(std::min<int64_t>(p.count, CudaProbe::kPoints)))
+            throw Error("a probe's values are not min(count, " +
+                        std::to_string(CudaProbe::kPoints) + ") numbers");
+          for (const json& v : values) p.values.push_back(number_of(v));
           r.probes.push_back(std::move(p));
         }
       }
       out.results.push_back(std::move(r));
     } catch (const json::exception& e) {
+      throw Error(path + ": not a kora CUDA results line (" + e.what() +
+                  "): " + line.substr(0, 80));
+    } catch (const Error& e) {
       throw Error(path + ": not a kora CUDA results line (" + e.what() +
                   "): " + line.substr(0, 80));
     }
@@ -238,7 +273,8 @@ void cuda_job_fill(const CudaJobBuffer& b, const std::string& data, void* out) {
     return;
   }
   if (b.fill == CudaFill::kData) {
-    if (b.data_offset < 0 || b.data_offset + bytes > static_cast<int64_t>(data.size()))
+    if (b.data_offset < 0 || b.data_offset > static_cast<int64_t>(data.size()) ||
+        bytes > static_cast<int64_t>(data.size()) - b.data_offset)
       throw Error("CUDA job: a buffer's data lies outside data.bin");
     std::memcpy(out, data.data() + b.data_offset, static_cast<size_t>(bytes));
     return;

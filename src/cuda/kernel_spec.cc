@@ -6,7 +6,11 @@
 #include "cuda/kernel_spec.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <initializer_list>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <type_traits>
 #include <utility>
@@ -56,12 +60,30 @@ CudaJobBuffer buffer_of(const json& j) {
   CudaJobBuffer b;
   b.dtype = j.at("dtype").get<std::string>();
   element_size(b.dtype);
-  b.count = j.at("count").get<int64_t>();
-  if (b.count < 0) throw Error("CUDA job: negative element count");
+  b.count = cuda_json_int(j, "count", 0, kCudaMaxBufferElements);
   b.fill = fill_of(j.at("fill").get<std::string>());
-  if (b.fill == CudaFill::kRandom) b.seed = std::stoull(j.at("seed").get<std::string>());
-  if (b.fill == CudaFill::kData) b.data_offset = j.at("offset").get<int64_t>();
+  if (b.fill == CudaFill::kRandom) b.seed = cuda_parse_u64(j.at("seed").get<std::string>(), "seed");
+  // data.bin's size is checked by the job's reader (read_cuda_job).
+  if (b.fill == CudaFill::kData)
+    b.data_offset = cuda_json_int(j, "offset", 0, std::numeric_limits<int64_t>::max());
   return b;
+}
+
+// Dims of a convolution: each in [lo, 2^31 - 1] (cuDNN's int).
+std::vector<int64_t> dims_of(const json& j, const char* key, int64_t lo) {
+  const json& v = j.at(key);
+  if (!v.is_array() || v.size() > 8)
+    throw Error(std::string(key) + " is not a list of at most 8 numbers");
+  std::vector<int64_t> out;
+  for (const json& e : v) {
+    if (!e.is_number_integer()) throw Error(std::string(key) + " holds a non-integer");
+    const int64_t d = e.is_number_unsigned() && e.get<uint64_t>() > 0x7fffffffull
+                          ? int64_t{0x80000000}
+                          : e.get<int64_t>();
+    if (d < lo || d > 0x7fffffff) throw Error(std::string(key) + " holds " + e.dump());
+    out.push_back(d);
+  }
+  return out;
 }
 
 // A GEMM of job.json: an object; or, in a manifest written before cuBLASLt, 8 numbers
@@ -70,17 +92,32 @@ CudaGemm gemm_of(const json& jk) {
   const json& j = jk.at("gemm");
   CudaGemm g;
   if (j.is_array()) {
-    const std::vector<int64_t> v = j.get<std::vector<int64_t>>();
-    if (v.size() != 8 || (v[7] != 0 && v[7] != 1))
-      throw Error("a gemm needs 8 numbers, the last 0 or 1");
+    if (j.size() != 8) throw Error("a gemm needs 8 numbers, the last 0 or 1");
+    std::vector<int64_t> v;
+    for (const json& e : j) {
+      const bool fits = e.is_number_unsigned()  ? e.get<uint64_t>() <= (1ull << 40)
+                        : e.is_number_integer() ? e.get<int64_t>() >= -(int64_t{1} << 40) &&
+                                                      e.get<int64_t>() <= (int64_t{1} << 40)
+                                                : false;
+      if (!fits) throw Error("a gemm's numbers are not integers within 2^40");
+      v.push_back(e.get<int64_t>());
+    }
+    if (v[7] != 0 && v[7] != 1) throw Error("a gemm needs 8 numbers, the last 0 or 1");
     g = {v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
     g.read_a = static_cast<int>(v[7]);
     g.read_b = 1 - g.read_a;
     g.tf32 = jk.at("tf32").get<bool>();
     return g;
   }
-  auto get = [&j](const char* name, auto* field) {
-    *field = j.at(name).get<std::remove_pointer_t<decltype(field)>>();
+  const int64_t big = int64_t{1} << 40;  // a tensor's most elements (the frontend's limit)
+  auto get = [&j, big](const char* name, auto* field) {
+    using T = std::remove_pointer_t<decltype(field)>;
+    if constexpr (std::is_same_v<T, bool>)
+      *field = j.at(name).get<bool>();
+    else if constexpr (std::is_same_v<T, int>)
+      *field = static_cast<int>(cuda_json_int(j, name, -1, 1 << 20));
+    else
+      *field = cuda_json_int(j, name, -big, big);
   };
   for (auto [name, field] :
        std::initializer_list<std::pair<const char*, int64_t*>>{{"batch", &g.batch},
@@ -103,7 +140,11 @@ CudaGemm gemm_of(const json& jk) {
   for (auto [name, field] : std::initializer_list<std::pair<const char*, bool*>>{
            {"trans_a", &g.trans_a}, {"trans_b", &g.trans_b}, {"relu", &g.relu}, {"tf32", &g.tf32}})
     get(name, field);
-  g.alpha = j.at("alpha").get<float>();
+  const double alpha = cuda_json_finite(j, "alpha");
+  if (std::abs(alpha) > 3e38) throw Error("a gemm's alpha is not a float");
+  g.alpha = static_cast<float>(alpha);
+  if (g.stride_a < 0 || g.stride_b < 0 || g.stride_c < 0)
+    throw Error("a gemm's stride is negative");
   if (g.batch < 1 || g.m < 1 || g.n < 1 || g.k < 1 || g.ld_a < 0 || g.ld_b < 0 ||
       g.lda() < (g.trans_a ? g.m : g.k) || g.ldb() < (g.trans_b ? g.k : g.n) || g.algo < -1)
     throw Error("a gemm's sizes do not agree");
@@ -112,6 +153,49 @@ CudaGemm gemm_of(const json& jk) {
 }
 
 }  // namespace
+
+int64_t cuda_json_int(const json& j, const char* key, int64_t lo, int64_t hi) {
+  const json& v = j.at(key);
+  if (!v.is_number_integer()) throw Error(std::string(key) + " is not an integer");
+  // nlohmann holds a non-negative integer as uint64: compared as such, never converted first
+  const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(hi) &&
+                                                     static_cast<int64_t>(v.get<uint64_t>()) >= lo
+                                               : v.get<int64_t>() >= lo && v.get<int64_t>() <= hi;
+  if (!in_range)
+    throw Error(std::string(key) + " " + v.dump() + " is not in [" + std::to_string(lo) + ", " +
+                std::to_string(hi) + "]");
+  return v.get<int64_t>();
+}
+
+double cuda_json_finite(const json& j, const char* key) {
+  const json& v = j.at(key);
+  if (!v.is_number()) throw Error(std::string(key) + " is not a number");
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) throw Error(std::string(key) + " is not finite");
+  return d;
+}
+
+namespace {
+uint64_t parse_u64(const std::string& text, const char* what, int base, size_t max_digits) {
+  const char* digits = base == 16 ? "0123456789abcdefABCDEF" : "0123456789";
+  if (text.empty() || text.size() > max_digits ||
+      text.find_first_not_of(digits) != std::string::npos)
+    throw Error(std::string(what) + " '" + text.substr(0, 40) + "' is not a " +
+                (base == 16 ? "hex" : "decimal") + " number of 64 bits");
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), nullptr, base);
+  if (errno == ERANGE)
+    throw Error(std::string(what) + " '" + text + "' is not a number of 64 bits");
+  return v;
+}
+}  // namespace
+
+uint64_t cuda_parse_hex64(const std::string& text, const char* what) {
+  return parse_u64(text, what, 16, 16);
+}
+uint64_t cuda_parse_u64(const std::string& text, const char* what) {
+  return parse_u64(text, what, 10, 20);
+}
 
 int64_t CudaJobBuffer::bytes() const { return count * static_cast<int64_t>(element_size(dtype)); }
 
@@ -216,32 +300,31 @@ json cuda_job_kernel_to_json(const CudaJobKernel& k) {
 
 CudaJobKernel cuda_job_kernel_of_json(const json& jk, size_t programs) {
   CudaJobKernel k;
-  k.signature = std::stoull(jk.at("signature").get<std::string>(), nullptr, 16);
+  k.signature = cuda_parse_hex64(jk.at("signature").get<std::string>(), "signature");
   k.schedule = jk.at("schedule").get<std::string>();
-  k.program = jk.at("program").get<int>();
+  k.program = static_cast<int>(cuda_json_int(jk, "program", -1, 0x7fffffff));
   if (jk.contains("library")) {
     k.library = jk.at("library").get<std::string>();
     if (k.library == "cudnn_conv") {
       const json& c = jk.at("conv");
       CudaConv& v = k.conv;
-      v.x = c.at("x").get<std::vector<int64_t>>();
-      v.w = c.at("w").get<std::vector<int64_t>>();
-      v.y = c.at("y").get<std::vector<int64_t>>();
-      v.pads = c.at("pads").get<std::vector<int64_t>>();
-      v.strides = c.at("strides").get<std::vector<int64_t>>();
-      v.dilations = c.at("dilations").get<std::vector<int64_t>>();
-      v.group = c.at("group").get<int64_t>();
-      v.algo = c.at("algo").get<int>();
-      v.read_x = c.at("read_x").get<int>();
-      v.read_w = c.at("read_w").get<int>();
-      v.read_bias = c.at("read_bias").get<int>();
-      v.read_z = c.at("read_z").get<int>();
+      v.x = dims_of(c, "x", 1);
+      v.w = dims_of(c, "w", 1);
+      v.y = dims_of(c, "y", 1);
+      v.pads = dims_of(c, "pads", 0);
+      v.strides = dims_of(c, "strides", 1);
+      v.dilations = dims_of(c, "dilations", 1);
+      v.group = cuda_json_int(c, "group", 1, 0x7fffffff);
+      v.algo = static_cast<int>(cuda_json_int(c, "algo", 0, 1 << 20));
+      v.read_x = static_cast<int>(cuda_json_int(c, "read_x", -1, 1 << 20));
+      v.read_w = static_cast<int>(cuda_json_int(c, "read_w", -1, 1 << 20));
+      v.read_bias = static_cast<int>(cuda_json_int(c, "read_bias", -1, 1 << 20));
+      v.read_z = static_cast<int>(cuda_json_int(c, "read_z", -1, 1 << 20));
       v.relu = c.at("relu").get<bool>();
       v.tf32 = c.at("tf32").get<bool>();
-      const size_t spatial = v.x.size() - 2;
       if (v.x.size() < 3 || v.w.size() != v.x.size() || v.y.size() != v.x.size() ||
-          v.pads.size() != spatial || v.strides.size() != spatial ||
-          v.dilations.size() != spatial || v.group < 1)
+          v.pads.size() != v.x.size() - 2 || v.strides.size() != v.x.size() - 2 ||
+          v.dilations.size() != v.x.size() - 2)
         throw Error("a convolution's dims do not agree");
     } else if (k.library != "cublas_gemm") {
       throw Error("unknown library '" + k.library + "'");
@@ -254,9 +337,10 @@ CudaJobKernel cuda_job_kernel_of_json(const json& jk, size_t programs) {
   k.name = jk.at("name").get<std::string>();
   for (const json& b : jk.at("reads")) k.reads.push_back(buffer_of(b));
   for (const json& b : jk.at("writes")) k.writes.push_back(buffer_of(b));
-  for (const json& l : jk.at("launches"))
-    k.launches.push_back({l.at("function").get<std::string>(), l.at("grid").get<int64_t>(),
-                          l.at("block").get<int>()});
+  for (const json& l : jk.at("launches"))  // CUDA's limits: grid.x < 2^31, 1024 threads
+    k.launches.push_back({l.at("function").get<std::string>(),
+                          cuda_json_int(l, "grid", 1, 0x7fffffff),
+                          static_cast<int>(cuda_json_int(l, "block", 1, 1024))});
   return k;
 }
 

@@ -112,6 +112,20 @@ struct CudaJobKernel {
   std::string name;  // the kernel's primitives, for messages
 };
 
+// The largest buffer a job or a CUDA artifact may describe: 2^40 elements, the frontend's
+// limit on a tensor (so a buffer's bytes never overflow int64).
+constexpr int64_t kCudaMaxBufferElements = int64_t{1} << 40;
+
+// Checked fields of job.json, results.jsonl and a manifest's CUDA kernels (a hostile file
+// must not reach a float-to-int conversion out of range or a std::stoull exception): the
+// integer j[key] within [lo, hi] (an integer in the JSON, not a float); the finite number
+// j[key]; 1 to 16 hex digits (or decimal digits) as uint64. Throw nlohmann::json::exception
+// where the field is missing, kora::Error naming `key` where it is mistyped or out of range.
+int64_t cuda_json_int(const nlohmann::json& j, const char* key, int64_t lo, int64_t hi);
+double cuda_json_finite(const nlohmann::json& j, const char* key);
+uint64_t cuda_parse_hex64(const std::string& text, const char* what);
+uint64_t cuda_parse_u64(const std::string& text, const char* what);
+
 // One kernel as job.json holds it (a CUDA artifact's manifest holds its kernels so too);
 // reading checks it and throws kora::Error saying what is wrong (`programs`: how many
 // programs its `program` may name).

@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/file_lock.h"
 #include "base/read_file.h"
 #include "cuda/blas.h"
 #include "cuda/codegen.h"
@@ -280,6 +281,14 @@ CudaProfileSummary profile_round(const PrimGraph& graph, ProfileDb& db,
 CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
                                       const CudaProfileOptions& options) {
   if (options.kernels.job_dir.empty()) throw Error("profile_model_cuda: no job directory");
+  // One kora profile at a time per database, as on the CPU (src/cpu/profile.cc): a second
+  // waits, then compiles and measures only what the first left.
+  const FileLock lock(db.path() + ".lock", [&] {
+    if (options.kernels.progress)
+      *options.kernels.progress << "kora profile: another kora profile is measuring into "
+                                << db.path() << "; waiting for it (what it measures is then "
+                                << "reused)" << std::endl;
+  });
   CudaKernelsOptions kernels = options.kernels;
   std::string why = "measuring was not asked for";
   std::unique_ptr<CudaDevice> device = options.run_worker ? CudaDevice::open(0, &why) : nullptr;

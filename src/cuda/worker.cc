@@ -53,9 +53,10 @@ CudaResult run_kernel(const CudaJob& job, const CudaJobKernel& k, CudaDevice& de
   Buffers buffers(device);
   std::vector<char> host;
   for (const CudaJobBuffer& b : k.reads) {
+    // The GPU's memory first: a buffer larger than it fails there, before the host's.
+    buffers.ptrs.push_back(device.alloc(static_cast<size_t>(b.bytes())));
     host.resize(static_cast<size_t>(b.bytes()));
     cuda_job_fill(b, data, host.data());
-    buffers.ptrs.push_back(device.alloc(host.size()));
     device.to_device(buffers.ptrs.back(), host.data(), host.size());
   }
   for (const CudaJobBuffer& b : k.writes) {

@@ -7,8 +7,10 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 
@@ -28,6 +30,8 @@ std::string now_utc() {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
+
+constexpr size_t kMaxTextBytes = 1 << 20;  // a text longer than kora writes is cut here
 
 // A prepared statement, finalized on scope exit; errors name the database file.
 class Statement {
@@ -55,9 +59,13 @@ class Statement {
     sqlite3_reset(stmt_);
     sqlite3_clear_bindings(stmt_);
   }
+  // Up to its first NUL (a blob or a text may hold NULs) and kMaxTextBytes.
   std::string text(int i) const {
     const unsigned char* s = sqlite3_column_text(stmt_, i);
-    return s ? reinterpret_cast<const char*>(s) : "";
+    if (!s) return "";
+    const auto n = static_cast<size_t>(std::max(sqlite3_column_bytes(stmt_, i), 0));
+    const char* c = reinterpret_cast<const char*>(s);
+    return std::string(c, ::strnlen(c, std::min(n, kMaxTextBytes)));
   }
   double real(int i) const { return sqlite3_column_double(stmt_, i); }
   int64_t integer(int i) const { return sqlite3_column_int64(stmt_, i); }
@@ -80,8 +88,21 @@ void exec(sqlite3* db, const std::string& path, const char* sql) {
   }
 }
 
+// A database kora did not write, or one edited or corrupted, may hold anything in any
+// column (SQLite's columns take any type, and a table made elsewhere has no constraints).
+// What is read as a cost is only a number, finite and not negative (SQLite holds NaN as
+// NULL and an infinity as 1e999): other rows are ignored, and counted when the database is
+// opened (ProfileDb::invalid_rows). Texts are read up to kMaxTextBytes.
+#define KORA_VALID_COST(column) \
+  "(typeof(" column ") IN ('integer', 'real') AND " column " >= 0 AND " column " < 1e300)"
+// A signature as kora writes it: 16 lowercase hex digits.
+#define KORA_VALID_SIGNATURE                                    \
+  "(typeof(signature) = 'text' AND length(signature) = 16 AND " \
+  "NOT signature GLOB '*[^0-9a-f]*')"
+
 constexpr const char* kColumns =
-    "device, signature, schedule, median_ms, spread_ms, samples, failed, error, measured_at";
+    "device, signature, schedule, median_ms, spread_ms, samples, failed IS NOT 0, error, "
+    "measured_at";
 
 ProfileRecord read_record(const Statement& s) {
   ProfileRecord r;
@@ -110,6 +131,11 @@ ProfileDb::ProfileDb(const std::string& path) : path_(path) {
     throw Error("profile database '" + path + "': cannot open: " + what);
   }
   try {
+    // A database file is input kora did not necessarily write: SQLite's settings for such
+    // files (no writes to the schema's internals, no functions with side effects run from
+    // its views or triggers).
+    sqlite3_db_config(db_, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+    sqlite3_db_config(db_, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
     sqlite3_busy_timeout(db_, 10000);  // other processes writing: wait, do not fail
     // WAL: readers never block the writer, and a killed writer leaves only whole
     // transactions. synchronous=NORMAL is durable against a killed process (not
@@ -136,8 +162,17 @@ ProfileDb::ProfileDb(const std::string& path) : path_(path) {
     Statement version(db_, path_, "SELECT value FROM meta WHERE key = 'schema'");
     if (!version.step() || std::atoi(version.text(0).c_str()) != kSchemaVersion)
       throw Error("profile database '" + path_ + "': schema version " +
-                  (version.text(0).empty() ? "missing" : version.text(0)) + ", this kora reads " +
-                  std::to_string(kSchemaVersion));
+                  (version.text(0).empty() ? "missing" : version.text(0).substr(0, 40)) +
+                  ", this kora reads " + std::to_string(kSchemaVersion));
+    Statement invalid(
+        db_, path_,
+        "SELECT (SELECT COUNT(*) FROM profiles WHERE NOT " KORA_VALID_SIGNATURE
+        " OR (failed = 0 AND NOT " KORA_VALID_COST("median_ms") "))"
+        " + (SELECT COUNT(*) FROM in_plan_costs WHERE NOT " KORA_VALID_SIGNATURE
+        " OR NOT " KORA_VALID_COST("median_ms") ")"
+        " + (SELECT COUNT(*) FROM kernel_overhead WHERE NOT " KORA_VALID_COST("per_kernel_ms") ")");
+    invalid.step();
+    invalid_rows_ = invalid.integer(0);
   } catch (...) {
     sqlite3_close(db_);
     db_ = nullptr;
@@ -175,8 +210,9 @@ void ProfileDb::put(const std::vector<ProfileRecord>& records) {
 
 std::vector<ProfileRecord> ProfileDb::records(const std::string& device, uint64_t signature) const {
   const std::string sql = std::string("SELECT ") + kColumns +
-                          " FROM profiles WHERE device = ? AND signature = ?"
-                          " ORDER BY failed, median_ms, schedule";
+                          " FROM profiles WHERE device = ? AND signature = ? AND"
+                          " (failed IS NOT 0 OR " KORA_VALID_COST("median_ms") ")"
+                          " ORDER BY failed IS NOT 0, median_ms, schedule";
   Statement select(db_, path_, sql.c_str());
   select.bind(1, device);
   select.bind(2, signature_hex(signature));
@@ -209,7 +245,8 @@ std::map<uint64_t, double> ProfileDb::fastest_where(const std::string& device, c
                                                     const std::string& schedule) const {
   const std::string sql = std::string(
                               "SELECT signature, MIN(median_ms) FROM profiles"
-                              " WHERE device = ? AND failed = 0 AND schedule ") +
+                              " WHERE device = ? AND failed = 0 AND " KORA_VALID_SIGNATURE
+                              " AND " KORA_VALID_COST("median_ms") " AND schedule ") +
                           op + " ? GROUP BY signature";
   Statement select(db_, path_, sql.c_str());
   select.bind(1, device);
@@ -237,8 +274,8 @@ int64_t ProfileDb::count(const std::string& device) const {
 
 std::vector<uint64_t> ProfileDb::failed_only(const std::string& device) const {
   Statement select(db_, path_,
-                   "SELECT signature FROM profiles WHERE device = ? GROUP BY signature"
-                   " HAVING MIN(failed) = 1");
+                   "SELECT signature FROM profiles WHERE device = ? AND " KORA_VALID_SIGNATURE
+                   " GROUP BY signature HAVING MIN(failed) = 1");
   select.bind(1, device);
   std::vector<uint64_t> out;
   while (select.step()) out.push_back(std::strtoull(select.text(0).c_str(), nullptr, 16));
@@ -277,7 +314,10 @@ void ProfileDb::put_kernel_overhead(const std::string& device, double per_kernel
 }
 
 double ProfileDb::kernel_overhead(const std::string& device) const {
-  Statement select(db_, path_, "SELECT per_kernel_ms FROM kernel_overhead WHERE device = ?");
+  Statement select(
+      db_, path_,
+      "SELECT per_kernel_ms FROM kernel_overhead WHERE device = ? AND " KORA_VALID_COST(
+          "per_kernel_ms"));
   select.bind(1, device);
   return select.step() ? select.real(0) : 0;
 }
@@ -305,7 +345,8 @@ std::set<uint64_t> ProfileDb::suspect(const std::string& device) const {
   // SQLite takes a bare column from the row MIN() chose: the fastest record's error.
   Statement select(db_, path_,
                    "SELECT signature, MIN(median_ms), error FROM profiles"
-                   " WHERE device = ? AND failed = 0 GROUP BY signature");
+                   " WHERE device = ? AND failed = 0 AND " KORA_VALID_SIGNATURE
+                   " AND " KORA_VALID_COST("median_ms") " GROUP BY signature");
   select.bind(1, device);
   std::set<uint64_t> out;
   while (select.step())
@@ -315,8 +356,9 @@ std::set<uint64_t> ProfileDb::suspect(const std::string& device) const {
 }
 
 std::map<uint64_t, double> ProfileDb::in_plan(const std::string& device, bool native) const {
-  Statement select(
-      db_, path_, "SELECT signature, median_ms FROM in_plan_costs WHERE device = ? AND native = ?");
+  Statement select(db_, path_,
+                   "SELECT signature, median_ms FROM in_plan_costs WHERE device = ? AND native = ? "
+                   "AND " KORA_VALID_SIGNATURE " AND " KORA_VALID_COST("median_ms"));
   select.bind(1, device);
   select.bind(2, static_cast<int64_t>(native ? 1 : 0));
   std::map<uint64_t, double> out;

@@ -17,6 +17,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -24,7 +26,9 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 
+#include "base/file_lock.h"
 #include "cpu/codegen_harness.h"
 #include "cpu/compile.h"
 #include "cuda/codegen.h"
@@ -272,6 +276,56 @@ TEST(CudaArtifact, AJobForAGpuElsewhereLeavesOutWhatItMeasured) {
     }
   }
   EXPECT_EQ(gemm_schedules, kCublasLtAlgos);
+}
+
+// Two kora profile --target cuda runs on one database, as on the CPU
+// (tests/profile/profile_test.cc): the second waits for the first's lock on DB.lock (here
+// held by the test, which meanwhile stores every kernel as the first run would), says so,
+// and then leaves out of its job everything the first stored.
+TEST(CudaArtifact, ASecondProfileOnTheDatabaseWaitsAndReusesTheFirstsMeasurements) {
+  if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
+  const PrimGraph g = artifact_graph(false);
+  kora_test::TempDir tmp;
+  const std::string path = tmp.file("profiles.db");
+  const std::string remote = "cuda|Remote GPU|sm_90|132 SMs|kora-cuda-gen 1";
+  CudaProfileOptions options;
+  options.run_worker = false;
+  options.remote_device = remote;
+  options.kernels.arch = "sm_90";
+  options.kernels.candidates.max_size = 3;
+  options.kernels.max_schedules = 1;
+  options.kernels.cache_dir = tmp.file("cubins");
+  options.kernels.job_dir = tmp.file("all");
+  std::vector<CudaJobKernel> kernels;
+  {
+    ProfileDb db(path);
+    ASSERT_GT(profile_model_cuda(g, db, options).kernels.job_kernels, 0);
+    kernels = read_cuda_job(options.kernels.job_dir).kernels;
+  }
+  std::ostringstream progress;
+  options.kernels.progress = &progress;
+  options.kernels.job_dir = tmp.file("second");
+  auto first = std::make_unique<FileLock>(path + ".lock");  // "the first run"
+  std::atomic<bool> done{false};
+  CudaProfileSummary second;
+  std::thread run([&] {
+    ProfileDb db(path);
+    second = profile_model_cuda(g, db, options);
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(done);  // waiting
+  {
+    ProfileDb db(path);
+    for (const CudaJobKernel& k : kernels)
+      db.put({remote, k.signature, k.schedule, 0.1, 0, 3, false, "", ""});
+  }
+  first.reset();
+  run.join();
+  EXPECT_EQ(second.kernels.job_kernels, 0);
+  EXPECT_NE(progress.str().find("another kora profile is measuring into " + path),
+            std::string::npos)
+      << progress.str();
 }
 
 // A lone primitive the GPU cannot compute (a convolution with asymmetric padding) runs on

@@ -25,6 +25,7 @@
 #include <map>
 #include <random>
 
+#include "base/read_file.h"
 #include "cpu/codegen_harness.h"
 #include "cpu/compile.h"
 #include "cuda/codegen.h"
@@ -180,6 +181,94 @@ TEST(CudaJob, ResultsRoundTripWithNonFiniteValuesAndATruncatedLine) {
   std::filesystem::remove(cuda_results_file(dir.path().string()));
   EXPECT_THROW(read_cuda_results(dir.path().string()), Error);
   EXPECT_THROW(read_cuda_job(dir.path().string()), Error);
+}
+
+// A hostile or corrupt job.json or results.jsonl (issue 25, fuzz/cuda_job_fuzzer.cc): one
+// kora::Error naming the file and the field, never another exception, a float converted to
+// an int out of range, a size that overflows or a cost that is not a time.
+TEST(CudaJob, HostileJobsAndResultsAreOneClearError) {
+  kora_test::TempDir tmp;
+  const std::string dir = tmp.path().string();
+  std::ofstream(cuda_data_file(dir), std::ios::binary) << std::string(64, 'x');
+  CudaJobKernel k;
+  k.signature = 0xab;
+  k.schedule = "default";
+  k.program = 0;
+  k.name = "Add";
+  k.reads.push_back({"int64", 4, CudaFill::kData, 0, 8});  // bytes 8..40 of 64
+  k.writes.push_back({"float32", 16, CudaFill::kZero});
+  k.launches.push_back({"k0", 1, 32});
+  CudaJob job;
+  job.arch = "sm_90";
+  job.programs = {"program_0.cubin"};
+  job.kernels = {k};
+  write_cuda_job(dir, job);
+  ASSERT_EQ(read_cuda_job(dir).kernels.size(), 1u);
+  const std::string good = read_file(cuda_job_file(dir));
+
+  // `from` in job.json replaced by `to`: the error names the file and says `what`.
+  auto job_error = [&](const std::string& from, const std::string& to, const std::string& what) {
+    std::string text = good;
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    std::ofstream(cuda_job_file(dir)) << text;
+    try {
+      read_cuda_job(dir);
+      ADD_FAILURE() << "accepted " << to;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(cuda_job_file(dir)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  job_error("\"00000000000000ab\"", "\"zz\"", "signature 'zz' is not a hex number");
+  job_error("\"00000000000000ab\"", "\"1234567890abcdef0\"", "not a hex number of 64 bits");
+  job_error("\"program\": 0", "\"program\": 1e300", "program is not an integer");
+  job_error("\"program\": 0", "\"program\": 4294967296", "program 4294967296 is not in");
+  job_error("\"count\": 4", "\"count\": 9223372036854775807", "count");
+  job_error("\"count\": 16", "\"count\": -1", "count -1 is not in");
+  job_error("\"offset\": 8", "\"offset\": 9223372036854775800", "bytes at offset");
+  job_error("\"offset\": 8", "\"offset\": 40", "(64 bytes)");  // 40 + 32 > 64
+  job_error("\"grid\": 1", "\"grid\": 0", "grid 0 is not in");
+  job_error("\"block\": 32", "\"block\": 4096", "block 4096 is not in");
+  job_error("\"max_samples\": 100", "\"max_samples\": 1", "max_samples 1 is not in");
+  job_error("\"warmup\": 3", "\"warmup\": 1e10", "warmup is not an integer");
+  job_error("\"program_0.cubin\"", "\"../../etc/passwd\"", "is not a file name");
+  std::filesystem::remove(cuda_data_file(dir));
+  job_error("\"offset\": 8", "\"offset\": 0", "(missing)");
+
+  const CudaDeviceInfo device{"GPU", "sm_90", 132, 12040, 52428800};
+  CudaResult ok;
+  ok.signature = 0xab;
+  ok.schedule = "default";
+  ok.median_ms = 0.5;
+  ok.samples = 10;
+  ok.probes.push_back({3, 2.5, 0, {1.0, 1.0, 0.5}});
+  const std::string line = cuda_result_line(ok);
+  auto results_error = [&](const std::string& from, const std::string& to,
+                           const std::string& what) {
+    std::string text = line;
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    std::ofstream(cuda_results_file(dir)) << cuda_results_header("0123", device) << "\n"
+                                          << text << "\n"
+                                          << line << "\n";
+    try {
+      read_cuda_results(dir);
+      ADD_FAILURE() << "accepted " << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(cuda_results_file(dir)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  results_error("\"00000000000000ab\"", "\"-1\"", "signature '-1' is not a hex number");
+  results_error("\"median_ms\":0.5", "\"median_ms\":-0.5", "a negative time");
+  results_error("\"median_ms\":0.5", "\"median_ms\":\"inf\"", "median_ms is not a number");
+  results_error("\"samples\":10", "\"samples\":1e300", "samples is not an integer");
+  results_error("\"nonfinite\":0", "\"nonfinite\":4", "nonfinite 4 is not in [0, 3]");
+  results_error("[1.0,1.0,0.5]", "[1.0]", "a probe's values are not min(count, 64) numbers");
+  results_error("[1.0,1.0,0.5]", "[1.0,1.0,\"x\"]", "bad number 'x'");
 }
 
 // softmax(x * float(w)) over rows, w an int64 constant (carried as data), plus w == 0;

@@ -36,5 +36,7 @@ int replay(const std::string& name, void (*reader)(const uint8_t*, size_t)) {
 TEST(FuzzReplay, OnnxImporter) { EXPECT_GT(replay("onnx_import", kora_fuzz::onnx_import), 0); }
 TEST(FuzzReplay, NpyReader) { EXPECT_GT(replay("npy", kora_fuzz::npy), 0); }
 TEST(FuzzReplay, ManifestReader) { EXPECT_GT(replay("manifest", kora_fuzz::manifest), 0); }
+TEST(FuzzReplay, CudaJobAndResultsReader) { EXPECT_GT(replay("cuda_job", kora_fuzz::cuda_job), 0); }
+TEST(FuzzReplay, ProfileDatabase) { EXPECT_GT(replay("profile_db", kora_fuzz::profile_db), 0); }
 
 }  // namespace

@@ -16,10 +16,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <string>
 #include <thread>
 
 #include "cpu/backend.h"
+#include "kora/cost.h"
 #include "kora/error.h"
 
 namespace {
@@ -180,6 +183,109 @@ TEST_F(ProfileDbTest, RefusesFilesThatAreNotProfileDatabases) {
     EXPECT_NE(std::string(e.what()).find("schema version 99"), std::string::npos) << e.what();
   }
   EXPECT_THROW(ProfileDb("/proc/kora/cannot/profiles.db"), kora::Error);
+}
+
+// A database edited by hand, corrupted or written by something else (issue 25,
+// fuzz/profile_db_fuzzer.cc): rows whose cost is negative, infinite, NULL (SQLite's NaN)
+// or not a number, or whose signature is not 16 hex digits, are never used as costs; they
+// are counted when the database is opened and the cost model's description says so.
+TEST_F(ProfileDbTest, RowsWithoutAValidCostAreIgnoredAndCounted) {
+  {
+    ProfileDb db(db_path());
+    db.put({record("d", 1, "a", 0.5), record("d", 2, "a", 0.3)});
+    db.put_in_plan("d", {{2, 0.2}}, 1);
+  }
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path().c_str(), &raw), SQLITE_OK);
+  const char* rows[] = {"('d', '0000000000000001', 'negative', -1, 0, 3, 0, '', '')",
+                        "('d', '0000000000000001', 'infinite', 1e999, 0, 3, 0, '', '')",
+                        "('d', '0000000000000001', 'text', 'fast', 0, 3, 0, '', '')",
+                        "('d', '0000000000000001', 'blob', x'00', 0, 3, 0, '', '')",
+                        "('d', 'zz', 'a', 0.001, 0, 3, 0, '', '')",
+                        "('d', '0000000000000002', 'failed as text', -7, 0, 3, 'no', '', '')"};
+  for (const char* row : rows)
+    ASSERT_EQ(sqlite3_exec(raw, (std::string("INSERT INTO profiles VALUES ") + row).c_str(),
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK)
+        << row;
+  ASSERT_EQ(sqlite3_exec(raw,
+                         "INSERT INTO in_plan_costs VALUES ('d', '0000000000000001', 0, -5, 1, '');"
+                         "INSERT INTO kernel_overhead VALUES ('d', -0.5, '');",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+
+  auto db = std::make_shared<ProfileDb>(db_path());
+  EXPECT_EQ(db->invalid_rows(), 7);  // the 'failed as text' row failed: not a cost
+  const std::map<uint64_t, double> fastest = db->fastest("d");
+  EXPECT_EQ(fastest, (std::map<uint64_t, double>{{1, 0.5}, {2, 0.3}}));
+  ASSERT_EQ(db->records("d", 1).size(), 1u);
+  EXPECT_EQ(db->best("d", 1)->median_ms, 0.5);
+  const std::vector<ProfileRecord> two = db->records("d", 2);
+  ASSERT_EQ(two.size(), 2u);  // the valid one first, the failed one kept as failed
+  EXPECT_FALSE(two[0].failed);
+  EXPECT_TRUE(two[1].failed);
+  EXPECT_EQ(db->in_plan("d"), (std::map<uint64_t, double>{{2, 0.2}}));
+  EXPECT_EQ(db->kernel_overhead("d"), 0);
+  EXPECT_TRUE(db->suspect("d").empty());
+  kora::ProfileDbCost cost(db, "d", nullptr);
+  EXPECT_NE(cost.describe().find("7 rows without a valid cost or signature ignored"),
+            std::string::npos)
+      << cost.describe();
+}
+
+// Tables made by something else (no types, no constraints): NULLs anywhere, a huge
+// string, a schema value that is not a number; one clear error or the row ignored.
+TEST_F(ProfileDbTest, TablesWithoutConstraintsAreReadSafely) {
+  fs::create_directories(dir_);
+  const std::string path = (dir_ / "foreign.db").string();
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  const std::string huge(3 << 20, 'x');
+  const std::string sql =
+      "CREATE TABLE meta (key, value); INSERT INTO meta VALUES ('schema', '1');"
+      "CREATE TABLE profiles (device, signature, schedule, median_ms, spread_ms, samples,"
+      " failed, error, measured_at);"
+      "INSERT INTO profiles VALUES ('d', '0000000000000003', 'a', NULL, NULL, NULL, NULL, NULL,"
+      " NULL);"
+      "INSERT INTO profiles VALUES ('d', '0000000000000003', 'b', 0.25, 0, 1, 0, '" +
+      huge + "', NULL);";
+  ASSERT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  ProfileDb db(path);
+  EXPECT_EQ(db.fastest("d"), (std::map<uint64_t, double>{{3, 0.25}}));
+  const std::vector<ProfileRecord> records = db.records("d", 3);
+  ASSERT_EQ(records.size(), 2u);  // the NULL row counts as failed
+  EXPECT_EQ(records[0].median_ms, 0.25);
+  EXPECT_LE(records[0].error.size(), size_t{1} << 20);
+  EXPECT_TRUE(records[1].failed);
+
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "UPDATE meta SET value = x'00ff' WHERE key = 'schema'", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "DROP TABLE profiles; CREATE TABLE profiles (device)", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  try {
+    ProfileDb again(path);
+    FAIL() << "opened a database of no schema version";
+  } catch (const kora::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("foreign.db"), std::string::npos) << e.what();
+  }
+}
+
+// Machine peaks stored as a device fact that are not finite are refused (and measured
+// again by cpu_peaks), never used as a bound.
+TEST(MachinePeaksJson, NonFinitePeaksAreRefused) {
+  EXPECT_NO_THROW(kora::MachinePeaks::from_json(
+      R"({"gflops": 100, "dram_gbps": 10, "cache_gbps": 50, "cache_bytes": 1e6, "floor_ms": 0})"));
+  EXPECT_THROW(kora::MachinePeaks::from_json(
+                   R"({"gflops": 1e999, "dram_gbps": 10, "cache_gbps": 50, "cache_bytes": 1e6,)"
+                   R"( "floor_ms": 0})"),
+               kora::Error);
+  EXPECT_THROW(kora::MachinePeaks::from_json("{not json"), kora::Error);
 }
 
 TEST(ProfileDbPath, DefaultFollowsEnvironment) {
