@@ -383,10 +383,11 @@ Manifest manifest_from_json(const std::string& text, const std::string& source) 
     const int index = static_cast<int>(m.kernels.size());
     k.step = e.contains("step") ? static_cast<int>(r.integer(e, "step", where)) : index;
     k.threads = e.contains("threads") ? static_cast<int>(r.integer(e, "threads", where)) : 0;
-    if (k.step < 0 || k.step > index || (index > 0 && k.step < m.kernels.back().step) ||
-        k.threads < 0 || k.threads > 4096)
-      r.fail(where + ": step " + std::to_string(k.step) + " (threads " + std::to_string(k.threads) +
-             ") is not a step after the kernels before it");
+    if (k.step < 0 || (index > 0 && k.step < m.kernels.back().step))
+      r.fail(where + ": step " + std::to_string(k.step) +
+             " comes before the step of the kernel listed before it (kernels out of order?)");
+    if (k.threads < 0 || k.threads > 4096)
+      r.fail(where + ": " + std::to_string(k.threads) + " threads");
     if (k.impl == "cuda") {  // its buffers are its reads and writes, in order
       auto same = [&](const std::vector<std::string>& names,
                       const std::vector<CudaJobBuffer>& buffers) {

@@ -146,7 +146,7 @@ TEST_F(HostileArtifact, KernelsInReverseOrder) {
     for (auto it = m["kernels"].rbegin(); it != m["kernels"].rend(); ++it) k.push_back(*it);
     m["kernels"] = k;
   });
-  expect_error([&] { Session s(a); }, "before any kernel writes it");
+  expect_error([&] { Session s(a); }, "kernels out of order");
 }
 
 TEST_F(HostileArtifact, ArenaTensorsSharingBytesWhileLive) {
