@@ -82,6 +82,17 @@ void prepare(const PrimGraph& graph, Target& target, const ProfileDb& db, const 
   }
 }
 
+// prepare() for a plan the check compares with the solver's: one that cannot be written or
+// run here is left out with its error, not fatal to the compile.
+void prepare_rival(const PrimGraph& graph, Target& target, const ProfileDb& db,
+                   const std::string& device, const CompileOptions& options, Entry& e) {
+  try {
+    prepare(graph, target, db, device, options, e);
+  } catch (const Error& err) {
+    e.check.error = err.what();
+  }
+}
+
 // The entries' latencies, measured in turn: warm-up, then rounds in which every plan runs
 // a burst (about two seconds in all); then each kernel's time inside its plan.
 void time_in_turn(const std::vector<Entry*>& entries, double budget_ms = 2000,
@@ -260,22 +271,14 @@ PlanCheckResult check_plans_on_the_clock(const PrimGraph& graph, Target& target,
         const std::unique_ptr<ProfileDbCost> costs = target_costs(target, db);
         Entry* e = add(baseline, orchestrate_for(graph, target, *costs, o));
         if (!e) continue;  // the same plan as one measured
-        try {
-          prepare(graph, target, *db, device, options, *e);
-        } catch (const Error& err) {
-          e->check.error = err.what();
-        }
+        prepare_rival(graph, target, *db, device, options, *e);
         batch.push_back(e);
       }
       // The plan the last compile of this graph emitted: timed with the rest, so that a
       // recompile is never slower on the clock than it (driver/previous_plan.h).
       if (std::optional<OrchestrationResult> previous = previous_emitted_plan(*db, device, graph))
         if (Entry* e = add("previous compile", std::move(*previous))) {
-          try {
-            prepare(graph, target, *db, device, options, *e);
-          } catch (const Error& err) {
-            e->check.error = err.what();
-          }
+          prepare_rival(graph, target, *db, device, options, *e);
           batch.push_back(e);
         }
     }
@@ -299,11 +302,7 @@ PlanCheckResult check_plans_on_the_clock(const PrimGraph& graph, Target& target,
       o.strategy = "optimal";
       Entry* e = add("optimal (round " + std::to_string(round) + ")", solve_again(o));
       if (!e) break;  // the solver's answer is a plan already measured
-      try {
-        prepare(graph, target, *db, device, options, *e);
-      } catch (const Error& err) {
-        e->check.error = err.what();
-      }
+      prepare_rival(graph, target, *db, device, options, *e);
       std::vector<Entry*> pair{incumbent, e};
       time_in_turn(pair);
       report(options, "check on the clock, round " + std::to_string(round), pair);
@@ -325,11 +324,7 @@ PlanCheckResult check_plans_on_the_clock(const PrimGraph& graph, Target& target,
               add(round == 1 ? "parallel schedule" : "parallel schedule (round 2)", schedule.plan);
           if (!e) break;
           e->check.predicted_ms = schedule.predicted_ms;
-          try {
-            prepare(graph, target, *db, device, options, *e);
-          } catch (const Error& err) {
-            e->check.error = err.what();
-          }
+          prepare_rival(graph, target, *db, device, options, *e);
           std::vector<Entry*> pair{leader, e};
           time_in_turn(pair);
           report(options,
