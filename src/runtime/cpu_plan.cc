@@ -262,6 +262,7 @@ std::string CpuPlan::device() const {
 double CpuPlan::plan_ms() {
   Impl& s = *impl_;
   if (!s.inputs) throw Error("run the plan once before timing it");
+  if (s.threads > 0 && omp_get_max_threads() != s.threads) omp_set_num_threads(s.threads);
   for (Step& step : s.steps)  // inputs bound since are patched in before the clock starts
     for (const auto& [at, index] : step.input_slots) step.in[at] = (*s.inputs)[index].bytes();
   const auto start = std::chrono::steady_clock::now();
