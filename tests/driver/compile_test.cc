@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/interrupt.h"
 #include "cpu/target.h"
 #include "driver/cpu_compile_setup.h"
 #include "driver/previous_plan.h"
@@ -367,6 +368,24 @@ TEST(Compile, AParallelScheduleIsTriedOnTheClockAndComputesTheSame) {
   setup.target->write_artifact(g, s.plan, db.get(), a.summary.device, setup.dir.file("pairs"),
                                TargetEmitOptions{});
   expect_matches_interpreter(g, setup.dir.file("pairs"));
+}
+
+TEST(Compile, AnInterruptRequestStopsTheCompileAndLeavesNothing) {
+  CpuCompileSetup setup;
+  const std::string model = small_builder().save(setup.dir);
+  const std::string art = setup.dir.file("art");
+  request_interrupt();
+  try {
+    compile(model, *setup.target, art, setup.options);
+    ADD_FAILURE() << "compiled although interrupted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("interrupted while"), std::string::npos) << e.what();
+  }
+  clear_interrupt();
+  EXPECT_FALSE(std::filesystem::exists(art));
+  // Cleared, the same compile runs.
+  expect_matches_interpreter(kora::import_model(model),
+                             compile(model, *setup.target, art, setup.options).dir);
 }
 
 TEST(Compile, UnknownTargetsAndModelsAreClearErrors) {
