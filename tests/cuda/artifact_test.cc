@@ -28,7 +28,6 @@
 #include <sstream>
 #include <thread>
 
-#include "base/file_lock.h"
 #include "cpu/codegen_harness.h"
 #include "cpu/compile.h"
 #include "cuda/codegen.h"
@@ -50,6 +49,7 @@
 #include "kora/orchestration.h"
 #include "kora/profile_db.h"
 #include "kora/runtime.h"
+#include "profile/second_run_waits.h"
 #include "runtime/manifest.h"
 #include "runtime/sha256.h"
 
@@ -237,21 +237,30 @@ TEST(CudaArtifact, WritesLaunchesAndLibraryCallsWithTheFastestMeasuredSchedule) 
 
 // Profiling for a GPU elsewhere (kora profile --gpu): the job leaves out the kernels the
 // database holds for that GPU.
-TEST(CudaArtifact, AJobForAGpuElsewhereLeavesOutWhatItMeasured) {
-  if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
-  const PrimGraph g = artifact_graph(false);
-  kora_test::TempDir tmp;
-  ProfileDb db(tmp.file("profiles.db"));
+// A GPU measured elsewhere, and the options of a job written for it (no worker run here):
+// sm_90, kernels of at most 3 primitives, one schedule each, cubins and job under `tmp`.
+const char* const kRemoteGpu = "cuda|Remote GPU|sm_90|132 SMs|kora-cuda-gen 1";
+
+CudaProfileOptions remote_job_options(kora_test::TempDir& tmp, const std::string& job) {
   CudaProfileOptions options;
   options.run_worker = false;
   options.kernels.arch = "sm_90";
   options.kernels.candidates.max_size = 3;
   options.kernels.max_schedules = 1;
   options.kernels.cache_dir = tmp.file("cubins");
-  options.kernels.job_dir = tmp.file("all");
+  options.kernels.job_dir = tmp.file(job);
+  return options;
+}
+
+TEST(CudaArtifact, AJobForAGpuElsewhereLeavesOutWhatItMeasured) {
+  if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
+  const PrimGraph g = artifact_graph(false);
+  kora_test::TempDir tmp;
+  ProfileDb db(tmp.file("profiles.db"));
+  CudaProfileOptions options = remote_job_options(tmp, "all");
   const int64_t all = profile_model_cuda(g, db, options).kernels.job_kernels;
   std::set<uint64_t> measured;
-  const std::string remote = "cuda|Remote GPU|sm_90|132 SMs|kora-cuda-gen 1";
+  const std::string remote = kRemoteGpu;
   uint64_t gemm = 0;  // measured with cuBLAS only: cuBLASLt's algorithms are still to measure
   for (const CudaJobKernel& k : read_cuda_job(options.kernels.job_dir).kernels) {
     if (k.library.empty() && measured.size() < 5 && measured.insert(k.signature).second)
@@ -287,15 +296,8 @@ TEST(CudaArtifact, ASecondProfileOnTheDatabaseWaitsAndReusesTheFirstsMeasurement
   const PrimGraph g = artifact_graph(false);
   kora_test::TempDir tmp;
   const std::string path = tmp.file("profiles.db");
-  const std::string remote = "cuda|Remote GPU|sm_90|132 SMs|kora-cuda-gen 1";
-  CudaProfileOptions options;
-  options.run_worker = false;
-  options.remote_device = remote;
-  options.kernels.arch = "sm_90";
-  options.kernels.candidates.max_size = 3;
-  options.kernels.max_schedules = 1;
-  options.kernels.cache_dir = tmp.file("cubins");
-  options.kernels.job_dir = tmp.file("all");
+  CudaProfileOptions options = remote_job_options(tmp, "all");
+  options.remote_device = kRemoteGpu;
   std::vector<CudaJobKernel> kernels;
   {
     ProfileDb db(path);
@@ -305,27 +307,19 @@ TEST(CudaArtifact, ASecondProfileOnTheDatabaseWaitsAndReusesTheFirstsMeasurement
   std::ostringstream progress;
   options.kernels.progress = &progress;
   options.kernels.job_dir = tmp.file("second");
-  auto first = std::make_unique<FileLock>(path + ".lock");  // "the first run"
-  std::atomic<bool> done{false};
   CudaProfileSummary second;
-  std::thread run([&] {
-    ProfileDb db(path);
-    second = profile_model_cuda(g, db, options);
-    done = true;
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  EXPECT_FALSE(done);  // waiting
-  {
-    ProfileDb db(path);
-    for (const CudaJobKernel& k : kernels)
-      db.put({remote, k.signature, k.schedule, 0.1, 0, 3, false, "", ""});
-  }
-  first.reset();
-  run.join();
+  kora_test::expect_second_run_waits(
+      path, progress,
+      [&] {
+        ProfileDb db(path);
+        second = profile_model_cuda(g, db, options);
+      },
+      [&] {
+        ProfileDb db(path);
+        for (const CudaJobKernel& k : kernels)
+          db.put({kRemoteGpu, k.signature, k.schedule, 0.1, 0, 3, false, "", ""});
+      });
   EXPECT_EQ(second.kernels.job_kernels, 0);
-  EXPECT_NE(progress.str().find("another kora profile is measuring into " + path),
-            std::string::npos)
-      << progress.str();
 }
 
 // A lone primitive the GPU cannot compute (a convolution with asymmetric padding) runs on

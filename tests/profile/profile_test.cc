@@ -16,7 +16,6 @@
 #include <sstream>
 #include <thread>
 
-#include "base/file_lock.h"
 #include "cpu/backend.h"
 #include "cpu/codegen.h"
 #include "cpu/spinning_processes.h"
@@ -26,6 +25,7 @@
 #include "kora/fission.h"
 #include "kora/orchestration.h"
 #include "kora/profile_db.h"
+#include "profile/second_run_waits.h"
 
 namespace {
 
@@ -117,36 +117,28 @@ TEST(ProfileModel, ASecondRunOnTheDatabaseWaitsAndReusesTheFirstsMeasurements) {
   ProfileOptions o = quick(dir);
   std::ostringstream progress;
   o.progress = &progress;
-  auto first = std::make_unique<FileLock>(path + ".lock");  // "the first run"
-  std::atomic<bool> done{false};
   ProfileSummary second;
-  std::thread run([&] {
-    ProfileDb db(path);
-    second = profile_model(g, db, o);
-    done = true;
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  EXPECT_FALSE(done);  // waiting
-  {
-    ProfileDb db(path);
-    const std::string device = cpu_backend_fingerprint(1, o.compile.compiler);
-    std::vector<ProfileRecord> records;
-    for (uint64_t sig : signatures(g))
-      for (const char* schedule : {"gen:default", kOnednnNative, kOnednnBlocked}) {
-        ProfileRecord r;
-        r.device = device, r.signature = sig, r.schedule = schedule, r.median_ms = 0.01;
-        r.samples = 1;
-        records.push_back(r);
-      }
-    db.put(records);
-  }
-  first.reset();
-  run.join();
+  kora_test::expect_second_run_waits(
+      path, progress,
+      [&] {
+        ProfileDb db(path);
+        second = profile_model(g, db, o);
+      },
+      [&] {
+        ProfileDb db(path);
+        const std::string device = cpu_backend_fingerprint(1, o.compile.compiler);
+        std::vector<ProfileRecord> records;
+        for (uint64_t sig : signatures(g))
+          for (const char* schedule : {"gen:default", kOnednnNative, kOnednnBlocked}) {
+            ProfileRecord r;
+            r.device = device, r.signature = sig, r.schedule = schedule, r.median_ms = 0.01;
+            r.samples = 1;
+            records.push_back(r);
+          }
+        db.put(records);
+      });
   EXPECT_EQ(second.measured, 0);
   EXPECT_EQ(second.from_db, second.kernels);
-  EXPECT_NE(progress.str().find("another kora profile is measuring into " + path),
-            std::string::npos)
-      << progress.str();
 }
 
 // A database measured under another fingerprint (here: an older revision of kora's
