@@ -2,6 +2,7 @@
 #include "orchestrate/parallel_schedule.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "kora/candidates.h"
@@ -31,10 +32,14 @@ ParallelSchedule schedule_pairs(const PrimGraph& graph, const OrchestrationResul
   // Kernel i waits for every earlier kernel writing what it reads (or writing what it
   // writes: a recomputed primitive, written by both).
   std::vector<std::vector<size_t>> waits(n);
-  for (size_t i = 0; i < n; ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (intersects(reads[i], writes[j]) || intersects(writes[i], writes[j]))
-        waits[i].push_back(j);
+  std::map<std::string, std::vector<size_t>> writers;  // tensor -> kernels so far
+  for (size_t i = 0; i < n; ++i) {
+    for (const auto* tensors : {&reads[i], &writes[i]})
+      for (const std::string& t : *tensors)
+        if (auto it = writers.find(t); it != writers.end())
+          waits[i].insert(waits[i].end(), it->second.begin(), it->second.end());
+    for (const std::string& t : writes[i]) writers[t].push_back(i);
+  }
   auto may_pair = [&](size_t a, size_t b) {
     return !intersects(reads[a], writes[b]) && !intersects(reads[b], writes[a]) &&
            !intersects(writes[a], writes[b]) &&
