@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,10 +61,34 @@ class OracleTarget : public CpuTarget {
   MachinePeaks peaks_;
 };
 
+// Prototype: a linear kernel costs at least `factor` times the sum of its linear members
+// measured alone; else the roofline bound.
+class ComponentBound : public CostModel {
+ public:
+  ComponentBound(std::map<uint64_t, double> singles, MachinePeaks peaks, double factor)
+      : singles_(std::move(singles)), roof_(peaks), factor_(factor) {}
+  double cost_ms(const PrimGraph& g, const KernelDag& dag, const Candidate& c) override {
+    double b = roof_.cost_ms(g, dag, c), lin = 0;
+    if (c.members.size() > 1)
+      for (int v : c.members) {
+        if (g.prims[dag.prim[v]].kind() != PrimKind::kLinear) continue;
+        const auto it = singles_.find(canonical_signature(g, dag, make_candidate(dag, {v})));
+        if (it != singles_.end()) lin += it->second;
+      }
+    return std::max(b, factor_ * lin);
+  }
+  std::string describe() const override { return "component bound"; }
+
+ private:
+  std::map<uint64_t, double> singles_;
+  LowerBoundCost roof_;
+  double factor_;
+};
+
 int run(int argc, char** argv) {
-  std::string db_path, csv_path;
+  std::string db_path, csv_path, components_path;
   bool replay = true;
-  double gap = -1;
+  double gap = -1, component_factor = 0;
   int threads = 2;
   std::vector<std::string> models;
   for (int i = 1; i < argc; ++i) {
@@ -74,6 +99,10 @@ int run(int argc, char** argv) {
       csv_path = argv[++i];
     else if (a == "--gap" && i + 1 < argc)
       gap = std::stod(argv[++i]);
+    else if (a == "--components" && i + 1 < argc)
+      components_path = argv[++i];
+    else if (a == "--component-loop" && i + 1 < argc)
+      component_factor = std::stod(argv[++i]);
     else if (a == "--no-replay")
       replay = false;
     else if (a == "--threads" && i + 1 < argc)
@@ -125,6 +154,82 @@ int run(int argc, char** argv) {
             << "," << b << "\n";
       }
       below += it->second < b;
+    }
+    if (!components_path.empty()) {
+      // Each measured kernel against its members measured alone.
+      std::ofstream out(components_path, std::ios::app);
+      int64_t singles = 0;
+      for (const UniqueCandidate& u : cands.unique) singles += u.candidate->members.size() == 1;
+      std::cerr << std::filesystem::path(path).stem().string() << ": " << cands.unique.size()
+                << " unique candidates, " << singles << " single primitives\n";
+      for (const UniqueCandidate& u : cands.unique) {
+        const Candidate& c = *u.candidate;
+        const auto it = measured.find(c.signature);
+        if (it == measured.end() || c.members.size() < 2) continue;
+        std::set<std::string> writes;
+        for (const std::string& t : kernel_writes(g, *u.sub, c)) writes.insert(t);
+        double max_single = 0, max_written = 0, sum_linear = 0, sum_all = 0;
+        int missing = 0;
+        bool linear = false;
+        for (int v : c.members) {
+          const Primitive& p = g.prims[u.sub->prim[v]];
+          const auto s = measured.find(canonical_signature(g, *u.sub, make_candidate(*u.sub, {v})));
+          if (s == measured.end()) {
+            ++missing;
+            continue;
+          }
+          bool written = false;
+          for (const std::string& t : p.outputs) written = written || writes.count(t);
+          max_single = std::max(max_single, s->second);
+          if (written) max_written = std::max(max_written, s->second);
+          sum_all += s->second;
+          if (p.kind() == PrimKind::kLinear) sum_linear += s->second, linear = true;
+        }
+        const KernelWork w = kernel_work(g, *u.sub, c);
+        out << std::filesystem::path(path).stem().string() << "," << signature_hex(c.signature)
+            << "," << w.kind << "," << c.members.size() << "," << linear << "," << it->second
+            << "," << bound.cost_ms(g, *u.sub, c) << "," << max_single << "," << max_written
+            << "," << sum_linear << "," << sum_all << "," << missing << "\n";
+      }
+    }
+    if (component_factor > 0) {
+      std::filesystem::remove_all(tmp);
+      std::filesystem::create_directories(tmp);
+      auto db = std::make_shared<ProfileDb>((tmp / "oracle.db").string());
+      OracleTarget oracle(t, full, device, peaks);
+      CompileOptions o;
+      std::set<uint64_t> singles;
+      for (const UniqueCandidate& u : cands.unique)
+        if (u.candidate->members.size() == 1) singles.insert(u.candidate->signature);
+      TargetProfileOptions po;
+      po.only = singles;
+      oracle.profile(g, *db, po);
+      int solves = 0;
+      double cost = 0;
+      for (; solves < 200; ++solves) {
+        auto costs = target_costs(oracle, db, nullptr,
+                                  std::make_unique<ComponentBound>(db->fastest(device), peaks,
+                                                                   component_factor));
+        const OrchestrationResult plan = orchestrate_for(g, oracle, *costs, o);
+        std::set<uint64_t> missing;
+        for (const ChosenKernel& k : plan.kernels)
+          if (!costs->measured(k.signature)) missing.insert(k.signature);
+        cost = plan.total_cost_ms;
+        if (missing.empty()) break;
+        po.only = missing;
+        oracle.profile(g, *db, po);
+      }
+      auto all_db = std::make_shared<ProfileDb>((tmp / "all.db").string());
+      for (const UniqueCandidate& u : cands.unique) {
+        const std::vector<ProfileRecord> records = full.records(device, u.candidate->signature);
+        if (!records.empty()) all_db->put(records);
+      }
+      const OrchestrationResult optimum = orchestrate_for(g, cpu, *target_costs(cpu, all_db), o);
+      std::cout << std::filesystem::path(path).stem().string() << ": component bound "
+                << component_factor << ": " << solves + 1 << " solves, " << oracle.measured_
+                << " of " << have << " measured (" << singles.size() << " single), plan "
+                << cost << " ms, optimum " << optimum.total_cost_ms << " ms" << std::endl;
+      continue;
     }
     std::sort(ratios.begin(), ratios.end());
     if (!replay) {

@@ -14,7 +14,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-ORDER = ["kora-optimal", "kora-greedy", "kora-unfused", "onnxruntime", "openvino-f32", "openvino",
+ORDER = ["kora-optimal", "kora-greedy", "kora-unfused", "kora-bf16", "onnxruntime", "openvino-f32",
+         "openvino",
          "tvm", "torch-eager", "torch-compile"]
 
 

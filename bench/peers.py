@@ -1,5 +1,6 @@
 """kora against the runtimes users would pick instead (`make bench`): for each zoo model,
-end-to-end latency of kora optimal, greedy and unfused, onnxruntime, OpenVINO (float32
+end-to-end latency of kora optimal, greedy and unfused, kora optimal with bf16 oneDNN
+kernels (--bf16), onnxruntime, OpenVINO (float32
 and its default precision), TVM, PyTorch eager
 and torch.compile, all on the same inputs with the same thread count; peak memory of the
 process that runs each; kora's optimization time with an empty and a warm profile
@@ -37,7 +38,7 @@ import numpy as np
 import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-KORA_SYSTEMS = ["kora-optimal", "kora-greedy", "kora-unfused"]
+KORA_SYSTEMS = ["kora-optimal", "kora-greedy", "kora-unfused", "kora-bf16"]
 PEERS = ["onnxruntime", "openvino-f32", "openvino", "tvm", "torch-eager", "torch-compile"]
 SYSTEMS = KORA_SYSTEMS + PEERS
 MODELS = ["mobilenet_v2", "efficientvit_b0", "resnet50", "candy", "yolov8n", "segformer_b0",
@@ -114,14 +115,18 @@ def kora_model(args, name, model, inputs, work, systems):
     results, optimization = {}, {"profile_empty_db_s": info.get("empty_s"),
                                  "profile_date": info.get("date")}
     for system in systems:
-        strategy = system.split("-", 1)[1]
+        # kora-bf16: the optimal plan with oneDNN kernels in bf16 (--bf16; its own records
+        # in the database, measured by this compile the first time).
+        bf16 = system == "kora-bf16"
+        strategy = "optimal" if bf16 else system.split("-", 1)[1]
         artifact = os.path.join(work, system)
-        log(f"[{name}] kora compile --strategy {strategy}")
+        log(f"[{name}] kora compile --strategy {strategy}" + (" --bf16" if bf16 else ""))
         out, wall, _ = run_measured([args.kora, "compile", model, "-o", artifact, "--strategy",
                                      strategy, "--db", db, "--threads", str(args.threads),
-                                     "--json"] + args.kora_args, env)
+                                     "--json"] + (["--bf16"] if bf16 else []) + args.kora_args,
+                                    env)
         summary = json.loads(out)
-        if strategy == "optimal":
+        if strategy == "optimal" and not bf16:
             optimization["warm_db_s"] = wall
             if info.get("empty_s") is not None:
                 optimization["empty_db_s"] = info["empty_s"] + wall

@@ -307,9 +307,10 @@ std::string compile_model(const std::string& model, const std::string& output_di
                           const std::string& target_name, const std::string& strategy,
                           const std::string& db, int threads, bool measure, bool verify,
                           const std::string& schedule, bool progress,
-                          const std::map<std::string, int64_t>& dims) {
+                          const std::map<std::string, int64_t>& dims, bool bf16) {
   kora::TargetOptions t;
   t.threads = threads;
+  t.bf16 = bf16;
   kora::CompileOptions options;
   options.strategy = strategy;
   options.db = db;
@@ -355,6 +356,7 @@ NB_MODULE(_kora, m) {
   m.def("compile", &compile_model, nb::arg("model"), nb::arg("output_dir"), nb::arg("target"),
         nb::arg("strategy"), nb::arg("db"), nb::arg("threads"), nb::arg("measure"),
         nb::arg("verify"), nb::arg("schedule"), nb::arg("progress"), nb::arg("dims"),
+        nb::arg("bf16") = false,
         "Compiles an ONNX file into an artifact directory; returns the summary as JSON.");
   m.def("write_report", &write_report, nb::arg("artifact"), nb::arg("html"),
         nb::arg("measure") = true, nb::arg("iters") = 20, nb::arg("threads") = 0,

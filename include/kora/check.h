@@ -13,12 +13,16 @@
 
 namespace kora {
 
-// The relative L2 error kora accepts: float32 arithmetic, and TF32 library math (cuBLAS
-// and cuDNN tensor-op math on float32 data, about 1e-3; an explicit option, --tf32).
+// The relative L2 error kora accepts: float32 arithmetic, TF32 library math (cuBLAS
+// and cuDNN tensor-op math on float32 data, about 1e-3; an explicit option, --tf32), and
+// bf16 library math on the CPU (oneDNN convolutions and matmuls reading bfloat16 source
+// and weights, accumulating in float32; an explicit option, --bf16: about 2e-3 per kernel,
+// up to 1e-2 over a deep network), for a kernel and a whole model alike.
 constexpr double kFloat32Tolerance = 1e-4;
 constexpr double kTf32Tolerance = 2e-3;
+constexpr double kBf16Tolerance = 3e-2;
 // The tolerance of an artifact compiled with the measurements of device fingerprint
-// `device` (TF32 fingerprints end in " tf32").
+// `device` (TF32 fingerprints end in " tf32", bf16 ones in " bf16").
 double tolerance_for(const std::string& device);
 
 // Throws kora::Error with Python's message when onnxruntime cannot run the model.

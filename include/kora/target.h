@@ -48,6 +48,7 @@ struct TargetOptions {
   // else the database's only one); its architecture (empty: that GPU's, else sm_80).
   std::string gpu, arch;
   bool tf32 = false;       // cuBLAS / cuDNN with TF32 tensor-core math (explicit; ~1e-3 error)
+  bool bf16 = false;       // cpu: oneDNN convolutions and matmuls in bf16 (explicit; ~1e-2)
   int schedules = -1;      // generated kernels' schedules measured: first N, 0 all, -1 tuned
   double tune_ms = 0.01;   // -1 tuning: all schedules of kernels whose default took this long
   std::string job_dir;     // the measuring job's directory (empty: next to the database)

@@ -125,6 +125,7 @@ int64_t count_mismatches(const Tensor& got, const Tensor& want) {
 }
 
 double tolerance_for(const std::string& device) {
+  if (device.find(" bf16") != std::string::npos) return kBf16Tolerance;
   return device.find(" tf32") != std::string::npos ? kTf32Tolerance : kFloat32Tolerance;
 }
 

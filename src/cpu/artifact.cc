@@ -45,19 +45,24 @@ void choose_implementation(const PrimGraph& graph, const KernelDag& dag, const P
   const Candidate& c = e.candidate;
   std::vector<std::string> schedules;
   double plain_ms = -1, native_ms = -1;
-  if (db)
-    for (const ProfileRecord& r : db->records(options.device, signature))
-      if (!r.failed) {
-        schedules.push_back(r.schedule);
-        if (r.schedule == "onednn") plain_ms = r.median_ms;
-        if (r.schedule == kOnednnNative) native_ms = r.median_ms;
+  bool onednn_failed = false;  // measured, and failed (bf16 without a bf16 implementation)
+  if (db) {
+    for (const ProfileRecord& r : db->records(options.device, signature)) {
+      if (r.failed) {
+        onednn_failed = onednn_failed || r.schedule == "onednn";
+        continue;
       }
+      schedules.push_back(r.schedule);
+      if (r.schedule == "onednn") plain_ms = r.median_ms;
+      if (r.schedule == kOnednnNative) native_ms = r.median_ms;
+    }
+  }
   // The solver decided which kernels run native; without it, those measured faster so.
   e.native_ok = layouts_decided ? chosen.native : !(plain_ms >= 0 && native_ms > plain_ms);
   if (chosen.native) schedules.insert(schedules.begin(), kOnednnNative);
   // Not measured: oneDNN where it fits (it won 94 of the 137 ResNet-50 kernels it
-  // supports), else generated code's default schedule.
-  schedules.push_back("onednn");
+  // supports) and did not fail, else generated code's default schedule.
+  if (!onednn_failed) schedules.push_back("onednn");
   schedules.push_back("default");
   const std::string symbol = "kora_k" + std::to_string(index);
   for (const std::string& s : schedules) {
@@ -75,7 +80,7 @@ void choose_implementation(const PrimGraph& graph, const KernelDag& dag, const P
       if ((s == "onednn" || s == kOnednnNative || s == kOnednnBlocked) &&
           onednn_supports(graph, dag, c)) {
         e.kernel.impl = "onednn";
-        e.kernel.schedule = s;
+        e.kernel.schedule = s + (options.bf16 ? kBf16 : "");
         return;
       }
       if (s == "interpreter") break;
@@ -136,6 +141,7 @@ void compile_kernels(const PrimGraph& graph, const KernelDag& dag, std::vector<E
                 std::string(err.what()).substr(0, 300) + "\n";
             e->kernel.impl = e->kernel.schedule =
                 onednn_supports(graph, dag, e->candidate) ? "onednn" : "interpreter";
+            if (options.bf16 && e->kernel.impl == "onednn") e->kernel.schedule += kBf16;
           }
         }
         units[u] = good;

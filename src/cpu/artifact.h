@@ -24,6 +24,7 @@ class ProfileDb;
 struct ArtifactOptions {
   std::string device;  // the fingerprint whose measurements choose implementations
   int threads = 0;     // recorded for the runtime; 0: all cores
+  bool bf16 = false;   // oneDNN kernels compute in bf16 (their schedules end in kBf16)
   CxxCompileOptions compile;
   int kernels_per_unit = 24;         // generated kernels per library (fewer to use all cores)
   std::ostream* progress = nullptr;  // progress lines when set

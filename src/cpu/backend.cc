@@ -59,10 +59,11 @@ std::string cpu_fingerprint(int threads, const std::string& compiler, const std:
          "|threads=" + std::to_string(threads) + "|" + compiler + "|" + library;
 }
 
-std::string cpu_backend_fingerprint(int threads, const std::string& compiler) {
+std::string cpu_backend_fingerprint(int threads, const std::string& compiler, bool bf16) {
   return cpu_fingerprint(
-      threads, compiler_version(compiler.empty() ? CxxCompileOptions{}.compiler : compiler),
-      onednn_version() + "|kora-gen " + std::to_string(kCpuCodegenRevision));
+             threads, compiler_version(compiler.empty() ? CxxCompileOptions{}.compiler : compiler),
+             onednn_version() + "|kora-gen " + std::to_string(kCpuCodegenRevision)) +
+         (bf16 ? " bf16" : "");
 }
 
 }  // namespace kora

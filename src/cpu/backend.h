@@ -20,7 +20,9 @@ std::string cpu_identity(const std::string& cpuinfo);
 std::string cpu_fingerprint(int threads, const std::string& compiler, const std::string& library);
 // cpu_fingerprint with the compiler of the generated kernels (empty: the default of
 // CxxCompileOptions), the linked oneDNN and the generated code's revision
-// (kCpuCodegenRevision), e.g. "...|onednn 2.6.3|kora-gen 2".
-std::string cpu_backend_fingerprint(int threads, const std::string& compiler = "");
+// (kCpuCodegenRevision), e.g. "...|onednn 2.6.3|kora-gen 2"; " bf16" after it for oneDNN
+// kernels computing in bf16 (TargetOptions::bf16: measured and stored apart).
+std::string cpu_backend_fingerprint(int threads, const std::string& compiler = "",
+                                    bool bf16 = false);
 
 }  // namespace kora

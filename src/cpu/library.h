@@ -45,11 +45,21 @@ inline constexpr char kOnednnNative[] = "onednn:native";
 // boundary (what the native implementation costs where no neighbour keeps a side blocked).
 inline constexpr char kOnednnBlocked[] = "onednn:blocked";
 
+// A oneDNN schedule ending in kBf16 ("onednn+bf16", "onednn:native+bf16"): the same
+// kernel reading its source and weights as bfloat16 (TargetOptions::bf16, an explicit
+// option); the profile database stores it under its float32 name, in the bf16 device's
+// records, and an artifact's manifest names it with the suffix.
+inline constexpr char kBf16[] = "+bf16";
+inline bool has_bf16_suffix(const std::string& schedule) {
+  return schedule.size() > 5 && schedule.compare(schedule.size() - 5, 5, kBf16) == 0;
+}
+
 // Whether make_onednn_kernel accepts the candidate.
 bool onednn_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 // Throws kora::Error naming the candidate's primitives when it is not supported, or when
 // `layouts` names a layout it cannot take. `schedule` kOnednnBlocked runs a convolution's
-// blocked primitive whatever its tensors' layouts (else the faster for its shape).
+// blocked primitive whatever its tensors' layouts (else the faster for its shape); a
+// schedule ending in kBf16 computes in bf16.
 std::unique_ptr<CpuLibraryKernel> make_onednn_kernel(const PrimGraph& graph, const KernelDag& dag,
                                                      const Candidate& c,
                                                      const TensorLayouts& layouts = {},

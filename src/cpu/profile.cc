@@ -558,14 +558,20 @@ void add_library_kernels(const PrimGraph& graph, const ProfileOptions& options, 
     impl.make = std::move(make);
     job.impls.push_back(std::move(impl));
   };
+  // bf16: the same kernels computing in bf16, stored under their float32 names (the bf16
+  // device's records are all bf16).
+  const std::string bf16 = options.bf16 ? kBf16 : "";
   if (!job.native_only && onednn_supports(graph, d, c))
-    add("onednn", [&graph, &d, &c]() { return make_onednn_kernel(graph, d, c); });
-  if (!job.native_layouts.empty()) {
-    add(kOnednnNative, [&graph, &d, &c, layouts = job.native_layouts]() {
-      return make_onednn_kernel(graph, d, c, layouts);
+    add("onednn", [&graph, &d, &c, bf16]() {
+      return make_onednn_kernel(graph, d, c, {}, "onednn" + bf16);
     });
-    add(kOnednnBlocked,
-        [&graph, &d, &c]() { return make_onednn_kernel(graph, d, c, {}, kOnednnBlocked); });
+  if (!job.native_layouts.empty()) {
+    add(kOnednnNative, [&graph, &d, &c, layouts = job.native_layouts, bf16]() {
+      return make_onednn_kernel(graph, d, c, layouts, kOnednnNative + bf16);
+    });
+    add(kOnednnBlocked, [&graph, &d, &c, bf16]() {
+      return make_onednn_kernel(graph, d, c, {}, kOnednnBlocked + bf16);
+    });
   }
   if (options.extra_kernels && !job.native_only)
     for (std::unique_ptr<CpuLibraryKernel>& k : options.extra_kernels(graph, d, c)) {
@@ -663,7 +669,7 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
   const int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   ProfileSummary summary;
-  summary.device = cpu_backend_fingerprint(threads, options.compile.compiler);
+  summary.device = cpu_backend_fingerprint(threads, options.compile.compiler, options.bf16);
   // One kora profile at a time per database: a second waits, then measures only what the
   // first left (and does not share the cores with it while measuring).
   const FileLock lock(db.path() + ".lock", [&] {

@@ -48,6 +48,9 @@ struct ProfileOptions {
                               // leaves a compiler idle)
   int compile_jobs = 0;       // compilers run at once; 0: all cores
   double tolerance = 1e-4;    // relative L2 error vs the interpreter
+  // oneDNN kernels computing in bf16 (TargetOptions::bf16); the tolerance is then at
+  // least kBf16KernelTolerance.
+  bool bf16 = false;
   // The schedule search. Exhaustive: every schedule of every kernel. Otherwise two
   // rounds: the default schedule (and library kernels) of every kernel, then the other
   // schedules of kernels whose default came within `search_within` of their best

@@ -1,12 +1,14 @@
 // The CPU target (src/cpu/target.h): the CPU backend's answers to the pipeline.
 #include "cpu/target.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "cpu/artifact.h"
 #include "cpu/backend.h"
 #include "cpu/machine_peaks.h"
 #include "cpu/profile.h"
+#include "kora/check.h"
 #include "kora/compile.h"
 #include "kora/profile_db.h"
 
@@ -18,7 +20,7 @@ CpuTarget::CpuTarget(const TargetOptions& options)
                                    : static_cast<int>(std::thread::hardware_concurrency())) {}
 
 std::string CpuTarget::device(const ProfileDb&) {
-  return cpu_backend_fingerprint(threads_, options_.compiler);
+  return cpu_backend_fingerprint(threads_, options_.compiler, options_.bf16);
 }
 
 std::string CpuTarget::describe() const { return "cpu, " + std::to_string(threads_) + " threads"; }
@@ -51,6 +53,8 @@ ProfileReport CpuTarget::profile(const PrimGraph& graph, ProfileDb& db,
   p.exhaustive = options_.exhaustive;
   p.search_max_seconds = options_.search_seconds;
   p.remeasure_suspect = options_.remeasure_suspect;
+  p.bf16 = options_.bf16;
+  if (p.bf16) p.tolerance = std::max(p.tolerance, kBf16Tolerance);
   p.progress = options.progress;
   p.terminal = options.terminal;
   p.only = options.only;
@@ -74,6 +78,7 @@ ArtifactSummary CpuTarget::write_artifact(const PrimGraph& graph, const Orchestr
   ArtifactOptions a;
   a.device = device;
   a.threads = threads_;
+  a.bf16 = options_.bf16;
   if (!options_.compiler.empty()) a.compile.compiler = options_.compiler;
   a.progress = options.progress;
   a.terminal = options.terminal;

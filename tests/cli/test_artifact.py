@@ -332,7 +332,7 @@ class ArtifactTest(unittest.TestCase):
     def check(self, artifact, model, *extra):
         r = kora("check", artifact, model, *extra, env=self.env)
         self.assertIn("max_rel_l2", r.stdout, r.stderr)
-        err = float(r.stdout.strip().splitlines()[-1].split()[1])
+        err = float(re.search(r"^max_rel_l2 (\S+)", r.stdout, re.M).group(1))
         return r, err
 
     def test_every_strategy_passes_check(self):
@@ -437,6 +437,27 @@ class ArtifactTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertLess(err, 1e-4)
         blocked(out)
+
+    def test_bf16_option(self):
+        """--bf16: oneDNN kernels compute in bf16, measured under their own fingerprint, and
+        the artifact passes kora check at the bf16 tolerance, visibly not float32."""
+        out = os.path.join(self.tmp, "chain_bf16")
+        r = self.compile(self.chain, out, "--bf16", measure=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stderr, r"profile: \d+ kernels, [1-9]\d* measured now")
+        manifest = json.loads(read(os.path.join(out, "manifest.json")))
+        self.assertTrue(manifest["device"].endswith(" bf16"), manifest["device"])
+        schedules = [k["schedule"] for k in manifest["kernels"] if k["impl"] == "onednn"]
+        self.assertTrue(all(s.endswith("+bf16") for s in schedules), schedules)
+        with open("/proc/cpuinfo") as f:
+            if " avx512_bf16" in f.read():  # a bf16 convolution beats float32 code here
+                self.assertTrue(schedules, manifest["kernels"])
+        r, err = self.check(out, self.chain)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("tolerance 0.03 (bf16 library math)", r.stdout)
+        self.assertLess(err, 3e-2)
+        if schedules:
+            self.assertGreater(err, 1e-6)
 
     def test_run_with_inputs_and_timing(self):
         out = self.artifact("attention.onnx.optimal", self.attention, "--strategy", "optimal",

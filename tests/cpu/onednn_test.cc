@@ -19,6 +19,7 @@
 #include "cpu/library.h"
 #include "cpu/onednn_kernel.h"
 #include "kora/candidates.h"
+#include "kora/check.h"
 #include "kora/error.h"
 #include "kora/interpreter.h"
 #include "kora/kernel_dag.h"
@@ -119,7 +120,7 @@ class Builder {
 // run_plain() (reorders around the same primitive).
 double relative_error(const PrimGraph& g, const KernelDag& dag, const Candidate& c,
                       onednn::ConvLayout layout, std::mt19937& rng, std::string* impl,
-                      const TensorLayouts* native = nullptr) {
+                      const TensorLayouts* native = nullptr, bool bf16 = false) {
   const std::vector<std::string> reads = kernel_reads(g, dag, c), writes = kernel_writes(g, dag, c);
   std::map<std::string, Tensor> values;
   std::uniform_real_distribution<double> u(-1, 1);
@@ -143,7 +144,8 @@ double relative_error(const PrimGraph& g, const KernelDag& dag, const Candidate&
   const Tensor& want = values.at(writes.at(0));
   std::vector<float> got(want.numel(), -7.0f);
   void* out[] = {got.data()};
-  auto kernel = onednn::make_kernel(g, dag, c, layout, impl, native ? *native : TensorLayouts{});
+  auto kernel =
+      onednn::make_kernel(g, dag, c, layout, impl, native ? *native : TensorLayouts{}, bf16);
   EXPECT_EQ(kernel->schedule(), "onednn");
   if (native)
     kernel->run_plain(in.data(), out);
@@ -161,9 +163,11 @@ double relative_error(const PrimGraph& g, const KernelDag& dag, const Candidate&
 // Every accepted candidate matches the interpreter with both layouts, and in its native
 // layouts when it has any; the candidate of all members (the whole epilogue chain) is
 // accepted, or refused. Returns how many were accepted.
-// `native_count`, when given, counts the candidates checked in native layouts.
+// `native_count`, when given, counts the candidates checked in native layouts. bf16: the
+// kernels compute in bf16, within kBf16Tolerance; *largest gets the largest error seen.
 int check_graph(PrimGraph g, const std::string& label, bool whole_accepted = true,
-                int* native_count = nullptr) {
+                int* native_count = nullptr, bool bf16 = false, double* largest = nullptr) {
+  const double tolerance = bf16 ? kBf16Tolerance : 1e-4;
   if (g.outputs.empty()) g.outputs = {g.prims.back().output()};
   const KernelDag dag = kernel_dag_of(g);
   CandidateOptions options;
@@ -177,10 +181,11 @@ int check_graph(PrimGraph g, const std::string& label, bool whole_accepted = tru
     whole = whole || static_cast<int>(c.members.size()) == dag.size();
     for (auto layout : {onednn::ConvLayout::kPlain, onednn::ConvLayout::kBlocked}) {
       std::string impl;
-      const double e = relative_error(g, dag, c, layout, rng, &impl);
+      const double e = relative_error(g, dag, c, layout, rng, &impl, nullptr, bf16);
+      if (largest) *largest = std::max(*largest, e);
       std::string members;
       for (int v : c.members) members += g.prims[dag.prim[v]].name + " ";
-      EXPECT_LT(e, 1e-4) << label << ": candidate { " << members << "} with " << impl;
+      EXPECT_LT(e, tolerance) << label << ": candidate { " << members << "} with " << impl;
     }
     const TensorLayouts native = onednn_native_layouts(g, dag, c);
     if (native.empty()) continue;
@@ -188,8 +193,10 @@ int check_graph(PrimGraph g, const std::string& label, bool whole_accepted = tru
     std::string impl, members, layouts;
     for (int v : c.members) members += g.prims[dag.prim[v]].name + " ";
     for (const auto& [t, l] : native) layouts += t + ":" + l + " ";
-    const double e = relative_error(g, dag, c, onednn::ConvLayout::kAuto, rng, &impl, &native);
-    EXPECT_LT(e, 1e-4) << label << ": candidate { " << members << "} in layouts " << layouts
+    const double e =
+        relative_error(g, dag, c, onednn::ConvLayout::kAuto, rng, &impl, &native, bf16);
+    if (largest) *largest = std::max(*largest, e);
+    EXPECT_LT(e, tolerance) << label << ": candidate { " << members << "} in layouts " << layouts
                        << "with " << impl;
   }
   std::vector<int> all(dag.size());
@@ -434,6 +441,63 @@ TEST(Onednn, MatmulsReadTransposedViews) {
     const KernelDag dag = kernel_dag_of(b.g);
     EXPECT_FALSE(onednn_supports(b.g, dag, make_candidate(dag, {0, 1})));
   }
+}
+
+// bf16 (TargetOptions::bf16): convolutions (blocked, pointwise with a residual, depthwise,
+// in native layouts) and matmuls (constant weights, runtime weights read through a
+// transposed view) within kBf16Tolerance, and visibly not float32 (the rounding of their
+// inputs shows). Skipped where oneDNN has only its reference bf16 implementation.
+TEST(Onednn, Bf16KernelsMatchTheInterpreterWithinTheirTolerance) {
+  {
+    Builder b;
+    b.g.outputs = {b.conv(b.input({1, 16, 8, 8}), b.constant({16, 16, 3, 3}),
+                          ConvAttrs{1, {}, {}, {1, 1}, {1, 1}})};
+    const KernelDag dag = kernel_dag_of(b.g);
+    try {
+      onednn::make_kernel(b.g, dag, make_candidate(dag, {0}), onednn::ConvLayout::kBlocked,
+                          nullptr, {}, true);
+    } catch (const Error& e) {
+      GTEST_SKIP() << "no bf16 convolution on this CPU: " << e.what();
+    }
+  }
+  double largest = 0;
+  int native = 0;
+  {
+    Builder b;  // 3x3, pad 1, bias, relu
+    const std::string y = b.conv(b.input({2, 16, 10, 10}), b.constant({32, 16, 3, 3}),
+                                 ConvAttrs{1, {}, {}, {1, 1}, {1, 1}});
+    b.ew(S::kRelu, b.channel_bias(y));
+    EXPECT_GE(check_graph(b.g, "bf16 conv3x3 bias relu", true, &native, true, &largest), 4);
+  }
+  {
+    Builder b;  // 1x1 + bias + residual + relu
+    const std::string x = b.input({1, 32, 7, 7});
+    const std::string y = b.conv(x, b.constant({32, 32, 1, 1}), ConvAttrs{});
+    b.ew(S::kRelu, b.ew(S::kAdd, b.channel_bias(y), x));
+    check_graph(b.g, "bf16 1x1 residual relu", true, &native, true, &largest);
+  }
+  {
+    Builder b;  // depthwise, strided
+    const std::string y = b.conv(b.input({1, 16, 12, 12}), b.constant({16, 1, 3, 3}),
+                                 ConvAttrs{16, {2, 2}, {1, 1}, {1, 1}, {1, 1}});
+    b.ew(S::kRelu, y);
+    check_graph(b.g, "bf16 depthwise", true, &native, true, &largest);
+  }
+  {
+    Builder b;  // 2-D, constant B, bias, gelu
+    const std::string y = b.matmul(b.input({16, 64}), b.constant({64, 24}));
+    b.gelu(b.ew(S::kAdd, y, b.broadcast(b.constant({1, 24}), {16, 24})));
+    check_graph(b.g, "bf16 matmul bias gelu", true, nullptr, true, &largest);
+  }
+  {
+    Builder b;  // attention scores: runtime K^T read through a transposed view
+    const std::string q = b.transpose(b.reshape(b.input({2, 6, 32}), {2, 6, 2, 16}), {0, 2, 1, 3});
+    const std::string k = b.transpose(b.reshape(b.input({2, 6, 32}), {2, 6, 2, 16}), {0, 2, 3, 1});
+    b.ew(S::kMul, b.matmul(q, k), 0.25);
+    check_graph(b.g, "bf16 attention scores", true, nullptr, true, &largest);
+  }
+  EXPECT_GE(native, 1);
+  EXPECT_GT(largest, 1e-5) << "bf16 kernels computed as exactly as float32";
 }
 
 TEST(Onednn, EveryEltwiseMatchesTheInterpreter) {

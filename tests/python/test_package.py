@@ -6,6 +6,7 @@ GIL released while kora compiles.
 Run by `make test` (tests/CMakeLists.txt) with the build tree's python/ on PYTHONPATH:
     PYTHONPATH=build/python python3 -m pytest tests/python
 """
+import json
 import os
 import threading
 import time
@@ -116,6 +117,22 @@ def test_get_inputs_and_outputs_like_onnxruntime(conv_artifact):
                                                   np.float32)
     assert [o.name for o in sess.get_outputs()] == ["probs", "r"]
     assert [o.shape for o in sess.get_outputs()] == [[2, 5], [2, 8, 16, 16]]
+
+
+def test_bf16_compile(tmp_path, db):
+    """bf16=True: oneDNN kernels compute in bf16 (the fingerprint and the schedules say so),
+    within the bf16 tolerance of onnxruntime and not as exactly as float32."""
+    art = kora.compile(conv_net(), db=db, measure=False, output_dir=tmp_path / "bf16",
+                       dims={"batch": 2}, progress=False, bf16=True, strategy="unfused")
+    with open(os.path.join(art.path, "manifest.json")) as f:
+        manifest = json.load(f)
+    assert manifest["device"].endswith(" bf16")
+    schedules = [k["schedule"] for k in manifest["kernels"] if k["impl"] == "onednn"]
+    assert schedules and all(s.endswith("+bf16") for s in schedules), manifest["kernels"]
+    x = np.random.default_rng(5).standard_normal((2, 3, 16, 16)).astype(np.float32)
+    _, r = kora.InferenceSession(art).run(None, {"x": x})
+    err = rel_l2(r, ort_outputs(conv_net(), {"x": x})[1])
+    assert 1e-6 < err < 3e-2, err
 
 
 def test_mixed_dtypes_from_a_path(tmp_path, db):
