@@ -15,6 +15,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "base/interrupt.h"
+#include "kora/colocate.h"
 #include "kora/compile.h"
 #include "kora/error.h"
 #include "kora/report.h"
@@ -347,6 +349,41 @@ void write_report(const std::string& artifact, const std::string& html, bool mea
   });
 }
 
+// kora::colocate; returns the report as JSON. The artifacts' sessions are held for the run.
+std::string colocate_artifacts(const std::string& lc, const std::vector<std::string>& be,
+                               double qps, double target_ms, double seconds, uint64_t seed,
+                               double headroom, int threads, bool progress) {
+  kora::ColocateOptions o;
+  o.qps = qps;
+  o.target_ms = target_ms;
+  o.seconds = seconds;
+  o.seed = seed;
+  o.headroom = headroom;
+  o.threads = threads;
+  PythonStderr buffer;
+  std::ostream out(&buffer);
+  if (progress) o.progress = &out;
+  // Each artifact's lock once (a path given twice is kora::colocate's error), in one order:
+  // no deadlock with another call.
+  std::vector<std::string> all;
+  for (const std::string& a : be) all.push_back(a);
+  all.push_back(lc);
+  for (std::string& a : all) {
+    std::error_code ec;
+    const std::string key = std::filesystem::weakly_canonical(a, ec).string();
+    if (!ec) a = key;
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return run_interruptible([&]() {
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (const std::string& a : all) locks.emplace_back(artifact_mutex(a));
+    const kora::ColocateReport r = kora::colocate(lc, be, o);
+    out.flush();
+    return kora::colocate_report_json(r);
+  });
+}
+
 }  // namespace
 
 NB_MODULE(_kora, m) {
@@ -358,6 +395,10 @@ NB_MODULE(_kora, m) {
         nb::arg("verify"), nb::arg("schedule"), nb::arg("progress"), nb::arg("dims"),
         nb::arg("bf16") = false,
         "Compiles an ONNX file into an artifact directory; returns the summary as JSON.");
+  m.def("colocate", &colocate_artifacts, nb::arg("lc"), nb::arg("be"), nb::arg("qps"),
+        nb::arg("target_ms"), nb::arg("seconds"), nb::arg("seed"), nb::arg("headroom"),
+        nb::arg("threads"), nb::arg("progress"),
+        "A latency-critical artifact beside best-effort ones; returns the report as JSON.");
   m.def("write_report", &write_report, nb::arg("artifact"), nb::arg("html"),
         nb::arg("measure") = true, nb::arg("iters") = 20, nb::arg("threads") = 0,
         "Writes the plan report of an artifact as one HTML page.");

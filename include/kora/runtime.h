@@ -13,6 +13,7 @@
 // sessions of the same artifact must not run at the same time either.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,6 +64,12 @@ class Session {
   void run();
   // An output of the last run; valid until the next run.
   const Tensor& output(const std::string& name) const;
+
+  // Called before each step of a run with its kernels' range in plan order (cpu: each
+  // kernel, or the kernels of a parallel step; cuda: once, every kernel); a gate that
+  // blocks holds the run there, between kernels (co-location, include/kora/colocate.h).
+  // Empty: none.
+  void set_step_gate(std::function<void(size_t first, size_t count)> gate);
 
   // Binds, runs and returns copies of every output, by name.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);

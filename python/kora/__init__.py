@@ -22,7 +22,8 @@ import numpy as np
 from . import _kora
 from ._kora import KoraError
 
-__all__ = ["compile", "load", "Artifact", "InferenceSession", "NodeArg", "KoraError", "targets"]
+__all__ = ["compile", "load", "colocate", "Artifact", "InferenceSession", "NodeArg", "KoraError",
+           "targets"]
 __version__ = "0.1.0"
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -190,6 +191,26 @@ def compile(model, target="cpu", strategy="optimal", db=None, threads=None, outp
 def load(path):
     """The artifact at ``path`` (written by ``kora compile`` or ``Artifact.save``)."""
     return Artifact(path)
+
+
+def colocate(lc, be, qps, target_ms, seconds=10, seed=1, headroom=1.2, threads=None,
+             progress=True):
+    """A latency-critical artifact ``lc`` serving Poisson requests at ``qps`` per second beside
+    the best-effort artifacts ``be`` (one or a list) running in a loop, like ``kora colocate``.
+
+    Artifacts are Artifact objects or paths, each a directory of its own. Four runs of
+    ``seconds`` each: the LC alone, the BE alone, both naively, and both scheduled by kora
+    (best-effort kernels admitted only while the request in flight keeps ``target_ms``).
+    Returns a dict: "runs" maps "lc_alone", "be_alone", "naive" and "scheduled" to
+    {"lc": {"requests", "p50_ms", "p99_ms", "max_ms", "violations"},
+     "be": [{"artifact", "runs", "per_second", "error"}]}.
+    """
+    def path(a):
+        return a.path if isinstance(a, Artifact) else os.fspath(a)
+    be = [be] if isinstance(be, (str, os.PathLike, Artifact)) else list(be)
+    return json.loads(_kora.colocate(path(lc), [path(b) for b in be], float(qps),
+                                     float(target_ms), float(seconds), int(seed),
+                                     float(headroom), int(threads or 0), bool(progress)))
 
 
 class NodeArg:

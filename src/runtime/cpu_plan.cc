@@ -252,7 +252,10 @@ void CpuPlan::run(const std::vector<Tensor>& inputs, std::vector<double>* kernel
   s.inputs = &inputs;
   for (Step& step : s.steps)
     for (const auto& [at, index] : step.input_slots) step.in[at] = inputs[index].bytes();
-  for (const auto& [begin, end] : s.groups) s.run_group(begin, end, kernel_ms);
+  for (const auto& [begin, end] : s.groups) {
+    if (gate) gate(begin, end - begin);
+    s.run_group(begin, end, kernel_ms);
+  }
 }
 
 std::string CpuPlan::device() const {

@@ -224,6 +224,7 @@ CudaPlan::~CudaPlan() = default;
 
 void CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<double>* kernel_ms) {
   Impl& s = *impl_;
+  if (gate) gate(0, s.steps.size());
   std::vector<Tensor>& outputs = *s.outputs;
   for (size_t i = 0; i < s.input_buffers.size(); ++i)
     s.device->to_device(s.input_buffers[i], inputs.at(i).bytes(), inputs[i].nbytes());

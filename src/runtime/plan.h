@@ -8,6 +8,7 @@
 //           replayed as CUDA Graphs.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,12 @@ class TargetPlan {
   // The device time of one run of the plan alone (no copies) on the inputs of the last
   // run; throws kora::Error before any run.
   virtual double plan_ms() = 0;
+
+  // Called by run() before each step with its kernels' range in plan order (cpu: each
+  // kernel, or the kernels of a parallel step; cuda: once, every kernel, before the graph
+  // is replayed). A gate that blocks holds the run there (co-location preempts between
+  // kernels). Empty: none.
+  std::function<void(size_t first, size_t count)> gate;
 };
 
 // Throws kora::Error for a target this runtime does not run, or what the plan's loading

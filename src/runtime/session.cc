@@ -131,6 +131,10 @@ void Session::set_input(const std::string& name, const Tensor& value) {
 
 void Session::run() { run_steps(nullptr); }
 
+void Session::set_step_gate(std::function<void(size_t first, size_t count)> gate) {
+  impl_->plan->gate = std::move(gate);
+}
+
 void Session::run_steps(std::vector<double>* kernel_ms) {
   Impl& s = *impl_;
   for (size_t i = 0; i < s.inputs.size(); ++i)

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   kora::cli::add_model_commands(app, commands);
   kora::cli::add_pipeline_commands(app, commands);
   kora::cli::add_artifact_commands(app, commands);
+  kora::cli::add_colocate_command(app, commands);
   CLI11_PARSE(app, argc, argv);
   try {
     for (const auto& command : commands)

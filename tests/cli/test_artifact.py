@@ -459,6 +459,48 @@ class ArtifactTest(unittest.TestCase):
         if schedules:
             self.assertGreater(err, 1e-6)
 
+    def test_colocate(self):
+        """kora colocate: a small latency-critical artifact beside a best-effort one, four runs
+        reported (as JSON and as a table); bad options and one artifact given twice are one
+        clear line."""
+        lc = self.artifact("conv.onnx.optimal", self.conv, "--strategy", "optimal")
+        be = self.artifact("chain.onnx.greedy", self.chain, "--strategy", "greedy")
+        r = kora("colocate", "--lc", lc, "--be", be, "--qps", "50", "--target-ms", "50",
+                 "--seconds", "1", "--json", env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        report = json.loads(r.stdout)
+        self.assertEqual(set(report["runs"]), {"lc_alone", "be_alone", "naive", "scheduled"})
+        requests = report["runs"]["lc_alone"]["lc"]["requests"]
+        self.assertGreater(requests, 20)
+        for mode in ("naive", "scheduled"):
+            run = report["runs"][mode]
+            self.assertEqual(run["lc"]["requests"], requests, mode)  # the same seeded stream
+            self.assertLessEqual(run["lc"]["p50_ms"], run["lc"]["p99_ms"])
+            self.assertGreater(run["be"][0]["runs"], 0, mode)
+            self.assertEqual(run["be"][0]["error"], "")
+        self.assertGreater(report["runs"]["be_alone"]["be"][0]["per_second"], 0)
+        self.assertNotIn("lc", report["runs"]["be_alone"])
+        r = kora("colocate", "--lc", lc, "--be", be, "--qps", "50", "--target-ms", "50",
+                 "--seconds", "1", env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"scheduled +\d+ +[\d.]+ +[\d.]+")
+        self.assertIn("kora colocate: scheduled (1 s)", r.stderr)
+        for args, message in (
+                (["--qps", "0"], "--qps must be a positive"),
+                (["--target-ms", "-3"], "--target-ms must be a positive"),
+                (["--seconds", "0"], "--seconds must be positive")):
+            base = {"--qps": "50", "--target-ms": "50", "--seconds": "1"}
+            base[args[0]] = args[1]
+            flat = [x for kv in base.items() for x in kv]
+            r = kora("colocate", "--lc", lc, "--be", be, *flat, env=self.env)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn(message, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        r = kora("colocate", "--lc", lc, "--be", lc + "/", "--qps", "5", "--target-ms", "9",
+                 env=self.env)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("given twice", r.stderr)
+
     def test_run_with_inputs_and_timing(self):
         out = self.artifact("attention.onnx.optimal", self.attention, "--strategy", "optimal",
                             "--dim", "seq=7")

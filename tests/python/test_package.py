@@ -135,6 +135,21 @@ def test_bf16_compile(tmp_path, db):
     assert 1e-6 < err < 3e-2, err
 
 
+def test_colocate(conv_artifact, tmp_path, db):
+    """kora.colocate: a latency-critical artifact beside a best-effort one; the four runs."""
+    be = kora.compile(mixed_dtypes(), db=db, measure=False, output_dir=tmp_path / "be",
+                      progress=False)
+    report = kora.colocate(conv_artifact, be, qps=40, target_ms=50, seconds=0.5,
+                           progress=False)
+    assert set(report["runs"]) == {"lc_alone", "be_alone", "naive", "scheduled"}
+    assert report["runs"]["scheduled"]["lc"]["requests"] > 5
+    assert report["runs"]["be_alone"]["be"][0]["runs"] > 0
+    with pytest.raises(kora.KoraError, match="given twice"):
+        kora.colocate(conv_artifact, [conv_artifact.path], qps=5, target_ms=9, seconds=0.5)
+    with pytest.raises(kora.KoraError, match="--qps"):
+        kora.colocate(conv_artifact, be, qps=0, target_ms=9)
+
+
 def test_mixed_dtypes_from_a_path(tmp_path, db):
     model = mixed_dtypes()
     path = tmp_path / "mixed.onnx"

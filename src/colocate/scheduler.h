@@ -1,0 +1,70 @@
+// The co-location scheduler (include/kora/colocate.h): the latency-critical (LC) request's
+// progress and the best-effort (BE) kernels' predicted costs in; whether a BE kernel may
+// start now out, blocking the BE run that asks until it may.
+//
+// The rule (admits): with no LC request in flight, a BE kernel starts; with one, it starts
+// when
+//     elapsed since the request arrived + headroom x (the LC kernels left)
+//       + slowdown x its cost <= the target,
+// costs being the kernels' times inside their plans running alone, and slowdown how much
+// slower the LC runs beside best-effort work than alone (measured: colocate.cc), the time
+// a BE kernel beside the request is taken to cost it.
+//
+// Where the slowdown is 2 or more, running side by side loses to taking turns (each gets
+// less than half the machine): the scheduler time-slices instead. No BE kernel starts
+// during a request, and a request that arrives while a BE kernel runs waits for it to end
+// (it would take longer beside it: slowdown x what is left of it, of which the request
+// loses all but what it computes meanwhile). A BE run held by the
+// rule is woken at each LC kernel boundary (the rule is checked again) and when the request
+// ends. One BE kernel runs at a time, whichever BE artifact it belongs to.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace kora {
+
+class ColocationScheduler {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // lc_kernel_ms: the LC plan's kernels' costs, in plan order.
+  ColocationScheduler(double target_ms, double headroom, std::vector<double> lc_kernel_ms,
+                      double slowdown = 1.0);
+
+  // The LC request that arrived at `arrival` starts (time-slicing: once no BE kernel runs);
+  // it is about to run kernel `next`; it is done.
+  void lc_start(Clock::time_point arrival);
+  void lc_progress(size_t next);
+  void lc_finish();
+
+  // Blocks until a BE kernel of cost `ms` may start, and takes the BE token; false (token
+  // not taken) once stop() was called. be_done() gives the token back.
+  bool be_wait(double ms);
+  void be_done();
+  // Wakes and refuses every BE wait from now on.
+  void stop();
+
+  // The rule alone, at `now` (the caller holds no lock: for tests and be_wait).
+  bool admits(double ms, Clock::time_point now) const;
+
+  // BE kernels started while an LC request was in flight.
+  int64_t admitted_in_flight() const;
+  // Whether requests and BE kernels take turns (slowdown >= 2).
+  bool time_slicing() const;
+
+ private:
+  double target_ms_, headroom_, slowdown_;
+  std::vector<double> left_ms_;  // left_ms_[k]: the cost of LC kernels k, k+1, ...
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  bool lc_in_flight_ = false, be_running_ = false, stopped_ = false;
+  Clock::time_point arrival_;
+  size_t next_ = 0;
+  int64_t admitted_in_flight_ = 0;
+};
+
+}  // namespace kora
