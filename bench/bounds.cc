@@ -187,9 +187,9 @@ int run(int argc, char** argv) {
         }
         const KernelWork w = kernel_work(g, *u.sub, c);
         out << std::filesystem::path(path).stem().string() << "," << signature_hex(c.signature)
-            << "," << w.kind << "," << c.members.size() << "," << linear << "," << it->second
-            << "," << bound.cost_ms(g, *u.sub, c) << "," << max_single << "," << max_written
-            << "," << sum_linear << "," << sum_all << "," << missing << "\n";
+            << "," << w.kind << "," << c.members.size() << "," << linear << "," << it->second << ","
+            << bound.cost_ms(g, *u.sub, c) << "," << max_single << "," << max_written << ","
+            << sum_linear << "," << sum_all << "," << missing << "\n";
       }
     }
     if (component_factor > 0) {
@@ -207,9 +207,9 @@ int run(int argc, char** argv) {
       int solves = 0;
       double cost = 0;
       for (; solves < 200; ++solves) {
-        auto costs = target_costs(oracle, db, nullptr,
-                                  std::make_unique<ComponentBound>(db->fastest(device), peaks,
-                                                                   component_factor));
+        auto costs = target_costs(
+            oracle, db, nullptr,
+            std::make_unique<ComponentBound>(db->fastest(device), peaks, component_factor));
         const OrchestrationResult plan = orchestrate_for(g, oracle, *costs, o);
         std::set<uint64_t> missing;
         for (const ChosenKernel& k : plan.kernels)
@@ -227,8 +227,8 @@ int run(int argc, char** argv) {
       const OrchestrationResult optimum = orchestrate_for(g, cpu, *target_costs(cpu, all_db), o);
       std::cout << std::filesystem::path(path).stem().string() << ": component bound "
                 << component_factor << ": " << solves + 1 << " solves, " << oracle.measured_
-                << " of " << have << " measured (" << singles.size() << " single), plan "
-                << cost << " ms, optimum " << optimum.total_cost_ms << " ms" << std::endl;
+                << " of " << have << " measured (" << singles.size() << " single), plan " << cost
+                << " ms, optimum " << optimum.total_cost_ms << " ms" << std::endl;
       continue;
     }
     std::sort(ratios.begin(), ratios.end());

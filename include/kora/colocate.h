@@ -33,10 +33,10 @@
 namespace kora {
 
 struct ColocateOptions {
-  double qps = 0;        // LC requests per second (Poisson arrivals)
-  double target_ms = 0;  // the LC latency target (p99)
-  double seconds = 10;   // the length of each of the four runs
-  uint64_t seed = 1;     // of the arrivals and the inputs
+  double qps = 0;         // LC requests per second (Poisson arrivals)
+  double target_ms = 0;   // the LC latency target (p99)
+  double seconds = 10;    // the length of each of the four runs
+  uint64_t seed = 1;      // of the arrivals and the inputs
   double headroom = 1.2;  // the LC kernels left are predicted to take this times their cost
   double slowdown = 0;    // the LC's slowdown beside BE work; 0: measured before the runs
   int threads = 0;        // of every session; 0: each artifact's own
@@ -44,23 +44,23 @@ struct ColocateOptions {
 };
 
 struct LatencyStats {
-  int64_t requests = 0;  // completed within the run
+  int64_t requests = 0;                       // completed within the run
   double p50_ms = 0, p99_ms = 0, max_ms = 0;  // arrival to completion (queueing included)
   int64_t violations = 0;                     // requests above the target
 };
 
 struct BestEffortStats {
   std::string artifact;
-  int64_t runs = 0;        // inferences completed within the run
-  double per_second = 0;   // runs / seconds
-  std::string error;       // why it stopped early (empty: it did not)
+  int64_t runs = 0;       // inferences completed within the run
+  double per_second = 0;  // runs / seconds
+  std::string error;      // why it stopped early (empty: it did not)
 };
 
 struct ColocateRun {
   std::string mode;  // "lc_alone", "be_alone", "naive", "scheduled"
   bool has_lc = false;
   LatencyStats lc;
-  std::vector<BestEffortStats> be;  // empty for lc_alone
+  std::vector<BestEffortStats> be;    // empty for lc_alone
   int64_t be_admitted_in_flight = 0;  // scheduled: BE kernels started during an LC request
 };
 
@@ -68,8 +68,8 @@ struct ColocateReport {
   std::string lc;
   std::vector<std::string> be;
   ColocateOptions options;
-  double lc_predicted_ms = 0;  // the LC plan's in-plan kernel times, summed
-  double slowdown = 1;         // the scheduler's (options.slowdown, or measured)
+  double lc_predicted_ms = 0;     // the LC plan's in-plan kernel times, summed
+  double slowdown = 1;            // the scheduler's (options.slowdown, or measured)
   std::vector<ColocateRun> runs;  // lc_alone, be_alone, naive, scheduled
 };
 

@@ -158,7 +158,8 @@ namespace {
 // manifest's costs (each kernel measured alone, inputs cold) overestimate up to 2x.
 Workload session_workload(Session& s, const std::string& name, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  for (const TensorInfo& t : s.inputs()) s.set_input(t.name, random_tensor(t.dtype, t.shape, rng, 1));
+  for (const TensorInfo& t : s.inputs())
+    s.set_input(t.name, random_tensor(t.dtype, t.shape, rng, 1));
   Workload w;
   w.name = name;
   w.kernel_ms = s.profile_kernels(10);
@@ -171,7 +172,8 @@ Workload session_workload(Session& s, const std::string& name, uint64_t seed) {
 
 void check_colocate_options(const ColocateOptions& o, size_t best_effort) {
   auto positive = [](double v) { return std::isfinite(v) && v > 0; };
-  if (!positive(o.qps)) throw Error("colocate: --qps must be a positive number of requests per second");
+  if (!positive(o.qps))
+    throw Error("colocate: --qps must be a positive number of requests per second");
   if (!positive(o.target_ms)) throw Error("colocate: --target-ms must be a positive latency");
   if (!positive(o.seconds) || o.seconds > 3600)
     throw Error("colocate: --seconds must be positive and at most 3600");
@@ -183,8 +185,7 @@ void check_colocate_options(const ColocateOptions& o, size_t best_effort) {
   if (best_effort == 0) throw Error("colocate: give at least one best-effort artifact (--be)");
 }
 
-ColocateReport colocate_workloads(Workload lc, std::vector<Workload> be,
-                                  const ColocateOptions& o) {
+ColocateReport colocate_workloads(Workload lc, std::vector<Workload> be, const ColocateOptions& o) {
   check_colocate_options(o, be.size());
   ColocateReport report;
   report.lc = lc.name;
@@ -227,8 +228,8 @@ ColocateReport colocate_workloads(Workload lc, std::vector<Workload> be,
   return report;
 }
 
-ColocateReport colocate(const std::string& lc_artifact, const std::vector<std::string>& be_artifacts,
-                        const ColocateOptions& o) {
+ColocateReport colocate(const std::string& lc_artifact,
+                        const std::vector<std::string>& be_artifacts, const ColocateOptions& o) {
   check_colocate_options(o, be_artifacts.size());
   namespace fs = std::filesystem;
   std::vector<std::string> all = {lc_artifact};
@@ -267,8 +268,8 @@ ColocateReport colocate(const std::string& lc_artifact, const std::vector<std::s
 std::string format_colocate_report(const ColocateReport& r) {
   std::ostringstream os;
   os << "latency-critical: " << r.lc << " (" << fixed(r.lc_predicted_ms, 3)
-     << " ms alone, in plan), target " << fixed(r.options.target_ms, 2) << " ms at " << fixed(r.options.qps, 1)
-     << " requests/s\n";
+     << " ms alone, in plan), target " << fixed(r.options.target_ms, 2) << " ms at "
+     << fixed(r.options.qps, 1) << " requests/s\n";
   for (const std::string& b : r.be) os << "best-effort: " << b << "\n";
   os << fixed(r.options.seconds, 0) << " s per run, seed " << r.options.seed
      << "; the latency-critical model " << fixed(r.slowdown, 2)
@@ -298,13 +299,15 @@ std::string format_colocate_report(const ColocateReport& r) {
   }
   for (const ColocateRun& run : r.runs) {
     for (const BestEffortStats& b : run.be)
-      if (!b.error.empty()) os << run.mode << ": best-effort '" << b.artifact << "' stopped: " << b.error << "\n";
+      if (!b.error.empty())
+        os << run.mode << ": best-effort '" << b.artifact << "' stopped: " << b.error << "\n";
     if (run.mode == "scheduled" && alone && run.has_lc) {
       os << "scheduled: p99 " << fixed(run.lc.p99_ms, 3) << " ms "
          << (run.lc.p99_ms <= r.options.target_ms ? "within" : "ABOVE") << " the target";
       for (size_t i = 0; i < run.be.size() && i < alone->be.size(); ++i)
         if (alone->be[i].per_second > 0)
-          os << "; BE" << i + 1 << " at " << fixed(100 * run.be[i].per_second / alone->be[i].per_second, 0)
+          os << "; BE" << i + 1 << " at "
+             << fixed(100 * run.be[i].per_second / alone->be[i].per_second, 0)
              << "% of its throughput alone";
       os << "; " << run.be_admitted_in_flight << " BE kernels admitted during requests\n";
     }
@@ -326,8 +329,10 @@ std::string colocate_report_json(const ColocateReport& r) {
   for (const ColocateRun& run : r.runs) {
     nlohmann::json m;
     if (run.has_lc)
-      m["lc"] = {{"requests", run.lc.requests}, {"p50_ms", run.lc.p50_ms},
-                 {"p99_ms", run.lc.p99_ms},     {"max_ms", run.lc.max_ms},
+      m["lc"] = {{"requests", run.lc.requests},
+                 {"p50_ms", run.lc.p50_ms},
+                 {"p99_ms", run.lc.p99_ms},
+                 {"max_ms", run.lc.max_ms},
                  {"violations", run.lc.violations}};
     m["be"] = nlohmann::json::array();
     for (const BestEffortStats& b : run.be)

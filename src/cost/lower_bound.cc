@@ -127,9 +127,9 @@ double kind_factor(const std::string& kind, bool typical) {
     const char* kind;
     double bound, typical;
   };
-  static const Factors table[] = {{"linear", 0.87, 4.2},   {"elementwise", 0.98, 4.1},
+  static const Factors table[] = {{"linear", 0.87, 4.2},    {"elementwise", 0.98, 4.1},
                                   {"broadcast", 1.48, 3.8}, {"layout", 2.5, 10.0},
-                                  {"reduce", 2.5, 6.4},    {"opaque", 1.0, 21.0}};
+                                  {"reduce", 2.5, 6.4},     {"opaque", 1.0, 21.0}};
   for (const Factors& f : table)
     if (kind == f.kind) return typical ? f.typical : f.bound;
   return 1.0;

@@ -210,11 +210,11 @@ dnnl::primitive_desc make_pd(const LinearPlan& p, bool blocked, bool constant_we
   attr.set_post_ops(po);
   const Shape wd = weights_dims(p);
   // Weights as read: a matmul's may be a strided view; convolution weights are plain.
-  const memory::desc w = constant_weights ? any(wd, bf16 ? memory::data_type::bf16
-                                                          : memory::data_type::f32)
-                         : bf16           ? plain_bf16(wd)
-                         : p.conv         ? plain(wd)
-                                          : strided(wd, p.weights_strides);
+  const memory::desc w = constant_weights
+                             ? any(wd, bf16 ? memory::data_type::bf16 : memory::data_type::f32)
+                         : bf16   ? plain_bf16(wd)
+                         : p.conv ? plain(wd)
+                                  : strided(wd, p.weights_strides);
   const memory::desc bias = p.bias >= 0 ? plain(p.bias_dims) : memory::desc();
   if (!p.conv) {
     const dnnl::matmul::desc d(bf16 ? plain_bf16(p.src_dims) : strided(p.src_dims, p.src_strides),
@@ -261,8 +261,9 @@ Choice choose_pd(const LinearPlan& p, ConvLayout layout, bool constant_weights,
                  const memory::desc* src_fixed = nullptr, const memory::desc* dst_fixed = nullptr,
                  bool bf16 = false) {
   if (bf16) {
-    if (dst_fixed) return {make_pd(p, true, constant_weights, dst_fixed, false, nullptr, true),
-                           true, *dst_fixed};
+    if (dst_fixed)
+      return {make_pd(p, true, constant_weights, dst_fixed, false, nullptr, true), true,
+              *dst_fixed};
     const bool blocked = p.conv && constant_weights && layout != ConvLayout::kPlain;
     return {make_pd(p, blocked, constant_weights, nullptr, false, nullptr, true), false, {}};
   }
@@ -530,9 +531,9 @@ std::unique_ptr<CpuLibraryKernel> make_kernel(const PrimGraph& graph, const Kern
                                               const TensorLayouts& layouts, bool bf16) {
   LinearPlan plan = plan_or_throw(graph, dag, c);
   try {
-    auto k = std::make_unique<OnednnKernel>(graph, std::move(plan), layout,
-                                            kernel_reads(graph, dag, c),
-                                            kernel_writes(graph, dag, c).at(0), layouts, bf16);
+    auto k =
+        std::make_unique<OnednnKernel>(graph, std::move(plan), layout, kernel_reads(graph, dag, c),
+                                       kernel_writes(graph, dag, c).at(0), layouts, bf16);
     if (implementation) *implementation = k->implementation();
     return k;
   } catch (const dnnl::error& e) {

@@ -22,7 +22,6 @@ bool blocked_is_faster(const LinearPlan& plan);
 std::unique_ptr<CpuLibraryKernel> make_kernel(const PrimGraph& graph, const KernelDag& dag,
                                               const Candidate& c, ConvLayout layout,
                                               std::string* implementation = nullptr,
-                                              const TensorLayouts& layouts = {},
-                                              bool bf16 = false);
+                                              const TensorLayouts& layouts = {}, bool bf16 = false);
 
 }  // namespace kora::onednn

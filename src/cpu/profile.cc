@@ -562,9 +562,8 @@ void add_library_kernels(const PrimGraph& graph, const ProfileOptions& options, 
   // device's records are all bf16).
   const std::string bf16 = options.bf16 ? kBf16 : "";
   if (!job.native_only && onednn_supports(graph, d, c))
-    add("onednn", [&graph, &d, &c, bf16]() {
-      return make_onednn_kernel(graph, d, c, {}, "onednn" + bf16);
-    });
+    add("onednn",
+        [&graph, &d, &c, bf16]() { return make_onednn_kernel(graph, d, c, {}, "onednn" + bf16); });
   if (!job.native_layouts.empty()) {
     add(kOnednnNative, [&graph, &d, &c, layouts = job.native_layouts, bf16]() {
       return make_onednn_kernel(graph, d, c, layouts, kOnednnNative + bf16);

@@ -293,8 +293,8 @@ class CheckCommand : public Command {
     if (cmd_->count("--tolerance") == 0 && tolerance_for(session.compiled_for()) > tolerance) {
       tolerance = tolerance_for(session.compiled_for());
       const bool bf16 = session.compiled_for().find(" bf16") != std::string::npos;
-      std::cout << "tolerance " << tolerance << (bf16 ? " (bf16 library math)" : " (TF32 library math)")
-                << std::endl;
+      std::cout << "tolerance " << tolerance
+                << (bf16 ? " (bf16 library math)" : " (TF32 library math)") << std::endl;
     }
     return worst <= tolerance && !mismatched ? 0 : 1;
   }

@@ -64,15 +64,15 @@ ColocateOptions options() {
 int started_inside(const Timeline& lc, const Timeline& be) {
   int n = 0;
   for (const auto& s : be.be_starts)
-    for (const auto& [a, b] : lc.requests)
-      n += s > a + std::chrono::microseconds(300) && s < b;
+    for (const auto& [a, b] : lc.requests) n += s > a + std::chrono::microseconds(300) && s < b;
   return n;
 }
 
 TEST(Colocate, TheSchedulerKeepsBestEffortKernelsOutOfRequestsThatHaveNoRoom) {
   Timeline lc_t, be_t;
-  const ColocateReport r = colocate_workloads(sleeper("lc", {1, 1, 1}, &lc_t, true),
-                                              {sleeper("be", {3, 3, 3, 3}, &be_t, false)}, options());
+  const ColocateReport r =
+      colocate_workloads(sleeper("lc", {1, 1, 1}, &lc_t, true),
+                         {sleeper("be", {3, 3, 3, 3}, &be_t, false)}, options());
   ASSERT_EQ(r.runs.size(), 4u);
   EXPECT_EQ(r.runs[0].mode, "lc_alone");
   EXPECT_EQ(r.runs[3].mode, "scheduled");
@@ -172,21 +172,25 @@ TEST(Colocate, BadOptionsAndArtifactsAreOneClearError) {
   const std::vector<std::string> be = {"b"};
   EXPECT_NE(message([&] { colocate("a", be, with([](auto& o) { o.qps = 0; })); }).find("--qps"),
             std::string::npos);
-  EXPECT_NE(message([&] { colocate("a", be, with([](auto& o) { o.target_ms = -1; })); })
-                .find("--target-ms"),
+  EXPECT_NE(message([&] {
+              colocate("a", be, with([](auto& o) { o.target_ms = -1; }));
+            }).find("--target-ms"),
             std::string::npos);
-  EXPECT_NE(message([&] { colocate("a", be, with([](auto& o) { o.seconds = 0; })); })
-                .find("--seconds"),
-            std::string::npos);
-  EXPECT_NE(message([&] { colocate("a", be, with([](auto& o) { o.headroom = 0.5; })); })
-                .find("--headroom"),
+  EXPECT_NE(
+      message([&] { colocate("a", be, with([](auto& o) { o.seconds = 0; })); }).find("--seconds"),
+      std::string::npos);
+  EXPECT_NE(message([&] {
+              colocate("a", be, with([](auto& o) { o.headroom = 0.5; }));
+            }).find("--headroom"),
             std::string::npos);
   EXPECT_NE(message([&] { colocate("a", {}, options()); }).find("--be"), std::string::npos);
   EXPECT_NE(message([&] { colocate("art", {"./art/"}, options()); }).find("given twice"),
             std::string::npos);
-  const std::string missing = (std::filesystem::temp_directory_path() / "kora_no_artifact").string();
-  EXPECT_NE(message([&] { colocate(missing, {missing + "2"}, options()); }).find("kora_no_artifact"),
-            std::string::npos);
+  const std::string missing =
+      (std::filesystem::temp_directory_path() / "kora_no_artifact").string();
+  EXPECT_NE(
+      message([&] { colocate(missing, {missing + "2"}, options()); }).find("kora_no_artifact"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ TEST(ColocationScheduler, AdmitsByTheRequestsPredictedFinish) {
   EXPECT_TRUE(s.admits(7.9, now));
   EXPECT_FALSE(s.admits(8.1, now));
   EXPECT_FALSE(s.admits(0.0, now + milliseconds(9)));  // 9 ms gone + 2 left > 10
-  s.lc_progress(3);                                     // every kernel done
+  s.lc_progress(3);                                    // every kernel done
   EXPECT_TRUE(s.admits(1.0, now + milliseconds(9)));
   s.lc_finish();
   EXPECT_TRUE(s.admits(100.0, now + milliseconds(50)));

@@ -197,7 +197,7 @@ int check_graph(PrimGraph g, const std::string& label, bool whole_accepted = tru
         relative_error(g, dag, c, onednn::ConvLayout::kAuto, rng, &impl, &native, bf16);
     if (largest) *largest = std::max(*largest, e);
     EXPECT_LT(e, tolerance) << label << ": candidate { " << members << "} in layouts " << layouts
-                       << "with " << impl;
+                            << "with " << impl;
   }
   std::vector<int> all(dag.size());
   for (int v = 0; v < dag.size(); ++v) all[v] = v;
@@ -454,8 +454,8 @@ TEST(Onednn, Bf16KernelsMatchTheInterpreterWithinTheirTolerance) {
                           ConvAttrs{1, {}, {}, {1, 1}, {1, 1}})};
     const KernelDag dag = kernel_dag_of(b.g);
     try {
-      onednn::make_kernel(b.g, dag, make_candidate(dag, {0}), onednn::ConvLayout::kBlocked,
-                          nullptr, {}, true);
+      onednn::make_kernel(b.g, dag, make_candidate(dag, {0}), onednn::ConvLayout::kBlocked, nullptr,
+                          {}, true);
     } catch (const Error& e) {
       GTEST_SKIP() << "no bf16 convolution on this CPU: " << e.what();
     }
