@@ -108,6 +108,9 @@ struct Job {
   // A oneDNN convolution's native layouts: measured as schedule kOnednnNative too.
   TensorLayouts native_layouts;
   bool native_only = false;  // known to the database but for the native measurement
+  // bf16: generated code's and the interpreter's records taken from the float32 device
+  // (they compute the same there); only the oneDNN kernels are measured, in bf16.
+  bool library_only = false;
 };
 
 // An error in one line: its first line, and the compiler's first "error:" line if any.
@@ -489,7 +492,7 @@ class Measurer {
       }
       record(impl);
     }
-    if (!any_ok && fallback) {  // nothing else computes it: the interpreter does
+    if (!any_ok && fallback && !job.library_only) {  // nothing else computes it: the interpreter
       Implementation interp;
       interp.schedule = "interpreter";
       interp.object = make_interpreter_kernel(graph_, d, c);
@@ -515,10 +518,19 @@ namespace {
 
 // One job per unique candidate the database does not know for the device (or knows but
 // for its native-layout measurements, from before they were taken).
+//
+// bf16: a kernel the float32 device knows keeps its records of generated code and the
+// interpreter (they compute the same under bf16), copied to the bf16 device; only its
+// oneDNN kernels are measured, in bf16.
 std::vector<Job> unknown_jobs(const PrimGraph& graph, const ModelCandidates& candidates,
-                              const ProfileDb& db, const ProfileOptions& options,
+                              ProfileDb& db, const ProfileOptions& options,
                               ProfileSummary& summary) {
   std::vector<Job> jobs;
+  const std::string float32_device =
+      options.bf16 ? summary.device.substr(0, summary.device.size() - std::strlen(" bf16")) : "";
+  auto onednn_schedule = [](const std::string& s) {
+    return s == "onednn" || s == kOnednnNative || s == kOnednnBlocked;
+  };
   const std::set<uint64_t> again =
       options.remeasure_suspect ? db.suspect(summary.device) : std::set<uint64_t>{};
   for (const UniqueCandidate& u : candidates.unique) {
@@ -540,6 +552,22 @@ std::vector<Job> unknown_jobs(const PrimGraph& graph, const ModelCandidates& can
         continue;
       }
       job.native_only = true;
+    } else if (options.bf16) {
+      std::vector<ProfileRecord> reused;
+      for (ProfileRecord r : db.records(float32_device, c.signature))
+        if (!onednn_schedule(r.schedule)) {
+          r.device = summary.device;
+          reused.push_back(std::move(r));
+        }
+      if (!reused.empty()) {
+        db.put(reused);
+        ++summary.reused_float32;
+        job.library_only = true;
+        if (job.native_layouts.empty() && !onednn_supports(graph, *u.sub, c)) {
+          ++summary.from_db;
+          continue;
+        }
+      }
     }
     jobs.push_back(std::move(job));
   }
@@ -587,7 +615,8 @@ void first_round(const PrimGraph& graph, std::vector<Job>& jobs, const ProfileOp
                  Measurer& measurer, ProfileSummary& summary) {
   auto stage = std::chrono::steady_clock::now();
   for (Job& job : jobs) {
-    if (!job.native_only && cpu_codegen_supports(graph, *job.dag, *job.candidate)) {
+    if (!job.native_only && !job.library_only &&
+        cpu_codegen_supports(graph, *job.dag, *job.candidate)) {
       job.schedules = cpu_schedule_space(graph, *job.dag, *job.candidate);
       job.default_schedule = "gen:" + job.schedules[0].key();
       const size_t schedules = options.exhaustive ? job.schedules.size() : 1;
@@ -702,6 +731,9 @@ std::string format_profile_summary(const ProfileSummary& s) {
           "revision) are not reused\n";
   os << s.kernels << " unique kernels: " << s.measured << " measured now, " << s.from_db
      << " from the database, ";
+  if (s.reused_float32)
+    os << s.reused_float32 << " with generated code measured in float32 (its oneDNN kernels "
+       << "measured in bf16), ";
   if (s.not_needed) os << s.not_needed << " not needed, ";
   os << s.failures.size() << " implementations failed\n";
   os << s.implementations << " implementations measured";
@@ -733,6 +765,7 @@ std::string profile_summary_json(const ProfileSummary& s) {
   j["from_db"] = s.from_db;
   j["not_needed"] = s.not_needed;
   j["measured"] = s.measured;
+  j["reused_float32"] = s.reused_float32;
   j["implementations"] = s.implementations;
   j["interpreter_only"] = s.interpreter_only;
   j["searched"] = s.searched;

@@ -439,12 +439,27 @@ class ArtifactTest(unittest.TestCase):
         blocked(out)
 
     def test_bf16_option(self):
-        """--bf16: oneDNN kernels compute in bf16, measured under their own fingerprint, and
-        the artifact passes kora check at the bf16 tolerance, visibly not float32."""
-        out = os.path.join(self.tmp, "chain_bf16")
-        r = self.compile(self.chain, out, "--bf16", measure=True)
+        """--bf16: oneDNN kernels compute in bf16, measured under their own fingerprint (the
+        generated kernels' float32 records taken over), and the artifact passes kora check at
+        the bf16 tolerance, visibly not float32."""
+        db = os.path.join(self.tmp, "bf16.db")
+        r = kora("profile", self.chain, "--db", db, "--threads", "2", "--json", env=self.env)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertRegex(r.stderr, r"profile: \d+ kernels, [1-9]\d* measured now")
+        float32 = json.loads(r.stdout)
+        self.assertEqual(float32["reused_float32"], 0)
+        r = kora("profile", self.chain, "--db", db, "--threads", "2", "--bf16", "--json",
+                 env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        bf16 = json.loads(r.stdout)
+        self.assertTrue(bf16["device"].endswith(" bf16"))
+        self.assertEqual(bf16["kernels"], float32["kernels"])
+        self.assertGreater(bf16["reused_float32"], 0)  # generated code: not measured again
+        self.assertLess(bf16["implementations"], float32["implementations"])
+        out = os.path.join(self.tmp, "chain_bf16")
+        r = kora("compile", self.chain, "-o", out, "--db", db, "--threads", "2", "--bf16",
+                 env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stderr, r"profile: \d+ kernels, 0 measured now")
         manifest = json.loads(read(os.path.join(out, "manifest.json")))
         self.assertTrue(manifest["device"].endswith(" bf16"), manifest["device"])
         schedules = [k["schedule"] for k in manifest["kernels"] if k["impl"] == "onednn"]
