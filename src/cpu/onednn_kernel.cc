@@ -50,10 +50,9 @@ namespace {
 using dnnl::memory;
 using Dims = memory::dims;
 
-memory::desc plain(const Shape& dims) {
+memory::desc plain(const Shape& dims, memory::data_type type = memory::data_type::f32) {
   const std::vector<int64_t> strides = row_major_strides(dims);
-  return memory::desc(Dims(dims.begin(), dims.end()), memory::data_type::f32,
-                      Dims(strides.begin(), strides.end()));
+  return memory::desc(Dims(dims.begin(), dims.end()), type, Dims(strides.begin(), strides.end()));
 }
 
 memory::desc strided(const Shape& dims, const Shape& strides) {
@@ -63,12 +62,6 @@ memory::desc strided(const Shape& dims, const Shape& strides) {
 
 memory::desc any(const Shape& dims, memory::data_type type = memory::data_type::f32) {
   return memory::desc(Dims(dims.begin(), dims.end()), type, memory::format_tag::any);
-}
-
-memory::desc plain_bf16(const Shape& dims) {
-  const std::vector<int64_t> strides = row_major_strides(dims);
-  return memory::desc(Dims(dims.begin(), dims.end()), memory::data_type::bf16,
-                      Dims(strides.begin(), strides.end()));
 }
 
 // The blocked layouts a tensor may be stored in between kernels, by rank: channels last,
@@ -212,13 +205,14 @@ dnnl::primitive_desc make_pd(const LinearPlan& p, bool blocked, bool constant_we
   // Weights as read: a matmul's may be a strided view; convolution weights are plain.
   const memory::desc w = constant_weights
                              ? any(wd, bf16 ? memory::data_type::bf16 : memory::data_type::f32)
-                         : bf16   ? plain_bf16(wd)
+                         : bf16   ? plain(wd, memory::data_type::bf16)
                          : p.conv ? plain(wd)
                                   : strided(wd, p.weights_strides);
   const memory::desc bias = p.bias >= 0 ? plain(p.bias_dims) : memory::desc();
   if (!p.conv) {
-    const dnnl::matmul::desc d(bf16 ? plain_bf16(p.src_dims) : strided(p.src_dims, p.src_strides),
-                               w, bias, plain(p.dst_dims));
+    const dnnl::matmul::desc d(
+        bf16 ? plain(p.src_dims, memory::data_type::bf16) : strided(p.src_dims, p.src_strides), w,
+        bias, plain(p.dst_dims));
     return dnnl::matmul::primitive_desc(d, attr, cpu_engine());
   }
   const ConvAttrs& a = p.conv_attrs;
