@@ -13,7 +13,7 @@
 // (measured before the runs: a short stream of requests alone, then beside the BE loops;
 // two OpenMP teams on the same cores slow each other far more than sharing them fairly
 // would). An LC request takes every core back at the next BE kernel boundary. Where the
-// slowdown is 2 or more, side by side loses to taking turns, and the scheduler time-slices:
+// slowdown is 1.5 or more, side by side gives the LC too little, and the scheduler time-slices:
 // no BE kernel during a request, and a request arriving during a BE kernel waits for its
 // end rather than run beside it. BE kernels of several artifacts run one at a time.
 // A kernel's predicted cost is its time inside its plan running alone, measured when the
@@ -62,6 +62,7 @@ struct ColocateRun {
   LatencyStats lc;
   std::vector<BestEffortStats> be;    // empty for lc_alone
   int64_t be_admitted_in_flight = 0;  // scheduled: BE kernels started during an LC request
+  double lc_waited_ms = 0;  // scheduled, time-slicing: mean wait of a request for a BE kernel
 };
 
 struct ColocateReport {

@@ -148,6 +148,8 @@ ColocateRun colocate_run(const std::string& mode, Workload& lc, std::vector<Work
     for (size_t i = 0; i < be.size(); ++i)
       run.be.push_back({be[i].name, runs[i], static_cast<double>(runs[i]) / o.seconds, errors[i]});
   run.be_admitted_in_flight = scheduler.admitted_in_flight();
+  if (!latencies.empty())
+    run.lc_waited_ms = scheduler.lc_waited_ms() / static_cast<double>(latencies.size());
   return run;
 }
 
@@ -309,7 +311,8 @@ std::string format_colocate_report(const ColocateReport& r) {
           os << "; BE" << i + 1 << " at "
              << fixed(100 * run.be[i].per_second / alone->be[i].per_second, 0)
              << "% of its throughput alone";
-      os << "; " << run.be_admitted_in_flight << " BE kernels admitted during requests\n";
+      os << "; " << run.be_admitted_in_flight << " BE kernels admitted during requests; a request "
+         << "waited " << fixed(run.lc_waited_ms, 3) << " ms on average for a BE kernel to end\n";
     }
   }
   return os.str();
@@ -340,7 +343,10 @@ std::string colocate_report_json(const ColocateReport& r) {
                          {"runs", b.runs},
                          {"per_second", b.per_second},
                          {"error", b.error}});
-    if (run.mode == "scheduled") m["be_admitted_in_flight"] = run.be_admitted_in_flight;
+    if (run.mode == "scheduled") {
+      m["be_admitted_in_flight"] = run.be_admitted_in_flight;
+      m["lc_waited_ms"] = run.lc_waited_ms;
+    }
     j["runs"][run.mode] = m;
   }
   return j.dump(1);

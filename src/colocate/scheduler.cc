@@ -14,14 +14,18 @@ ColocationScheduler::ColocationScheduler(double target_ms, double headroom,
   for (size_t k = lc_kernel_ms.size(); k-- > 0;) left_ms_[k] = left_ms_[k + 1] + lc_kernel_ms[k];
 }
 
-bool ColocationScheduler::time_slicing() const { return slowdown_ >= 2; }
+bool ColocationScheduler::time_slicing() const { return slowdown_ >= 1.5; }
 
 void ColocationScheduler::lc_start(Clock::time_point arrival) {
   std::unique_lock<std::mutex> lock(mutex_);
   lc_in_flight_ = true;  // no BE kernel starts from now on but by the rule
   arrival_ = arrival;
   next_ = 0;
-  if (time_slicing()) changed_.wait(lock, [&] { return !be_running_ || stopped_; });
+  if (time_slicing() && be_running_) {
+    const Clock::time_point start = Clock::now();
+    changed_.wait(lock, [&] { return !be_running_ || stopped_; });
+    waited_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  }
 }
 
 void ColocationScheduler::lc_progress(size_t next) {
@@ -71,6 +75,11 @@ void ColocationScheduler::stop() {
     stopped_ = true;
   }
   changed_.notify_all();
+}
+
+double ColocationScheduler::lc_waited_ms() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return waited_ms_;
 }
 
 int64_t ColocationScheduler::admitted_in_flight() const {
