@@ -77,8 +77,7 @@ void choose_implementation(const PrimGraph& graph, const KernelDag& dag, const P
         e.kernel.schedule = "gen:" + schedule.key();
         return;
       }
-      if ((s == "onednn" || s == kOnednnNative || s == kOnednnBlocked) &&
-          onednn_supports(graph, dag, c)) {
+      if (is_onednn_schedule(s) && onednn_supports(graph, dag, c)) {
         e.kernel.impl = "onednn";
         e.kernel.schedule = s + (options.bf16 ? kBf16 : "");
         return;

@@ -51,7 +51,12 @@ inline constexpr char kOnednnBlocked[] = "onednn:blocked";
 // records, and an artifact's manifest names it with the suffix.
 inline constexpr char kBf16[] = "+bf16";
 inline bool has_bf16_suffix(const std::string& schedule) {
-  return schedule.size() > 5 && schedule.compare(schedule.size() - 5, 5, kBf16) == 0;
+  constexpr size_t n = sizeof(kBf16) - 1;
+  return schedule.size() > n && schedule.compare(schedule.size() - n, n, kBf16) == 0;
+}
+// The profile database's oneDNN schedules (without the bf16 suffix).
+inline bool is_onednn_schedule(const std::string& schedule) {
+  return schedule == "onednn" || schedule == kOnednnNative || schedule == kOnednnBlocked;
 }
 
 // Whether make_onednn_kernel accepts the candidate.

@@ -524,13 +524,8 @@ namespace {
 // oneDNN kernels are measured, in bf16.
 std::vector<Job> unknown_jobs(const PrimGraph& graph, const ModelCandidates& candidates,
                               ProfileDb& db, const ProfileOptions& options,
-                              ProfileSummary& summary) {
+                              const std::string& float32_device, ProfileSummary& summary) {
   std::vector<Job> jobs;
-  const std::string float32_device =
-      options.bf16 ? summary.device.substr(0, summary.device.size() - std::strlen(" bf16")) : "";
-  auto onednn_schedule = [](const std::string& s) {
-    return s == "onednn" || s == kOnednnNative || s == kOnednnBlocked;
-  };
   const std::set<uint64_t> again =
       options.remeasure_suspect ? db.suspect(summary.device) : std::set<uint64_t>{};
   for (const UniqueCandidate& u : candidates.unique) {
@@ -555,7 +550,7 @@ std::vector<Job> unknown_jobs(const PrimGraph& graph, const ModelCandidates& can
     } else if (options.bf16) {
       std::vector<ProfileRecord> reused;
       for (ProfileRecord r : db.records(float32_device, c.signature))
-        if (!onednn_schedule(r.schedule)) {
+        if (!is_onednn_schedule(r.schedule)) {
           r.device = summary.device;
           reused.push_back(std::move(r));
         }
@@ -708,7 +703,9 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
   if (db.count(summary.device) == 0) summary.other_fingerprints = db.count("");
   const ModelCandidates candidates =
       unique_candidates(graph, options.partition, options.candidates);
-  std::vector<Job> jobs = unknown_jobs(graph, candidates, db, options, summary);
+  std::vector<Job> jobs = unknown_jobs(
+      graph, candidates, db, options,
+      options.bf16 ? cpu_backend_fingerprint(threads, options.compile.compiler) : "", summary);
   summary.kernels = static_cast<int64_t>(candidates.unique.size());
   summary.enumerate_seconds = seconds_since(start);
   omp_set_num_threads(threads);  // oneDNN kernels take the thread count current when built
