@@ -62,6 +62,7 @@ std::string from_domain(const std::string& x, Domain d, DType out) {
       return out == DType::kBool ? "((uint8_t)" + x + ")" : x;
     case Domain::kF64:
       if (out == DType::kFloat32) return "((float)" + x + ")";
+      if (out == DType::kFloat64) return x;
       if (out == DType::kBool) return "((uint8_t)(" + x + " != 0))";
       return "((" + std::string(ctype(out)) + ")kora_sat_i64(" + x + "))";
     case Domain::kI64:
@@ -72,16 +73,16 @@ std::string from_domain(const std::string& x, Domain d, DType out) {
   return x;
 }
 
-// run_cast(): element conversion from one dtype to another.
+// run_cast(): element conversion from one dtype to another: between floating types a C
+// conversion (rounding to nearest), to an integer saturated to int64 and then wrapped.
 std::string cast_expr(const std::string& x, DType from, DType to) {
   if (from == to) return x;
-  if (from == DType::kFloat32) {
-    if (to == DType::kBool) return "((uint8_t)(" + x + " != 0))";
-    return "((" + std::string(ctype(to)) + ")kora_sat_i64((double)" + x + "))";
-  }
-  // from an integer or bool
-  if (to == DType::kFloat32) return "((float)(int64_t)" + x + ")";
-  if (to == DType::kBool) return "((uint8_t)((int64_t)" + x + " != 0))";
+  const bool from_float = from == DType::kFloat32 || from == DType::kFloat64;
+  if (to == DType::kFloat32 || to == DType::kFloat64)
+    return "((" + std::string(ctype(to)) + ")" + (from_float ? "" : "(int64_t)") + x + ")";
+  if (to == DType::kBool)
+    return from_float ? "((uint8_t)(" + x + " != 0))" : "((uint8_t)((int64_t)" + x + " != 0))";
+  if (from_float) return "((" + std::string(ctype(to)) + ")kora_sat_i64((double)" + x + "))";
   return "((" + std::string(ctype(to)) + ")(int64_t)" + x + ")";
 }
 
@@ -232,8 +233,11 @@ std::string op_expr(ScalarOp op, Domain d, const std::vector<std::string>& a) {
 
 }  // namespace
 
-bool dtype_supported(DType t) {
-  return t == DType::kFloat32 || t == DType::kInt64 || t == DType::kInt32 || t == DType::kBool;
+bool dtype_supported(DType t, bool narrow) {
+  if (t == DType::kFloat32 || t == DType::kInt64 || t == DType::kInt32 || t == DType::kBool)
+    return true;
+  return narrow && (t == DType::kFloat64 || t == DType::kInt8 || t == DType::kUInt8 ||
+                    t == DType::kInt16 || t == DType::kUInt16);
 }
 
 const char* ctype(DType t) {
@@ -246,6 +250,16 @@ const char* ctype(DType t) {
       return "int32_t";
     case DType::kBool:
       return "uint8_t";
+    case DType::kFloat64:
+      return "double";
+    case DType::kInt8:
+      return "int8_t";
+    case DType::kUInt8:
+      return "uint8_t";
+    case DType::kInt16:
+      return "int16_t";
+    case DType::kUInt16:
+      return "uint16_t";
     default:
       throw Error(std::string("codegen: dtype ") + dtype_name(t) + " is not generated");
   }
@@ -256,15 +270,18 @@ std::string literal(double v, DType t) {
   if (t == DType::kBool) return v != 0 ? "((uint8_t)1)" : "((uint8_t)0)";
   const int64_t i = static_cast<int64_t>(std::trunc(v));
   if (t == DType::kInt32) return "((int32_t)" + int_literal(static_cast<int32_t>(i)) + ")";
-  return int_literal(i);
+  if (t == DType::kFloat64) return float_literal(v, false);
+  if (t == DType::kInt64) return int_literal(i);
+  return "((" + std::string(ctype(t)) + ")" + int_literal(i) + ")";
 }
 
-bool elementwise_supported(const PrimGraph& g, const Primitive& p, const ElementwiseAttrs& e) {
+bool elementwise_supported(const PrimGraph& g, const Primitive& p, const ElementwiseAttrs& e,
+                           bool narrow) {
   if (static_cast<int>(e.operands.size()) != scalar_op_arity(e.op)) return false;
-  if (!dtype_supported(g.value(p.output()).dtype)) return false;
+  if (!dtype_supported(g.value(p.output()).dtype, narrow)) return false;
   for (const Operand& o : e.operands)
     if (o.input >= 0 && (o.input >= static_cast<int>(p.inputs.size()) ||
-                         !dtype_supported(g.value(p.inputs[o.input]).dtype)))
+                         !dtype_supported(g.value(p.inputs[o.input]).dtype, narrow)))
       return false;
   if (e.op == ScalarOp::kIdentity || e.op == ScalarOp::kCast) return true;
   if (scalar_op_is_float_only(e.op) && domain_of(g, p, e) == Domain::kI64) return false;
@@ -274,7 +291,8 @@ bool elementwise_supported(const PrimGraph& g, const Primitive& p, const Element
 
 std::string elementwise_expr(const PrimGraph& g, const Primitive& p, const ElementwiseAttrs& e,
                              const std::vector<std::string>& args) {
-  if (!elementwise_supported(g, p, e))
+  // The backend chose which dtypes it generates (its own check, narrow or not).
+  if (!elementwise_supported(g, p, e, true))
     throw Error("codegen: " + p.describe() + " (" + scalar_op_name(e.op) +
                 ") is not generated for these dtypes");
   const DType out = g.value(p.output()).dtype;

@@ -14,14 +14,17 @@
 
 namespace kora::codegen {
 
-bool dtype_supported(DType t);           // float32, int64, int32, bool
-const char* ctype(DType t);              // "float", "int64_t", "int32_t", "uint8_t"
+// float32, int64, int32, bool; with `narrow` (the CPU backend) also float64 and the 8- and
+// 16-bit integers (quantized models).
+bool dtype_supported(DType t, bool narrow = false);
+const char* ctype(DType t);              // "float", "double", "int64_t", ..., "uint8_t"
 std::string literal(double v, DType t);  // `v` converted to dtype t as set_element() does
 // Elementwise primitive `p` as a C expression of its output dtype; args[i] is the C
 // expression of input i (in that input's dtype). Throws kora::Error when not generated.
 std::string elementwise_expr(const PrimGraph& g, const Primitive& p, const ElementwiseAttrs& e,
                              const std::vector<std::string>& args);
-bool elementwise_supported(const PrimGraph& g, const Primitive& p, const ElementwiseAttrs& e);
+bool elementwise_supported(const PrimGraph& g, const Primitive& p, const ElementwiseAttrs& e,
+                           bool narrow = false);
 // The kora_* helpers that need no math library: integer arithmetic with the interpreter's
 // wrapping and rounding, NaN-propagating max/min, sigmoid, softplus, sign, saturating
 // conversion, index clamping and reflection. Each is declared KORA_FN (the backend's

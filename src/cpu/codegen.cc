@@ -61,15 +61,17 @@ GeneratedKernel KernelWriter::run(const std::string& symbol) {
                               : scratch(graph_.value(t).dtype, numel(graph_.value(t).shape));
       reduce_phase(p, *r);
     } else if (const auto* l = std::get_if<LinearAttrs>(&p.attrs)) {
-      if (graph_.value(t).dtype != DType::kFloat32)
+      if (graph_.value(t).dtype != DType::kFloat32 && graph_.value(t).dtype != DType::kInt32)
         throw Error("cpu codegen: " + p.describe() +
-                    ": linear primitives are generated for float32 only");
+                    ": linear primitives are generated for float32 and int32 only");
+      const bool integer = graph_.value(t).dtype == DType::kInt32;
       if (written(t)) buffer_[t] = out_ptr_.at(t);
       plan_epilogue(p);
       if (std::holds_alternative<MatMulAttrs>(*l)) {
         const Shape& cs = graph_.value(t).shape;
         const Shape& as = graph_.value(p.inputs[0]).shape;
-        if (use_gemm(cs[cs.size() - 2], cs.back(), as.back()))
+        // The packed GEMM's micro-kernel is float32; int32 sums take the loop nest.
+        if (!integer && use_gemm(cs[cs.size() - 2], cs.back(), as.back()))
           matmul_gemm(p);
         else
           matmul_phase(p);
@@ -78,7 +80,7 @@ GeneratedKernel KernelWriter::run(const std::string& symbol) {
         const Shape& ws = graph_.value(p.inputs[1]).shape;
         const int64_t mg = ws[0] / a.group;
         const bool depthwise = mg == 1 && ws[1] == 1;
-        if (!depthwise &&
+        if (!depthwise && !integer &&
             use_gemm(mg,
                      numel(Shape(graph_.value(t).shape.begin() + 2, graph_.value(t).shape.end())),
                      ws[1] * numel(Shape(ws.begin() + 2, ws.end()))))
@@ -119,24 +121,28 @@ namespace {
 
 bool member_supported(const PrimGraph& graph, const Primitive& p) {
   for (const std::string& t : p.inputs)
-    if (!codegen::dtype_supported(graph.value(t).dtype)) return false;
+    if (!codegen::dtype_supported(graph.value(t).dtype, true)) return false;
   for (const std::string& t : p.outputs)
-    if (!codegen::dtype_supported(graph.value(t).dtype)) return false;
+    if (!codegen::dtype_supported(graph.value(t).dtype, true)) return false;
   switch (p.kind()) {
     case PrimKind::kElementwise:
-      return codegen::elementwise_supported(graph, p, std::get<ElementwiseAttrs>(p.attrs));
+      return codegen::elementwise_supported(graph, p, std::get<ElementwiseAttrs>(p.attrs), true);
     case PrimKind::kBroadcast:
     case PrimKind::kReduce:
       return p.inputs.size() == 1;
     case PrimKind::kLayout:
       return !p.inputs.empty();
     case PrimKind::kLinear: {
+      // float32, or int32 operands summed in int32 (the integer operators of quantized
+      // models: exact, as onnxruntime's int32 accumulation).
       if (p.inputs.size() != 2) return false;
-      for (const std::string& t : p.inputs)
-        if (graph.value(t).dtype != DType::kFloat32) return false;
+      const DType t = graph.value(p.output()).dtype;
+      if (t != DType::kFloat32 && t != DType::kInt32) return false;
+      for (const std::string& in : p.inputs)
+        if (graph.value(in).dtype != t) return false;
       if (const auto* conv = std::get_if<ConvAttrs>(&std::get<LinearAttrs>(p.attrs)))
         return graph.value(p.inputs[0]).shape.size() >= 3 && conv->group >= 1;
-      return graph.value(p.output()).dtype == DType::kFloat32;
+      return true;
     }
     case PrimKind::kOpaque:
       return false;

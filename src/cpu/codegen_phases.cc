@@ -596,7 +596,8 @@ void KernelWriter::matmul_phase(const Primitive& p) {
   const std::string i0 = oc[r - 2] == "0" ? "0" : "(" + oc[r - 2] + " * " + num(rows) + ")";
   const std::string j0 = oc[r - 1] == "0" ? "0" : "(" + oc[r - 1] + " * " + num(cols) + ")";
   const std::string acc = fresh("acc");
-  line("float " + acc + "[" + num(rows) + "][" + num(cols) + "] = {};");
+  line(std::string(codegen::ctype(graph_.value(p.output()).dtype)) + " " + acc + "[" + num(rows) +
+       "][" + num(cols) + "] = {};");
   const std::string jn = fresh("jn");
   line("const int64_t " + jn + " = " +
        (n % cols == 0 ? num(cols) : "kora_imin(" + num(cols) + ", " + num(n) + " - " + j0 + ")") +
@@ -674,12 +675,13 @@ void KernelWriter::conv_phase(const Primitive& p, const ConvAttrs& at) {
   const std::string m0 = oc[1] == "0" ? "0" : "(" + oc[1] + " * " + num(mb) + ")";
   const std::string g = mg == 1 ? m0 : "(" + m0 + " / " + num(mg) + ")";
   const std::string acc = fresh("acc");
+  const std::string acc_t = codegen::ctype(graph_.value(p.output()).dtype);  // float or int32_t
   if (mb * ow <= 16384) {
-    line("float " + acc + "[" + num(mb) + "][" + num(ow) + "] = {};");
-  } else {  // long rows: on the heap, not the (OpenMP worker's) stack
+    line(acc_t + " " + acc + "[" + num(mb) + "][" + num(ow) + "] = {};");
+  } else {  // long rows: on the heap (zeroed 4-byte elements), not the worker's stack
     line("kora_buffer " + acc + "_row(" + num(mb * ow) + ");");
-    line("float (*" + acc + ")[" + num(ow) + "] = reinterpret_cast<float (*)[" + num(ow) + "]>(" +
-         acc + "_row.p);");
+    line(acc_t + " (*" + acc + ")[" + num(ow) + "] = reinterpret_cast<" + acc_t + " (*)[" +
+         num(ow) + "]>(" + acc + "_row.p);");
   }
   const std::string c = fresh("c");
   open_block("for (int64_t " + c + " = 0; " + c + " < " + num(cg) + "; ++" + c + ")");

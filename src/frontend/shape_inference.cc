@@ -9,13 +9,15 @@
 // its inputs are constants (Shape and Size need only the input's shape) and its results
 // hold at most 4M (2^22) elements; each folded value must have the inferred type.
 // Control flow (If, Loop, Scan) is replaced by the nodes it runs when inference reaches
-// it, once what decides the control (condition, trip count) has folded.
+// it, once what decides the control (condition, trip count) has folded. QDQ groups
+// become the integer operators (qdq_fold.h) before nodes without a use are removed.
 #include <ostream>
 #include <set>
 
 #include "frontend/constant_fold.h"
 #include "frontend/control_flow.h"
 #include "frontend/op_rules.h"
+#include "frontend/qdq_fold.h"
 #include "kora/frontend.h"
 
 namespace kora {
@@ -125,10 +127,16 @@ void infer_shapes(Graph& g, const ImportOptions& options) {
     }
     ++folded;
   }
-  if (options.fold_constants) prune(g);
+  int qdq = 0;
+  if (options.fold_constants) {
+    qdq = fold_qdq(g);
+    prune(g);
+  }
   if (options.trace)
     *options.trace << "[frontend] shapes inferred for " << before << " nodes; " << folded
-                   << " folded into constants; " << g.nodes.size() << " nodes remain\n";
+                   << " folded into constants; " << qdq
+                   << " QDQ groups folded into integer operators; " << g.nodes.size()
+                   << " nodes remain\n";
 }
 
 }  // namespace kora

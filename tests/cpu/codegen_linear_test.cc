@@ -3,7 +3,9 @@
 // reshape, elementwise on A or B) and epilogues (bias via broadcast, activation, a
 // consumer at other coordinates, a softmax after it), and convolutions (1D/2D/3D,
 // grouped, depthwise, strided, dilated, padded; a fused pad or activation before, bias and
-// relu after); every candidate x schedule checked (tests/cpu/codegen_harness.h).
+// relu after); the integer form of quantized models (uint8 and int8 operands less their
+// zero points summed in int32, requantized through float64 and float32 to uint8); every
+// candidate x schedule checked (tests/cpu/codegen_harness.h).
 #include "cpu/codegen_harness.h"
 
 namespace {
@@ -162,6 +164,70 @@ TEST(CpuCodegenLinear, ConvolutionsMatchTheInterpreter) {
         6, rng, stats);
     if (HasFatalFailure()) return;
   }
+  std::printf("[ info     ] %d kernels of %d candidates match the interpreter\n", stats.kernels,
+              stats.candidates);
+}
+
+// A QLinearConv or QLinearMatMul as fission writes it: int32(x) - x_zp and int32(w) -
+// w_zp summed in int32, plus an int32 bias, then float(acc) * multiplier rounded half to
+// even, clamped and cast to uint8; the multiplier goes through float64 as qdq_fold.cc's
+// additions do.
+PrimGraph quantized_graph(std::mt19937& rng, bool conv) {
+  GraphBuilder b(rng);
+  const DType I = DType::kInt32;
+  auto ew = [&](ScalarOp op, std::vector<std::string> in, std::vector<Operand> ops, DType t) {
+    const Shape s = b.info(in[0]).shape;
+    return b.prim(ElementwiseAttrs{op, std::move(ops)}, std::move(in), t, s);
+  };
+  const Shape xs = conv ? Shape{1, 6, 9, 10} : Shape{2, 7, 40};
+  const Shape ws = conv ? Shape{8, 6, 3, 3} : Shape{1, 40, 19};
+  const std::string xq = b.input(DType::kUInt8, xs, false, 0, 256);
+  const std::string wq = b.input(DType::kInt8, ws, true, -127, 128);
+  const std::string x = ew(ScalarOp::kSub, {xq}, {Operand{0, 0}, Operand{-1, 131}}, I);
+  const std::string w = ew(ScalarOp::kSub, {wq}, {Operand{0, 0}, Operand{-1, -3}}, I);
+  Shape ys;
+  LinearAttrs la = MatMulAttrs{};
+  if (conv) {
+    ConvAttrs a;
+    a.group = 1;
+    a.strides = {1, 2};
+    a.dilations = {1, 1};
+    a.pads_begin = {1, 1};
+    a.pads_end = {1, 1};
+    la = a;
+    ys = {1, 8, 9, 5};
+  } else {
+    ys = {2, 7, 19};
+  }
+  std::string acc = b.prim(la, {x, w}, I, ys);
+  Shape bias_shape(ys.size(), 1);
+  bias_shape[conv ? 1 : ys.size() - 1] = ys[conv ? 1 : ys.size() - 1];
+  const std::string bias =
+      b.prim(BroadcastAttrs{}, {b.input(I, bias_shape, true, -5000, 5000)}, I, ys);
+  acc = ew(ScalarOp::kAdd, {acc, bias}, {Operand{0, 0}, Operand{1, 0}}, I);
+  const std::string d = ew(ScalarOp::kCast, {acc}, {Operand{0, 0}}, DType::kFloat64);
+  const std::string m =
+      ew(ScalarOp::kMul, {d}, {Operand{0, 0}, Operand{-1, 0.0007}}, DType::kFloat64);
+  const std::string f = ew(ScalarOp::kCast, {m}, {Operand{0, 0}}, F);
+  const std::string r = ew(ScalarOp::kRound, {f}, {Operand{0, 0}}, F);
+  const std::string z = ew(ScalarOp::kAdd, {r}, {Operand{0, 0}, Operand{-1, 128}}, F);
+  const std::string c =
+      ew(ScalarOp::kMin, {ew(ScalarOp::kMax, {z}, {Operand{0, 0}, Operand{-1, 0}}, F)},
+         {Operand{0, 0}, Operand{-1, 255}}, F);
+  ew(ScalarOp::kCast, {c}, {Operand{0, 0}}, DType::kUInt8);
+  b.g.outputs = {acc, b.g.prims.back().output()};
+  return b.g;
+}
+
+TEST(CpuCodegenLinear, QuantizedConvolutionsAndMatmulsMatchTheInterpreter) {
+  std::mt19937 rng(13);
+  kora_codegen_test::CheckStats stats;
+  for (bool conv : {true, false}) {
+    kora_codegen_test::check_graph(quantized_graph(rng, conv), 5, rng, stats);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_EQ(stats.refused, 0);
+  EXPECT_GT(stats.kernels, 10);
   std::printf("[ info     ] %d kernels of %d candidates match the interpreter\n", stats.kernels,
               stats.candidates);
 }

@@ -2,7 +2,7 @@
 // 6 random float32 graphs of elementwise and broadcast primitives (shapes [2, 3, 5] and
 // ones like [1, 3, 1], computed on and broadcast up; immediate operands, shared values,
 // NaN and inf results), every candidate kernel x schedule goes through
-// tests/cpu/codegen_harness.h's check. Opaque primitives and float64 are refused.
+// tests/cpu/codegen_harness.h's check. Opaque primitives and float16 are refused.
 #include "cpu/codegen.h"
 
 #include <gtest/gtest.h>
@@ -63,7 +63,7 @@ TEST(CpuCodegen, RefusesWhatItCannotGenerate) {
   less.attrs = ElementwiseAttrs{ScalarOp::kLess, {Operand{0, 0}, Operand{1, 0}}};
   less.inputs = {"a", "b"};
   less.outputs = {"m"};
-  g.values["d"] = {DType::kFloat64, {4, 4}};
+  g.values["d"] = {DType::kFloat16, {4, 4}};
   Primitive cast;
   cast.name = "cast";
   cast.attrs = ElementwiseAttrs{ScalarOp::kCast, {Operand{0, 0}}};
@@ -84,7 +84,7 @@ TEST(CpuCodegen, RefusesWhatItCannotGenerate) {
   EXPECT_TRUE(cpu_codegen_supports(g, dag, make_candidate(dag, {0, 1})));
   EXPECT_TRUE(cpu_codegen_supports(g, dag, make_candidate(dag, {1})));
   EXPECT_TRUE(cpu_codegen_supports(g, dag, make_candidate(dag, {2})));   // bool output
-  EXPECT_FALSE(cpu_codegen_supports(g, dag, make_candidate(dag, {3})));  // float64
+  EXPECT_FALSE(cpu_codegen_supports(g, dag, make_candidate(dag, {3})));  // float16
   EXPECT_FALSE(cpu_codegen_supports(g, dag, make_candidate(dag, {4})));  // opaque
   try {
     generate_cpu_kernel(g, dag, make_candidate(dag, {4}), "k");

@@ -72,17 +72,20 @@ def random_feed(dtype, shape):
 
 
 class SyntheticTest(unittest.TestCase):
-    def check(self, model, inputs, feeds=None, reference="onnxruntime", reference_model=None):
+    def check(self, model, inputs, feeds=None, reference="onnxruntime", reference_model=None,
+              optimized=False):
         """reference "onnx": ONNX's reference evaluator instead, where onnxruntime departs
         from the ONNX reference implementation. reference_model: onnxruntime runs this
         equivalent graph instead of `model`, where it does not run `model` (recurrent
-        layout 1)."""
+        layout 1). optimized: onnxruntime at its default optimisation level (QDQ groups
+        run as its integer kernels) instead of the graph as written."""
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "m.onnx")
             onnx.save(model, path)
             feeds = feeds or {n: random_feed(t, s) for n, t, s in inputs}
             opts = ort.SessionOptions()
-            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            opts.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimized
+                                             else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
             if reference == "onnx":
                 expected = ReferenceEvaluator(model).run(None, feeds)
             else:
@@ -584,6 +587,55 @@ class QuantizationTest(unittest.TestCase):
         out = g.op("QuantizeLinear", [y, g.c(np.array(0.05, np.float32)), g.c(np.array(0, np.uint8))])
         inputs = [("x", TensorProto.FLOAT, [1, 3, 10, 10])]
         self.check(g.model(inputs, [out]), inputs)
+
+    def test_qdq_groups_give_onnxruntime_integers(self):
+        # quantize_static's QDQ form: Conv with per-channel int8 weights (and an int32 bias
+        # of scale x_scale * w_scale), an Add of two quantized tensors, MatMul with
+        # per-tensor weights. onnxruntime runs these as QLinearConv, QLinearAdd and
+        # QLinearMatMul; kora folds them the same way (src/frontend/qdq_fold.h) and must
+        # give the same integers. The inputs are every pair of uint8 values, and the scales
+        # were picked (by trying) where the graph as written quantizes some elements one
+        # step apart: the test fails if the fold is not done or not done as onnxruntime does.
+        g = G()
+        c = lambda a: g.c(np.array(a))
+        f32 = np.float32
+        dq = lambda t, s, z, **a: g.op("DequantizeLinear", [t, c(f32(s)), c(z)], **a)
+        x = dq("x", 0.038017768412828445, np.uint8(128))
+        w = g.op("DequantizeLinear", [g.c(np.array([[69, 83], [-10, -86]], np.int8).reshape(2, 2, 1, 1)),
+                                      g.c(np.array([0.009312747977674007, 0.001627179211936891], f32)),
+                                      g.c(np.zeros(2, np.int8))], axis=0)
+        conv = g.op("QuantizeLinear", [g.op("Conv", [x, w]), c(f32(0.017277613282203674)), c(np.uint8(128))])
+        ws = (RNG.random(8) * 0.004 + 0.001).astype(f32)
+        wb = g.op("DequantizeLinear", [g.c(RNG.integers(-127, 128, (8, 2, 3, 3)).astype(np.int8)),
+                                       g.c(ws), g.c(np.zeros(8, np.int8))], axis=0)
+        bias = g.op("DequantizeLinear", [g.c(RNG.integers(-3000, 3000, 8).astype(np.int32)),
+                                         g.c((f32(0.038017768412828445) * ws).astype(f32)),
+                                         g.c(np.zeros(8, np.int32))], axis=0)
+        conv_bias = g.op("QuantizeLinear", [g.op("Conv", [x, wb, bias], pads=[1, 1, 1, 1]),
+                                            c(f32(0.05)), c(np.uint8(100))])
+        add = g.op("QuantizeLinear", [g.op("Add", [dq("x", 0.04315642639994621, np.uint8(128)),
+                                                   dq("a", 0.011433660984039307, np.uint8(100))]),
+                                      c(f32(0.03989467769861221)), c(np.uint8(110))])
+        rows = dq(g.op("Reshape", [add, g.c(np.array([512, 256], np.int64))]), 0.03989467769861221,
+                  np.uint8(110))
+        m = dq(g.c(RNG.integers(-127, 128, (256, 24)).astype(np.int8)), 0.002, np.int8(0))
+        mm = g.op("QuantizeLinear", [g.op("MatMul", [rows, m]), c(f32(0.3)), c(np.uint8(128))])
+        grid = np.stack(np.meshgrid(np.arange(256), np.arange(256), indexing="ij"))
+        feeds = {"x": grid.reshape(1, 2, 256, 256).astype(np.uint8),
+                 "a": grid[::-1].reshape(1, 2, 256, 256).astype(np.uint8)}
+        inputs = [("x", TensorProto.UINT8, [1, 2, 256, 256]), ("a", TensorProto.UINT8, [1, 2, 256, 256])]
+        model = g.model(inputs, [conv, conv_bias, add, mm])
+        # The graph as written differs from onnxruntime's integer kernels here.
+        results = []
+        for level in (ort.GraphOptimizationLevel.ORT_DISABLE_ALL, ort.GraphOptimizationLevel.ORT_ENABLE_ALL):
+            opts = ort.SessionOptions()
+            opts.graph_optimization_level = level
+            sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+            results.append(sess.run(None, feeds))
+        differ = [int(np.count_nonzero(a.astype(int) - b.astype(int))) for a, b in zip(*results)]
+        self.assertGreater(differ[0], 0, "the Conv's scales no longer tell the two forms apart")
+        self.assertGreater(differ[2], 0, "the Add's scales no longer tell the two forms apart")
+        self.check(model, inputs, feeds, optimized=True)
 
     # Recurrent operators (unrolled at the sequence length): X [seq, batch, input].
     def recurrent(self, g, op, gates, hidden, x, dirs=1, bias=True, initial=(),
