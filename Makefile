@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test build setup clean format zoo test-zoo bench fuzz
+.PHONY: demo test test-sanitize build setup clean format zoo test-zoo bench fuzz
 
 setup:
 	@bash scripts/setup.sh
@@ -18,6 +18,28 @@ demo: build
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@$(MAKE) --no-print-directory test-sanitize
+
+# The readers, the importer, the runtime and the hostile-input tests again, in a build
+# instrumented with AddressSanitizer and UBSan (-DKORA_SANITIZE=ON, -O1, in build-asan/;
+# about 7 minutes the first time on 2 cores, incremental after): any report fails them.
+SANITIZE_BUILD ?= build-asan
+SANITIZE_TESTS = BadInputTest.*:ConstantFoldTest.*:ControlFlowTest.*:*ShapeTest.*:ImportTest.*:$\
+  HostileArtifact.*:PrimJson.*:Session.*:Compare.*:NpyReader.*:NpyTest.*:TensorTest.*:$\
+  FuzzReplay.*:Artifact.*:MemoryPlan.*:ProfileDbTest.*:CudaJob.*
+# A report exits 86 (AddressSanitizer) or 87 (UBSan), never the 1 of kora's own errors.
+SANITIZE_ASAN = detect_leaks=1:exitcode=86
+SANITIZE_UBSAN = print_stacktrace=1:exitcode=87
+test-sanitize: setup
+	@cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=Release -DKORA_SANITIZE=ON -DKORA_CUDA=OFF \
+	  -DKORA_PYTHON=OFF -DKORA_TESTS=ON >/dev/null
+	@cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target kora kora_tests
+	@echo "kora test-sanitize: GoogleTest suites under AddressSanitizer and UBSan"
+	@ASAN_OPTIONS=$(SANITIZE_ASAN) UBSAN_OPTIONS=$(SANITIZE_UBSAN) \
+	  $(SANITIZE_BUILD)/tests/kora_tests --gtest_brief=1 --gtest_filter='$(SANITIZE_TESTS)'
+	@echo "kora test-sanitize: hostile input through the instrumented kora program"
+	@ASAN_OPTIONS=$(SANITIZE_ASAN) UBSAN_OPTIONS=$(SANITIZE_UBSAN) \
+	  python3 tests/cli/test_hostile.py $(SANITIZE_BUILD)/kora
 
 # The model zoo (models/export.py): real models with random weights, exported with
 # the libraries in a virtual environment of their own. Not part of `make test`.
