@@ -45,7 +45,7 @@ test-sanitize: setup
 # the libraries in a virtual environment of their own. Not part of `make test`.
 ZOO_VENV ?= .venv-zoo
 ZOO_MODELS = resnet50 mobilenet_v2 vit_b_16 bert_base segformer_b0 efficientvit_b0 yolov8n candy \
-             resnet18_int8 llama_tiny swinv2_tiny raft_small
+             resnet18_int8 llama_tiny swinv2_tiny raft_small bilstm_text
 
 $(ZOO_VENV)/.installed: models/requirements-zoo.txt
 	@bash scripts/setup_zoo.sh $(ZOO_VENV)

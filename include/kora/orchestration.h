@@ -54,6 +54,8 @@ struct OrchestrationResult {
   // smallest kernel size bound that kept one within it.
   int64_t segments_over_budget = 0;
   int budget_max_size = 0;
+  // Segments not proven within PartitionOptions::split_after_seconds, cut in halves.
+  int64_t segments_split = 0;
   // Optimal with a cost model that knows layouts (CostModel::layout_cost): the solver
   // chose which tensors are stored blocked (tensor -> layout); the emitter follows it.
   bool layouts_decided = false;

@@ -26,8 +26,17 @@ struct PartitionOptions {
   // the cuts, but only by 0.0-0.4% of the plan cost on the zoo.
   int min_size = 12;   // a segment has at least this many nodes (except a short graph)
   int max_size = 100;  // and at most this many
+  // A segment whose optimum is not proven within this many seconds is cut into halves
+  // (partition_range with max_size half its size), each solved with the full time limit:
+  // the plan is then proven optimal for the finer partition. 0: never split; negative:
+  // split every segment of at least 2 min_size without trying it whole. Recurrent
+  // networks' layer ends (many values crossing, thousands of candidates) need it.
+  double split_after_seconds = 5;
 };
 
 std::vector<Segment> partition_dag(const KernelDag& dag, const PartitionOptions& options = {});
+// The nodes [begin, end) of the DAG cut the same way: a segment split into smaller ones.
+std::vector<Segment> partition_range(const KernelDag& dag, int begin, int end,
+                                     const PartitionOptions& options);
 
 }  // namespace kora

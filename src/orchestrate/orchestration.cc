@@ -4,7 +4,9 @@
 // is costed once, and the strategy chooses (optimal: blocked layouts too, when the cost
 // model knows them); kernels are mapped back to primitive indices. A segment whose
 // problem (sub-DAG, costs and layout terms) equals an earlier one's, such as a repeated
-// transformer layer, reuses its plan. Also the distinct candidates of a whole graph,
+// transformer layer, reuses its plan. A segment not proven optimal within the first
+// seconds (PartitionOptions::split_after_seconds) is cut in halves, each solved in turn.
+// Also the distinct candidates of a whole graph,
 // which the profilers measure (unique_candidates).
 #include "kora/orchestration.h"
 
@@ -135,13 +137,14 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
   result.strategy = options.strategy;
   const KernelDag dag = kernel_dag_of(graph);
   result.primitives = dag.size();
-  const std::vector<Segment> segments = partition_dag(dag, options.partition);
-  result.segments = static_cast<int64_t>(segments.size());
+  std::vector<Segment> segments = partition_dag(dag, options.partition);
   result.proven_optimal = options.strategy == "optimal";
 
   std::unordered_map<uint64_t, double> cost_of_signature;
   std::vector<std::string> layout_names;         // ids of the LayoutProblems
   std::unordered_map<std::string, Plan> solved;  // by problem_key
+  std::unordered_set<std::string> split;         // problems cut in halves
+  const PartitionOptions& part = options.partition;
   for (size_t s = 0; s < segments.size(); ++s) {
     throw_if_interrupted("orchestrating");
     if (options.progress_line)
@@ -190,18 +193,58 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
     key.append(layouts.agnostic.begin(), layouts.agnostic.end());
     auto known = solved.find(key);
     const bool reused = known != solved.end();
+    // A large segment gets split_after_seconds to be proven; if it is not, it is cut in
+    // halves (solved next, with the full limit) and this plan is dropped.
+    const int size = segments[s].end - segments[s].begin;
+    const bool may_split = options.strategy == "optimal" && part.split_after_seconds != 0 &&
+                           part.split_after_seconds < options.solve.time_limit_seconds &&
+                           size >= 2 * part.min_size;
     Plan plan;
     if (reused) {
       plan = known->second;
       ++result.segments_reused;
-    } else {
-      plan = options.strategy == "optimal"
-                 ? solve_optimal(sub, candidates, cost, options.solve, &layouts)
+    } else if (!split.count(key) && !(may_split && part.split_after_seconds < 0)) {
+      SolveOptions solve = options.solve;
+      if (may_split) solve.time_limit_seconds = part.split_after_seconds;
+      plan = options.strategy == "optimal"  ? solve_optimal(sub, candidates, cost, solve, &layouts)
              : options.strategy == "greedy" ? plan_greedy(sub, candidates, cost)
                                             : plan_unfused(sub, candidates, cost);
-      solved.emplace(key, plan);
       result.cycle_cuts += plan.cycle_cuts;
     }
+    if (!reused && may_split &&
+        (split.count(key) || part.split_after_seconds < 0 || plan.gap > 0)) {
+      PartitionOptions halves = part;
+      halves.max_size = std::max(part.min_size, (size + 1) / 2);
+      const std::vector<Segment> pieces =
+          partition_range(dag, segments[s].begin, segments[s].end, halves);
+      if (pieces.size() > 1) {
+        result.solve_seconds += seconds_since(start);
+        result.candidates -= static_cast<int64_t>(candidates.size());
+        ++result.segments_split;
+        split.insert(key);
+        if (options.progress)
+          std::cerr << "segment " << s + 1 << "/" << segments.size() << ": " << size
+                    << " primitives, "
+                    << (part.split_after_seconds < 0
+                            ? std::string("cut (split_after_seconds < 0)")
+                            : "not proven within " + std::to_string(part.split_after_seconds) +
+                                  " s: cut")
+                    << " into " << pieces.size() << std::endl;
+        segments.erase(segments.begin() + static_cast<std::ptrdiff_t>(s));
+        segments.insert(segments.begin() + static_cast<std::ptrdiff_t>(s), pieces.begin(),
+                        pieces.end());
+        --s;
+        continue;
+      }
+    }
+    if (!reused && !split.count(key) && may_split && plan.gap > 0) {
+      // Could not be cut: the rest of the time limit on the whole segment.
+      SolveOptions rest = options.solve;
+      rest.time_limit_seconds -= part.split_after_seconds;
+      plan = solve_optimal(sub, candidates, cost, rest, &layouts);
+      result.cycle_cuts += plan.cycle_cuts;
+    }
+    if (!reused) solved.emplace(key, plan);
     const double solve_seconds = seconds_since(start);
     result.solve_seconds += solve_seconds;
     result.total_cost_ms += plan.cost;
@@ -232,6 +275,7 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
                            : ", solved in " + std::to_string(solve_seconds) + " s");
     if (options.progress) std::cerr << std::endl;
   }
+  result.segments = static_cast<int64_t>(segments.size());
   if (options.progress_line) std::cerr << "\r\033[K" << std::flush;  // clear the line
   result.unique_signatures = static_cast<int64_t>(cost_of_signature.size());
   result.cost_model = costs.describe();

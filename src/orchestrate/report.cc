@@ -66,6 +66,8 @@ std::string format_orchestration(const PrimGraph& graph, const OrchestrationResu
      << (r.segments == 1 ? "" : "s");
   if (r.segments_reused)
     os << " (" << r.segments_reused << " the same problem as an earlier segment, solved once)";
+  if (r.segments_split)
+    os << " (" << r.segments_split << " not proven within the first seconds, cut in halves)";
   os << "\n";
   os << "candidates   " << r.candidates << " (" << r.unique_signatures << " unique signatures"
      << (r.seeds_capped ? ", " + std::to_string(r.seeds_capped) + " seeds hit the bound" : "")
@@ -98,6 +100,7 @@ std::string orchestration_json(const PrimGraph& graph, const OrchestrationResult
   j["segments_reused"] = r.segments_reused;
   j["seeds_capped"] = r.seeds_capped;
   j["segments_over_budget"] = r.segments_over_budget;
+  j["segments_split"] = r.segments_split;
   if (r.segments_over_budget) j["budget_max_size"] = r.budget_max_size;
   j["cycle_cuts"] = r.cycle_cuts;
   if (r.layouts_decided) j["layouts"] = r.layouts;
