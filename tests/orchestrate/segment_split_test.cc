@@ -68,7 +68,9 @@ TEST(SegmentSplit, ARangeIsCutAsTheWholeDagIsAndItsPiecesCoverIt) {
     EXPECT_EQ(pieces.back().end, end);
     for (size_t s = 0; s < pieces.size(); ++s) {
       EXPECT_LE(pieces[s].end - pieces[s].begin, options.max_size);
-      if (s > 0) EXPECT_EQ(pieces[s].begin, pieces[s - 1].end);
+      if (s > 0) {
+        EXPECT_EQ(pieces[s].begin, pieces[s - 1].end);
+      }
     }
   }
   KernelDag dag;
