@@ -103,6 +103,7 @@ void add_indexing_fission(FissionTable& table);
 void add_loss_fission(FissionTable& table);
 void add_quantize_fission(FissionTable& table);
 void add_sampling_fission(FissionTable& table);
+void add_random_fission(FissionTable& table);
 void add_signal_fission(FissionTable& table);
 void add_recurrent_fission(FissionTable& table);
 

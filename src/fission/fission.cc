@@ -95,6 +95,7 @@ const FissionTable& fission_rules() {
     add_loss_fission(t);
     add_quantize_fission(t);
     add_sampling_fission(t);
+    add_random_fission(t);
     add_signal_fission(t);
     add_recurrent_fission(t);
     return t;

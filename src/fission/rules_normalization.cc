@@ -1,9 +1,10 @@
 // Fission of normalizations into reduce + elementwise: BatchNormalization (inference:
 // x * a + b with per-channel a = scale / sqrt(var + eps), b = bias - mean * a, folded when
-// constant; training mode: the batch's statistics, and the running ones updated), Instance-, Layer- and GroupNormalization (mean, centred variance, rsqrt),
-// numerically stable Softmax and LogSoftmax (max subtracted first), Dropout (identity),
-// Hardmax (ArgMax, kept whole, compared with an iota), LRN (a window of channels summed),
-// MeanVarianceNormalization (ONNX's function body).
+// constant; training mode: the batch's statistics, and the running ones updated), Instance-, Layer-
+// and GroupNormalization (mean, centred variance, rsqrt), numerically stable Softmax and LogSoftmax
+// (max subtracted first), Dropout (identity; in training mode a random mask, drawn by
+// rules_random.cc's generator), Hardmax (ArgMax, kept whole, compared with an iota), LRN (a window
+// of channels summed), MeanVarianceNormalization (ONNX's function body).
 #include "fission/builder.h"
 
 namespace kora {
@@ -212,7 +213,33 @@ void softmax_family(FissionBuilder& b, bool log) {
 void softmax(FissionBuilder& b) { softmax_family(b, false); }
 void log_softmax(FissionBuilder& b) { softmax_family(b, true); }
 
+// Inference (or a ratio of 0): the identity, mask all true. Training mode with ratio r > 0:
+// u = RandomUniformLike(x) (seeded by the node's `seed`, random.cc), kept = u >= r,
+// y = kept ? x / (1 - r) : 0, as ONNX's reference draws it.
 void dropout(FissionBuilder& b) {
+  const bool training = b.has_in(2) && b.require_constant(2, "training_mode").double_at(0) != 0;
+  const double ratio = b.has_in(1) ? b.require_constant(1, "ratio").double_at(0) : 0.5;
+  if (training && ratio > 0) {
+    Node draw;
+    draw.op_type = "RandomUniformLike";
+    draw.inputs = {b.in(0)};
+    if (b.node().has_attr("seed")) {  // Dropout's seed is an int, the generators' a float
+      Attribute seed;
+      seed.kind = Attribute::Kind::kFloat;
+      seed.f = static_cast<double>(b.node().attr_int("seed", 0));
+      draw.attributes["seed"] = seed;
+    }
+    Attribute dtype;
+    dtype.kind = Attribute::Kind::kInt;
+    dtype.i = dtype_to_onnx(DType::kFloat32);
+    draw.attributes["dtype"] = dtype;
+    const std::string u = b.opaque_node(draw, {ValueInfo{DType::kFloat32, b.shape(b.in(0))}})[0];
+    const std::string dropped = b.ew(ScalarOp::kLess, {u, ratio});
+    b.bind(0, b.ew(ScalarOp::kWhere,
+                   {dropped, 0.0, b.ew(ScalarOp::kMul, {b.in(0), 1.0 / (1.0 - ratio)})}));
+    if (b.wants_out(1)) b.bind(1, b.ew(ScalarOp::kNot, {dropped}));
+    return;
+  }
   b.bind(0, b.in(0));
   if (b.wants_out(1)) {
     const std::string one = b.add_constant(Tensor::from_int64(DType::kBool, {}, {1}));

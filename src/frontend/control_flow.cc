@@ -267,36 +267,75 @@ void expand_loop(Expansion& e) {
   }
 }
 
-// Scan(state..., scan inputs...) with body(state..., elements...) -> (state..., scan...).
+// One scan: the body run over `length` steps of the scan inputs (element t, or length-1-t
+// where the direction is reversed, along `axes`) from `state`; returns the final states
+// and, per scan output, its elements in step order.
+struct ScanRun {
+  std::vector<std::string> state;
+  std::vector<std::vector<std::string>> produced;
+};
+
+ScanRun run_scan(Expansion& e, const Graph& body, std::vector<std::string> state,
+                 const std::vector<std::string>& inputs, const std::vector<int64_t>& axes,
+                 const std::vector<int64_t>& dirs, int64_t length, size_t scans,
+                 const std::string& prefix) {
+  ScanRun run{std::move(state), std::vector<std::vector<std::string>>(scans)};
+  const size_t states = run.state.size();
+  for (int64_t t = 0; t < length; ++t) {
+    const std::string step = prefix + std::to_string(t) + "/";
+    std::vector<std::string> args = run.state;
+    for (size_t j = 0; j < inputs.size(); ++j)
+      args.push_back(e.element(inputs[j], dirs[j] ? length - 1 - t : t, axes[j],
+                               step + "scan_input_" + std::to_string(j)));
+    const std::vector<std::string> outs = e.inline_graph(body, args, step);
+    run.state.assign(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(states));
+    for (size_t s = 0; s < scans; ++s) run.produced[s].push_back(outs[states + s]);
+  }
+  return run;
+}
+
+// Scan(state..., scan inputs...) with body(state..., elements...) -> (state..., scan...);
+// Scan-8: Scan(sequence_lens, state..., scan inputs...), every tensor with a batch axis 0.
 void expand_scan(Expansion& e) {
   const Node& n = e.node();
   const Graph& body = subgraph(n, "body");
+  const bool batched = n.has_attr(kScanBatchedAttr);
+  const size_t first = batched ? 1 : 0;  // Scan-8's sequence_lens comes first
   const int64_t m = n.attr_int("num_scan_inputs", 0);
-  if (m <= 0 || m > static_cast<int64_t>(n.inputs.size()))
+  if (m <= 0 || static_cast<size_t>(m) + first > n.inputs.size())
     fail(n, "num_scan_inputs " + std::to_string(m) + " does not fit its " +
                 std::to_string(n.inputs.size()) + " inputs");
-  const size_t states = n.inputs.size() - static_cast<size_t>(m);
+  const size_t states = n.inputs.size() - first - static_cast<size_t>(m);
   if (body.outputs.size() < states || n.outputs.size() > body.outputs.size())
     fail(n, "its body returns " + std::to_string(body.outputs.size()) + " values for " +
                 std::to_string(states) + " states and " + std::to_string(n.outputs.size()) +
                 " outputs");
   const size_t scans = body.outputs.size() - states;
-  const std::vector<int64_t> in_axes = n.attr_ints("scan_input_axes", std::vector<int64_t>(m, 0));
+  const std::vector<int64_t> in_axes =
+      batched ? std::vector<int64_t>(m, 1)
+              : n.attr_ints("scan_input_axes", std::vector<int64_t>(m, 0));
   const std::vector<int64_t> in_dirs =
-      n.attr_ints("scan_input_directions", std::vector<int64_t>(m, 0));
+      n.attr_ints(batched ? "directions" : "scan_input_directions", std::vector<int64_t>(m, 0));
   const std::vector<int64_t> out_axes =
-      n.attr_ints("scan_output_axes", std::vector<int64_t>(scans, 0));
+      batched ? std::vector<int64_t>(scans, 0)
+              : n.attr_ints("scan_output_axes", std::vector<int64_t>(scans, 0));
   const std::vector<int64_t> out_dirs =
-      n.attr_ints("scan_output_directions", std::vector<int64_t>(scans, 0));
+      batched ? std::vector<int64_t>(scans, 0)
+              : n.attr_ints("scan_output_directions", std::vector<int64_t>(scans, 0));
   if (in_axes.size() != static_cast<size_t>(m) || in_dirs.size() != static_cast<size_t>(m) ||
       out_axes.size() != scans || out_dirs.size() != scans)
     fail(n,
-         "scan_input_axes, scan_input_directions, scan_output_axes or "
+         "scan_input_axes, scan_input_directions (directions), scan_output_axes or "
          "scan_output_directions does not match the scan inputs and outputs");
+  const std::vector<std::string> state(
+      n.inputs.begin() + static_cast<std::ptrdiff_t>(first),
+      n.inputs.begin() + static_cast<std::ptrdiff_t>(first + states));
+  const std::vector<std::string> inputs(
+      n.inputs.begin() + static_cast<std::ptrdiff_t>(first + states), n.inputs.end());
   std::vector<int64_t> axes;
-  int64_t length = -1;
+  int64_t length = -1, batch = -1;
   for (int64_t j = 0; j < m; ++j) {
-    const std::string& x = n.inputs[states + static_cast<size_t>(j)];
+    const std::string& x = inputs[static_cast<size_t>(j)];
     if (x.empty()) fail(n, "scan input " + std::to_string(j) + " is missing");
     const Shape& s = e.graph().value(x).shape;
     const int64_t rank = static_cast<int64_t>(s.size());
@@ -304,37 +343,66 @@ void expand_scan(Expansion& e) {
     if (axis < -rank || axis >= rank)
       fail(n, "scan axis " + std::to_string(axis) + " is out of range for '" + x + "'");
     if (axis < 0) axis += rank;
-    axes.push_back(axis);
+    axes.push_back(batched ? axis - 1 : axis);  // per batch element, the batch axis is gone
     if (length >= 0 && s[axis] != length)
       fail(n, "scan inputs have different lengths (" + std::to_string(length) + " and " +
                   std::to_string(s[axis]) + ")");
     length = s[axis];
+    if (batched) {
+      if (batch >= 0 && s[0] != batch) fail(n, "scan inputs have different batch sizes");
+      batch = s[0];
+    }
   }
   if (length <= 0) fail(n, "scans a sequence of length 0; kora does not support that");
-  if (length * static_cast<int64_t>(body.nodes.size()) > kMaxUnrolledNodes)
+  if (length * std::max<int64_t>(batch, 1) * static_cast<int64_t>(body.nodes.size()) >
+      kMaxUnrolledNodes)
     fail(n, "scans " + std::to_string(length) + " steps of " + std::to_string(body.nodes.size()) +
                 " nodes: too many for kora to unroll");
-  std::vector<std::string> state(n.inputs.begin(), n.inputs.begin() + states);
-  std::vector<std::vector<std::string>> produced(scans);
-  for (int64_t t = 0; t < length; ++t) {
-    const std::string prefix = n.name + "/" + std::to_string(t) + "/";
-    std::vector<std::string> args = state;
-    for (int64_t j = 0; j < m; ++j)
-      args.push_back(e.element(n.inputs[states + static_cast<size_t>(j)],
-                               in_dirs[j] ? length - 1 - t : t, axes[j],
-                               prefix + "scan_input_" + std::to_string(j)));
-    const std::vector<std::string> outs = e.inline_graph(body, args, prefix);
-    state.assign(outs.begin(), outs.begin() + states);
-    for (size_t s = 0; s < scans; ++s) produced[s].push_back(outs[states + s]);
+  if (!batched) {
+    ScanRun run = run_scan(e, body, state, inputs, axes, in_dirs, length, scans, n.name + "/");
+    for (size_t k = 0; k < states && k < n.outputs.size(); ++k)
+      if (n.has_output(k)) e.identity(run.state[k], n.outputs[k]);
+    for (size_t s = 0; states + s < n.outputs.size(); ++s) {
+      if (!n.has_output(states + s)) continue;
+      std::vector<std::string> parts = run.produced[s];
+      if (out_dirs[s]) std::reverse(parts.begin(), parts.end());
+      e.stack(parts, out_axes[s], n.outputs[states + s]);
+    }
+    return;
+  }
+  // Scan-8: sequence_lens, when given, must say every sequence is whole.
+  if (n.has_input(0)) {
+    const Tensor* lens = e.graph().constant(n.inputs[0]);
+    if (!lens)
+      fail(n,
+           "sequence_lens is computed at runtime; kora unrolls Scan only over whole "
+           "sequences, known at compile time");
+    for (int64_t b = 0; b < lens->numel(); ++b)
+      if (lens->int64_at(b) != length)
+        fail(n, "sequence_lens[" + std::to_string(b) + "] is " + std::to_string(lens->int64_at(b)) +
+                    ", not the whole sequence of " + std::to_string(length) +
+                    "; kora unrolls Scan only over whole sequences");
+  }
+  std::vector<std::vector<std::string>> finals(states), outputs(scans);
+  for (int64_t b = 0; b < batch; ++b) {
+    const std::string prefix = n.name + "/batch" + std::to_string(b) + "/";
+    std::vector<std::string> state_b, inputs_b;
+    for (size_t k = 0; k < states; ++k)
+      state_b.push_back(e.element(state[k], b, 0, prefix + "state_" + std::to_string(k)));
+    for (size_t j = 0; j < inputs.size(); ++j)
+      inputs_b.push_back(e.element(inputs[j], b, 0, prefix + "input_" + std::to_string(j)));
+    ScanRun run = run_scan(e, body, state_b, inputs_b, axes, in_dirs, length, scans, prefix);
+    for (size_t k = 0; k < states; ++k) finals[k].push_back(run.state[k]);
+    for (size_t s = 0; s < scans; ++s) {
+      const std::string seq = e.fresh(prefix + "scan_output_" + std::to_string(s));
+      e.stack(run.produced[s], 0, seq);
+      outputs[s].push_back(seq);
+    }
   }
   for (size_t k = 0; k < states && k < n.outputs.size(); ++k)
-    if (n.has_output(k)) e.identity(state[k], n.outputs[k]);
-  for (size_t s = 0; states + s < n.outputs.size(); ++s) {
-    if (!n.has_output(states + s)) continue;
-    std::vector<std::string> parts = produced[s];
-    if (out_dirs[s]) std::reverse(parts.begin(), parts.end());
-    e.stack(parts, out_axes[s], n.outputs[states + s]);
-  }
+    if (n.has_output(k)) e.stack(finals[k], 0, n.outputs[k]);
+  for (size_t s = 0; states + s < n.outputs.size(); ++s)
+    if (n.has_output(states + s)) e.stack(outputs[s], 0, n.outputs[states + s]);
 }
 
 }  // namespace

@@ -8,7 +8,9 @@
 //         condition (constant, or computed by the body and folding) let it continue;
 //         scan outputs stacked along a new first axis;
 //   Scan  unrolled along the scan inputs' axes (static), each direction, scan outputs
-//         stacked along their axes.
+//         stacked along their axes; Scan-8 (marked kora_scan_batched by the importer: a
+//         batch axis 0 before the sequence axis, sequence_lens first) once per batch
+//         element, the results stacked along the batch axis.
 // Anything else (a condition or trip count known only at runtime, a Loop that would run
 // without end) is an error naming the node.
 #pragma once
@@ -18,6 +20,9 @@
 #include "kora/graph.h"
 
 namespace kora {
+
+// The importer's mark on a Scan of opset 8 (batched; directions, not axes).
+inline constexpr const char* kScanBatchedAttr = "kora_scan_batched";
 
 bool is_control_flow_operator(const std::string& op_type);
 

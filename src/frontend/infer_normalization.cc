@@ -1,6 +1,6 @@
 // Shape rules of normalization-like operators: BatchNormalization (inference),
 // Instance-, Layer- and GroupNormalization, Softmax, LogSoftmax, Hardmax, LRN,
-// MeanVarianceNormalization and Dropout (inference).
+// MeanVarianceNormalization and Dropout (training mode too: a random mask).
 #include "frontend/op_rules.h"
 
 namespace kora {
@@ -80,10 +80,10 @@ std::vector<ValueInfo> mean_variance_normalization(const InferContext& c) {
 // Inference, or training with a constant ratio of 0: both keep every element. A random
 // mask (training with a ratio above 0) has no reproducible result to compile.
 std::vector<ValueInfo> dropout(const InferContext& c) {
-  if (c.has(2) && c.scalar(2, "training_mode") != 0 && (!c.has(1) || c.scalar(1, "ratio") != 0))
-    c.fail(
-        "training_mode with a ratio above 0 draws a random mask: not supported "
-        "(inference only)");
+  if (c.has(2) && c.scalar(2, "training_mode") != 0 && c.has(1)) {
+    const double ratio = c.scalar(1, "ratio");
+    if (!(ratio >= 0 && ratio < 1)) c.fail("ratio must be in [0, 1)");
+  }
   return {c.in(0), ValueInfo{DType::kBool, c.shape(0)}};
 }
 

@@ -13,10 +13,12 @@ namespace kora {
 namespace {
 
 // Older versions of operators that kora's rules implement too: Upsample-9 (Upsample-10
-// only deprecated it), Scan-9 (Scan-11 only added negative axes), Scatter-9
+// only deprecated it), Scan-9 (Scan-11 only added negative axes), Scan-8 (batched: the
+// importer marks it, control_flow.cc unrolls it per batch element), Scatter-9
 // (ScatterElements without a reduction, which kora runs it as).
 bool also_implemented(const std::string& op_type, int version) {
-  return (op_type == "Upsample" || op_type == "Scan" || op_type == "Scatter") && version == 9;
+  return ((op_type == "Upsample" || op_type == "Scan" || op_type == "Scatter") && version == 9) ||
+         (op_type == "Scan" && version == 8);
 }
 
 }  // namespace

@@ -221,6 +221,12 @@ void add_nodes(const onnx::GraphProto& gp, Graph& g, const std::string& model_di
       throw Error(n.describe() + ": operator '" + n.op_type + "' (opset " +
                   std::to_string(g.opset) + ") is not supported");
     if (g.opset < kMinOpset) check_unchanged_since(n, g.opset);
+    if (n.op_type == "Scan" && g.opset == 8) {  // Scan-8: batch axis 0, sequence_lens first
+      Attribute batched;
+      batched.kind = Attribute::Kind::kInt;
+      batched.i = 1;
+      n.attributes[kScanBatchedAttr] = batched;
+    }
     const bool control_flow = is_control_flow_operator(n.op_type);
     for (const auto& a : np.attribute()) {
       Attribute& attr = n.attributes[a.name()] = convert_attribute(a, model_dir, n.describe());

@@ -78,6 +78,7 @@ const RuleTable& op_rules() {
     add_sampling_rules(t);
     add_signal_rules(t);
     add_recurrent_rules(t);
+    add_random_rules(t);
     return t;
   }();
   return table;

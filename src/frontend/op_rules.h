@@ -67,6 +67,7 @@ void add_quantize_rules(RuleTable& table);
 void add_sampling_rules(RuleTable& table);
 void add_signal_rules(RuleTable& table);
 void add_recurrent_rules(RuleTable& table);
+void add_random_rules(RuleTable& table);
 
 const RuleTable& op_rules();
 

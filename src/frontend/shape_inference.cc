@@ -32,7 +32,8 @@ void check_arity(const Node& n, const OpRule& rule) {
   const int given = static_cast<int>(n.inputs.size());
   int present = 0;
   for (const std::string& in : n.inputs) present += !in.empty();
-  if (given < rule.min_inputs || (rule.max_inputs >= 0 && given > rule.max_inputs) || present == 0)
+  if (given < rule.min_inputs || (rule.max_inputs >= 0 && given > rule.max_inputs) ||
+      (present == 0 && rule.min_inputs > 0))
     throw Error(n.describe() + ": has " + std::to_string(given) + " inputs, the operator takes " +
                 std::to_string(rule.min_inputs) +
                 (rule.max_inputs < 0 ? " or more"

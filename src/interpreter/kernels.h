@@ -82,6 +82,7 @@ std::vector<Tensor> run_roi_align(const OpaqueCall& call);
 std::vector<Tensor> run_deform_conv(const OpaqueCall& call);
 std::vector<Tensor> run_image_scatter(const OpaqueCall& call);  // Col2Im, MaxUnpool
 std::vector<Tensor> run_det(const OpaqueCall& call);
+std::vector<Tensor> run_random(const OpaqueCall& call);  // random.cc
 std::vector<Tensor> run_dft(const OpaqueCall& call);
 std::vector<Tensor> run_tfidf_vectorizer(const OpaqueCall& call);
 

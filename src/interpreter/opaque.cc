@@ -262,6 +262,11 @@ const std::map<std::string, Runner>& runners() {
       {"Col2Im", run_image_scatter},
       {"MaxUnpool", run_image_scatter},
       {"Det", run_det},
+      {"RandomUniform", run_random},
+      {"RandomNormal", run_random},
+      {"RandomUniformLike", run_random},
+      {"RandomNormalLike", run_random},
+      {"Bernoulli", run_random},
       {"DFT", run_dft},
       {"TfIdfVectorizer", run_tfidf_vectorizer},
   };

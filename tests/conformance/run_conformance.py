@@ -9,7 +9,8 @@ output tensors. Then execute it: `kora interpret` (import -> fission -> referenc
 interpreter) on the test's inputs, each passed as --input unless kora reports that an
 operator needs it as a constant, and compare the outputs with the expected ones within
 the ONNX backend test tolerance (rtol 1e-3, atol 1e-7; integers and bools exactly); the few
-tests whose expected outputs are wrong (ORT_REFERENCE) are compared with onnxruntime instead.
+tests whose expected outputs are wrong (ORT_REFERENCE) are compared with onnxruntime instead,
+and the random generators' tests (RANDOM) by the properties of their distributions.
 Writes docs/conformance.md with --write-doc; with --check, exits 1 if a supported test
 fails either check.
 
@@ -54,6 +55,51 @@ ATOL = {name: (1e-4, "an inverse DFT of values up to 54 whose exact zeros the ex
         for name in ("test_dft_inverse", "test_dft_inverse_opset19")}
 
 
+def bernoulli_properties(inputs, got, expected):
+    """Bernoulli draws: 0 or 1, 0 where the probability is 0, 1 where it is 1."""
+    p, y = inputs[0], got[0].astype(np.float64)
+    if not np.isin(y, (0, 1)).all():
+        return "values other than 0 and 1"
+    if (y[p == 0] != 0).any() or (y[p == 1] != 1).any():
+        return "a certain outcome drawn the other way"
+    return None
+
+
+def dropout_properties(inputs, got, expected):
+    """Dropout in training mode: each element dropped (0, mask false) or kept and scaled by
+    1 / (1 - ratio) (mask true); the fraction dropped near the ratio (5 sigma)."""
+    x = inputs[0].astype(np.float64)
+    ratio = float(inputs[1]) if len(inputs) > 1 else 0.5
+    y = got[0].astype(np.float64)
+    kept = ~np.isclose(y, 0) | np.isclose(x, 0)
+    if not np.allclose(y[kept], x[kept] / (1 - ratio), rtol=1e-5):
+        return "kept elements not scaled by 1 / (1 - ratio)"
+    if len(got) > 1:
+        mask = got[1].astype(bool)
+        if (y[~mask] != 0).any() or not np.allclose(y[mask], x[mask] / (1 - ratio), rtol=1e-5):
+            return "the mask disagrees with the output"
+        dropped = 1 - mask.mean()
+    else:
+        dropped = 1 - kept.mean()
+    if abs(dropped - ratio) > 5 * np.sqrt(ratio * (1 - ratio) / x.size) + 1e-9:
+        return f"{dropped:.2f} dropped at ratio {ratio}"
+    return None
+
+
+# Tests of random generators: their expected outputs are numpy's draws, which no other
+# generator reproduces; kora's draws (src/interpreter/random.cc) are checked for the
+# distribution's properties instead, with the reason.
+RANDOM = {}
+for _name in ("test_bernoulli", "test_bernoulli_double", "test_bernoulli_seed"):
+    for _suffix in ("", "_expanded"):
+        RANDOM[_name + _suffix] = (bernoulli_properties, "Bernoulli draws: 0 or 1, certain "
+                                   "outcomes (probability 0 or 1) exact")
+for _name in ("test_training_dropout", "test_training_dropout_default",
+              "test_training_dropout_default_mask", "test_training_dropout_mask"):
+    RANDOM[_name] = (dropout_properties, "a random mask: each element 0 or scaled by "
+                     "1 / (1 - ratio), the mask agreeing, the fraction dropped near the ratio")
+
+
 def node_test_dir():
     return os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
 
@@ -71,7 +117,7 @@ def elem_types(model):
 
 
 # Older operator versions kora implements too (older_opset.cc's also_implemented).
-ALSO_IMPLEMENTED = {("Upsample", 9), ("Scan", 9), ("Scatter", 9)}
+ALSO_IMPLEMENTED = {("Upsample", 9), ("Scan", 9), ("Scan", 8), ("Scatter", 9)}
 
 
 def unchanged_since(ops, opset):
@@ -235,6 +281,17 @@ def execute(kora, test_dir, model, graph_inputs):
             session = onnxruntime.InferenceSession(os.path.join(test_dir, "model.onnx"),
                                                    providers=["CPUExecutionProvider"])
             reference = session.run(None, {n: np.load(f) for n, f in files.items()})
+        if os.path.basename(test_dir) in RANDOM:
+            check = RANDOM[os.path.basename(test_dir)][0]
+            got = [np.load(os.path.join(tmp, "out", npy_name(vo.name))) for vo in model.graph.output]
+            wanted = [numpy_helper.to_array(load_pb(os.path.join(data, f"output_{k}.pb")))
+                      for k in range(len(got))]
+            for g, w in zip(got, wanted):
+                if g.shape != w.shape or g.dtype != w.dtype:
+                    return "fail", f"{g.dtype} {list(g.shape)} vs {w.dtype} {list(w.shape)}"
+            why = check([np.load(files[vi.name]) for vi in graph_inputs if vi.name in files],
+                        got, wanted)
+            return ("fail", why) if why else ("pass", "")
         for k, vo in enumerate(model.graph.output):
             expected = numpy_helper.to_array(load_pb(os.path.join(data, f"output_{k}.pb")))
             if reference is not None:
@@ -316,6 +373,8 @@ def write_doc(path, results, supported_ops):
     lines += [f"- `{n}`: {why}" for n, why in sorted(ORT_REFERENCE.items())]
     lines += ["", "## Tests compared with a larger absolute tolerance", ""]
     lines += [f"- `{n}`: atol {a:g}, {why}" for n, (a, why) in sorted(ATOL.items())]
+    lines += ["", "## Tests of random generators, checked by their distribution's properties", ""]
+    lines += [f"- `{n}`: {why}" for n, (_, why) in sorted(RANDOM.items())]
     lines += ["", "## Supported operators, unsupported features (execution)", ""]
     lines += [f"- `{r[0]}`: {r[5]}" for r in results if r[4] == "unsupported"] or ["None."]
     lines += ["", "## Unsupported tests and why", ""]

@@ -319,11 +319,12 @@ TEST(BadInputTest, UnsupportedOperatorFoo) {
   EXPECT_THAT(model_error(m), AllOf(HasSubstr("my_foo"), HasSubstr("Foo"), HasSubstr("17")));
 }
 
-TEST(BadInputTest, UnsupportedOperatorBernoulli) {
+TEST(BadInputTest, UnsupportedOperatorSequenceConstruct) {
   ModelBuilder m(15);
   m.input("X", {5, 8}).output("Y");
-  m.node("Bernoulli", {"X"}, {"Y"}, {attr_i("seed", 1)}, "coin_1");
-  EXPECT_THAT(model_error(m), AllOf(HasSubstr("coin_1"), HasSubstr("Bernoulli"), HasSubstr("15")));
+  m.node("SequenceConstruct", {"X"}, {"Y"}, {}, "seq_1");
+  EXPECT_THAT(model_error(m),
+              AllOf(HasSubstr("seq_1"), HasSubstr("SequenceConstruct"), HasSubstr("15")));
 }
 
 TEST(BadInputTest, ControlFlowIf) {
