@@ -5,38 +5,19 @@
 // graph and says how many segments were over budget.
 #include <gtest/gtest.h>
 
-#include "frontend/model_builder.h"
 #include "kora/cost.h"
 #include "kora/fission.h"
 #include "kora/kernel_dag.h"
 #include "kora/orchestration.h"
+#include "orchestrate/branches.h"
 
 namespace kora_test {
 namespace {
 
 using namespace kora;
 
-PrimGraph four_branches() {
-  ModelBuilder m;
-  m.input("x", {1, 4, 8, 8});
-  const char* ops[] = {"Relu", "Sigmoid", "Tanh", "Abs"};
-  std::vector<std::string> tails;
-  for (int b = 0; b < 4; ++b) {
-    std::string in = "x";
-    for (int i = 0; i < 3; ++i) {
-      const std::string out = "b" + std::to_string(b) + "_" + std::to_string(i);
-      m.node(ops[(b + i) % 4], {in}, {out}, {}, out);
-      in = out;
-    }
-    tails.push_back(in);
-  }
-  m.node("Concat", tails, {"y"}, {attr_i("axis", 1)}, "concat");
-  m.output("y");
-  return fission(import_model(m));
-}
-
 TEST(CandidateBudget, AWideSegmentIsEnumeratedWithSmallerKernelsWithinTheBudget) {
-  const PrimGraph g = four_branches();
+  const PrimGraph g = four_branches(3);
   const KernelDag dag = kernel_dag_of(g);
   const Segment all{0, dag.size(), 0};
   CandidateOptions unlimited;

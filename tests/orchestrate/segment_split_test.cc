@@ -11,39 +11,19 @@
 #include <algorithm>
 #include <random>
 
-#include "frontend/model_builder.h"
 #include "kora/cost.h"
 #include "kora/error.h"
 #include "kora/fission.h"
 #include "kora/kernel_dag.h"
 #include "kora/orchestration.h"
 #include "kora/partition.h"
+#include "orchestrate/branches.h"
 #include "orchestrate/random_dag.h"
 
 namespace kora_test {
 namespace {
 
 using namespace kora;
-
-// Four chains of `depth` activations on x, concatenated.
-PrimGraph branches(int depth) {
-  ModelBuilder m;
-  m.input("x", {1, 4, 8, 8});
-  const char* ops[] = {"Relu", "Sigmoid", "Tanh", "Abs"};
-  std::vector<std::string> tails;
-  for (int b = 0; b < 4; ++b) {
-    std::string in = "x";
-    for (int i = 0; i < depth; ++i) {
-      const std::string out = "b" + std::to_string(b) + "_" + std::to_string(i);
-      m.node(ops[(b + i) % 4], {in}, {out}, {}, out);
-      in = out;
-    }
-    tails.push_back(in);
-  }
-  m.node("Concat", tails, {"y"}, {attr_i("axis", 1)}, "concat");
-  m.output("y");
-  return fission(import_model(m));
-}
 
 TEST(SegmentSplit, ARangeIsCutAsTheWholeDagIsAndItsPiecesCoverIt) {
   std::mt19937 rng(23);
@@ -79,7 +59,7 @@ TEST(SegmentSplit, ARangeIsCutAsTheWholeDagIsAndItsPiecesCoverIt) {
 }
 
 TEST(SegmentSplit, ASegmentNotProvenInTimeIsCutAndTheFinerPartitionIsProven) {
-  const PrimGraph g = branches(8);
+  const PrimGraph g = four_branches(8);
   const KernelDag dag = kernel_dag_of(g);
   ASSERT_GE(dag.size(), 32);
   RooflineCost costs(device_params("cpu"));
