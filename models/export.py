@@ -26,7 +26,8 @@ Beside the zoo (not in the default list; name it to export it):
   gru_text        the same text classifier with a 2-layer unidirectional GRU (torch.nn.GRU)
 
 Beyond the zoo, any torchvision or timm image model by name: torchvision:densenet121,
-timm:convnext_nano, ... (224x224; written as torchvision_densenet121.onnx). kora is judged on
+timm:convnext_nano, ... (224x224; written as torchvision_densenet121.onnx); with int8: before
+it (int8:torchvision:mobilenet_v2), quantized to QDQ int8 as resnet18_int8 is. kora is judged on
 models it has never seen: the benchmarks check changes on such models too.
 
 Weights are random (seeded); parameters and buffers that come out all zeros (biases,
@@ -229,8 +230,8 @@ def export_quantized(name, out_dir):
     from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
                                           quantize_static)
 
-    base = QUANTIZED[name]
-    path = os.path.join(out_dir, name + ".onnx")
+    base = QUANTIZED.get(name) or name[len("int8:"):]
+    path = os.path.join(out_dir, name.replace(":", "_") + ".onnx")
     start = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         export(base, tmp)
@@ -251,7 +252,7 @@ def export_quantized(name, out_dir):
 
 
 def export(name, out_dir):
-    if name in QUANTIZED:
+    if name in QUANTIZED or name.startswith("int8:"):
         return export_quantized(name, out_dir)
     model, args, input_names, output_names = seeded(name)
     path = os.path.join(out_dir, name.replace(":", "_") + ".onnx")
