@@ -309,4 +309,30 @@ class Folder {
 
 int fold_qdq(Graph& graph) { return Folder(graph).run(); }
 
+std::map<std::string, int> float_qdq_groups(const Graph& graph) {
+  static const std::set<std::string> exact = {
+      "Identity", "Reshape",      "Flatten",      "Transpose", "Squeeze", "Unsqueeze",
+      "MaxPool",  "Slice",        "Gather",       "Split",     "Expand",  "Tile",
+      "Pad",      "DepthToSpace", "SpaceToDepth", "Resize"};
+  std::map<std::string, const Node*> producer;
+  for (const Node& n : graph.nodes)
+    for (const std::string& out : n.outputs) producer[out] = &n;
+  std::map<std::string, int> groups;
+  for (const Node& q : graph.nodes) {
+    if (q.op_type != "QuantizeLinear" || !q.domain.empty()) continue;
+    auto p = producer.find(q.inputs[0]);
+    if (p == producer.end() || exact.count(p->second->op_type) ||
+        p->second->op_type == "DequantizeLinear")
+      continue;
+    for (const std::string& in : p->second->inputs) {
+      auto d = producer.find(in);
+      if (d != producer.end() && d->second->op_type == "DequantizeLinear") {
+        ++groups[p->second->op_type];
+        break;
+      }
+    }
+  }
+  return groups;
+}
+
 }  // namespace kora

@@ -25,11 +25,21 @@
 // shape inference after the fold.
 #pragma once
 
+#include <map>
+#include <string>
+
 #include "kora/graph.h"
 
 namespace kora {
 
 // Rewrites the groups in place; returns how many were folded.
 int fold_qdq(Graph& graph);
+
+// The quantized groups still computed in float32 after the fold, by operator: a
+// QuantizeLinear of an arithmetic operator (not a layout or selection one, which moves
+// values exactly) that reads a DequantizeLinear. onnxruntime runs such groups as its own
+// integer kernels (QLinearMul, QLinearSigmoid's lookup table, QLinearGlobalAveragePool,
+// ...), whose roundings kora does not reproduce: a few elements quantize one step apart.
+std::map<std::string, int> float_qdq_groups(const Graph& graph);
 
 }  // namespace kora

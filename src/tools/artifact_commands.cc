@@ -14,9 +14,11 @@
 #include <random>
 
 #include "base/text.h"
+#include "frontend/qdq_fold.h"
 #include "kora/check.h"
 #include "kora/compile.h"
 #include "kora/error.h"
+#include "kora/frontend.h"
 #include "kora/npy.h"
 #include "kora/report.h"
 #include "kora/runtime.h"
@@ -296,10 +298,34 @@ class CheckCommand : public Command {
       std::cout << "tolerance " << tolerance
                 << (bf16 ? " (bf16 library math)" : " (TF32 library math)") << std::endl;
     }
+    if (cmd_->count("--tolerance") == 0 && kQdqTolerance > tolerance) {
+      const std::string groups = float_groups();
+      if (!groups.empty()) {
+        tolerance = kQdqTolerance;
+        std::cout << "tolerance " << tolerance << " (quantized " << groups
+                  << " computed in float32, where onnxruntime runs its own integer kernels)"
+                  << std::endl;
+      }
+    }
     return worst <= tolerance && !mismatched ? 0 : 1;
   }
 
  private:
+  // The model's QDQ groups kora computes in float32, as "3 Mul, 3 Sigmoid"; empty when
+  // there are none (or the model does not import as given).
+  std::string float_groups() const {
+    std::map<std::string, int> groups;
+    try {
+      groups = float_qdq_groups(import_onnx(model_, ImportOptions{}));
+    } catch (const Error&) {
+      return "";
+    }
+    std::string text;
+    for (const auto& [op, n] : groups)
+      text += (text.empty() ? "" : ", ") + std::to_string(n) + " " + op;
+    return text;
+  }
+
   static std::string general(double v) {
     char text[64];
     std::snprintf(text, sizeof text, "%.3g", v);

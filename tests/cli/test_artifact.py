@@ -370,6 +370,33 @@ class ArtifactTest(unittest.TestCase):
         for name in ("qconv uint8", "qdq uint8", "mm int32"):
             self.assertRegex(r.stdout, name + r" \[[\d, ]+\] exact")
 
+    def test_check_names_quantized_groups_computed_in_float(self):
+        """A quantized Sigmoid (DequantizeLinear -> Sigmoid -> QuantizeLinear), which
+        onnxruntime runs as a lookup table kora does not reproduce: kora check accepts the
+        QDQ tolerance and says why; a model whose groups all fold (the quantized model
+        above) keeps float32's."""
+        def const(name, value):
+            return numpy_helper.from_array(np.asarray(value), name)
+        inits = [const("s", np.float32(0.03)), const("z", np.uint8(128)),
+                 const("s2", np.float32(0.004)), const("z2", np.uint8(0))]
+        nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+                 helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+                 helper.make_node("Sigmoid", ["xd"], ["y"]),
+                 helper.make_node("QuantizeLinear", ["y", "s2", "z2"], ["yq"]),
+                 helper.make_node("DequantizeLinear", ["yq", "s2", "z2"], ["out"])]
+        graph = helper.make_graph(
+            nodes, "qdq_sigmoid", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 64])],
+            [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2, 64])], inits)
+        model = save(graph, os.path.join(self.tmp, "qdq_sigmoid.onnx"))
+        out = self.artifact("qdq_sigmoid.optimal", model)
+        r, err = self.check(out, model)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertLess(err, 3e-2)
+        self.assertIn("tolerance 0.03 (quantized 1 Sigmoid computed in float32", r.stdout)
+        out = self.artifact("quantized.onnx.optimal", self.quantized, "--strategy", "optimal")
+        r, _ = self.check(out, self.quantized)
+        self.assertNotIn("tolerance", r.stdout)
+
     def test_sampling_and_dft_pass_check(self):
         """GridSample (kept whole, the interpreter) after AffineGrid and before a DFT (both
         matmuls, generated code) match onnxruntime."""
