@@ -40,14 +40,7 @@ std::vector<ValueInfo> one_hot(const InferContext& c) {
 
 std::vector<ValueInfo> eye_like(const InferContext& c) {
   if (c.rank(0) != 2) c.fail("input must have rank 2");
-  DType dtype = c.dtype(0);
-  if (c.node().has_attr("dtype")) {
-    const int to = static_cast<int>(c.node().attr_int("dtype", 0));
-    std::optional<DType> d = dtype_from_onnx(to);
-    if (!d) c.fail("dtype " + onnx_dtype_name(to) + " is not supported");
-    dtype = *d;
-  }
-  return {ValueInfo{dtype, c.shape(0)}};
+  return {ValueInfo{dtype_attribute(c, c.dtype(0)), c.shape(0)}};
 }
 
 void require_integer_indices(const InferContext& c, size_t i) {

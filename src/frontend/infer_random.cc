@@ -9,12 +9,10 @@ namespace {
 
 // The `dtype` attribute, or `fallback`; floating types only unless `any`.
 DType dtype_attribute(const InferContext& c, DType fallback, bool any) {
-  if (!c.node().has_attr("dtype")) return fallback;
-  const int to = static_cast<int>(c.node().attr_int("dtype", 0));
-  const std::optional<DType> d = dtype_from_onnx(to);
-  if (!d || (!any && !is_floating(*d)) || *d == DType::kBFloat16)
-    c.fail("dtype " + onnx_dtype_name(to) + " is not supported");
-  return *d;
+  const DType d = kora::dtype_attribute(c, fallback);
+  if ((!any && !is_floating(d)) || d == DType::kBFloat16)
+    c.fail(std::string("dtype ") + dtype_name(d) + " is not supported here");
+  return d;
 }
 
 std::vector<ValueInfo> random_from_attributes(const InferContext& c) {

@@ -50,6 +50,14 @@ void InferContext::fail(const std::string& message) const {
   throw Error(node_.describe() + ": " + message);
 }
 
+DType dtype_attribute(const InferContext& ctx, DType fallback) {
+  if (!ctx.node().has_attr("dtype")) return fallback;
+  const int to = static_cast<int>(ctx.node().attr_int("dtype", 0));
+  const std::optional<DType> d = dtype_from_onnx(to);
+  if (!d) ctx.fail("dtype " + onnx_dtype_name(to) + " is not supported");
+  return *d;
+}
+
 Shape broadcast_shapes(const InferContext& ctx, const Shape& a, const Shape& b) {
   const size_t r = std::max(a.size(), b.size());
   Shape out(r);

@@ -71,6 +71,10 @@ void add_random_rules(RuleTable& table);
 
 const RuleTable& op_rules();
 
+// The node's `dtype` attribute (an ONNX element type) as a kora dtype, or `fallback` when
+// absent; a type kora does not have fails naming the node.
+DType dtype_attribute(const InferContext& ctx, DType fallback);
+
 // Multidirectional (numpy) broadcast of two shapes; fails naming the node.
 Shape broadcast_shapes(const InferContext& ctx, const Shape& a, const Shape& b);
 

@@ -99,28 +99,51 @@ class Folder {
     return it->second[0];
   }
 
+  // A new tensor of the graph named `name` (numbered when taken).
+  std::string new_tensor(const std::string& name, DType dtype, const Shape& shape) {
+    std::string unique = name;
+    for (int k = 1; g_.values.count(unique); ++k) unique = name + "_" + std::to_string(k);
+    g_.values[unique] = ValueInfo{dtype, shape};
+    return unique;
+  }
+
   // A constant zero point: the one given, or a new zero of `dtype`.
   std::string zero_point(const Node& n, size_t input, DType dtype, const std::string& name) {
     if (n.has_input(input)) return n.inputs[input];
-    std::string unique = name;
-    for (int k = 1; g_.values.count(unique); ++k) unique = name + "_" + std::to_string(k);
-    g_.constants[unique] = Tensor(dtype, {});
-    g_.values[unique] = ValueInfo{dtype, {}};
-    return unique;
+    const std::string t = new_tensor(name, dtype, {});
+    g_.constants[t] = Tensor(dtype, {});
+    return t;
+  }
+
+  // A group around the node at `at`: its result read only by a QuantizeLinear (index q),
+  // its first two inputs DequantizeLinear nodes (d0, d1), every parameter constant, the
+  // first input and the output quantized per tensor.
+  struct Group {
+    size_t q;
+    const Node *d0, *d1;
+    QParams p0, p1, out;
+  };
+  std::optional<Group> match(size_t at) const {
+    const Node& op = g_.nodes[at];
+    const std::optional<size_t> qi = sole_quantize(op.outputs[0]);
+    if (!qi) return std::nullopt;
+    const Node* d0 = producer(op.inputs[0], "DequantizeLinear");
+    const Node* d1 = producer(op.inputs[1], "DequantizeLinear");
+    if (!d0 || !d1) return std::nullopt;
+    const std::optional<QParams> p0 = constant_params(g_, *d0), p1 = constant_params(g_, *d1),
+                                 out = constant_params(g_, g_.nodes[*qi]);
+    if (!p0 || !p1 || !out || !per_tensor(*p0) || !per_tensor(*out)) return std::nullopt;
+    return Group{*qi, d0, d1, *p0, *p1, *out};
   }
 
   size_t fold(size_t at) {
     const Node& op = g_.nodes[at];
     const bool conv = op.op_type == "Conv";
-    const std::optional<size_t> qi = sole_quantize(op.outputs[0]);
-    if (!qi) return 0;
-    const Node& q = g_.nodes[*qi];
-    const Node* dx = producer(op.inputs[0], "DequantizeLinear");
-    const Node* dw = producer(op.inputs[1], "DequantizeLinear");
-    if (!dx || !dw) return 0;
-    const std::optional<QParams> px = constant_params(g_, *dx), pw = constant_params(g_, *dw),
-                                 py = constant_params(g_, q);
-    if (!px || !pw || !py || !per_tensor(*px) || !per_tensor(*py)) return 0;
+    const std::optional<Group> group = match(at);
+    if (!group) return 0;
+    const Node& q = g_.nodes[group->q];
+    const Node *dx = group->d0, *dw = group->d1;
+    const QParams *px = &group->p0, *pw = &group->p1, *py = &group->out;
     const Tensor* w = g_.constant(pw->data);
     if (!w || !is_8bit(w->dtype()) || !is_8bit(g_.value(px->data).dtype)) return 0;
     if (py->zero_point ? !is_8bit(py->zero_point->dtype()) : q.has_attr("output_dtype")) return 0;
@@ -161,7 +184,7 @@ class Folder {
     } catch (const Error&) {
       return 0;
     }
-    removed_.insert(*qi);
+    removed_.insert(group->q);
     g_.nodes[at] = std::move(folded);
     producer_[g_.nodes[at].outputs[0]] = at;
     return 1;
@@ -184,15 +207,10 @@ class Folder {
   // form.
   size_t fold_add(size_t at) {
     const Node& op = g_.nodes[at];
-    const std::optional<size_t> qi = sole_quantize(op.outputs[0]);
-    if (!qi) return 0;
-    const Node& q = g_.nodes[*qi];
-    const Node* da = producer(op.inputs[0], "DequantizeLinear");
-    const Node* db = producer(op.inputs[1], "DequantizeLinear");
-    if (!da || !db) return 0;
-    const std::optional<QParams> pa = constant_params(g_, *da), pb = constant_params(g_, *db),
-                                 pc = constant_params(g_, q);
-    if (!pa || !pb || !pc || !per_tensor(*pa) || !per_tensor(*pb) || !per_tensor(*pc)) return 0;
+    const std::optional<Group> group = match(at);
+    if (!group || !per_tensor(group->p1)) return 0;
+    const Node& q = g_.nodes[group->q];
+    const QParams *pa = &group->p0, *pb = &group->p1, *pc = &group->out;
     const ValueInfo& va = g_.value(pa->data);
     const ValueInfo& vb = g_.value(pb->data);
     const ValueInfo& vc = g_.value(q.outputs[0]);
@@ -214,14 +232,8 @@ class Folder {
         f32(value(*pc, true) - f32(f32(ra * value(*pa, true)) + f32(rb * value(*pb, true))));
     const std::string base = op.name + "/qdq_fold/";
     std::vector<Node> nodes;
-    auto tensor = [&](const std::string& name, DType dtype, const Shape& shape) {
-      std::string unique = base + name;
-      for (int k = 1; g_.values.count(unique); ++k) unique = base + name + "_" + std::to_string(k);
-      g_.values[unique] = ValueInfo{dtype, shape};
-      return unique;
-    };
     auto constant = [&](const std::string& name, DType dtype, double v) {
-      const std::string t = tensor(name, dtype, {});
+      const std::string t = new_tensor(base + name, dtype, {});
       g_.constants[t] = Tensor::from_double(dtype, {}, {v});
       return t;
     };
@@ -231,7 +243,7 @@ class Folder {
       n.op_type = type;
       n.name = base + type + "_" + std::to_string(nodes.size());
       n.inputs = std::move(inputs);
-      n.outputs = {out.empty() ? tensor(n.name, dtype, shape) : out};
+      n.outputs = {out.empty() ? new_tensor(n.name, dtype, shape) : out};
       if (n.op_type == "Cast") {
         Attribute to;
         to.kind = Attribute::Kind::kInt;
@@ -273,7 +285,7 @@ class Folder {
          constant("hi", DType::kFloat32, u8 ? 255 : 127)},
         DType::kFloat32, shape);
     node("Cast", {clipped}, vc.dtype, shape, q.outputs[0]);
-    removed_.insert(*qi);
+    removed_.insert(group->q);
     inserted_[at] = std::move(nodes);
     return 1;
   }

@@ -193,17 +193,20 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
     key.append(layouts.agnostic.begin(), layouts.agnostic.end());
     auto known = solved.find(key);
     const bool reused = known != solved.end();
-    // A large segment gets split_after_seconds to be proven; if it is not, it is cut in
-    // halves (solved next, with the full limit) and this plan is dropped.
+    // A segment of at least 2 min_size nodes gets split_after_seconds to be proven (none
+    // when negative); if it is not, it is cut in halves, which are solved next with the
+    // full limit, and this plan is dropped. Halves of at most ceil(size / 2) >= min_size
+    // nodes always make two or more pieces.
     const int size = segments[s].end - segments[s].begin;
     const bool may_split = options.strategy == "optimal" && part.split_after_seconds != 0 &&
                            part.split_after_seconds < options.solve.time_limit_seconds &&
                            size >= 2 * part.min_size;
+    const bool cut_now = may_split && (split.count(key) || part.split_after_seconds < 0);
     Plan plan;
     if (reused) {
       plan = known->second;
       ++result.segments_reused;
-    } else if (!split.count(key) && !(may_split && part.split_after_seconds < 0)) {
+    } else if (!cut_now) {
       SolveOptions solve = options.solve;
       if (may_split) solve.time_limit_seconds = part.split_after_seconds;
       plan = options.strategy == "optimal"  ? solve_optimal(sub, candidates, cost, solve, &layouts)
@@ -211,38 +214,28 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
                                             : plan_unfused(sub, candidates, cost);
       result.cycle_cuts += plan.cycle_cuts;
     }
-    if (!reused && may_split &&
-        (split.count(key) || part.split_after_seconds < 0 || plan.gap > 0)) {
+    if (!reused && (cut_now || (may_split && plan.gap > 0))) {
       PartitionOptions halves = part;
       halves.max_size = std::max(part.min_size, (size + 1) / 2);
       const std::vector<Segment> pieces =
           partition_range(dag, segments[s].begin, segments[s].end, halves);
-      if (pieces.size() > 1) {
-        result.solve_seconds += seconds_since(start);
-        result.candidates -= static_cast<int64_t>(candidates.size());
-        ++result.segments_split;
-        split.insert(key);
-        if (options.progress)
-          std::cerr << "segment " << s + 1 << "/" << segments.size() << ": " << size
-                    << " primitives, "
-                    << (part.split_after_seconds < 0
-                            ? std::string("cut (split_after_seconds < 0)")
-                            : "not proven within " + std::to_string(part.split_after_seconds) +
-                                  " s: cut")
-                    << " into " << pieces.size() << std::endl;
-        segments.erase(segments.begin() + static_cast<std::ptrdiff_t>(s));
-        segments.insert(segments.begin() + static_cast<std::ptrdiff_t>(s), pieces.begin(),
-                        pieces.end());
-        --s;
-        continue;
-      }
-    }
-    if (!reused && !split.count(key) && may_split && plan.gap > 0) {
-      // Could not be cut: the rest of the time limit on the whole segment.
-      SolveOptions rest = options.solve;
-      rest.time_limit_seconds -= part.split_after_seconds;
-      plan = solve_optimal(sub, candidates, cost, rest, &layouts);
-      result.cycle_cuts += plan.cycle_cuts;
+      result.solve_seconds += seconds_since(start);
+      result.candidates -= static_cast<int64_t>(candidates.size());
+      ++result.segments_split;
+      split.insert(key);
+      if (options.progress)
+        std::cerr << "segment " << s + 1 << "/" << segments.size() << ": " << size
+                  << " primitives, "
+                  << (part.split_after_seconds < 0
+                          ? std::string("cut (split_after_seconds < 0)")
+                          : "not proven within " + std::to_string(part.split_after_seconds) +
+                                " s: cut")
+                  << " into " << pieces.size() << std::endl;
+      segments.erase(segments.begin() + static_cast<std::ptrdiff_t>(s));
+      segments.insert(segments.begin() + static_cast<std::ptrdiff_t>(s), pieces.begin(),
+                      pieces.end());
+      --s;
+      continue;
     }
     if (!reused) solved.emplace(key, plan);
     const double solve_seconds = seconds_since(start);
