@@ -87,8 +87,9 @@ class ComponentBound : public CostModel {
 
 int run(int argc, char** argv) {
   std::string db_path, csv_path, components_path;
-  bool replay = true;
-  double gap = -1, component_factor = 0;
+  bool replay = true, explain = false;
+  double gap = -1, component_factor = 0, caution = -1;
+  int rounds = -1;
   int threads = 2;
   std::vector<std::string> models;
   for (int i = 1; i < argc; ++i) {
@@ -99,10 +100,16 @@ int run(int argc, char** argv) {
       csv_path = argv[++i];
     else if (a == "--gap" && i + 1 < argc)
       gap = std::stod(argv[++i]);
+    else if (a == "--rounds" && i + 1 < argc)
+      rounds = std::stoi(argv[++i]);
+    else if (a == "--caution" && i + 1 < argc)
+      caution = std::stod(argv[++i]);
     else if (a == "--components" && i + 1 < argc)
       components_path = argv[++i];
     else if (a == "--component-loop" && i + 1 < argc)
       component_factor = std::stod(argv[++i]);
+    else if (a == "--explain")
+      explain = true;
     else if (a == "--no-replay")
       replay = false;
     else if (a == "--threads" && i + 1 < argc)
@@ -126,7 +133,7 @@ int run(int argc, char** argv) {
   std::ofstream csv;
   if (!csv_path.empty()) {
     csv.open(csv_path);
-    csv << "model,signature,class,members,flops,bytes,measured_ms,bound_ms\n";
+    csv << "model,signature,class,members,flops,bytes,measured_ms,bound_ms,ops\n";
   }
   std::cout << "| model | candidates | measured | below bound | least measured/bound | median | "
                "solves | measured on demand | on demand / full | plan / optimum | proven gap |\n"
@@ -151,7 +158,12 @@ int run(int argc, char** argv) {
         csv << std::filesystem::path(path).stem().string() << ","
             << signature_hex(u.candidate->signature) << "," << w.kind << ","
             << u.candidate->members.size() << "," << w.flops << "," << w.bytes << "," << it->second
-            << "," << b << "\n";
+            << "," << b << ","
+            << PredictedCost(std::make_unique<LowerBoundCost>(peaks),
+                             std::make_unique<LowerBoundCost>(peaks, true))
+                   .features(g, *u.sub, *u.candidate)
+                   .ops
+            << "\n";
       }
       below += it->second < b;
     }
@@ -245,6 +257,8 @@ int run(int argc, char** argv) {
     OracleTarget oracle(t, full, device, peaks);
     CompileOptions o;
     if (gap >= 0) o.on_demand_gap = gap;
+    if (caution >= 0) o.on_demand_caution = caution;
+    if (rounds > 0) o.on_demand_rounds = rounds;
     OnDemandReport r;
     const SolvedPlan on_demand = solve_on_demand(g, oracle, oracle_db, o, r);
     auto all_db = std::make_shared<ProfileDb>((tmp / "all.db").string());
@@ -254,6 +268,33 @@ int run(int argc, char** argv) {
     }
     const std::unique_ptr<ProfileDbCost> all_costs = target_costs(cpu, all_db);
     const OrchestrationResult optimum = orchestrate_for(g, cpu, *all_costs, o);
+    if (explain) {
+      // The optimum's kernels the loop never measured: what the predictor said of them.
+      PredictedCost p(std::make_unique<LowerBoundCost>(peaks),
+                      std::make_unique<LowerBoundCost>(peaks, true), o.on_demand_caution);
+      const std::map<uint64_t, double> known = oracle_db->fastest(device);
+      std::map<uint64_t, const UniqueCandidate*> by_signature;
+      for (const UniqueCandidate& u : cands.unique) {
+        by_signature[u.candidate->signature] = &u;
+        const auto it = known.find(u.candidate->signature);
+        if (it != known.end()) p.learn(g, *u.sub, *u.candidate, it->second);
+      }
+      double lost = 0;
+      for (const ChosenKernel& k : optimum.kernels) {
+        if (known.count(k.signature) || !by_signature.count(k.signature)) continue;
+        const UniqueCandidate& u = *by_signature[k.signature];
+        const PredictedCost::Features f = p.features(g, *u.sub, *u.candidate);
+        const double predicted = p.cost_ms(g, *u.sub, *u.candidate);
+        lost += measured.at(k.signature);
+        std::cerr << "  not measured: " << measured.at(k.signature) << " ms, predicted "
+                  << predicted << ", bound " << f.bound_ms << ": " << f.ops << " ("
+                  << u.candidate->members.size() << " members)\n";
+      }
+      std::cerr << "  optimum's kernels never measured: " << lost << " ms of "
+                << optimum.total_cost_ms << "; optimum gap " << optimum.gap_ms << " ms, split "
+                << optimum.segments_split << "; on demand's plan gap " << on_demand.plan.gap_ms
+                << " ms, split " << on_demand.plan.segments_split << "\n";
+    }
     char line[512];
     std::snprintf(line, sizeof line,
                   "| %s | %zu | %lld | %lld | %.3f | %.2f | %d | %lld | %.3f | %.4f | %.2f%%%s |\n",

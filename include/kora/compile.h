@@ -49,15 +49,21 @@ struct CompileOptions {
   // another, each on every thread.
   std::string schedule = "serial";
   // Measure on demand where the target has lower bounds (src/driver/measure_on_demand.cc):
-  // only the kernels of the plans the solver chooses, until the plan is proven within
-  // on_demand_gap of the optimum. Off by default: with today's bounds it measures a third
-  // to a half of the candidates in 40 solves and may stop short (docs/benchmarks.md);
-  // false: every candidate the database lacks, first.
+  // only the kernels of the plans the solver chooses at predicted costs, until the plan
+  // holds measured kernels only (docs/benchmarks.md: a fifth of the candidates measured,
+  // plans 0-10% above the optimum of the full table). Off by default; false: every
+  // candidate the database lacks, first.
   bool on_demand = false;
   int on_demand_rounds = 40;  // solves, at most
-  // ... and it stops when the plan, every kernel of it measured, costs at most this much
-  // (relative) more than the lower bound of every plan (0: only at the optimum itself).
-  double on_demand_gap = 0.02;
+  // Then the solve with kernels not measured at their lower bounds bounds every plan's
+  // cost: with a gap >= 0, the bound solve's kernels not measured are measured too until
+  // the plan costs at most this much (relative) more than that bound (0: only at the
+  // optimum itself); < 0: the bound is reported, nothing more measured for it.
+  double on_demand_gap = -1;
+  // Kernels not measured cost their prediction (PredictedCost) while the solver chooses
+  // what to measure, lowered by this many spreads of the similar kernels' ratios (so it
+  // also measures kernels that may beat their prediction).
+  double on_demand_caution = 1.0;
 };
 
 // Measure on demand: what the rounds did.

@@ -116,6 +116,41 @@ class LowerBoundCost : public CostModel {
   bool typical_ = false;
 };
 
+// What a kernel not measured yet will likely cost (measure on demand's guide), learned
+// from kernels of the same graph already measured: its lower bound (the target's) times
+// the measured / bound ratio of the most similar measured kernels (same heaviest kind and
+// member ops first, then same kind, nearest in bytes, FLOPs and size), lowered by
+// `caution` times the spread of those ratios (a lower confidence bound: the solver also
+// tries kernels that may beat their prediction, the more the less similar kernels agree).
+// No kernel of its kind measured: the target's typical cost. Not a bound: a guide; what
+// decides a plan is measured.
+class PredictedCost : public CostModel {
+ public:
+  PredictedCost(std::unique_ptr<CostModel> bound, std::unique_ptr<CostModel> typical,
+                double caution = 0);
+  // One measured kernel of the graph.
+  void learn(const PrimGraph& graph, const KernelDag& dag, const Candidate& c, double measured_ms);
+  double cost_ms(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) override;
+  std::string describe() const override;
+  size_t samples() const { return samples_.size(); }
+
+  // What the predictor compares kernels by (public for tests).
+  struct Features {
+    std::string kind, ops;  // heaviest member's kind; its distinct member ops, sorted
+    double log_flops = 0, log_bytes = 0, log_members = 0, bound_ms = 0;
+  };
+  Features features(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) const;
+
+ private:
+  struct Sample {
+    Features f;
+    double log_ratio = 0;  // log(measured / bound)
+  };
+  std::unique_ptr<CostModel> bound_, typical_;
+  double caution_;
+  std::vector<Sample> samples_;
+};
+
 // Costs looked up by canonical signature in a table; kernels it lacks get the fallback
 // model's cost (counted as misses), or, without a fallback, a kora::Error naming the
 // kernel's signature and primitives. The shared mechanism of the two measured models.

@@ -215,6 +215,7 @@ struct Primitive {
   PrimKind kind() const { return static_cast<PrimKind>(attrs.index()); }
   const std::string& output() const { return outputs.at(0); }
   std::string describe() const;  // "primitive 'x' (reduce sum, from node 'y')"
+  std::string op_label() const;  // "reduce sum", "linear grouped conv", "opaque Resize"
 };
 
 struct PrimGraph {

@@ -1,9 +1,13 @@
 // Measure on demand (include/kora/compile.h, solve_on_demand): the graph, the target and
 // its profile database in; a plan with every kernel measured, and how far from the optimum
 // of the full measured table it can be at most, out.
-//   1. Guided: kernels not measured cost what their kind typically costs
-//      (Target::typical_cost); the plan's kernels not measured are measured, all in one
-//      target.profile (compiled together), and the plan solved again until none is left.
+//   1. Guided: kernels not measured cost what similar kernels of the graph measured so far
+//      predict (PredictedCost: their measured / bound ratios; before any is measured, the
+//      kind's typical cost, Target::typical_cost); the plan's kernels not measured are
+//      measured, all in one target.profile (compiled together), and the plan solved
+//      again until none is left. The prediction is lowered by options.on_demand_caution
+//      spreads of the similar kernels' ratios, so that kernels that may beat their
+//      prediction are measured too.
 //   2. Proved: kernels not measured cost their lower bound (Target::lower_bound: no
 //      implementation of them is faster), so that solve's cost bounds every plan's cost
 //      from below (measuring only raises a bound to the kernel's cost). If it is within
@@ -13,6 +17,7 @@
 // Kernels whose bound alone makes every plan through them worse than the incumbent are
 // never chosen, so never compiled or measured.
 #include <chrono>
+#include <map>
 #include <ostream>
 #include <set>
 
@@ -47,13 +52,28 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
   auto line = [&](const std::string& text) {
     if (options.progress) *options.progress << "kora compile: " << text << std::endl;
   };
-  // One solve, kernels not measured at their typical cost or at their bound; the plan's
+  // The graph's candidates as the solver sees them: what the predictor learns from.
+  OrchestrationOptions o = options.orchestration;
+  const ModelCandidates candidates =
+      unique_candidates(graph, o.partition, target.candidates(graph, o.candidates));
+  // Kernels not measured at what the measured ones predict.
+  auto predicted = [&]() -> std::unique_ptr<CostModel> {
+    std::unique_ptr<CostModel> typical = target.typical_cost(*db, device);
+    if (!typical) return target.lower_bound(*db, device);
+    auto p = std::make_unique<PredictedCost>(target.lower_bound(*db, device), std::move(typical),
+                                             options.on_demand_caution);
+    const std::map<uint64_t, double> measured = db->fastest(device);
+    for (const UniqueCandidate& u : candidates.unique) {
+      const auto it = measured.find(u.candidate->signature);
+      if (it != measured.end()) p->learn(graph, *u.sub, *u.candidate, it->second);
+    }
+    return p;
+  };
+  // One solve, kernels not measured at their predicted cost or at their bound; the plan's
   // kernels not measured out.
   auto solve = [&](bool bound, std::set<uint64_t>& missing) {
     const auto start = std::chrono::steady_clock::now();
-    std::unique_ptr<CostModel> fallback =
-        bound ? target.lower_bound(*db, device) : target.typical_cost(*db, device);
-    if (!fallback) fallback = target.lower_bound(*db, device);
+    std::unique_ptr<CostModel> fallback = bound ? target.lower_bound(*db, device) : predicted();
     SolvedPlan s;
     s.costs = target_costs(target, db, nullptr, std::move(fallback));
     s.plan = orchestrate_for(graph, target, *s.costs, options);
@@ -78,12 +98,12 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
   };
   auto rounds_left = [&] { return report.rounds < options.on_demand_rounds; };
 
-  // The best plan whose kernels are all measured: solved at typical costs, its kernels
+  // The best plan whose kernels are all measured: solved at predicted costs, its kernels
   // measured, solved again, until it needs no more measuring.
   std::set<uint64_t> missing;
   auto measured_plan = [&]() {
     SolvedPlan s = solve(false, missing);
-    while (!missing.empty() && rounds_left() && measure(missing, s, "typical"))
+    while (!missing.empty() && rounds_left() && measure(missing, s, "predicted"))
       s = solve(false, missing);
     return s;
   };
@@ -102,7 +122,8 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
       report.gap = report.cost_ms > 0 ? (report.cost_ms - report.bound_ms) / report.cost_ms : 0;
       break;
     }
-    if (report.gap <= options.on_demand_gap || !rounds_left()) break;
+    // A negative gap option: the bound solve says how close the plan is, nothing more.
+    if (options.on_demand_gap < 0 || report.gap <= options.on_demand_gap || !rounds_left()) break;
     if (!measure(missing, lower, "lower-bound")) break;
     SolvedPlan again = measured_plan();
     report.at_bound = static_cast<int64_t>(missing.size());
@@ -110,7 +131,8 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
       best = std::move(again);
     report.at_bound = 0;
   }
-  report.complete = report.at_bound == 0 && report.gap <= options.on_demand_gap;
+  report.complete =
+      report.at_bound == 0 && (options.on_demand_gap < 0 || report.gap <= options.on_demand_gap);
   line("measure on demand: " + std::to_string(report.rounds) + " solves, " +
        std::to_string(report.measured) + " kernels measured now" +
        (report.candidates ? " of " + std::to_string(report.candidates) + " candidates" : "") +

@@ -110,7 +110,7 @@ const char* layout_name(const LayoutAttrs& attrs) {
   return kNames[attrs.index()];
 }
 
-std::string Primitive::describe() const {
+std::string Primitive::op_label() const {
   std::string what = prim_kind_name(kind());
   if (const auto* e = std::get_if<ElementwiseAttrs>(&attrs))
     what += std::string(" ") + scalar_op_name(e->op);
@@ -118,7 +118,15 @@ std::string Primitive::describe() const {
     what += std::string(" ") + reduce_op_name(r->op);
   if (const auto* l = std::get_if<LayoutAttrs>(&attrs)) what += std::string(" ") + layout_name(*l);
   if (const auto* o = std::get_if<OpaqueAttrs>(&attrs)) what += " " + o->node.op_type;
-  return "primitive '" + name + "' (" + what + ", from node '" + origin + "')";
+  if (const auto* l = std::get_if<LinearAttrs>(&attrs)) {
+    const auto* conv = std::get_if<ConvAttrs>(l);
+    what += !conv ? " matmul" : conv->group > 1 ? " grouped conv" : " conv";
+  }
+  return what;
+}
+
+std::string Primitive::describe() const {
+  return "primitive '" + name + "' (" + op_label() + ", from node '" + origin + "')";
 }
 
 const ValueInfo& PrimGraph::value(const std::string& tensor) const {

@@ -94,10 +94,7 @@ class CompileCommand : public Command {
                      "the threads, and that schedule emitted where it is faster on the clock")
         ->check(CLI::IsMember({"serial", "parallel"}));
     add_candidate_options(cmd_, options_.orchestration, true);
-    cmd_->add_flag("--on-demand", on_demand_,
-                   "measure only the kernels of the plans the solver chooses, until the plan is "
-                   "proven within 2% of the optimum of the full table (default: every "
-                   "candidate the database lacks, first)");
+    add_on_demand_options(cmd_, on_demand_, options_);
     cmd_->add_flag("--json", json_, "print the summary as JSON");
   }
   bool parsed() const override { return cmd_->parsed(); }

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "kora/compile.h"
 #include "kora/frontend.h"
 #include "kora/graph.h"
 #include "kora/primitive.h"
@@ -41,6 +42,8 @@ PrimGraph load_primitives(const ModelOptions& m, bool verbose);
 void add_device_options(CLI::App* cmd, TargetOptions& t);
 // --max-kernel-size, --max-segment, and for commands that solve --time-limit.
 void add_candidate_options(CLI::App* cmd, OrchestrationOptions& o, bool solve);
+// --on-demand and --on-demand-gap (kora profile, kora compile): into `on` and options.
+void add_on_demand_options(CLI::App* cmd, bool& on, CompileOptions& options);
 // --db: the profile database (empty: the default).
 void add_db_option(CLI::App* cmd, std::string& db);
 

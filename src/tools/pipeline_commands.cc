@@ -125,10 +125,7 @@ class ProfileCommand : public Command {
     cmd_->add_flag("--suspect", t_.remeasure_suspect,
                    "measure again the kernels measured while other processes used the CPU "
                    "(stored as suspect)");
-    cmd_->add_flag("--on-demand", on_demand_,
-                   "measure only the kernels of the plans the solver chooses, until the plan is "
-                   "proven within 2% of the optimum of the full table (default: every "
-                   "candidate the database lacks)");
+    add_on_demand_options(cmd_, on_demand_, on_demand_options_);
     cmd_->add_flag("--json", json_, "print the summary as JSON");
   }
   bool parsed() const override { return cmd_->parsed(); }
@@ -138,7 +135,7 @@ class ProfileCommand : public Command {
     t_.run_worker = !no_measure_;
     const std::unique_ptr<Target> target = make_target(target_, t_);
     auto db = std::make_shared<ProfileDb>(db_.empty() ? default_profile_db_path() : db_);
-    CompileOptions options;
+    CompileOptions options = on_demand_options_;
     options.orchestration = orchestration_;
     options.model_path = model_.model;
     options.progress = &std::cerr;
@@ -168,6 +165,7 @@ class ProfileCommand : public Command {
   TargetOptions t_;
   OrchestrationOptions orchestration_;
   bool no_measure_ = false, json_ = false, on_demand_ = false;
+  CompileOptions on_demand_options_;  // its on_demand_gap
 };
 
 }  // namespace

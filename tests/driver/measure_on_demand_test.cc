@@ -160,6 +160,38 @@ TEST(MeasureOnDemand, FindsTheOptimumOfTheFullTableMeasuringFewerKernels) {
               optimum.total_cost_ms, 1e-9);
 }
 
+TEST(MeasureOnDemand, ByDefaultTheProofIsReportedNotMeasuredFor) {
+  TempDir dir;
+  const PrimGraph g = kora::import_model(mlp_builder().save(dir));
+  SyntheticTarget guided, proved, full;
+  auto guided_db = std::make_shared<ProfileDb>(dir.file("guided.db"));
+  OnDemandReport r;
+  const SolvedPlan plan = solve_on_demand(g, guided, guided_db, CompileOptions(), r);
+  // Every kernel of the plan measured; the bound solve said how close it is, and nothing
+  // was measured for it.
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.at_bound, 0);
+  for (const ChosenKernel& k : plan.plan.kernels)
+    EXPECT_TRUE(guided_db->known("synthetic", k.signature));
+  EXPECT_LE(r.bound_ms, r.cost_ms);
+  EXPECT_NEAR(r.gap, (r.cost_ms - r.bound_ms) / r.cost_ms, 1e-12);
+  EXPECT_NEAR(r.cost_ms, plan.plan.total_cost_ms, 1e-12);
+  // The bound holds: the optimum of the full table is no cheaper than it.
+  auto full_db = std::make_shared<ProfileDb>(dir.file("full.db"));
+  full.profile(g, *full_db, {});
+  const OrchestrationResult optimum = orchestrate_for(g, full, *target_costs(full, full_db));
+  EXPECT_GE(optimum.total_cost_ms, r.bound_ms - 1e-9);
+  EXPECT_GE(plan.plan.total_cost_ms, optimum.total_cost_ms - 1e-9);
+  // Asking for the proof measures at least as much.
+  CompileOptions prove;
+  prove.on_demand_gap = 0;
+  prove.on_demand_rounds = 1000;
+  OnDemandReport p;
+  solve_on_demand(g, proved, std::make_shared<ProfileDb>(dir.file("proved.db")), prove, p);
+  EXPECT_GE(proved.measured, guided.measured);
+  EXPECT_LT(guided.measured, full.measured);
+}
+
 TEST(MeasureOnDemand, TargetsWithoutBoundsAreAClearError) {
   TempDir dir;
   const PrimGraph g = kora::import_model(mlp_builder().save(dir));

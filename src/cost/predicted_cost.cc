@@ -1,0 +1,123 @@
+// The predicted cost of a kernel not measured yet (include/kora/cost.h, PredictedCost):
+// measured kernels of the graph in (learn), a candidate kernel in, the milliseconds it
+// will likely measure out. A kernel's measured / lower-bound ratio says how well its kind
+// of implementation reaches the machine's peaks; kernels with the same member ops and of
+// similar size reach them alike. The estimate: the ratio of the k nearest measured kernels
+// with the same ops, shrunk toward the ratio of the same heaviest kind where few are
+// known, lowered by `caution` times the spread of those ratios, times the kernel's own
+// bound. Ops are told apart by side: what the first linear member reads from inside the
+// kernel (a prologue, generated code) and the rest (an epilogue a library may fuse).
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "base/text.h"
+#include "kora/cost.h"
+
+namespace kora {
+namespace {
+
+constexpr int kNeighbours = 6;        // nearest measured kernels an estimate averages
+constexpr double kShrink = 0.5;       // pseudo-samples of the kind's ratio added to the ops'
+constexpr double kNear = 0.25;        // a sample's weight: 1 / (distance + kNear)
+constexpr double kSpreadFloor = 0.1;  // least spread of log ratios an estimate is given
+
+double distance(const PredictedCost::Features& a, const PredictedCost::Features& b) {
+  return std::abs(a.log_bytes - b.log_bytes) + 0.5 * std::abs(a.log_flops - b.log_flops) +
+         std::abs(a.log_members - b.log_members);
+}
+
+}  // namespace
+
+PredictedCost::PredictedCost(std::unique_ptr<CostModel> bound, std::unique_ptr<CostModel> typical,
+                             double caution)
+    : bound_(std::move(bound)), typical_(std::move(typical)), caution_(caution) {}
+
+PredictedCost::Features PredictedCost::features(const PrimGraph& graph, const KernelDag& dag,
+                                                const Candidate& c) const {
+  const KernelWork w = kernel_work(graph, dag, c);
+  // The ops around the first linear member: those it reads from inside the kernel (a
+  // prologue: generated code) apart from the rest (an epilogue, which a library may fuse).
+  std::set<int> before;
+  for (int v : c.members)
+    if (dag.kind[v] == PrimKind::kLinear) {
+      const std::set<int> inside(c.members.begin(), c.members.end());
+      std::vector<int> stack = {v};
+      while (!stack.empty()) {
+        const int u = stack.back();
+        stack.pop_back();
+        for (int p : dag.pred[u])
+          if (inside.count(p) && before.insert(p).second) stack.push_back(p);
+      }
+      break;
+    }
+  std::set<std::string> pre, ops;
+  for (int v : c.members) (before.count(v) ? pre : ops).insert(graph.prims[dag.prim[v]].op_label());
+  auto joined = [](const std::set<std::string>& labels) {
+    std::string s;
+    for (const std::string& l : labels) s += (s.empty() ? "" : "+") + l;
+    return s;
+  };
+  Features f;
+  f.kind = w.kind;
+  f.ops = (pre.empty() ? "" : joined(pre) + " > ") + joined(ops);
+  f.log_flops = std::log1p(w.flops);
+  f.log_bytes = std::log1p(w.bytes);
+  f.log_members = std::log(static_cast<double>(c.members.size()));
+  f.bound_ms = bound_->cost_ms(graph, dag, c);
+  return f;
+}
+
+void PredictedCost::learn(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+                          double measured_ms) {
+  Sample s;
+  s.f = features(graph, dag, c);
+  if (!(measured_ms > 0) || !(s.f.bound_ms > 0)) return;
+  s.log_ratio = std::log(measured_ms / s.f.bound_ms);
+  samples_.push_back(std::move(s));
+}
+
+double PredictedCost::cost_ms(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  const Features f = features(graph, dag, c);
+  // The distance-weighted mean and spread of the log ratios of the nearest samples that
+  // `same` accepts, and how many there were (capped at kNeighbours).
+  struct Estimate {
+    double n = 0, mean = 0, spread = 0;
+  };
+  auto nearest = [&](auto same) {
+    std::vector<std::pair<double, double>> near;  // distance, log ratio
+    for (const Sample& s : samples_)
+      if (same(s.f)) near.push_back({distance(f, s.f), s.log_ratio});
+    const size_t k = std::min<size_t>(kNeighbours, near.size());
+    std::partial_sort(near.begin(), near.begin() + static_cast<long>(k), near.end());
+    Estimate e;
+    double weights = 0, squares = 0;
+    for (size_t i = 0; i < k; ++i) {
+      const double w = 1 / (near[i].first + kNear);
+      e.mean += w * near[i].second;
+      squares += w * near[i].second * near[i].second;
+      weights += w;
+    }
+    e.n = static_cast<double>(k);
+    if (weights > 0) {
+      e.mean /= weights;
+      e.spread = std::sqrt(std::max(0.0, squares / weights - e.mean * e.mean));
+    }
+    return e;
+  };
+  const Estimate kind = nearest([&](const Features& s) { return s.kind == f.kind; });
+  if (kind.n == 0) return typical_->cost_ms(graph, dag, c);
+  const Estimate ops =
+      nearest([&](const Features& s) { return s.kind == f.kind && s.ops == f.ops; });
+  // Few samples of the same ops: toward the kind's ratio, and as uncertain as the kind.
+  const double log_ratio = (ops.n * ops.mean + kShrink * kind.mean) / (ops.n + kShrink);
+  const double spread = std::max(ops.n >= 2 ? ops.spread : kind.spread, kSpreadFloor);
+  return f.bound_ms * std::exp(log_ratio - caution_ * spread);
+}
+
+std::string PredictedCost::describe() const {
+  return "predicted costs (" + std::to_string(samples_.size()) + " kernels measured, caution " +
+         fixed(caution_, 2) + "; " + bound_->describe() + ")";
+}
+
+}  // namespace kora
