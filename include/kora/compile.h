@@ -51,7 +51,7 @@ struct CompileOptions {
   // Measure on demand where the target has lower bounds (src/driver/measure_on_demand.cc):
   // only the kernels of the plans the solver chooses at predicted costs, until the plan
   // holds measured kernels only (docs/benchmarks.md: a fifth of the candidates measured,
-  // plans 0-10% above the optimum of the full table). Off by default; false: every
+  // plans 0-8% above the optimum of the full table). Off by default; false: every
   // candidate the database lacks, first.
   bool on_demand = false;
   int on_demand_rounds = 40;  // solves, at most

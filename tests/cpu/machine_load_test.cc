@@ -42,10 +42,11 @@ TEST(MachineLoad, AWatchSeesAnotherProcessButNotItsOwn) {
     EXPECT_GE(watch.others_ticks(), 10);  // 300 ms of one core, at 100 ticks a second
   }
   // This process spinning: its own time is not another's (it would show as 30 ticks every
-  // time). Other tests may run beside this one and start during the spin: up to three
-  // tries, each after a quiet window; skipped when the machine never stays quiet.
+  // time). Other tests may run beside this one and start during the spin: the least of up
+  // to five tries, each after a quiet window (a watcher that counted its own time would
+  // see 30 in every one); skipped when the machine never stays quiet.
   int64_t others = -1;
-  for (int attempt = 0; attempt < 3 && (others < 0 || others >= 10); ++attempt) {
+  for (int attempt = 0; attempt < 5 && (others < 0 || others >= 10); ++attempt) {
     kora::LoadWatch quiet;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (quiet.others_ticks() > 2) continue;
@@ -53,7 +54,8 @@ TEST(MachineLoad, AWatchSeesAnotherProcessButNotItsOwn) {
     const auto start = std::chrono::steady_clock::now();
     while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(300)) {
     }
-    others = watch.others_ticks();
+    const int64_t seen = watch.others_ticks();
+    others = others < 0 ? seen : std::min(others, seen);
   }
   if (others < 0) GTEST_SKIP() << "other work on the machine";
   EXPECT_LT(others, 10) << "the watcher's own time counted as another's";
