@@ -1,5 +1,6 @@
 // Small primitive graphs built by hand, for the tests of what a kernel reads and writes
-// (tests/candidates/kernel_io_test.cc) and of its cost (tests/cost/cost_test.cc): names,
+// (tests/candidates/kernel_io_test.cc) and of its cost (tests/cost/cost_test.cc,
+// predicted_cost_test.cc): names,
 // shapes and primitives in; a PrimGraph out, every tensor's value info filled in.
 #pragma once
 
@@ -29,19 +30,31 @@ inline kora::ElementwiseAttrs unary(kora::ScalarOp op) {
   return kora::ElementwiseAttrs{op, {kora::Operand{0, 0}}};
 }
 
-// a [64, 64] (graph input) x b [64, 64] (constant) -> t (matmul) -> y = relu(t) (output).
-inline kora::PrimGraph matmul_relu_graph() {
+// A matmul by a constant and a relu in a chain: a [64, 64] (graph input), b [64, 64]
+// (constant), t between them, y (output).
+inline kora::PrimGraph matmul_and_relu(bool relu_first) {
   using namespace kora;
   PrimGraph g;
-  g.name = "matmul_relu";
+  g.name = relu_first ? "relu_matmul" : "matmul_relu";
   g.inputs = {"a"};
   g.outputs = {"y"};
   for (const char* t : {"a", "b", "t", "y"}) g.values[t] = {DType::kFloat32, {64, 64}};
   g.constants["b"] = Tensor(DType::kFloat32, {64, 64});
-  g.prims.push_back(make_prim("mm", LinearAttrs{MatMulAttrs{}}, {"a", "b"}, {"t"}));
-  g.prims.push_back(make_prim("relu", unary(ScalarOp::kRelu), {"t"}, {"y"}));
+  Primitive mm = make_prim("mm", LinearAttrs{MatMulAttrs{}}, {"a", "b"}, {"t"});
+  Primitive relu = make_prim("relu", unary(ScalarOp::kRelu), {"t"}, {"y"});
+  if (relu_first) {
+    relu.inputs = {"a"}, relu.outputs = {"t"};
+    mm.inputs = {"t", "b"}, mm.outputs = {"y"};
+    g.prims = {relu, mm};
+  } else {
+    g.prims = {mm, relu};
+  }
   return g;
 }
+// t = a x b -> y = relu(t).
+inline kora::PrimGraph matmul_relu_graph() { return matmul_and_relu(false); }
+// t = relu(a) -> y = t x b: the relu is the matmul's prologue.
+inline kora::PrimGraph relu_matmul_graph() { return matmul_and_relu(true); }
 
 // x [4, 10] -> TopK(k = 3) -> values [4, 3] float32, indices [4, 3] int64.
 inline kora::PrimGraph topk_graph() {

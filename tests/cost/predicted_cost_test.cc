@@ -15,6 +15,7 @@ namespace {
 
 using kora_test::make_prim;
 using kora_test::matmul_relu_graph;
+using kora_test::relu_matmul_graph;
 using kora_test::unary;
 
 MachinePeaks peaks() {
@@ -27,19 +28,6 @@ MachinePeaks peaks() {
 PredictedCost predictor(double caution = 0) {
   return PredictedCost(std::make_unique<LowerBoundCost>(peaks()),
                        std::make_unique<LowerBoundCost>(peaks(), true), caution);
-}
-
-// a [64, 64] -> r = relu(a) -> y = r x b (b constant): the relu is the matmul's prologue.
-PrimGraph relu_matmul_graph() {
-  PrimGraph g;
-  g.name = "relu_matmul";
-  g.inputs = {"a"};
-  g.outputs = {"y"};
-  for (const char* t : {"a", "b", "r", "y"}) g.values[t] = {DType::kFloat32, {64, 64}};
-  g.constants["b"] = Tensor(DType::kFloat32, {64, 64});
-  g.prims.push_back(make_prim("relu", unary(ScalarOp::kRelu), {"a"}, {"r"}));
-  g.prims.push_back(make_prim("mm", LinearAttrs{MatMulAttrs{}}, {"r", "b"}, {"y"}));
-  return g;
 }
 
 TEST(PredictedCost, WithNothingMeasuredAKernelCostsItsKindsTypicalCost) {
