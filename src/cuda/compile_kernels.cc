@@ -186,7 +186,7 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
           }
           if (conv) {
             k.library = "cudnn_conv";
-            for (int algo : cudnn_conv_algorithms()) {
+            for (int algo : cudnn_conv_algorithms(*conv)) {
               k.conv = *conv;
               k.conv.algo = algo;
               k.conv.tf32 = options.tf32;

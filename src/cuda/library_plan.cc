@@ -311,4 +311,9 @@ const std::vector<int>& cudnn_conv_algorithms() {
   return algorithms;
 }
 
+std::vector<int> cudnn_conv_algorithms(const CudaConv& conv) {
+  if (conv.fused() && !conv.relu) return {1};  // IMPLICIT_PRECOMP_GEMM (src/cuda/dnn.cc)
+  return cudnn_conv_algorithms();
+}
+
 }  // namespace kora

@@ -42,7 +42,9 @@ std::optional<CudaConv> cuda_conv_plan(const PrimGraph& graph, const KernelDag& 
 std::vector<std::string> cuda_gemm_schedules(const CudaGemm& gemm);
 std::optional<CudaGemm> cuda_gemm_with_schedule(const CudaGemm& gemm, const std::string& schedule);
 // cuDNN's forward algorithms worth measuring (cudnnConvolutionFwdAlgo_t; DIRECT is never
-// implemented).
+// implemented); for `conv`, those cuDNN can run it with: a fused bias without ReLU (an
+// identity activation) only with IMPLICIT_PRECOMP_GEMM (1).
 const std::vector<int>& cudnn_conv_algorithms();
+std::vector<int> cudnn_conv_algorithms(const CudaConv& conv);
 
 }  // namespace kora
