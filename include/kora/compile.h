@@ -162,11 +162,12 @@ struct SolvedPlan {
 };
 
 // Measure on demand, profile and orchestrate in one (src/driver/measure_on_demand.cc):
-// solved with kernels not measured at their typical cost, the plan's kernels not yet
-// measured are measured (one target.profile per round, all of them together) until the
-// plan holds measured kernels only; then solved with kernels not measured at their lower
-// bound (Target::lower_bound), which bounds every plan's cost from below: within
-// options.on_demand_gap of the plan's, done; else that solve's unmeasured kernels are
+// solved with kernels not measured at their predicted cost (PredictedCost, from the
+// graph's kernels measured so far), the plan's kernels not yet measured are measured (one
+// target.profile per round, all of them together) until the plan holds measured kernels
+// only; then solved with kernels not measured at their lower bound (Target::lower_bound),
+// which bounds every plan's cost from below and is reported. With options.on_demand_gap
+// >= 0 and the plan further than that from the bound, that solve's unmeasured kernels are
 // measured too and both solved again. Throws kora::Error for a target without bounds.
 SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_ptr<ProfileDb> db,
                            const CompileOptions& options, OnDemandReport& report);

@@ -53,7 +53,7 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
     if (options.progress) *options.progress << "kora compile: " << text << std::endl;
   };
   // The graph's candidates as the solver sees them: what the predictor learns from.
-  OrchestrationOptions o = options.orchestration;
+  const OrchestrationOptions& o = options.orchestration;
   const ModelCandidates candidates =
       unique_candidates(graph, o.partition, target.candidates(graph, o.candidates));
   // Kernels not measured at what the measured ones predict.
