@@ -29,6 +29,7 @@
 namespace kora {
 
 class ProfileDb;
+struct UniqueCandidate;
 
 // What blocked layouts change for a candidate (the LayoutProblem of orchestrate.h):
 // whether it computes on any layout, and its native implementation, if any: cost with
@@ -128,8 +129,11 @@ class PredictedCost : public CostModel {
  public:
   PredictedCost(std::unique_ptr<CostModel> bound, std::unique_ptr<CostModel> typical,
                 double caution = 0);
-  // One measured kernel of the graph.
+  // One measured kernel of the graph; or every one of `candidates` that `measured` (by
+  // signature, milliseconds) holds.
   void learn(const PrimGraph& graph, const KernelDag& dag, const Candidate& c, double measured_ms);
+  void learn(const PrimGraph& graph, const std::vector<UniqueCandidate>& candidates,
+             const std::map<uint64_t, double>& measured);
   double cost_ms(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) override;
   std::string describe() const override;
   size_t samples() const { return samples_.size(); }

@@ -13,6 +13,7 @@
 
 #include "base/text.h"
 #include "kora/cost.h"
+#include "kora/orchestration.h"
 
 namespace kora {
 namespace {
@@ -75,6 +76,14 @@ void PredictedCost::learn(const PrimGraph& graph, const KernelDag& dag, const Ca
   if (!(measured_ms > 0) || !(s.f.bound_ms > 0)) return;
   s.log_ratio = std::log(measured_ms / s.f.bound_ms);
   samples_.push_back(std::move(s));
+}
+
+void PredictedCost::learn(const PrimGraph& graph, const std::vector<UniqueCandidate>& candidates,
+                          const std::map<uint64_t, double>& measured) {
+  for (const UniqueCandidate& u : candidates) {
+    const auto it = measured.find(u.candidate->signature);
+    if (it != measured.end()) learn(graph, *u.sub, *u.candidate, it->second);
+  }
 }
 
 double PredictedCost::cost_ms(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {

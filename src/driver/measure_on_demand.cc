@@ -17,7 +17,6 @@
 // Kernels whose bound alone makes every plan through them worse than the incumbent are
 // never chosen, so never compiled or measured.
 #include <chrono>
-#include <map>
 #include <ostream>
 #include <set>
 
@@ -62,11 +61,7 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
     if (!typical) return target.lower_bound(*db, device);
     auto p = std::make_unique<PredictedCost>(target.lower_bound(*db, device), std::move(typical),
                                              options.on_demand_caution);
-    const std::map<uint64_t, double> measured = db->fastest(device);
-    for (const UniqueCandidate& u : candidates.unique) {
-      const auto it = measured.find(u.candidate->signature);
-      if (it != measured.end()) p->learn(graph, *u.sub, *u.candidate, it->second);
-    }
+    p->learn(graph, candidates.unique, db->fastest(device));
     return p;
   };
   // One solve, kernels not measured at their predicted cost or at their bound; the plan's
