@@ -24,6 +24,9 @@
 // picks. About 2x the float32 speed of dense convolutions and matmuls where the CPU has
 // AVX512-BF16, at a relative error near 1e-3 per kernel.
 //
+// oneDNN 2.x (Debian's 2.6.3) and 3.x (Intel's PyPI wheel) differ here only in how a
+// primitive descriptor is made (make_pd).
+//
 // Threads: Debian's oneDNN 2.6.3 uses the OpenMP runtime (cpu_runtime = OMP). Its direct
 // (jit) convolutions keep the thread count omp_get_max_threads() had at construction,
 // gemm-based ones follow the count at execution (measured: a conv built at 2 threads
@@ -191,7 +194,15 @@ dnnl::primitive_desc make_pd(const LinearPlan& p, bool blocked, bool constant_we
   dnnl::post_ops po;
   for (const EpilogueOp& op : p.epilogue) {
     if (!op.binary) {
+#if DNNL_VERSION_MAJOR >= 3
+      // 3.x made soft_relu's and hardswish's constants parameters (2.x ignored them).
+      float alpha = op.alpha, beta = op.beta;
+      if (op.eltwise == EpilogueEltwise::kSoftRelu) alpha = 1.0f;
+      if (op.eltwise == EpilogueEltwise::kHardswish) alpha = 1.0f / 6, beta = 0.5f;
+      po.append_eltwise(eltwise_alg(op.eltwise), alpha, beta);
+#else
       po.append_eltwise(1.0f, eltwise_alg(op.eltwise), op.alpha, op.beta);
+#endif
     } else if (is_full(p, op)) {
       if (!skip_full) po.append_binary(binary_alg(op.op), full ? *full : plain(op.operand_dims));
     } else {
@@ -210,10 +221,14 @@ dnnl::primitive_desc make_pd(const LinearPlan& p, bool blocked, bool constant_we
                                   : strided(wd, p.weights_strides);
   const memory::desc bias = p.bias >= 0 ? plain(p.bias_dims) : memory::desc();
   if (!p.conv) {
-    const dnnl::matmul::desc d(
-        bf16 ? plain(p.src_dims, memory::data_type::bf16) : strided(p.src_dims, p.src_strides), w,
-        bias, plain(p.dst_dims));
-    return dnnl::matmul::primitive_desc(d, attr, cpu_engine());
+    const memory::desc src =
+        bf16 ? plain(p.src_dims, memory::data_type::bf16) : strided(p.src_dims, p.src_strides);
+#if DNNL_VERSION_MAJOR >= 3
+    return dnnl::matmul::primitive_desc(cpu_engine(), src, w, bias, plain(p.dst_dims), attr);
+#else
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, w, bias, plain(p.dst_dims)), attr,
+                                        cpu_engine());
+#endif
   }
   const ConvAttrs& a = p.conv_attrs;
   Dims dilations;
@@ -223,11 +238,20 @@ dnnl::primitive_desc make_pd(const LinearPlan& p, bool blocked, bool constant_we
                            : blocked   ? any(p.src_dims)
                                        : plain(p.src_dims);
   const memory::desc dst = full ? *full : blocked ? any(p.dst_dims) : plain(p.dst_dims);
-  const dnnl::convolution_forward::desc d(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, w, bias, dst,
-      Dims(a.strides.begin(), a.strides.end()), dilations,
-      Dims(a.pads_begin.begin(), a.pads_begin.end()), Dims(a.pads_end.begin(), a.pads_end.end()));
+  const Dims strides(a.strides.begin(), a.strides.end());
+  const Dims pads_begin(a.pads_begin.begin(), a.pads_begin.end());
+  const Dims pads_end(a.pads_end.begin(), a.pads_end.end());
+  constexpr auto kInference = dnnl::prop_kind::forward_inference;
+  constexpr auto kDirect = dnnl::algorithm::convolution_direct;
+#if DNNL_VERSION_MAJOR >= 3
+  return dnnl::convolution_forward::primitive_desc(cpu_engine(), kInference, kDirect, src, w, bias,
+                                                   dst, strides, dilations, pads_begin, pads_end,
+                                                   attr);
+#else
+  const dnnl::convolution_forward::desc d(kInference, kDirect, src, w, bias, dst, strides,
+                                          dilations, pads_begin, pads_end);
   return dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
+#endif
 }
 
 bool is_reference(const dnnl::primitive_desc& pd) {
