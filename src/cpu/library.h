@@ -45,6 +45,11 @@ inline constexpr char kOnednnNative[] = "onednn:native";
 // boundary (what the native implementation costs where no neighbour keeps a side blocked).
 inline constexpr char kOnednnBlocked[] = "onednn:blocked";
 
+// A oneDNN convolution computed with oneDNN's Winograd algorithm (F(4x4,3x3) or
+// F(2x2,3x3): 3x3 stride-1 convolutions, float32; 1.3-3x the direct kernels' speed on
+// most channel counts, slower on few channels, so measured as a schedule of its own), on
+// plain tensors: its blocked layouts reordered at the kernel boundary.
+inline constexpr char kOnednnWinograd[] = "onednn:winograd";
 // A oneDNN schedule ending in kBf16 ("onednn+bf16", "onednn:native+bf16"): the same
 // kernel reading its source and weights as bfloat16 (TargetOptions::bf16, an explicit
 // option); the profile database stores it under its float32 name, in the bf16 device's
@@ -56,15 +61,18 @@ inline bool has_bf16_suffix(const std::string& schedule) {
 }
 // The profile database's oneDNN schedules (without the bf16 suffix).
 inline bool is_onednn_schedule(const std::string& schedule) {
-  return schedule == "onednn" || schedule == kOnednnNative || schedule == kOnednnBlocked;
+  return schedule == "onednn" || schedule == kOnednnNative || schedule == kOnednnBlocked ||
+         schedule == kOnednnWinograd;
 }
+// Whether the candidate is a convolution oneDNN computes with Winograd (kOnednnWinograd).
+bool onednn_winograd_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 
 // Whether make_onednn_kernel accepts the candidate.
 bool onednn_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 // Throws kora::Error naming the candidate's primitives when it is not supported, or when
 // `layouts` names a layout it cannot take. `schedule` kOnednnBlocked runs a convolution's
-// blocked primitive whatever its tensors' layouts (else the faster for its shape); a
-// schedule ending in kBf16 computes in bf16.
+// blocked primitive whatever its tensors' layouts (else the faster for its shape),
+// kOnednnWinograd its Winograd one; a schedule ending in kBf16 computes in bf16.
 std::unique_ptr<CpuLibraryKernel> make_onednn_kernel(const PrimGraph& graph, const KernelDag& dag,
                                                      const Candidate& c,
                                                      const TensorLayouts& layouts = {},

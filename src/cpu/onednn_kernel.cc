@@ -187,10 +187,12 @@ bool is_full(const LinearPlan& p, const EpilogueOp& op) {
 // `*src_fixed`; weights `any` when constant (reordered once) else plain. Binary operands
 // of the full output shape are plain, or in layout `*full` (then dst is too), or left out
 // (skip_full). bf16: src and weights bfloat16 (a convolution's src `any`, a matmul's
-// plain), dst and post-op operands float32 as above.
+// plain), dst and post-op operands float32 as above. winograd: a convolution computed with
+// oneDNN's Winograd algorithm (throws where oneDNN does not offer it).
 dnnl::primitive_desc make_pd(const LinearPlan& p, bool blocked, bool constant_weights,
                              const memory::desc* full = nullptr, bool skip_full = false,
-                             const memory::desc* src_fixed = nullptr, bool bf16 = false) {
+                             const memory::desc* src_fixed = nullptr, bool bf16 = false,
+                             bool winograd = false) {
   dnnl::post_ops po;
   for (const EpilogueOp& op : p.epilogue) {
     if (!op.binary) {
@@ -242,7 +244,8 @@ dnnl::primitive_desc make_pd(const LinearPlan& p, bool blocked, bool constant_we
   const Dims pads_begin(a.pads_begin.begin(), a.pads_begin.end());
   const Dims pads_end(a.pads_end.begin(), a.pads_end.end());
   constexpr auto kInference = dnnl::prop_kind::forward_inference;
-  constexpr auto kDirect = dnnl::algorithm::convolution_direct;
+  const auto kDirect =
+      winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
 #if DNNL_VERSION_MAJOR >= 3
   return dnnl::convolution_forward::primitive_desc(cpu_engine(), kInference, kDirect, src, w, bias,
                                                    dst, strides, dilations, pads_begin, pads_end,
@@ -278,6 +281,21 @@ struct Choice {
 Choice choose_pd(const LinearPlan& p, ConvLayout layout, bool constant_weights,
                  const memory::desc* src_fixed = nullptr, const memory::desc* dst_fixed = nullptr,
                  bool bf16 = false) {
+  if (layout == ConvLayout::kWinograd) {
+    if (bf16 || !p.conv || !constant_weights)
+      throw Error("oneDNN's Winograd convolutions take float32 and constant weights only");
+    // src in Winograd's layout (a stored one reordered into it); dst, and full-shape
+    // operands with it, in a stored dst's layout or Winograd's own.
+    bool any_full = false;
+    for (const EpilogueOp& op : p.epilogue) any_full = any_full || is_full(p, op);
+    if (!any_full && !dst_fixed)
+      return {make_pd(p, true, constant_weights, nullptr, false, nullptr, false, true), false, {}};
+    const memory::desc dst =
+        dst_fixed ? *dst_fixed
+                  : make_pd(p, true, constant_weights, nullptr, true, nullptr, false, true)
+                        .query_md(dnnl::query::dst_md);
+    return {make_pd(p, true, constant_weights, &dst, false, nullptr, false, true), true, dst};
+  }
   if (bf16) {
     if (dst_fixed)
       return {make_pd(p, true, constant_weights, dst_fixed, false, nullptr, true), true,
@@ -572,6 +590,17 @@ bool onednn_supports(const PrimGraph& graph, const KernelDag& dag, const Candida
   }
 }
 
+bool onednn_winograd_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  const std::optional<LinearPlan> plan = onednn::plan_kernel(graph, dag, c, nullptr);
+  if (!plan || !plan->conv || !graph.constant(plan->weights_tensor)) return false;
+  try {
+    return !onednn::is_reference(
+        onednn::choose_pd(*plan, onednn::ConvLayout::kWinograd, true).pd);
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
 TensorLayouts onednn_native_layouts(const PrimGraph& graph, const KernelDag& dag,
                                     const Candidate& c) {
   const std::optional<LinearPlan> plan = onednn::plan_kernel(graph, dag, c, nullptr);
@@ -613,8 +642,9 @@ std::unique_ptr<CpuLibraryKernel> make_onednn_kernel(const PrimGraph& graph, con
                                                      const std::string& schedule) {
   const bool bf16 = has_bf16_suffix(schedule);
   const std::string base = bf16 ? schedule.substr(0, schedule.size() - strlen(kBf16)) : schedule;
-  const onednn::ConvLayout policy =
-      base == kOnednnBlocked ? onednn::ConvLayout::kBlocked : onednn::ConvLayout::kAuto;
+  const onednn::ConvLayout policy = base == kOnednnBlocked    ? onednn::ConvLayout::kBlocked
+                                    : base == kOnednnWinograd ? onednn::ConvLayout::kWinograd
+                                                              : onednn::ConvLayout::kAuto;
   return onednn::make_kernel(graph, dag, c, policy, nullptr, layouts, bf16);
 }
 

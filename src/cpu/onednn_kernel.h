@@ -14,8 +14,10 @@ namespace kora::onednn {
 
 // Convolution src/dst at the primitive: plain NCHW (kPlain), oneDNN's blocked layouts
 // with reorders at the kernel boundary (kBlocked), or whichever is faster for the shape
-// (kAuto, by blocked_is_faster). Matmuls always run on plain tensors.
-enum class ConvLayout { kAuto, kPlain, kBlocked };
+// (kAuto, by blocked_is_faster). kWinograd: oneDNN's Winograd algorithm, in the blocked
+// layouts it picks, reorders at the boundary (only where oneDNN offers it: 3x3, stride 1,
+// one group, eltwise post-ops; float32). Matmuls always run on plain tensors.
+enum class ConvLayout { kAuto, kPlain, kBlocked, kWinograd };
 
 bool blocked_is_faster(const LinearPlan& plan);
 

@@ -595,6 +595,9 @@ void add_library_kernels(const PrimGraph& graph, const ProfileOptions& options, 
       return make_onednn_kernel(graph, d, c, {}, kOnednnBlocked + bf16);
     });
   }
+  if (!job.native_only && !options.bf16 && onednn_winograd_supports(graph, d, c))
+    add(kOnednnWinograd,
+        [&graph, &d, &c]() { return make_onednn_kernel(graph, d, c, {}, kOnednnWinograd); });
   if (options.extra_kernels && !job.native_only)
     for (std::unique_ptr<CpuLibraryKernel>& k : options.extra_kernels(graph, d, c)) {
       Implementation impl;

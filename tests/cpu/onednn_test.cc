@@ -165,8 +165,11 @@ double relative_error(const PrimGraph& g, const KernelDag& dag, const Candidate&
 // accepted, or refused. Returns how many were accepted.
 // `native_count`, when given, counts the candidates checked in native layouts. bf16: the
 // kernels compute in bf16, within kBf16Tolerance; *largest gets the largest error seen.
+// Candidates oneDNN computes with Winograd (onednn_winograd_supports) are checked with
+// that algorithm too, and counted in `winograd_count` when given.
 int check_graph(PrimGraph g, const std::string& label, bool whole_accepted = true,
-                int* native_count = nullptr, bool bf16 = false, double* largest = nullptr) {
+                int* native_count = nullptr, bool bf16 = false, double* largest = nullptr,
+                int* winograd_count = nullptr) {
   const double tolerance = bf16 ? kBf16Tolerance : 1e-4;
   if (g.outputs.empty()) g.outputs = {g.prims.back().output()};
   const KernelDag dag = kernel_dag_of(g);
@@ -187,6 +190,14 @@ int check_graph(PrimGraph g, const std::string& label, bool whole_accepted = tru
       for (int v : c.members) members += g.prims[dag.prim[v]].name + " ";
       EXPECT_LT(e, tolerance) << label << ": candidate { " << members << "} with " << impl;
     }
+    if (!bf16 && onednn_winograd_supports(g, dag, c)) {
+      if (winograd_count) ++*winograd_count;
+      std::string impl, members;
+      for (int v : c.members) members += g.prims[dag.prim[v]].name + " ";
+      const double e = relative_error(g, dag, c, onednn::ConvLayout::kWinograd, rng, &impl);
+      EXPECT_LT(e, tolerance) << label << ": candidate { " << members << "} with " << impl;
+      EXPECT_NE(impl.find("wino"), std::string::npos) << label << ": " << impl;
+    }
     const TensorLayouts native = onednn_native_layouts(g, dag, c);
     if (native.empty()) continue;
     if (native_count) ++*native_count;
@@ -205,6 +216,36 @@ int check_graph(PrimGraph g, const std::string& label, bool whole_accepted = tru
   onednn::plan_kernel(g, dag, make_candidate(dag, all), &why);
   EXPECT_EQ(whole, whole_accepted) << label << ": the whole chain: " << why;
   return accepted;
+}
+
+// oneDNN's Winograd convolutions (kOnednnWinograd): offered for 3x3 stride-1 dense
+// convolutions with eltwise epilogues, within the float32 tolerance of the interpreter;
+// not offered for strided, 1x1 or grouped ones, nor in bf16.
+TEST(Onednn, WinogradConvolutionsMatchTheInterpreterWhereOffered) {
+  auto count = [](ConvAttrs a, const Shape& w, bool residual) {
+    Builder b;
+    const std::string x = b.input({1, 32, 14, 14});
+    std::string y = b.ew(S::kRelu, b.channel_bias(b.conv(x, b.constant(w), a)));
+    if (residual) y = b.ew(S::kAdd, y, b.input(b.shape(y)));
+    int winograd = 0;
+    check_graph(b.g, "winograd", true, nullptr, false, nullptr, &winograd);
+    return winograd;
+  };
+  const ConvAttrs pad1{1, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  if (count(pad1, {32, 32, 3, 3}, false) == 0)
+    GTEST_SKIP() << "this CPU's oneDNN offers no Winograd convolution (it needs AVX-512)";
+  EXPECT_EQ(count(pad1, {32, 32, 3, 3}, false), 3);  // conv, + bias, + relu
+  EXPECT_EQ(count(pad1, {32, 32, 3, 3}, true), 3);  // not with the residual add
+  EXPECT_EQ(count(ConvAttrs{1, {2, 2}, {1, 1}, {1, 1}, {1, 1}}, {32, 32, 3, 3}, false), 0);
+  EXPECT_EQ(count(ConvAttrs{}, {32, 32, 1, 1}, false), 0);
+  EXPECT_EQ(count(ConvAttrs{4, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, {32, 8, 3, 3}, false), 0);
+  Builder b;
+  b.conv(b.input({1, 32, 14, 14}), b.constant({32, 32, 3, 3}), pad1);
+  b.g.outputs = {b.g.prims.back().output()};
+  const KernelDag dag = kernel_dag_of(b.g);
+  EXPECT_THROW(onednn::make_kernel(b.g, dag, make_candidate(dag, {0}),
+                                   onednn::ConvLayout::kWinograd, nullptr, {}, true),
+               Error);
 }
 
 TEST(Onednn, ConvolutionsMatchTheInterpreter) {
