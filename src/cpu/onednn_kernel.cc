@@ -594,8 +594,7 @@ bool onednn_winograd_supports(const PrimGraph& graph, const KernelDag& dag, cons
   const std::optional<LinearPlan> plan = onednn::plan_kernel(graph, dag, c, nullptr);
   if (!plan || !plan->conv || !graph.constant(plan->weights_tensor)) return false;
   try {
-    return !onednn::is_reference(
-        onednn::choose_pd(*plan, onednn::ConvLayout::kWinograd, true).pd);
+    return !onednn::is_reference(onednn::choose_pd(*plan, onednn::ConvLayout::kWinograd, true).pd);
   } catch (const dnnl::error&) {
     return false;
   }

@@ -107,7 +107,11 @@ struct Job {
   double best_ms = 1e300;  // the fastest working implementation's
   // A oneDNN convolution's native layouts: measured as schedule kOnednnNative too.
   TensorLayouts native_layouts;
-  bool native_only = false;  // known to the database but for the native measurement
+  // Known to the database but for library schedules added since it was measured: only
+  // those are measured (missing_native: kOnednnNative and kOnednnBlocked;
+  // missing_winograd: kOnednnWinograd).
+  bool native_only = false;
+  bool missing_native = false, missing_winograd = false;
   // bf16: generated code's and the interpreter's records taken from the float32 device
   // (they compute the same there); only the oneDNN kernels are measured, in bf16.
   bool library_only = false;
@@ -540,9 +544,15 @@ std::vector<Job> unknown_jobs(const PrimGraph& graph, const ModelCandidates& can
     job.native_layouts = onednn_native_layouts(graph, *u.sub, c);
     if (db.known(summary.device, c.signature) && !again.count(c.signature)) {
       int native = 0;
-      for (const ProfileRecord& r : db.records(summary.device, c.signature))
+      bool winograd = false;
+      for (const ProfileRecord& r : db.records(summary.device, c.signature)) {
         native += r.schedule == kOnednnNative || r.schedule == kOnednnBlocked;
-      if (job.native_layouts.empty() || native == 2) {
+        winograd = winograd || r.schedule == kOnednnWinograd;
+      }
+      job.missing_native = !job.native_layouts.empty() && native < 2;
+      job.missing_winograd =
+          !winograd && !options.bf16 && onednn_winograd_supports(graph, *u.sub, c);
+      if (!job.missing_native && !job.missing_winograd) {
         ++summary.from_db;
         continue;
       }
@@ -587,7 +597,7 @@ void add_library_kernels(const PrimGraph& graph, const ProfileOptions& options, 
   if (!job.native_only && onednn_supports(graph, d, c))
     add("onednn",
         [&graph, &d, &c, bf16]() { return make_onednn_kernel(graph, d, c, {}, "onednn" + bf16); });
-  if (!job.native_layouts.empty()) {
+  if (!job.native_layouts.empty() && (!job.native_only || job.missing_native)) {
     add(kOnednnNative, [&graph, &d, &c, layouts = job.native_layouts, bf16]() {
       return make_onednn_kernel(graph, d, c, layouts, kOnednnNative + bf16);
     });
@@ -595,7 +605,8 @@ void add_library_kernels(const PrimGraph& graph, const ProfileOptions& options, 
       return make_onednn_kernel(graph, d, c, {}, kOnednnBlocked + bf16);
     });
   }
-  if (!job.native_only && !options.bf16 && onednn_winograd_supports(graph, d, c))
+  if (job.native_only ? job.missing_winograd
+                      : !options.bf16 && onednn_winograd_supports(graph, d, c))
     add(kOnednnWinograd,
         [&graph, &d, &c]() { return make_onednn_kernel(graph, d, c, {}, kOnednnWinograd); });
   if (options.extra_kernels && !job.native_only)

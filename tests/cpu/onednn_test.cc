@@ -235,7 +235,7 @@ TEST(Onednn, WinogradConvolutionsMatchTheInterpreterWhereOffered) {
   if (count(pad1, {32, 32, 3, 3}, false) == 0)
     GTEST_SKIP() << "this CPU's oneDNN offers no Winograd convolution (it needs AVX-512)";
   EXPECT_EQ(count(pad1, {32, 32, 3, 3}, false), 3);  // conv, + bias, + relu
-  EXPECT_EQ(count(pad1, {32, 32, 3, 3}, true), 3);  // not with the residual add
+  EXPECT_EQ(count(pad1, {32, 32, 3, 3}, true), 3);   // not with the residual add
   EXPECT_EQ(count(ConvAttrs{1, {2, 2}, {1, 1}, {1, 1}, {1, 1}}, {32, 32, 3, 3}, false), 0);
   EXPECT_EQ(count(ConvAttrs{}, {32, 32, 1, 1}, false), 0);
   EXPECT_EQ(count(ConvAttrs{4, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, {32, 8, 3, 3}, false), 0);

@@ -18,6 +18,7 @@
 
 #include "cpu/backend.h"
 #include "cpu/codegen.h"
+#include "cpu/library.h"
 #include "cpu/spinning_processes.h"
 #include "frontend/model_builder.h"
 #include "kora/cost.h"
@@ -129,7 +130,8 @@ TEST(ProfileModel, ASecondRunOnTheDatabaseWaitsAndReusesTheFirstsMeasurements) {
         const std::string device = cpu_backend_fingerprint(1, o.compile.compiler);
         std::vector<ProfileRecord> records;
         for (uint64_t sig : signatures(g))
-          for (const char* schedule : {"gen:default", kOnednnNative, kOnednnBlocked}) {
+          for (const char* schedule :
+               {"gen:default", kOnednnNative, kOnednnBlocked, kOnednnWinograd}) {
             ProfileRecord r;
             r.device = device, r.signature = sig, r.schedule = schedule, r.median_ms = 0.01;
             r.samples = 1;
@@ -202,6 +204,44 @@ TEST(ProfileModel, MeasurementsUnderAnotherFingerprintAreNotReused) {
   const ProfileSummary second = profile_model(g, *db, quick(dir));
   EXPECT_EQ(second.other_fingerprints, 0);
   EXPECT_EQ(second.measured, 0);
+}
+
+// A database measured before a library schedule existed (here: without its Winograd
+// records, as kora profile wrote them before oneDNN's Winograd convolutions were offered)
+// gets that schedule measured on the next run, and nothing else; a third run measures
+// nothing.
+TEST(ProfileModel, ALibraryScheduleAddedSinceTheDatabaseWasMeasuredIsMeasuredAlone) {
+  kora_test::TempDir dir;
+  const PrimGraph g = small_model(true);
+  ProfileDb full(dir.file("full.db"));
+  const ProfileSummary first = profile_model(g, full, quick(dir));
+  std::set<uint64_t> winograd;
+  int64_t others = 0;
+  ProfileDb older(dir.file("older.db"));
+  for (uint64_t sig : signatures(g))
+    for (const ProfileRecord& r : full.records(first.device, sig)) {
+      if (r.schedule == kOnednnWinograd) {
+        winograd.insert(sig);
+        continue;
+      }
+      older.put(r);
+      ++others;
+    }
+  if (winograd.empty()) GTEST_SKIP() << "this CPU's oneDNN offers no Winograd convolution";
+  const ProfileSummary second = profile_model(g, older, quick(dir));
+  EXPECT_EQ(second.measured, static_cast<int64_t>(winograd.size()));
+  EXPECT_EQ(second.from_db, first.kernels - second.measured);
+  int64_t after = 0;
+  for (uint64_t sig : signatures(g)) {
+    bool has = false;
+    for (const ProfileRecord& r : older.records(first.device, sig)) {
+      has = has || r.schedule == kOnednnWinograd;
+      after += r.schedule != kOnednnWinograd;
+    }
+    EXPECT_EQ(has, winograd.count(sig) == 1) << signature_hex(sig);
+  }
+  EXPECT_EQ(after, others);  // nothing else measured again
+  EXPECT_EQ(profile_model(g, older, quick(dir)).measured, 0);
 }
 
 // x -> Reshape (adds a unit axis) -> Relu: the candidates {relu} and {reshape, relu} have

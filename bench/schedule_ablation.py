@@ -1,0 +1,100 @@
+"""What one library schedule is worth to whole models: the numbers behind docs/benchmarks.md's
+"Winograd" table, for any schedule the profile database stores (onednn:winograd,
+onednn:native, ...).
+
+Per model, with one profile database per model in --out (profiled first if it is not
+there, `kora profile --threads N`):
+  1. a copy of the database without the schedule's records;
+  2. `kora compile --no-verify` from each (the solver's plan alone, so that the difference
+     is the schedule's, not the check on the clock's), `kora check` of each;
+  3. how many kernels of the plan use the schedule;
+  4. both artifacts timed in turn (`kora run --iters`, separate processes, ROUNDS rounds,
+     the order alternating), the median of the round medians.
+
+usage: python3 bench/schedule_ablation.py build/kora MODEL.onnx [MODEL.onnx ...]
+           --schedule onednn:winograd [--threads 2] [--rounds 5] [--iters 30]
+           [--out DIR] [--json FILE]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+    return r
+
+
+def latency(kora, art, iters):
+    out = run([kora, "run", art, "--iters", str(iters)]).stdout
+    return float(re.search(r"^median ([\d.]+) ms", out, re.M).group(1))
+
+
+def rel_l2(kora, art, model):
+    out = run([kora, "check", art, model]).stdout
+    return float(re.search(r"^max_rel_l2 (\S+)", out, re.M).group(1))
+
+
+def uses(art, schedule):
+    with open(os.path.join(art, "manifest.json")) as f:
+        manifest = json.load(f)
+    return sum(1 for k in manifest["kernels"] if k.get("schedule", "") == schedule)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("kora")
+    p.add_argument("models", nargs="+")
+    p.add_argument("--schedule", required=True)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--iters", type=int, default=30)
+    p.add_argument("--out", default="/tmp/kora-ablation")
+    p.add_argument("--json")
+    a = p.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    rows = {}
+    for model in a.models:
+        name = os.path.splitext(os.path.basename(model))[0]
+        db = os.path.join(a.out, name + ".db")
+        if not os.path.exists(db):
+            run([a.kora, "profile", model, "--db", db, "--threads", str(a.threads)])
+        without = os.path.join(a.out, name + "-without.db")
+        shutil.copy(db, without)
+        with sqlite3.connect(without) as c:
+            removed = c.execute("DELETE FROM profiles WHERE schedule = ?", (a.schedule,)).rowcount
+        arts = {}
+        for label, path in (("with", db), ("without", without)):
+            arts[label] = os.path.join(a.out, f"{name}-{label}")
+            run([a.kora, "compile", model, "--db", path, "--threads", str(a.threads),
+                 "--no-verify", "-o", arts[label]])
+        times = {"with": [], "without": []}
+        for r in range(a.rounds):
+            for label in (("with", "without") if r % 2 == 0 else ("without", "with")):
+                times[label].append(latency(a.kora, arts[label], a.iters))
+        row = {"records": removed, "kernels_using": uses(arts["with"], a.schedule)}
+        for label in ("with", "without"):
+            row[label + "_ms"] = statistics.median(times[label])
+            row[label + "_rounds"] = times[label]
+            row[label + "_rel_l2"] = rel_l2(a.kora, arts[label], model)
+        row["speedup"] = row["without_ms"] / row["with_ms"]
+        rows[name] = row
+        print(f"{name:28s} {removed:4d} records, {row['kernels_using']:3d} kernels use it: "
+              f"with {row['with_ms']:8.3f} ms, without {row['without_ms']:8.3f} ms, "
+              f"{row['speedup']:.3f}x (rel L2 {row['with_rel_l2']:.1e} / "
+              f"{row['without_rel_l2']:.1e})", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"schedule": a.schedule, "threads": a.threads, "rounds": a.rounds,
+                       "iters": a.iters, "models": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
