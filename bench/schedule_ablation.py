@@ -2,11 +2,12 @@
 "Winograd" table, for any schedule the profile database stores (onednn:winograd,
 onednn:native, ...).
 
-Per model, with one profile database per model in --out (profiled first if it is not
-there, `kora profile --threads N`):
+Per model, with one profile database per model in --out (`kora profile --threads N`
+first: it measures what the database lacks):
   1. a copy of the database without the schedule's records;
-  2. `kora compile --no-verify` from each (the solver's plan alone, so that the difference
-     is the schedule's, not the check on the clock's), `kora check` of each;
+  2. `kora compile --no-verify --no-measure` from each (the solver's plan alone, so that
+     the difference is the schedule's, not the check on the clock's; measuring nothing, or
+     the profile would measure the missing schedule again), `kora check` of each;
   3. how many kernels of the plan use the schedule;
   4. both artifacts timed in turn (`kora run --iters`, separate processes, ROUNDS rounds,
      the order alternating), the median of the round medians.
@@ -19,7 +20,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -64,17 +64,20 @@ def main():
     for model in a.models:
         name = os.path.splitext(os.path.basename(model))[0]
         db = os.path.join(a.out, name + ".db")
-        if not os.path.exists(db):
-            run([a.kora, "profile", model, "--db", db, "--threads", str(a.threads)])
+        # Measures what the database lacks (nothing when it is whole).
+        run([a.kora, "profile", model, "--db", db, "--threads", str(a.threads)])
         without = os.path.join(a.out, name + "-without.db")
-        shutil.copy(db, without)
-        with sqlite3.connect(without) as c:
+        if os.path.exists(without):
+            os.remove(without)
+        with sqlite3.connect(db) as src, sqlite3.connect(without) as c:
+            src.backup(c)  # with what a write-ahead log still holds
             removed = c.execute("DELETE FROM profiles WHERE schedule = ?", (a.schedule,)).rowcount
         arts = {}
         for label, path in (("with", db), ("without", without)):
             arts[label] = os.path.join(a.out, f"{name}-{label}")
+            # --no-measure: a compile that measures would fill the removed schedule in again.
             run([a.kora, "compile", model, "--db", path, "--threads", str(a.threads),
-                 "--no-verify", "-o", arts[label]])
+                 "--no-verify", "--no-measure", "-o", arts[label]])
         times = {"with": [], "without": []}
         for r in range(a.rounds):
             for label in (("with", "without") if r % 2 == 0 else ("without", "with")):

@@ -183,19 +183,35 @@ bool is_full(const LinearPlan& p, const EpilogueOp& op) {
   return op.binary && op.operand >= 0 && op.operand_dims == p.dst_dims;
 }
 
+// The epilogue op a Winograd convolution computes as oneDNN's sum post-op (its jit kernels
+// take no binary post-ops): the first residual add of a full-shape tensor, which the
+// kernel copies into the destination before the primitive accumulates onto it; -1 if none
+// or not Winograd.
+int sum_post_op(const LinearPlan& p, bool winograd) {
+  if (!winograd) return -1;
+  for (size_t i = 0; i < p.epilogue.size(); ++i)
+    if (is_full(p, p.epilogue[i]) && p.epilogue[i].op == EpilogueBinary::kAdd)
+      return static_cast<int>(i);
+  return -1;
+}
+
 // The primitive descriptor for a plan: src/dst plain or `any` (blocked), or src in layout
 // `*src_fixed`; weights `any` when constant (reordered once) else plain. Binary operands
 // of the full output shape are plain, or in layout `*full` (then dst is too), or left out
 // (skip_full). bf16: src and weights bfloat16 (a convolution's src `any`, a matmul's
 // plain), dst and post-op operands float32 as above. winograd: a convolution computed with
-// oneDNN's Winograd algorithm (throws where oneDNN does not offer it).
+// oneDNN's Winograd algorithm (throws where oneDNN does not offer it), a residual add as
+// the sum post-op (sum_post_op).
 dnnl::primitive_desc make_pd(const LinearPlan& p, bool blocked, bool constant_weights,
                              const memory::desc* full = nullptr, bool skip_full = false,
                              const memory::desc* src_fixed = nullptr, bool bf16 = false,
                              bool winograd = false) {
   dnnl::post_ops po;
+  const int sum = sum_post_op(p, winograd);
   for (const EpilogueOp& op : p.epilogue) {
-    if (!op.binary) {
+    if (&op - p.epilogue.data() == sum) {
+      po.append_sum(1.0f);
+    } else if (!op.binary) {
 #if DNNL_VERSION_MAJOR >= 3
       // 3.x made soft_relu's and hardswish's constants parameters (2.x ignored them).
       float alpha = op.alpha, beta = op.beta;
@@ -284,17 +300,9 @@ Choice choose_pd(const LinearPlan& p, ConvLayout layout, bool constant_weights,
   if (layout == ConvLayout::kWinograd) {
     if (bf16 || !p.conv || !constant_weights)
       throw Error("oneDNN's Winograd convolutions take float32 and constant weights only");
-    // src in Winograd's layout (a stored one reordered into it); dst, and full-shape
-    // operands with it, in a stored dst's layout or Winograd's own.
-    bool any_full = false;
-    for (const EpilogueOp& op : p.epilogue) any_full = any_full || is_full(p, op);
-    if (!any_full && !dst_fixed)
-      return {make_pd(p, true, constant_weights, nullptr, false, nullptr, false, true), false, {}};
-    const memory::desc dst =
-        dst_fixed ? *dst_fixed
-                  : make_pd(p, true, constant_weights, nullptr, true, nullptr, false, true)
-                        .query_md(dnnl::query::dst_md);
-    return {make_pd(p, true, constant_weights, &dst, false, nullptr, false, true), true, dst};
+    // src in Winograd's layout (a stored one reordered into it), dst in a stored dst's
+    // layout or Winograd's own; a residual add reads no operand in the primitive (sum).
+    return {make_pd(p, true, constant_weights, dst_fixed, false, nullptr, false, true), false, {}};
   }
   if (bf16) {
     if (dst_fixed)
@@ -364,7 +372,8 @@ class OnednnKernel : public CpuLibraryKernel {
     for (size_t i = 0; i < plan_.epilogue.size(); ++i)
       if (is_full(plan_, plan_.epilogue[i])) {
         operand_stored[i] = stored(reads.at(plan_.epilogue[i].operand), plan_.dst_dims);
-        if (operand_stored[i] && !dst_fixed) dst_fixed = operand_stored[i];
+        if (operand_stored[i] && !dst_fixed && layout != ConvLayout::kWinograd)
+          dst_fixed = operand_stored[i];
       }
     const Tensor* weights = graph.constant(plan_.weights_tensor);
     const Choice choice =
@@ -433,8 +442,16 @@ class OnednnKernel : public CpuLibraryKernel {
       bound_.push_back({plan_.bias, b});
     }
     scalars_ = std::make_unique<float[]>(plan_.epilogue.size());
+    const int sum = sum_post_op(plan_, layout == ConvLayout::kWinograd);
     for (size_t i = 0; i < plan_.epilogue.size(); ++i) {
       const EpilogueOp& op = plan_.epilogue[i];
+      if (static_cast<int>(i) == sum) {  // the residual copied into dst, accumulated onto
+        memory m(operand_stored[i] ? *operand_stored[i] : plain(op.operand_dims), eng,
+                 DNNL_MEMORY_NONE);
+        bound_.push_back({op.operand, m});
+        operand_reorders_.push_back({dnnl::reorder(m, dst_), m, dst_});
+        continue;
+      }
       if (!op.binary) continue;
       const int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1;
       if (op.operand < 0) {

@@ -219,26 +219,38 @@ int check_graph(PrimGraph g, const std::string& label, bool whole_accepted = tru
 }
 
 // oneDNN's Winograd convolutions (kOnednnWinograd): offered for 3x3 stride-1 dense
-// convolutions with eltwise epilogues, within the float32 tolerance of the interpreter;
-// not offered for strided, 1x1 or grouped ones, nor in bf16.
+// convolutions with eltwise epilogues and a residual add (the sum post-op), within the
+// float32 tolerance of the interpreter; not offered for strided, 1x1 or grouped ones, nor
+// in bf16.
 TEST(Onednn, WinogradConvolutionsMatchTheInterpreterWhereOffered) {
-  auto count = [](ConvAttrs a, const Shape& w, bool residual) {
+  // residual 1: relu(conv + bias) + r; 2: relu(conv + bias + r), a basic block's end.
+  // How many candidates Winograd takes (each checked against the interpreter), and
+  // whether it takes the whole chain.
+  auto winograd = [](ConvAttrs a, const Shape& w, int residual = 0) {
     Builder b;
     const std::string x = b.input({1, 32, 14, 14});
-    std::string y = b.ew(S::kRelu, b.channel_bias(b.conv(x, b.constant(w), a)));
-    if (residual) y = b.ew(S::kAdd, y, b.input(b.shape(y)));
-    int winograd = 0;
-    check_graph(b.g, "winograd", true, nullptr, false, nullptr, &winograd);
-    return winograd;
+    std::string y = b.channel_bias(b.conv(x, b.constant(w), a));
+    if (residual == 2) y = b.ew(S::kAdd, b.input(b.shape(y)), y);
+    y = b.ew(S::kRelu, y);
+    if (residual == 1) y = b.ew(S::kAdd, y, b.input(b.shape(y)));
+    b.g.outputs = {y};
+    int count = 0;
+    check_graph(b.g, "winograd", true, nullptr, false, nullptr, &count);
+    const KernelDag dag = kernel_dag_of(b.g);
+    std::vector<int> all(dag.size());
+    for (int v = 0; v < dag.size(); ++v) all[v] = v;
+    return std::make_pair(count, onednn_winograd_supports(b.g, dag, make_candidate(dag, all)));
   };
   const ConvAttrs pad1{1, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
-  if (count(pad1, {32, 32, 3, 3}, false) == 0)
+  if (winograd(pad1, {32, 32, 3, 3}).first == 0)
     GTEST_SKIP() << "this CPU's oneDNN offers no Winograd convolution (it needs AVX-512)";
-  EXPECT_EQ(count(pad1, {32, 32, 3, 3}, false), 3);  // conv, + bias, + relu
-  EXPECT_EQ(count(pad1, {32, 32, 3, 3}, true), 3);   // not with the residual add
-  EXPECT_EQ(count(ConvAttrs{1, {2, 2}, {1, 1}, {1, 1}, {1, 1}}, {32, 32, 3, 3}, false), 0);
-  EXPECT_EQ(count(ConvAttrs{}, {32, 32, 1, 1}, false), 0);
-  EXPECT_EQ(count(ConvAttrs{4, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, {32, 8, 3, 3}, false), 0);
+  EXPECT_TRUE(winograd(pad1, {32, 32, 3, 3}).second);  // conv + bias + relu
+  // The residual add as the sum post-op, after or before the relu.
+  EXPECT_TRUE(winograd(pad1, {32, 32, 3, 3}, 1).second);
+  EXPECT_TRUE(winograd(pad1, {32, 32, 3, 3}, 2).second);
+  EXPECT_EQ(winograd(ConvAttrs{1, {2, 2}, {1, 1}, {1, 1}, {1, 1}}, {32, 32, 3, 3}).first, 0);
+  EXPECT_EQ(winograd(ConvAttrs{}, {32, 32, 1, 1}).first, 0);
+  EXPECT_EQ(winograd(ConvAttrs{4, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, {32, 8, 3, 3}).first, 0);
   Builder b;
   b.conv(b.input({1, 32, 14, 14}), b.constant({32, 32, 3, 3}), pad1);
   b.g.outputs = {b.g.prims.back().output()};
