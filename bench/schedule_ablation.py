@@ -93,10 +93,10 @@ def main():
               f"with {row['with_ms']:8.3f} ms, without {row['without_ms']:8.3f} ms, "
               f"{row['speedup']:.3f}x (rel L2 {row['with_rel_l2']:.1e} / "
               f"{row['without_rel_l2']:.1e})", flush=True)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"schedule": a.schedule, "threads": a.threads, "rounds": a.rounds,
-                       "iters": a.iters, "models": rows}, f, indent=1)
+        if a.json:  # after every model: a run cut short keeps what it finished
+            with open(a.json, "w") as f:
+                json.dump({"schedule": a.schedule, "threads": a.threads, "rounds": a.rounds,
+                           "iters": a.iters, "models": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
