@@ -557,6 +557,7 @@ std::vector<Job> unknown_jobs(const PrimGraph& graph, const ModelCandidates& can
         continue;
       }
       job.native_only = true;
+      ++summary.library_filled;
     } else if (options.bf16) {
       std::vector<ProfileRecord> reused;
       for (ProfileRecord r : db.records(float32_device, c.signature))
@@ -745,6 +746,9 @@ std::string format_profile_summary(const ProfileSummary& s) {
   if (s.reused_float32)
     os << s.reused_float32 << " with generated code measured in float32 (its oneDNN kernels "
        << "measured in bf16), ";
+  if (s.library_filled)
+    os << s.library_filled << " measured only for library schedules the database lacked "
+       << "(native layouts, Winograd), ";
   if (s.not_needed) os << s.not_needed << " not needed, ";
   os << s.failures.size() << " implementations failed\n";
   os << s.implementations << " implementations measured";
@@ -777,6 +781,7 @@ std::string profile_summary_json(const ProfileSummary& s) {
   j["not_needed"] = s.not_needed;
   j["measured"] = s.measured;
   j["reused_float32"] = s.reused_float32;
+  j["library_filled"] = s.library_filled;
   j["implementations"] = s.implementations;
   j["interpreter_only"] = s.interpreter_only;
   j["searched"] = s.searched;

@@ -87,11 +87,14 @@ struct ProfileFailure {
 
 struct ProfileSummary {
   std::string device;
-  int64_t kernels = 0;           // unique signatures in the graph
-  int64_t from_db = 0;           // already known for the device: not measured
-  int64_t not_needed = 0;        // not asked for (ProfileOptions::only)
-  int64_t measured = 0;          // kernels measured now
-  int64_t reused_float32 = 0;    // bf16: generated code's records taken from float32
+  int64_t kernels = 0;         // unique signatures in the graph
+  int64_t from_db = 0;         // already known for the device: not measured
+  int64_t not_needed = 0;      // not asked for (ProfileOptions::only)
+  int64_t measured = 0;        // kernels measured now
+  int64_t reused_float32 = 0;  // bf16: generated code's records taken from float32
+  // Of `measured`: known to the database, measured only for the library schedules it
+  // lacked (added to kora since: native layouts, Winograd).
+  int64_t library_filled = 0;
   int64_t implementations = 0;   // implementations measured now (all schedules)
   int64_t interpreter_only = 0;  // kernels whose only working implementation is the interpreter
   int64_t searched = 0;          // kernels whose other schedules were measured too

@@ -230,6 +230,9 @@ TEST(ProfileModel, ALibraryScheduleAddedSinceTheDatabaseWasMeasuredIsMeasuredAlo
   if (winograd.empty()) GTEST_SKIP() << "this CPU's oneDNN offers no Winograd convolution";
   const ProfileSummary second = profile_model(g, older, quick(dir));
   EXPECT_EQ(second.measured, static_cast<int64_t>(winograd.size()));
+  EXPECT_EQ(second.library_filled, second.measured);
+  EXPECT_NE(format_profile_summary(second).find("measured only for library schedules"),
+            std::string::npos);
   EXPECT_EQ(second.from_db, first.kernels - second.measured);
   int64_t after = 0;
   for (uint64_t sig : signatures(g)) {
