@@ -22,19 +22,10 @@ import os
 import re
 import sqlite3
 import statistics
-import subprocess
+import sys
 
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
-    return r
-
-
-def latency(kora, art, iters):
-    out = run([kora, "run", art, "--iters", str(iters)]).stdout
-    return float(re.search(r"^median ([\d.]+) ms", out, re.M).group(1))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plan_check import latency, run  # noqa: E402  (kora's commands, its run timing)
 
 
 def rel_l2(kora, art, model):
