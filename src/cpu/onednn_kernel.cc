@@ -260,14 +260,14 @@ dnnl::primitive_desc make_pd(const LinearPlan& p, bool blocked, bool constant_we
   const Dims pads_begin(a.pads_begin.begin(), a.pads_begin.end());
   const Dims pads_end(a.pads_end.begin(), a.pads_end.end());
   constexpr auto kInference = dnnl::prop_kind::forward_inference;
-  const auto kDirect =
+  const auto algorithm =
       winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
 #if DNNL_VERSION_MAJOR >= 3
-  return dnnl::convolution_forward::primitive_desc(cpu_engine(), kInference, kDirect, src, w, bias,
-                                                   dst, strides, dilations, pads_begin, pads_end,
-                                                   attr);
+  return dnnl::convolution_forward::primitive_desc(cpu_engine(), kInference, algorithm, src, w,
+                                                   bias, dst, strides, dilations, pads_begin,
+                                                   pads_end, attr);
 #else
-  const dnnl::convolution_forward::desc d(kInference, kDirect, src, w, bias, dst, strides,
+  const dnnl::convolution_forward::desc d(kInference, algorithm, src, w, bias, dst, strides,
                                           dilations, pads_begin, pads_end);
   return dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
 #endif
