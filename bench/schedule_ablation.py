@@ -14,12 +14,13 @@ first: it measures what the database lacks):
 
 usage: python3 bench/schedule_ablation.py build/kora MODEL.onnx [MODEL.onnx ...]
            --schedule onednn:winograd [--threads 2] [--rounds 5] [--iters 30]
-           [--out DIR] [--json FILE]
+           [--out DIR] [--json FILE] [--kora-args '--max-kernel-size 3']
 """
 import argparse
 import json
 import os
 import re
+import shlex
 import sqlite3
 import statistics
 import sys
@@ -49,14 +50,17 @@ def main():
     p.add_argument("--iters", type=int, default=30)
     p.add_argument("--out", default="/tmp/kora-ablation")
     p.add_argument("--json")
+    p.add_argument("--kora-args", default="",
+                   help="more options for kora profile and compile, e.g. '--max-kernel-size 3'")
     a = p.parse_args()
+    extra = shlex.split(a.kora_args)
     os.makedirs(a.out, exist_ok=True)
     rows = {}
     for model in a.models:
         name = os.path.splitext(os.path.basename(model))[0]
         db = os.path.join(a.out, name + ".db")
         # Measures what the database lacks (nothing when it is whole).
-        run([a.kora, "profile", model, "--db", db, "--threads", str(a.threads)])
+        run([a.kora, "profile", model, "--db", db, "--threads", str(a.threads)] + extra)
         without = os.path.join(a.out, name + "-without.db")
         if os.path.exists(without):
             os.remove(without)
@@ -68,7 +72,7 @@ def main():
             arts[label] = os.path.join(a.out, f"{name}-{label}")
             # --no-measure: a compile that measures would fill the removed schedule in again.
             run([a.kora, "compile", model, "--db", path, "--threads", str(a.threads),
-                 "--no-verify", "--no-measure", "-o", arts[label]])
+                 "--no-verify", "--no-measure", "-o", arts[label]] + extra)
         times = {"with": [], "without": []}
         for r in range(a.rounds):
             for label in (("with", "without") if r % 2 == 0 else ("without", "with")):
