@@ -110,8 +110,8 @@ struct Job {
   // Known to the database but for library schedules added since it was measured: only
   // those are measured (missing_native: kOnednnNative and kOnednnBlocked;
   // missing_winograd: kOnednnWinograd).
-  bool native_only = false;
   bool missing_native = false, missing_winograd = false;
+  bool fill_in() const { return missing_native || missing_winograd; }
   // bf16: generated code's and the interpreter's records taken from the float32 device
   // (they compute the same there); only the oneDNN kernels are measured, in bf16.
   bool library_only = false;
@@ -556,7 +556,6 @@ std::vector<Job> unknown_jobs(const PrimGraph& graph, const ModelCandidates& can
         ++summary.from_db;
         continue;
       }
-      job.native_only = true;
       ++summary.library_filled;
     } else if (options.bf16) {
       std::vector<ProfileRecord> reused;
@@ -595,10 +594,10 @@ void add_library_kernels(const PrimGraph& graph, const ProfileOptions& options, 
   // bf16: the same kernels computing in bf16, stored under their float32 names (the bf16
   // device's records are all bf16).
   const std::string bf16 = options.bf16 ? kBf16 : "";
-  if (!job.native_only && onednn_supports(graph, d, c))
+  if (!job.fill_in() && onednn_supports(graph, d, c))
     add("onednn",
         [&graph, &d, &c, bf16]() { return make_onednn_kernel(graph, d, c, {}, "onednn" + bf16); });
-  if (!job.native_layouts.empty() && (!job.native_only || job.missing_native)) {
+  if (!job.native_layouts.empty() && (!job.fill_in() || job.missing_native)) {
     add(kOnednnNative, [&graph, &d, &c, layouts = job.native_layouts, bf16]() {
       return make_onednn_kernel(graph, d, c, layouts, kOnednnNative + bf16);
     });
@@ -606,11 +605,10 @@ void add_library_kernels(const PrimGraph& graph, const ProfileOptions& options, 
       return make_onednn_kernel(graph, d, c, {}, kOnednnBlocked + bf16);
     });
   }
-  if (job.native_only ? job.missing_winograd
-                      : !options.bf16 && onednn_winograd_supports(graph, d, c))
+  if (job.fill_in() ? job.missing_winograd : !options.bf16 && onednn_winograd_supports(graph, d, c))
     add(kOnednnWinograd,
         [&graph, &d, &c]() { return make_onednn_kernel(graph, d, c, {}, kOnednnWinograd); });
-  if (options.extra_kernels && !job.native_only)
+  if (options.extra_kernels && !job.fill_in())
     for (std::unique_ptr<CpuLibraryKernel>& k : options.extra_kernels(graph, d, c)) {
       Implementation impl;
       impl.schedule = k->schedule();
@@ -625,7 +623,7 @@ void first_round(const PrimGraph& graph, std::vector<Job>& jobs, const ProfileOp
                  Measurer& measurer, ProfileSummary& summary) {
   auto stage = std::chrono::steady_clock::now();
   for (Job& job : jobs) {
-    if (!job.native_only && !job.library_only &&
+    if (!job.fill_in() && !job.library_only &&
         cpu_codegen_supports(graph, *job.dag, *job.candidate)) {
       job.schedules = cpu_schedule_space(graph, *job.dag, *job.candidate);
       job.default_schedule = "gen:" + job.schedules[0].key();

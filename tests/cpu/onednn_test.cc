@@ -182,18 +182,17 @@ int check_graph(PrimGraph g, const std::string& label, bool whole_accepted = tru
     if (!onednn_supports(g, dag, c)) continue;
     ++accepted;
     whole = whole || static_cast<int>(c.members.size()) == dag.size();
+    std::string members;
+    for (int v : c.members) members += g.prims[dag.prim[v]].name + " ";
     for (auto layout : {onednn::ConvLayout::kPlain, onednn::ConvLayout::kBlocked}) {
       std::string impl;
       const double e = relative_error(g, dag, c, layout, rng, &impl, nullptr, bf16);
       if (largest) *largest = std::max(*largest, e);
-      std::string members;
-      for (int v : c.members) members += g.prims[dag.prim[v]].name + " ";
       EXPECT_LT(e, tolerance) << label << ": candidate { " << members << "} with " << impl;
     }
     if (!bf16 && onednn_winograd_supports(g, dag, c)) {
       if (winograd_count) ++*winograd_count;
-      std::string impl, members;
-      for (int v : c.members) members += g.prims[dag.prim[v]].name + " ";
+      std::string impl;
       const double e = relative_error(g, dag, c, onednn::ConvLayout::kWinograd, rng, &impl);
       EXPECT_LT(e, tolerance) << label << ": candidate { " << members << "} with " << impl;
       EXPECT_NE(impl.find("wino"), std::string::npos) << label << ": " << impl;
@@ -201,8 +200,7 @@ int check_graph(PrimGraph g, const std::string& label, bool whole_accepted = tru
     const TensorLayouts native = onednn_native_layouts(g, dag, c);
     if (native.empty()) continue;
     if (native_count) ++*native_count;
-    std::string impl, members, layouts;
-    for (int v : c.members) members += g.prims[dag.prim[v]].name + " ";
+    std::string impl, layouts;
     for (const auto& [t, l] : native) layouts += t + ":" + l + " ";
     const double e =
         relative_error(g, dag, c, onednn::ConvLayout::kAuto, rng, &impl, &native, bf16);
