@@ -73,6 +73,7 @@ struct OnDemandReport {
   int rounds = 0;          // solves
   int64_t candidates = 0;  // unique candidate kernels of the graph
   int64_t measured = 0;    // kernels measured by the rounds
+  int64_t searched = 0;    // of them, kernels of a plan whose other schedules were measured
   int64_t failed = 0;      // implementations stored as failed
   int64_t at_bound = 0;    // kernels of the plan not measured (0 unless out of rounds)
   // The plan's cost and the lower bound of every plan's (the solve at lower bounds):

@@ -212,6 +212,9 @@ class ProfileDbCost : public TableCost {
   // at the fallback's cost (layout_cost): with a lower bound as the fallback, the costs
   // then stay a relaxation of what measuring them would give (measure on demand).
   void offer_native_at_fallback() { native_at_fallback_ = true; }
+  // Measure on demand: measured kernels cost at most what measuring the rest of their
+  // implementations may give (Target::unexplored_costs; the overhead between kernels added).
+  void offer_unexplored(const std::map<uint64_t, double>& ms);
   // Kernels whose cost is their time inside running plans.
   int64_t in_plan() const { return in_plan_; }
   // Whether the kernel's cost is a measurement taken while other processes used the CPU

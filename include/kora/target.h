@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -62,6 +63,7 @@ struct ProfileReport {
   int64_t measured = 0;  // implementations or kernels measured now
   int64_t from_db = 0;   // known before
   int64_t failed = 0;    // implementations stored as failed
+  int64_t searched = 0;  // kernels whose other schedules were measured now
   double seconds = 0;
   std::string text;  // the target's summary, several lines
   std::string json;  // the same as a JSON object
@@ -76,6 +78,10 @@ struct TargetProfileOptions {
   // Measure only these kernels (by signature; measure on demand), or, without, every
   // candidate the database lacks.
   std::optional<std::set<uint64_t>> only;
+  // Measure on demand: the kernels measured now get no schedule search; the known kernels
+  // of `only` with one pending (unexplored_costs) get theirs. Ignored by targets without
+  // a schedule search.
+  bool defer_search = false;
 };
 
 struct TargetEmitOptions {
@@ -110,6 +116,16 @@ class Target {
   virtual std::unique_ptr<CostModel> typical_cost(ProfileDb& db, const std::string& device) {
     (void)db, (void)device;
     return nullptr;
+  }
+  // Measure on demand: kernels measured, but not yet every implementation a full profile
+  // measures (the CPU's schedule search, deferred: TargetProfileOptions::defer_search),
+  // each with what it may cost once they are measured too (optimistic). A plan that takes
+  // one at that cost has it measured further. Empty: every measured kernel's cost is final.
+  virtual std::map<uint64_t, double> unexplored_costs(const PrimGraph& graph,
+                                                      const ModelCandidates& candidates,
+                                                      ProfileDb& db, const std::string& device) {
+    (void)graph, (void)candidates, (void)db, (void)device;
+    return {};
   }
   // < 0: a kernel whose implementations all failed costs what the fallback says.
   virtual double failure_penalty_ms() const { return -1; }

@@ -3,6 +3,8 @@
 // the fastest non-failed schedule measured alone on the device on plain tensors, read
 // into the table that TableCost looks candidates up in; the native-layout records of
 // oneDNN convolutions for their layout costs.
+#include <algorithm>
+
 #include "cpu/library.h"
 #include "kora/cost.h"
 #include "kora/error.h"
@@ -37,6 +39,12 @@ ProfileDbCost::ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string de
 
 void ProfileDbCost::penalize_failed(double ms) {
   for (uint64_t signature : db_->failed_only(device_)) table_.emplace(signature, ms);
+}
+
+void ProfileDbCost::offer_unexplored(const std::map<uint64_t, double>& ms) {
+  for (const auto& [signature, cost] : ms)
+    if (auto it = table_.find(signature); it != table_.end())
+      it->second = std::min(it->second, cost + overhead_);
 }
 
 LayoutCost ProfileDbCost::layout_cost(const PrimGraph& graph, const KernelDag& dag,

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -31,6 +32,7 @@
 #include "cpu/library.h"
 #include "cpu/measure.h"
 #include "kora/candidates.h"
+#include "kora/orchestration.h"
 #include "kora/partition.h"
 #include "kora/primitive.h"
 
@@ -71,6 +73,9 @@ struct ProfileOptions {
   // Measure only these kernels (by signature; measure on demand, src/driver/
   // measure_on_demand.h); the other candidates are counted as not needed.
   std::optional<std::set<uint64_t>> only;
+  // Measure on demand: the kernels measured now get no schedule search; the known kernels
+  // of `only` whose search is pending (unexplored_schedule_costs) get theirs.
+  bool defer_search = false;
   std::ostream* progress = nullptr;  // progress lines and failures, when set
   bool terminal = false;             // progress as one rewritten line
   // More implementations per kernel, checked and measured like the others (plug-in
@@ -114,6 +119,17 @@ struct ProfileSummary {
   // (another machine, thread count, compiler, oneDNN or kora revision), none reused.
   int64_t other_fingerprints = 0;
 };
+
+// Measure on demand (ProfileOptions::defer_search): the graph's kernels measured on
+// `device` whose schedule search is still to run (the default schedule measured and no
+// other, and the search's rules pick them), each with what it may cost after the search:
+// the default's time times the gain of the kernels searched so far (a low quantile, so
+// that a kernel the search could make the best is tried), at most its best so far.
+std::map<uint64_t, double> unexplored_schedule_costs(const PrimGraph& graph,
+                                                     const ModelCandidates& candidates,
+                                                     const ProfileDb& db,
+                                                     const std::string& device,
+                                                     const ProfileOptions& options = {});
 
 // The device fingerprint is cpu_backend_fingerprint(threads).
 ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db,

@@ -43,6 +43,12 @@ std::unique_ptr<CostModel> CpuTarget::typical_cost(ProfileDb& db, const std::str
   return std::make_unique<LowerBoundCost>(peaks(db, device), true);
 }
 
+std::map<uint64_t, double> CpuTarget::unexplored_costs(const PrimGraph& graph,
+                                                       const ModelCandidates& candidates,
+                                                       ProfileDb& db, const std::string& device) {
+  return unexplored_schedule_costs(graph, candidates, db, device);
+}
+
 ProfileReport CpuTarget::profile(const PrimGraph& graph, ProfileDb& db,
                                  const TargetProfileOptions& options) {
   ProfileOptions p;
@@ -58,12 +64,14 @@ ProfileReport CpuTarget::profile(const PrimGraph& graph, ProfileDb& db,
   p.progress = options.progress;
   p.terminal = options.terminal;
   p.only = options.only;
+  p.defer_search = options.defer_search;
   const ProfileSummary s = profile_model(graph, db, p);
   ProfileReport r;
   r.device = s.device;
   r.kernels = s.kernels;
   r.measured = s.measured;
   r.from_db = s.from_db;
+  r.searched = s.searched;
   r.failed = static_cast<int64_t>(s.failures.size());
   r.seconds = s.total_seconds;
   r.text = format_profile_summary(s);

@@ -22,6 +22,9 @@ class CpuTarget : public Target {
   // LowerBoundCost at the machine's peaks (src/cpu/machine_peaks.h), measured once.
   std::unique_ptr<CostModel> lower_bound(ProfileDb& db, const std::string& device) override;
   std::unique_ptr<CostModel> typical_cost(ProfileDb& db, const std::string& device) override;
+  std::map<uint64_t, double> unexplored_costs(const PrimGraph& graph,
+                                              const ModelCandidates& candidates, ProfileDb& db,
+                                              const std::string& device) override;
   bool measures_here() const override { return true; }
   ProfileReport profile(const PrimGraph& graph, ProfileDb& db,
                         const TargetProfileOptions& options) override;

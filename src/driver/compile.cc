@@ -113,7 +113,8 @@ ProfileReport profile_for(const PrimGraph& graph, Target& target, ProfileDb& db,
 }
 
 ProfileReport measure_candidates(const PrimGraph& graph, Target& target, ProfileDb& db,
-                                 const CompileOptions& options, const std::set<uint64_t>* only) {
+                                 const CompileOptions& options, const std::set<uint64_t>* only,
+                                 ScheduleSearch search) {
   TargetProfileOptions p;
   p.candidates = options.orchestration.candidates;
   p.partition = options.orchestration.partition;
@@ -121,6 +122,7 @@ ProfileReport measure_candidates(const PrimGraph& graph, Target& target, Profile
   p.progress = options.progress;
   p.terminal = options.terminal;
   if (only) p.only = *only;
+  p.defer_search = search == ScheduleSearch::kDeferred;
   return target.profile(graph, db, p);
 }
 

@@ -8,6 +8,10 @@
 //      again until none is left. The prediction is lowered by options.on_demand_caution
 //      spreads of the similar kernels' ratios, so that kernels that may beat their
 //      prediction are measured too.
+//      Measuring a kernel measures its default implementations; what a full profile
+//      measures beyond them (the CPU's schedule search) is deferred: such a kernel costs
+//      what the rest may give (Target::unexplored_costs, optimistic) and, when a plan
+//      takes it, is measured further in the same round as the plan's other kernels.
 //   2. Proved: kernels not measured cost their lower bound (Target::lower_bound: no
 //      implementation of them is faster), so that solve's cost bounds every plan's cost
 //      from below (measuring only raises a bound to the kernel's cost). If it is within
@@ -71,10 +75,14 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
     std::unique_ptr<CostModel> fallback = bound ? target.lower_bound(*db, device) : predicted();
     SolvedPlan s;
     s.costs = target_costs(target, db, nullptr, std::move(fallback));
+    const std::map<uint64_t, double> unexplored =
+        target.unexplored_costs(graph, candidates, *db, device);
+    s.costs->offer_unexplored(unexplored);
     s.plan = orchestrate_for(graph, target, *s.costs, options);
     missing.clear();
     for (const ChosenKernel& k : s.plan.kernels)
-      if (!s.costs->measured(k.signature)) missing.insert(k.signature);
+      if (!s.costs->measured(k.signature) || unexplored.count(k.signature))
+        missing.insert(k.signature);
     report.solve_seconds += seconds_since(start);
     ++report.rounds;
     return s;
@@ -82,14 +90,17 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
   auto measure = [&](const std::set<uint64_t>& missing, const SolvedPlan& s, const char* what) {
     line("measure on demand, solve " + std::to_string(report.rounds) + ": " + what + " plan of " +
          std::to_string(s.plan.kernels.size()) + " kernels, " + fixed(s.plan.total_cost_ms, 3) +
-         " ms with " + std::to_string(missing.size()) + " not measured: measuring them");
+         " ms with " + std::to_string(missing.size()) +
+         " not measured (or not yet searched): measuring them");
     const auto start = std::chrono::steady_clock::now();
-    const ProfileReport r = measure_candidates(graph, target, *db, options, &missing);
+    const ProfileReport r =
+        measure_candidates(graph, target, *db, options, &missing, ScheduleSearch::kDeferred);
     report.profile_seconds += seconds_since(start);
     report.candidates = r.kernels;
     report.measured += r.measured;
+    report.searched += r.searched;
     report.failed += r.failed;
-    return r.measured > 0;  // none of them can be measured here: stop, not loop
+    return r.measured + r.searched > 0;  // none of them can be measured here: stop, not loop
   };
   auto rounds_left = [&] { return report.rounds < options.on_demand_rounds; };
 

@@ -29,6 +29,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The solves a re-solve of the check measures on demand with, at most.
+constexpr int kCheckOnDemandRounds = 4;
+
 // A plan's identity: its kernels (primitive sets, native or not, step and threads of a
 // parallel schedule), in any order.
 std::vector<std::tuple<std::vector<int>, bool, int, int>> plan_key(
@@ -252,9 +255,12 @@ PlanCheckResult check_plans_on_the_clock(const PrimGraph& graph, Target& target,
   };
   // The optimal plan at the costs the database holds now: measured on demand where the
   // first was (its kernels measured first), else at the target's costs.
-  auto solve_again = [&](const CompileOptions& o) {
+  // Measuring on demand here takes a few solves at most: the clock judges the plan, and
+  // kernels it holds that are still not measured run as the writer chooses them.
+  auto solve_again = [&](CompileOptions o) {
     if (o.on_demand && target.lower_bound(*db, device)) {
       OnDemandReport again;
+      o.on_demand_rounds = std::min(o.on_demand_rounds, kCheckOnDemandRounds);
       return solve_on_demand(graph, target, db, o, again).plan;
     }
     const std::unique_ptr<ProfileDbCost> costs = target_costs(target, db);
@@ -287,10 +293,15 @@ PlanCheckResult check_plans_on_the_clock(const PrimGraph& graph, Target& target,
     feed_back(batch, *db, device);
 
     // Later rounds: re-solved at the in-plan costs, timed in turn with the fastest so far.
+    // After the final window only its plans are compared: the others' times are older,
+    // from before the machine may have slowed down or sped up.
+    std::vector<Entry*> finalists;
     auto fastest = [&]() -> Entry* {
       Entry* best = nullptr;
       for (const auto& e : entries)
         if (e->session && e->check.error.empty() && e->check.measured_ms > 0 &&
+            (finalists.empty() ||
+             std::find(finalists.begin(), finalists.end(), e.get()) != finalists.end()) &&
             (!best || e->check.measured_ms < best->check.measured_ms))
           best = e.get();
       return best;
@@ -307,6 +318,9 @@ PlanCheckResult check_plans_on_the_clock(const PrimGraph& graph, Target& target,
       time_in_turn(pair);
       report(options, "check on the clock, round " + std::to_string(round), pair);
       feed_back(pair, *db, device);
+      // A re-solved plan no faster than the incumbent: the costs fed back did not find a
+      // better one, and another round is unlikely to (each costs a solve and an artifact).
+      if (!e->session || e->check.measured_ms >= incumbent->check.measured_ms) break;
     }
 
     // The parallel schedule of the fastest plan (options.schedule, cpu): its kernels timed
@@ -340,14 +354,15 @@ PlanCheckResult check_plans_on_the_clock(const PrimGraph& graph, Target& target,
     // The decision: the plans within 10% of the fastest, timed in turn once more in one
     // window, so that drift between rounds does not decide.
     if (Entry* leader = fastest()) {
-      std::vector<Entry*> finalists;
+      std::vector<Entry*> close;
       for (const auto& e : entries)
         if (e->session && e->check.error.empty() && e->check.measured_ms > 0 &&
             e->check.measured_ms <= 1.1 * leader->check.measured_ms)
-          finalists.push_back(e.get());
-      if (finalists.size() > 1) {
-        time_in_turn(finalists, 3000, false);
-        report(options, "check on the clock, final", finalists);
+          close.push_back(e.get());
+      if (close.size() > 1) {
+        time_in_turn(close, 3000, false);
+        report(options, "check on the clock, final", close);
+        finalists = std::move(close);
       }
     }
 

@@ -10,7 +10,8 @@
 //   2. those in-plan times go into the database (ProfileDb::put_in_plan) and become the
 //      costs the solver sees for those kernels (ProfileDbCost);
 //   3. the optimal plan is solved again at these costs; while it is a plan not measured
-//      yet (at most `rounds` times), it is written, run and fed back the same way;
+//      yet (at most `rounds` times) and the last one beat the fastest before it on the
+//      clock, it is written, run and fed back the same way;
 //   With them in the first round: the plan the last compile of this graph emitted on this
 //   device (driver/previous_plan.h), which the emitted plan replaces there.
 //   4. the plans within 10% of the fastest are timed in turn once more, in one window (so

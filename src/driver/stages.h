@@ -9,9 +9,16 @@
 
 namespace kora {
 
+// How measuring treats the target's schedule search (TargetProfileOptions::defer_search).
+enum class ScheduleSearch {
+  kWith,      // with the kernels measured (a full profile)
+  kDeferred,  // not with the kernels measured now; the known kernels' pending ones run
+};
+
 // profile_for without check_compilable: the target measures the graph's candidates the
 // database lacks (with `only`, of those kernels only).
 ProfileReport measure_candidates(const PrimGraph& graph, Target& target, ProfileDb& db,
-                                 const CompileOptions& options, const std::set<uint64_t>* only);
+                                 const CompileOptions& options, const std::set<uint64_t>* only,
+                                 ScheduleSearch search = ScheduleSearch::kWith);
 
 }  // namespace kora

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -323,6 +324,60 @@ TEST(ProfileModel, ScheduleSearchRecordsTheSchedules) {
     else
       EXPECT_GE(with_all, s.searched);
   }
+}
+
+// Measure on demand defers the search: the kernels measured get their default schedule
+// only, unexplored_schedule_costs names them with a cost at most their best, and asking
+// for one again runs its search (every schedule of its space), once.
+TEST(ProfileModel, ADeferredSearchRunsWhenTheKernelIsAskedForAgain) {
+  const PrimGraph g = small_model(true);
+  kora_test::TempDir dir;
+  ProfileDb db(dir.file("p.db"));
+  ProfileOptions o = quick(dir);
+  o.search_min_ms = 0;      // every kernel is worth searching
+  o.search_within = 1e9;    // however far its default is from its best
+  o.defer_search = true;
+  const ModelCandidates candidates = unique_candidates(g, {}, {});
+  o.only.emplace();
+  for (const UniqueCandidate& u : candidates.unique) o.only->insert(u.candidate->signature);
+  const ProfileSummary first = profile_model(g, db, o);
+  EXPECT_EQ(first.searched, 0);
+  EXPECT_EQ(first.measured, static_cast<int64_t>(candidates.unique.size()));
+  auto generated = [&](uint64_t signature) {
+    int n = 0;
+    for (const ProfileRecord& r : db.records(first.device, signature))
+      n += r.schedule.rfind("gen:", 0) == 0;
+    return n;
+  };
+  for (const UniqueCandidate& u : candidates.unique)
+    EXPECT_LE(generated(u.candidate->signature), 1);
+
+  std::map<uint64_t, double> unexplored =
+      unexplored_schedule_costs(g, candidates, db, first.device, o);
+  ASSERT_FALSE(unexplored.empty());
+  const std::map<uint64_t, double> fastest = db.fastest(first.device);
+  for (const auto& [signature, ms] : unexplored) {
+    EXPECT_GT(ms, 0);
+    EXPECT_LE(ms, fastest.at(signature));
+  }
+
+  const uint64_t asked = unexplored.begin()->first;
+  o.only = std::set<uint64_t>{asked};
+  const ProfileSummary second = profile_model(g, db, o);
+  EXPECT_EQ(second.measured, 0);
+  EXPECT_EQ(second.searched, 1);
+  const UniqueCandidate& u = *std::find_if(
+      candidates.unique.begin(), candidates.unique.end(),
+      [&](const UniqueCandidate& c) { return c.candidate->signature == asked; });
+  EXPECT_EQ(generated(asked),
+            static_cast<int>(cpu_schedule_space(g, *u.sub, *u.candidate).size()));
+  const std::map<uint64_t, double> after =
+      unexplored_schedule_costs(g, candidates, db, first.device, o);
+  EXPECT_FALSE(after.count(asked));
+  EXPECT_EQ(after.size(), unexplored.size() - 1);
+
+  const ProfileSummary third = profile_model(g, db, o);
+  EXPECT_EQ(third.measured + third.searched, 0);
 }
 
 TEST(ProfileModel, WrongAndThrowingImplementationsAreFailedAndNeverChosen) {
