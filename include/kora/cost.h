@@ -94,8 +94,9 @@ struct MachinePeaks {
 // cache_bytes, main memory's beyond). Valid when the peaks are what the machine can reach
 // at most and the factors below what every kind reaches (bench/bounds.cc checks both
 // against every measured kernel of a profile database).
-// What LowerBoundCost counts of a kernel: its FLOPs, the bytes it surely moves, and its
-// kind (the kind of its heaviest member: linear, reduce, elementwise, ...).
+// What LowerBoundCost counts of a kernel: its FLOPs (a 3x3 convolution's as few as a
+// Winograd algorithm multiplies), the bytes it surely moves, and its kind (the kind of
+// its heaviest member: linear, reduce, elementwise, ...).
 struct KernelWork {
   double flops = 0, bytes = 0;
   std::string kind;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -321,6 +322,32 @@ TEST(MeasuredCostTable, BadFilesNameTheFileAndTheEntry) {
     parts.push_back(path);
     expect_error([&] { (void)MeasuredCostTable(path, nullptr); }, parts);
   }
+}
+
+TEST(LowerBound, AThreeByThreeConvolutionCountsTheMultipliesOfWinograd) {
+  // Three convolutions of 8 -> 8 channels at 10x10: 3x3 of stride 1 (Winograd F(4x4, 3x3)
+  // multiplies a quarter of the direct products), 3x3 of stride 2 and 1x1 (counted whole).
+  kora_test::ModelBuilder mb;
+  mb.input("x", {1, 8, 10, 10});
+  mb.init_f32("w3", {8, 8, 3, 3}, std::vector<float>(8 * 8 * 9, 0.125f));
+  mb.init_f32("w1", {8, 8, 1, 1}, std::vector<float>(8 * 8, 0.25f));
+  const auto pads = kora_test::attr_is("pads", {1, 1, 1, 1});
+  mb.node("Conv", {"x", "w3"}, {"a"}, {pads}, "wino");
+  mb.node("Conv", {"x", "w3"}, {"b"}, {pads, kora_test::attr_is("strides", {2, 2})}, "strided");
+  mb.node("Conv", {"x", "w1"}, {"c"}, {}, "pointwise");
+  mb.output("a").output("b").output("c");
+  const PrimGraph g = fission(kora_test::import_model(mb));
+  const KernelDag dag = kernel_dag_of(g);
+  std::map<std::string, double> flops;
+  for (int v = 0; v < dag.size(); ++v) {
+    const Primitive& p = g.prims[dag.prim[v]];
+    if (p.kind() == PrimKind::kLinear)
+      flops[p.name.substr(0, p.name.find('#'))] = kernel_work(g, dag, make_candidate(dag, {v})).flops;
+  }
+  const double direct = 2.0 * 8 * 8 * 9 * 10 * 10;  // multiply-adds of every output
+  EXPECT_DOUBLE_EQ(flops.at("wino"), direct / 4);
+  EXPECT_DOUBLE_EQ(flops.at("strided"), 2.0 * 8 * 8 * 9 * 5 * 5);
+  EXPECT_DOUBLE_EQ(flops.at("pointwise"), 2.0 * 8 * 8 * 10 * 10);
 }
 
 TEST(CostFission, TwoIdenticalBranchesShareOneMeasuredEntry) {
