@@ -16,6 +16,8 @@
 
 namespace kora {
 
+struct ModelCandidates;
+
 struct OrchestrationOptions {
   std::string strategy = "optimal";  // optimal | greedy | unfused
   CandidateOptions candidates;
@@ -23,6 +25,10 @@ struct OrchestrationOptions {
   SolveOptions solve;          // time limit per segment
   bool progress = false;       // one line per segment on stderr
   bool progress_line = false;  // one line on stderr, rewritten per segment (terminals)
+  // The graph's segments already enumerated with these partition and candidate options
+  // (unique_candidates): taken from there instead of enumerated again (measure on demand
+  // solves one graph many times). Null: enumerated here.
+  const ModelCandidates* enumerated = nullptr;
 };
 
 struct ChosenKernel {

@@ -69,6 +69,13 @@ struct ProfileReport {
   std::string json;  // the same as a JSON object
 };
 
+// What a target computed for a graph that its later profiles of the same graph reuse (the
+// CPU target: the reference values measurements are checked against); kept by the caller
+// across calls for one graph (measure on demand's rounds).
+struct ProfileScratch {
+  std::shared_ptr<void> data;
+};
+
 struct TargetProfileOptions {
   CandidateOptions candidates;  // as orchestration enumerates them
   PartitionOptions partition;
@@ -82,6 +89,9 @@ struct TargetProfileOptions {
   // of `only` with one pending (unexplored_costs) get theirs. Ignored by targets without
   // a schedule search.
   bool defer_search = false;
+  std::shared_ptr<ProfileScratch> scratch;  // null: nothing kept between calls
+  // The graph's candidates enumerated with these options (unique_candidates), or null.
+  const ModelCandidates* enumerated = nullptr;
 };
 
 struct TargetEmitOptions {

@@ -354,7 +354,7 @@ class Measurer {
              double max_seconds = 0) {
     if (jobs.empty()) return 0;
     const auto start = std::chrono::steady_clock::now();
-    if (values_.empty()) values_ = reference_values(graph_);
+    if (values_->empty()) *values_ = reference_values(graph_);
     Progress progress(options_.progress, "kora profile: " + label,
                       static_cast<int64_t>(jobs.size()), "kernels", options_.terminal);
     auto last_store = std::chrono::steady_clock::now();
@@ -429,7 +429,7 @@ class Measurer {
     const Candidate& c = *job.candidate;
     const std::vector<std::string> reads = kernel_reads(graph_, d, c);
     const std::vector<std::string> writes = kernel_writes(graph_, d, c);
-    Buffers buffers = make_buffers(graph_, values_, reads, writes);
+    Buffers buffers = make_buffers(graph_, *values_, reads, writes);
     bool any_ok = false;
     auto record = [&](Implementation& impl) {
       ProfileRecord r;
@@ -491,7 +491,7 @@ class Measurer {
           impl.run_plain(buffers.in_ptrs[0].data(), buffers.out_ptrs[0].data());
           for (size_t o = 0; o < writes.size() && impl.error.empty(); ++o)
             impl.error =
-                compare(writes[o], buffers.out[0][o], values_.at(writes[o]), options_.tolerance);
+                compare(writes[o], buffers.out[0][o], values_->at(writes[o]), options_.tolerance);
           if (!impl.error.empty()) impl.error = "wrong result: " + impl.error;
         } catch (const Error& e) {
           impl.error = std::string("run: ") + e.what();
@@ -513,7 +513,10 @@ class Measurer {
   ProfileDb& db_;
   const ProfileOptions& options_;
   ProfileSummary& summary_;
-  std::map<std::string, Tensor> values_;
+  // The reference values: computed at the first measurement, or kept from an earlier
+  // profile of the graph (ProfileOptions::reference).
+  std::shared_ptr<std::map<std::string, Tensor>> values_ =
+      options_.reference ? options_.reference : std::make_shared<std::map<std::string, Tensor>>();
   std::map<uint64_t, Measurement> measured_;             // by code_key()
   double quiet_budget_ = options_.quiet_budget_seconds;  // waiting for quiet, left
   std::vector<ProfileRecord> pending_;
@@ -761,8 +764,9 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
                         << "; waiting for it (what it measures is then reused)" << std::endl;
   });
   if (db.count(summary.device) == 0) summary.other_fingerprints = db.count("");
-  const ModelCandidates candidates =
-      unique_candidates(graph, options.partition, options.candidates);
+  ModelCandidates own;
+  if (!options.enumerated) own = unique_candidates(graph, options.partition, options.candidates);
+  const ModelCandidates& candidates = options.enumerated ? *options.enumerated : own;
   std::vector<Job> jobs = unknown_jobs(
       graph, candidates, db, options,
       options.bf16 ? cpu_backend_fingerprint(threads, options.compile.compiler) : "", summary);

@@ -76,6 +76,13 @@ struct ProfileOptions {
   // Measure on demand: the kernels measured now get no schedule search; the known kernels
   // of `only` whose search is pending (unexplored_schedule_costs) get theirs.
   bool defer_search = false;
+  // Every tensor's reference value (the interpreter's, on the profile's random inputs):
+  // computed into it when empty, reused when not (it must be this graph's: measure on
+  // demand keeps it across its rounds).
+  std::shared_ptr<std::map<std::string, Tensor>> reference;
+  // The graph's candidates already enumerated with these partition and candidate options
+  // (unique_candidates); null: enumerated here.
+  const ModelCandidates* enumerated = nullptr;
   std::ostream* progress = nullptr;  // progress lines and failures, when set
   bool terminal = false;             // progress as one rewritten line
   // More implementations per kernel, checked and measured like the others (plug-in

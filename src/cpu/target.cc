@@ -65,6 +65,12 @@ ProfileReport CpuTarget::profile(const PrimGraph& graph, ProfileDb& db,
   p.terminal = options.terminal;
   p.only = options.only;
   p.defer_search = options.defer_search;
+  p.enumerated = options.enumerated;
+  if (options.scratch) {
+    if (!options.scratch->data)
+      options.scratch->data = std::make_shared<std::map<std::string, Tensor>>();
+    p.reference = std::static_pointer_cast<std::map<std::string, Tensor>>(options.scratch->data);
+  }
   const ProfileSummary s = profile_model(graph, db, p);
   ProfileReport r;
   r.device = s.device;

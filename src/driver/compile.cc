@@ -114,7 +114,8 @@ ProfileReport profile_for(const PrimGraph& graph, Target& target, ProfileDb& db,
 
 ProfileReport measure_candidates(const PrimGraph& graph, Target& target, ProfileDb& db,
                                  const CompileOptions& options, const std::set<uint64_t>* only,
-                                 ScheduleSearch search) {
+                                 ScheduleSearch search, std::shared_ptr<ProfileScratch> scratch,
+                                 const ModelCandidates* enumerated) {
   TargetProfileOptions p;
   p.candidates = options.orchestration.candidates;
   p.partition = options.orchestration.partition;
@@ -123,6 +124,8 @@ ProfileReport measure_candidates(const PrimGraph& graph, Target& target, Profile
   p.terminal = options.terminal;
   if (only) p.only = *only;
   p.defer_search = search == ScheduleSearch::kDeferred;
+  p.scratch = std::move(scratch);
+  p.enumerated = enumerated;
   return target.profile(graph, db, p);
 }
 

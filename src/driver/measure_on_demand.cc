@@ -59,6 +59,9 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
   const OrchestrationOptions& o = options.orchestration;
   const ModelCandidates candidates =
       unique_candidates(graph, o.partition, target.candidates(graph, o.candidates));
+  // Every solve takes the segments' candidates enumerated here.
+  CompileOptions solve_options = options;
+  solve_options.orchestration.enumerated = &candidates;
   // Kernels not measured at what the measured ones predict.
   auto predicted = [&]() -> std::unique_ptr<CostModel> {
     std::unique_ptr<CostModel> typical = target.typical_cost(*db, device);
@@ -78,7 +81,7 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
     const std::map<uint64_t, double> unexplored =
         target.unexplored_costs(graph, candidates, *db, device);
     s.costs->offer_unexplored(unexplored);
-    s.plan = orchestrate_for(graph, target, *s.costs, options);
+    s.plan = orchestrate_for(graph, target, *s.costs, solve_options);
     missing.clear();
     for (const ChosenKernel& k : s.plan.kernels)
       if (!s.costs->measured(k.signature) || unexplored.count(k.signature))
@@ -87,14 +90,17 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
     ++report.rounds;
     return s;
   };
+  // What the target computes once for the graph (the CPU's reference values), kept for
+  // the next rounds.
+  const auto scratch = std::make_shared<ProfileScratch>();
   auto measure = [&](const std::set<uint64_t>& missing, const SolvedPlan& s, const char* what) {
     line("measure on demand, solve " + std::to_string(report.rounds) + ": " + what + " plan of " +
          std::to_string(s.plan.kernels.size()) + " kernels, " + fixed(s.plan.total_cost_ms, 3) +
          " ms with " + std::to_string(missing.size()) +
          " not measured (or not yet searched): measuring them");
     const auto start = std::chrono::steady_clock::now();
-    const ProfileReport r =
-        measure_candidates(graph, target, *db, options, &missing, ScheduleSearch::kDeferred);
+    const ProfileReport r = measure_candidates(graph, target, *db, options, &missing,
+                                               ScheduleSearch::kDeferred, scratch, &candidates);
     report.profile_seconds += seconds_since(start);
     report.candidates = r.kernels;
     report.measured += r.measured;

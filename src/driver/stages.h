@@ -19,6 +19,8 @@ enum class ScheduleSearch {
 // database lacks (with `only`, of those kernels only).
 ProfileReport measure_candidates(const PrimGraph& graph, Target& target, ProfileDb& db,
                                  const CompileOptions& options, const std::set<uint64_t>* only,
-                                 ScheduleSearch search = ScheduleSearch::kWith);
+                                 ScheduleSearch search = ScheduleSearch::kWith,
+                                 std::shared_ptr<ProfileScratch> scratch = nullptr,
+                                 const ModelCandidates* enumerated = nullptr);
 
 }  // namespace kora

@@ -71,14 +71,22 @@ struct Outcome {
 Outcome solve_once(const std::vector<double>& cost, int kernels, const std::vector<Row>& rows,
                    double seconds, int threads_wanted) {
   const int n = static_cast<int>(cost.size());
-  CoinPackedMatrix matrix(false, 0, 0);
-  matrix.setDimensions(0, n);
-  std::vector<double> row_lower, row_upper;
+  // Row-ordered, built at once (appending row by row copies the matrix each time).
+  std::vector<double> row_lower, row_upper, elements;
+  std::vector<int> indices;
+  std::vector<CoinBigIndex> starts{0};
+  std::vector<int> lengths;
   for (const Row& r : rows) {
-    matrix.appendRow(static_cast<int>(r.index.size()), r.index.data(), r.value.data());
+    indices.insert(indices.end(), r.index.begin(), r.index.end());
+    elements.insert(elements.end(), r.value.begin(), r.value.end());
+    starts.push_back(static_cast<CoinBigIndex>(indices.size()));
+    lengths.push_back(static_cast<int>(r.index.size()));
     row_lower.push_back(r.lower);
     row_upper.push_back(r.upper);
   }
+  const CoinPackedMatrix matrix(false, n, static_cast<int>(rows.size()),
+                                static_cast<CoinBigIndex>(indices.size()), elements.data(),
+                                indices.data(), starts.data(), lengths.data());
   std::vector<double> col_lower(n, 0.0), col_upper(n, 1.0);
   OsiClpSolverInterface solver;
   solver.messageHandler()->setLogLevel(0);

@@ -139,6 +139,11 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
   result.primitives = dag.size();
   std::vector<Segment> segments = partition_dag(dag, options.partition);
   result.proven_optimal = options.strategy == "optimal";
+  // The enumerated segments by their node range (the same partition: the same order).
+  std::map<std::pair<int, int>, const SegmentCandidates*> enumerated;
+  if (options.enumerated && options.enumerated->segments.size() == segments.size())
+    for (size_t s = 0; s < segments.size(); ++s)
+      enumerated[{segments[s].begin, segments[s].end}] = &options.enumerated->segments[s];
 
   std::unordered_map<uint64_t, double> cost_of_signature;
   std::vector<std::string> layout_names;         // ids of the LayoutProblems
@@ -152,8 +157,12 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
                 << options.strategy << ")" << std::flush;
 
     auto start = std::chrono::steady_clock::now();
-    const SegmentCandidates segment =
-        segment_candidates(graph, dag, segments[s], options.candidates);
+    SegmentCandidates own;
+    const auto known_segment = enumerated.find({segments[s].begin, segments[s].end});
+    if (known_segment == enumerated.end())
+      own = segment_candidates(graph, dag, segments[s], options.candidates);
+    const SegmentCandidates& segment =
+        known_segment == enumerated.end() ? own : *known_segment->second;
     const KernelDag& sub = segment.sub;
     const std::vector<Candidate>& candidates = segment.candidates;
     result.enumerate_seconds += seconds_since(start);
