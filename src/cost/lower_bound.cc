@@ -3,8 +3,8 @@
 // implementation cannot beat. Only work a kernel surely does is counted: every tensor it
 // writes, and the FLOPs and external inputs of the members whose whole output is needed
 // (what the kernel writes, and what such a member reads whole: elementwise, broadcast,
-// reduce and linear members; a strided convolution's input divided by its strides; a
-// layout or opaque member may read a part only). A 3x3 convolution's FLOPs are counted
+// reduce, linear, transpose and reshape members; a strided convolution's input divided by
+// its strides; another layout or an opaque member may read a part only). A 3x3 convolution's FLOPs are counted
 // as a Winograd algorithm multiplies them (multiplied_share).
 #include <algorithm>
 #include <cmath>
@@ -31,7 +31,15 @@ double tensor_bytes(const PrimGraph& graph, const std::string& tensor) {
 // may read a part only.
 double read_share(const Primitive& prim, const std::string& tensor) {
   switch (prim.kind()) {
-    case PrimKind::kLayout:
+    case PrimKind::kLayout: {
+      // A transpose or a reshape reads every element of its input; the others (slice,
+      // gather, window, ...) may read a part only.
+      const LayoutAttrs& layout = std::get<LayoutAttrs>(prim.attrs);
+      return std::holds_alternative<layout::Transpose>(layout) ||
+                     std::holds_alternative<layout::Reshape>(layout)
+                 ? 1
+                 : 0;
+    }
     case PrimKind::kOpaque:
       return 0;
     case PrimKind::kLinear: {

@@ -783,8 +783,7 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
 
 std::map<uint64_t, double> unexplored_schedule_costs(const PrimGraph& graph,
                                                      const ModelCandidates& candidates,
-                                                     const ProfileDb& db,
-                                                     const std::string& device,
+                                                     const ProfileDb& db, const std::string& device,
                                                      const ProfileOptions& options) {
   std::map<uint64_t, PendingSearch> pending;
   std::vector<double> gains;  // best generated / default, of the kernels searched

@@ -134,8 +134,7 @@ struct ProfileSummary {
 // that a kernel the search could make the best is tried), at most its best so far.
 std::map<uint64_t, double> unexplored_schedule_costs(const PrimGraph& graph,
                                                      const ModelCandidates& candidates,
-                                                     const ProfileDb& db,
-                                                     const std::string& device,
+                                                     const ProfileDb& db, const std::string& device,
                                                      const ProfileOptions& options = {});
 
 // The device fingerprint is cpu_backend_fingerprint(threads).

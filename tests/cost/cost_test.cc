@@ -342,7 +342,8 @@ TEST(LowerBound, AThreeByThreeConvolutionCountsTheMultipliesOfWinograd) {
   for (int v = 0; v < dag.size(); ++v) {
     const Primitive& p = g.prims[dag.prim[v]];
     if (p.kind() == PrimKind::kLinear)
-      flops[p.name.substr(0, p.name.find('#'))] = kernel_work(g, dag, make_candidate(dag, {v})).flops;
+      flops[p.name.substr(0, p.name.find('#'))] =
+          kernel_work(g, dag, make_candidate(dag, {v})).flops;
   }
   const double direct = 2.0 * 8 * 8 * 9 * 10 * 10;  // multiply-adds of every output
   EXPECT_DOUBLE_EQ(flops.at("wino"), direct / 4);

@@ -334,8 +334,8 @@ TEST(ProfileModel, ADeferredSearchRunsWhenTheKernelIsAskedForAgain) {
   kora_test::TempDir dir;
   ProfileDb db(dir.file("p.db"));
   ProfileOptions o = quick(dir);
-  o.search_min_ms = 0;      // every kernel is worth searching
-  o.search_within = 1e9;    // however far its default is from its best
+  o.search_min_ms = 0;    // every kernel is worth searching
+  o.search_within = 1e9;  // however far its default is from its best
   o.defer_search = true;
   const ModelCandidates candidates = unique_candidates(g, {}, {});
   o.only.emplace();
@@ -366,11 +366,10 @@ TEST(ProfileModel, ADeferredSearchRunsWhenTheKernelIsAskedForAgain) {
   const ProfileSummary second = profile_model(g, db, o);
   EXPECT_EQ(second.measured, 0);
   EXPECT_EQ(second.searched, 1);
-  const UniqueCandidate& u = *std::find_if(
-      candidates.unique.begin(), candidates.unique.end(),
-      [&](const UniqueCandidate& c) { return c.candidate->signature == asked; });
-  EXPECT_EQ(generated(asked),
-            static_cast<int>(cpu_schedule_space(g, *u.sub, *u.candidate).size()));
+  const UniqueCandidate& u =
+      *std::find_if(candidates.unique.begin(), candidates.unique.end(),
+                    [&](const UniqueCandidate& c) { return c.candidate->signature == asked; });
+  EXPECT_EQ(generated(asked), static_cast<int>(cpu_schedule_space(g, *u.sub, *u.candidate).size()));
   const std::map<uint64_t, double> after =
       unexplored_schedule_costs(g, candidates, db, first.device, o);
   EXPECT_FALSE(after.count(asked));
