@@ -76,6 +76,17 @@ class SyntheticCost : public CostModel {
   Synthetic what_;
 };
 
+// A synthetic measurement of kernel `c`.
+ProfileRecord synthetic_record(const Candidate& c, const std::string& schedule, double ms) {
+  ProfileRecord rec;
+  rec.device = "synthetic";
+  rec.signature = c.signature;
+  rec.schedule = schedule;
+  rec.median_ms = ms;
+  rec.samples = 1;
+  return rec;
+}
+
 class SyntheticTarget : public Target {
  public:
   std::string name() const override { return "cpu"; }
@@ -101,13 +112,7 @@ class SyntheticTarget : public Target {
     for (const UniqueCandidate& u : cands.unique) {
       if (o.only && !o.only->count(u.candidate->signature)) continue;
       EXPECT_FALSE(db.known("synthetic", u.candidate->signature)) << "measured twice";
-      ProfileRecord rec;
-      rec.device = "synthetic";
-      rec.signature = u.candidate->signature;
-      rec.schedule = "gen:default";
-      rec.median_ms = true_ms(*u.candidate);
-      rec.samples = 1;
-      records.push_back(rec);
+      records.push_back(synthetic_record(*u.candidate, "gen:default", true_ms(*u.candidate)));
     }
     db.put(records);
     r.measured = static_cast<int64_t>(records.size());
@@ -123,13 +128,19 @@ class SyntheticTarget : public Target {
   int64_t measured = 0;
 };
 
+// Options that measure on demand to the optimum itself, however many solves that takes.
+CompileOptions to_the_optimum() {
+  CompileOptions options;
+  options.on_demand_gap = 0;
+  options.on_demand_rounds = 1000;
+  return options;
+}
+
 TEST(MeasureOnDemand, FindsTheOptimumOfTheFullTableMeasuringFewerKernels) {
   TempDir dir;
   const PrimGraph g = kora::import_model(mlp_builder().save(dir));
   SyntheticTarget on_demand_target, full_target;
-  CompileOptions options;
-  options.on_demand_gap = 0;        // to the optimum itself
-  options.on_demand_rounds = 1000;  // however many solves that takes
+  const CompileOptions options = to_the_optimum();
   auto on_demand_db = std::make_shared<ProfileDb>(dir.file("on_demand.db"));
   OnDemandReport r;
   const SolvedPlan solved = solve_on_demand(g, on_demand_target, on_demand_db, options, r);
@@ -184,9 +195,7 @@ TEST(MeasureOnDemand, ByDefaultTheProofIsReportedNotMeasuredFor) {
   EXPECT_GE(optimum.total_cost_ms, r.bound_ms - 1e-9);
   EXPECT_GE(plan.plan.total_cost_ms, optimum.total_cost_ms - 1e-9);
   // Asking for the proof measures at least as much.
-  CompileOptions prove;
-  prove.on_demand_gap = 0;
-  prove.on_demand_rounds = 1000;
+  const CompileOptions prove = to_the_optimum();
   OnDemandReport p;
   solve_on_demand(g, proved, std::make_shared<ProfileDb>(dir.file("proved.db")), prove, p);
   EXPECT_GE(proved.measured, guided.measured);
@@ -220,13 +229,7 @@ class DeferredSearchTarget : public SyntheticTarget {
     r.kernels = static_cast<int64_t>(cands.unique.size());
     std::vector<ProfileRecord> records;
     auto record = [&](const Candidate& c, const std::string& schedule, double ms) {
-      ProfileRecord rec;
-      rec.device = "synthetic";
-      rec.signature = c.signature;
-      rec.schedule = schedule;
-      rec.median_ms = ms;
-      rec.samples = 1;
-      records.push_back(rec);
+      records.push_back(synthetic_record(c, schedule, ms));
     };
     for (const UniqueCandidate& u : cands.unique) {
       const Candidate& c = *u.candidate;
@@ -255,9 +258,7 @@ TEST(MeasureOnDemand, ADeferredSearchRunsForTheKernelsPlansTake) {
   TempDir dir;
   const PrimGraph g = kora::import_model(mlp_builder().save(dir));
   DeferredSearchTarget on_demand_target, full_target;
-  CompileOptions options;
-  options.on_demand_gap = 0;  // to the optimum itself (the unexplored costs are optimistic)
-  options.on_demand_rounds = 1000;
+  const CompileOptions options = to_the_optimum();  // the unexplored costs are optimistic
   auto on_demand_db = std::make_shared<ProfileDb>(dir.file("on_demand.db"));
   OnDemandReport r;
   const SolvedPlan solved = solve_on_demand(g, on_demand_target, on_demand_db, options, r);
