@@ -59,6 +59,8 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
   const OrchestrationOptions& o = options.orchestration;
   const ModelCandidates candidates =
       unique_candidates(graph, o.partition, target.candidates(graph, o.candidates));
+  std::map<uint64_t, const UniqueCandidate*> by_signature;
+  for (const UniqueCandidate& u : candidates.unique) by_signature[u.candidate->signature] = &u;
   // Every solve takes the segments' candidates enumerated here.
   CompileOptions solve_options = options;
   solve_options.orchestration.enumerated = &candidates;
@@ -78,8 +80,13 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
     std::unique_ptr<CostModel> fallback = bound ? target.lower_bound(*db, device) : predicted();
     SolvedPlan s;
     s.costs = target_costs(target, db, nullptr, std::move(fallback));
-    const std::map<uint64_t, double> unexplored =
-        target.unexplored_costs(graph, candidates, *db, device);
+    std::map<uint64_t, double> unexplored = target.unexplored_costs(graph, candidates, *db, device);
+    if (bound) {  // what the rest may give is an estimate; the kernel's bound bounds it
+      const std::unique_ptr<CostModel> lower = target.lower_bound(*db, device);
+      for (auto& [signature, ms] : unexplored)
+        if (const auto u = by_signature.find(signature); u != by_signature.end())
+          ms = lower->cost_ms(graph, *u->second->sub, *u->second->candidate);
+    }
     s.costs->offer_unexplored(unexplored);
     s.plan = orchestrate_for(graph, target, *s.costs, solve_options);
     missing.clear();
