@@ -785,8 +785,9 @@ std::map<uint64_t, double> unexplored_schedule_costs(const PrimGraph& graph,
                                                      const ModelCandidates& candidates,
                                                      const ProfileDb& db, const std::string& device,
                                                      const ProfileOptions& options) {
-  std::map<uint64_t, PendingSearch> pending;
+  std::map<uint64_t, std::pair<double, double>> pending;  // default and best ms
   std::vector<double> gains;  // best generated / default, of the kernels searched
+  const std::string default_schedule = "gen:" + CpuSchedule{}.key();
   for (const UniqueCandidate& u : candidates.unique) {
     const std::vector<ProfileRecord> records = db.records(device, u.candidate->signature);
     double default_ms = -1, generated_ms = 1e300;
@@ -796,14 +797,14 @@ std::map<uint64_t, double> unexplored_schedule_costs(const PrimGraph& graph,
         ++generated;
         if (r.failed) continue;
         generated_ms = std::min(generated_ms, r.median_ms);
-        if (r.schedule == "gen:" + CpuSchedule{}.key()) default_ms = r.median_ms;
+        if (r.schedule == default_schedule) default_ms = r.median_ms;
       }
     if (generated > 1 && default_ms > 0 && generated_ms < 1e300)
       gains.push_back(generated_ms / default_ms);
     else if (generated == 1)
       if (std::optional<PendingSearch> p =
               pending_search(graph, *u.sub, *u.candidate, records, options))
-        pending.emplace(u.candidate->signature, std::move(*p));
+        pending[u.candidate->signature] = {p->default_ms, p->best_ms};
   }
   // Optimistic: the gain a fifth of the searched kernels reached; before five are known,
   // half the default's time (searches gave 1.35x on average on ResNet-50, 3.3x at most).
@@ -813,8 +814,8 @@ std::map<uint64_t, double> unexplored_schedule_costs(const PrimGraph& graph,
     gain = gains[gains.size() / 5];
   }
   std::map<uint64_t, double> costs;
-  for (const auto& [signature, p] : pending)
-    costs[signature] = std::min(p.best_ms, p.default_ms * gain);
+  for (const auto& [signature, ms] : pending)
+    costs[signature] = std::min(ms.second, ms.first * gain);
   return costs;
 }
 
