@@ -106,7 +106,8 @@ def kora_model(args, name, model, inputs, work, systems):
     if not os.path.exists(db):
         log(f"[{name}] kora profile (empty database; minutes to an hour)")
         out, wall, _ = run_measured([args.kora, "profile", model, "--db", db, "--threads",
-                                     str(args.threads), "--json"] + args.kora_args, env)
+                                     str(args.threads), "--all", "--json"] + args.kora_args,
+                                    env)
         with open(info_path, "w") as f:
             json.dump({"empty_s": wall, "threads": args.threads,
                        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

@@ -52,7 +52,8 @@ def main():
         os.makedirs(work, exist_ok=True)
         env = dict(os.environ, KORA_KERNEL_CACHE=os.path.join(work, "kernels"))
         db = os.path.join(work, "profiles.db")
-        prof = [args.kora, "profile", path, "--db", db, "--threads", str(args.threads), "--json"]
+        prof = [args.kora, "profile", path, "--db", db, "--threads", str(args.threads), "--all",
+                "--json"]
         empty, empty_s = run(prof, env)
         warm, warm_s = run(prof, env)
         assert warm["measured"] == 0, warm

@@ -60,7 +60,7 @@ def main():
         name = os.path.splitext(os.path.basename(model))[0]
         db = os.path.join(a.out, name + ".db")
         # Measures what the database lacks (nothing when it is whole).
-        run([a.kora, "profile", model, "--db", db, "--threads", str(a.threads)] + extra)
+        run([a.kora, "profile", model, "--db", db, "--threads", str(a.threads), "--all"] + extra)
         without = os.path.join(a.out, name + "-without.db")
         if os.path.exists(without):
             os.remove(without)

@@ -309,7 +309,7 @@ std::string compile_model(const std::string& model, const std::string& output_di
                           const std::string& target_name, const std::string& strategy,
                           const std::string& db, int threads, bool measure, bool verify,
                           const std::string& schedule, bool progress,
-                          const std::map<std::string, int64_t>& dims, bool bf16) {
+                          const std::map<std::string, int64_t>& dims, bool bf16, bool measure_all) {
   kora::TargetOptions t;
   t.threads = threads;
   t.bf16 = bf16;
@@ -317,6 +317,7 @@ std::string compile_model(const std::string& model, const std::string& output_di
   options.strategy = strategy;
   options.db = db;
   options.measure = measure;
+  options.on_demand = !measure_all;
   options.verify = verify;
   options.schedule = schedule;
   kora::ImportOptions import;
@@ -393,7 +394,7 @@ NB_MODULE(_kora, m) {
   m.def("compile", &compile_model, nb::arg("model"), nb::arg("output_dir"), nb::arg("target"),
         nb::arg("strategy"), nb::arg("db"), nb::arg("threads"), nb::arg("measure"),
         nb::arg("verify"), nb::arg("schedule"), nb::arg("progress"), nb::arg("dims"),
-        nb::arg("bf16") = false,
+        nb::arg("bf16") = false, nb::arg("measure_all") = false,
         "Compiles an ONNX file into an artifact directory; returns the summary as JSON.");
   m.def("colocate", &colocate_artifacts, nb::arg("lc"), nb::arg("be"), nb::arg("qps"),
         nb::arg("target_ms"), nb::arg("seconds"), nb::arg("seed"), nb::arg("headroom"),

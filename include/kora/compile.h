@@ -51,9 +51,9 @@ struct CompileOptions {
   // Measure on demand where the target has lower bounds (src/driver/measure_on_demand.cc):
   // only the kernels of the plans the solver chooses at predicted costs, until the plan
   // holds measured kernels only (docs/benchmarks.md: a fifth of the candidates measured,
-  // plans 0-8% above the optimum of the full table). Off by default; false: every
+  // plans 0-8% above the optimum of the full table). False (kora compile --all): every
   // candidate the database lacks, first.
-  bool on_demand = false;
+  bool on_demand = true;
   int on_demand_rounds = 40;  // solves, at most
   // Then the solve with kernels not measured at their lower bounds bounds every plan's
   // cost: with a gap >= 0, the bound solve's kernels not measured are measured too until
@@ -64,6 +64,10 @@ struct CompileOptions {
   // what to measure, lowered by this many spreads of the similar kernels' ratios (so it
   // also measures kernels that may beat their prediction).
   double on_demand_caution = 1.0;
+  // Stop measuring when the plan at predicted costs promises less than this fraction below
+  // the best plan of kernels already measured (the measurements' noise: a recompile of a
+  // model measured before measures nothing).
+  double on_demand_tolerance = 0.01;
 };
 
 // Measure on demand: what the rounds did.
@@ -76,6 +80,7 @@ struct OnDemandReport {
   int64_t searched = 0;    // of them, kernels of a plan whose other schedules were measured
   int64_t failed = 0;      // implementations stored as failed
   int64_t at_bound = 0;    // kernels of the plan not measured (0 unless out of rounds)
+  int64_t settled = 0;     // times the plan promised no more than on_demand_tolerance
   // The plan's cost and the lower bound of every plan's (the solve at lower bounds):
   // within `gap` (relative) of each other, the plan is that close to the optimum of the full
   // measured table, 0 when it is that optimum.

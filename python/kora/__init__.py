@@ -6,8 +6,8 @@
     outputs = session.run(None, {"input": x})        # numpy in, numpy out
 
 ``compile`` runs kora's whole pipeline (the same as ``kora compile``): it measures the
-kernels this machine has not measured yet into the profile database, solves for the
-cheapest plan, checks it on the clock and writes an artifact directory. ``InferenceSession``
+kernels of the plans the solver chooses that this machine has not measured yet into the
+profile database (on demand), solves for the cheapest plan, checks it on the clock and writes an artifact directory. ``InferenceSession``
 follows onnxruntime's: ``get_inputs()``, ``get_outputs()``, ``run(output_names, feeds)``.
 Errors are ``kora.KoraError`` (a ``RuntimeError``) with kora's one-line message.
 """
@@ -157,7 +157,10 @@ def compile(model, target="cpu", strategy="optimal", db=None, threads=None, outp
     db: the profile database (default ``$KORA_PROFILE_DB``, else ~/.cache/kora/profiles.db).
     threads: threads per kernel (default: all cores); part of the device fingerprint.
     output_dir: where the artifact goes (default: a temporary directory; see Artifact.save).
-    measure: False measures nothing (roofline costs for kernels not in the database).
+    measure: True (default) measures on demand: only the kernels of the plans the solver
+        chooses, until the plan holds measured kernels only; "all" measures every candidate
+        kernel the database lacks first (the full cost table, as ``kora profile --all``);
+        False measures nothing (roofline costs for kernels not in the database).
     verify: False skips the check of the plan on the clock.
     schedule: "parallel" (cpu) also tries independent kernels in pairs, each on half the
         threads, and keeps that schedule where it is faster on the clock.
@@ -172,6 +175,8 @@ def compile(model, target="cpu", strategy="optimal", db=None, threads=None, outp
         raise ValueError(f"strategy must be optimal, greedy or unfused, not {strategy!r}")
     if schedule not in ("serial", "parallel"):
         raise ValueError(f"schedule must be serial or parallel, not {schedule!r}")
+    if measure not in (True, False, "all"):
+        raise ValueError(f"measure must be True, False or 'all', not {measure!r}")
     temporary = output_dir is None
     out = tempfile.mkdtemp(prefix="kora-artifact-") if temporary else os.fspath(output_dir)
     scratch = tempfile.mkdtemp(prefix="kora-model-")
@@ -180,9 +185,10 @@ def compile(model, target="cpu", strategy="optimal", db=None, threads=None, outp
             os.rmdir(out)  # kora compile writes the directory itself
         path = _model_file(model, scratch)
         summary = _kora.compile(path, os.path.abspath(out), target, strategy, db or "",
-                                int(threads or 0), bool(measure), bool(verify), schedule,
+                                int(threads or 0), measure is not False, bool(verify), schedule,
                                 bool(progress),
-                                {k: int(v) for k, v in (dims or {}).items()}, bool(bf16))
+                                {k: int(v) for k, v in (dims or {}).items()}, bool(bf16),
+                                measure == "all")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return Artifact(out, json.loads(summary), _temporary=temporary)

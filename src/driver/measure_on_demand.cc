@@ -20,9 +20,19 @@
 //      solve's kernels not measured are measured too, and both steps run again.
 // Kernels whose bound alone makes every plan through them worse than the incumbent are
 // never chosen, so never compiled or measured.
+// Settling: step 1 stops early when what its plan promises is within
+// options.on_demand_tolerance of the best plan of measured kernels only (solved with the
+// kernels not measured excluded). That solve runs when the last round's plan, costed at
+// the database's costs now, is within the tolerance too, and on the first solve where the
+// database holds kernels of the graph (a recompile, or a model that shares them). A
+// prediction that close cannot be told from the noise of measurements, so a recompile
+// measures nothing.
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <ostream>
 #include <set>
+#include <utility>
 
 #include "base/text.h"
 #include "driver/stages.h"
@@ -37,6 +47,14 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+// Kernels not measured at a cost no plan takes while one of measured kernels exists.
+class ExcludedCost : public CostModel {
+ public:
+  static constexpr double kMs = 1e4;
+  double cost_ms(const PrimGraph&, const KernelDag&, const Candidate&) override { return kMs; }
+  std::string describe() const override { return "kernels not measured excluded"; }
+};
 
 }  // namespace
 
@@ -75,12 +93,19 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
   };
   // One solve, kernels not measured at their predicted cost or at their bound; the plan's
   // kernels not measured out.
-  auto solve = [&](bool bound, std::set<uint64_t>& missing) {
+  enum class Fallback { kPredicted, kBound, kExcluded };
+  auto solve = [&](Fallback kind, std::set<uint64_t>& missing) {
     const auto start = std::chrono::steady_clock::now();
-    std::unique_ptr<CostModel> fallback = bound ? target.lower_bound(*db, device) : predicted();
+    const bool bound = kind == Fallback::kBound;
+    std::unique_ptr<CostModel> fallback = bound ? target.lower_bound(*db, device)
+                                          : kind == Fallback::kPredicted
+                                              ? predicted()
+                                              : std::make_unique<ExcludedCost>();
     SolvedPlan s;
     s.costs = target_costs(target, db, nullptr, std::move(fallback));
-    std::map<uint64_t, double> unexplored = target.unexplored_costs(graph, candidates, *db, device);
+    std::map<uint64_t, double> unexplored;
+    if (kind != Fallback::kExcluded)
+      unexplored = target.unexplored_costs(graph, candidates, *db, device);
     if (bound) {  // what the rest may give is an estimate; the kernel's bound bounds it
       const std::unique_ptr<CostModel> lower = target.lower_bound(*db, device);
       for (auto& [signature, ms] : unexplored)
@@ -117,21 +142,71 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
   };
   auto rounds_left = [&] { return report.rounds < options.on_demand_rounds; };
 
+  // A plan's cost at the database's costs now, its layout reorders left out; < 0 when a
+  // kernel of it is not measured (or not a candidate of these options).
+  auto measured_cost = [&](const OrchestrationResult& plan) {
+    const std::unique_ptr<ProfileDbCost> costs = target_costs(target, db);
+    double ms = 0;
+    for (const ChosenKernel& k : plan.kernels) {
+      const auto u = by_signature.find(k.signature);
+      if (u == by_signature.end() || !costs->measured(k.signature)) return -1.0;
+      const double c =
+          k.native ? costs->layout_cost(graph, *u->second->sub, *u->second->candidate).native_ms
+                   : costs->cost_ms(graph, *u->second->sub, *u->second->candidate);
+      if (c < 0) return -1.0;
+      ms += c;
+    }
+    return ms;
+  };
+  const double tolerance = std::max(0.0, options.on_demand_tolerance);
   // The best plan whose kernels are all measured: solved at predicted costs, its kernels
-  // measured, solved again, until it needs no more measuring.
+  // measured, solved again, until it needs no more measuring or promises too little more
+  // than the incumbent (then the best plan of measured kernels only).
   std::set<uint64_t> missing;
+  // Kernels of the graph measured before (a recompile, or a model sharing them): the first
+  // solve is compared with the plan of them whatever it promises.
+  bool compared_anyway = false;
+  {
+    const std::unique_ptr<ProfileDbCost> costs = target_costs(target, db);
+    for (const UniqueCandidate& u : candidates.unique)
+      compared_anyway = compared_anyway || costs->measured(u.candidate->signature);
+  }
+  double incumbent_ms = -1;  // the last round's plan at the database's costs now
+  auto settled = [&](const SolvedPlan& s) -> std::optional<SolvedPlan> {
+    const bool close = incumbent_ms > 0 && s.plan.total_cost_ms >= (1 - tolerance) * incumbent_ms;
+    if (!(close || std::exchange(compared_anyway, false)) || !rounds_left()) return std::nullopt;
+    std::set<uint64_t> none;
+    SolvedPlan m = solve(Fallback::kExcluded, none);
+    if (!none.empty() || m.plan.total_cost_ms > s.plan.total_cost_ms / (1 - tolerance))
+      return std::nullopt;
+    ++report.settled;
+    line("measure on demand, solve " + std::to_string(report.rounds) + ": the plan of measured " +
+         "kernels costs " + fixed(m.plan.total_cost_ms, 3) + " ms, the predicted one " +
+         fixed(s.plan.total_cost_ms, 3) + " ms: within " + fixed(100 * tolerance, 1) +
+         "%, nothing more to measure");
+    return m;
+  };
   auto measured_plan = [&]() {
-    SolvedPlan s = solve(false, missing);
-    while (!missing.empty() && rounds_left() && measure(missing, s, "predicted"))
-      s = solve(false, missing);
+    SolvedPlan s = solve(Fallback::kPredicted, missing);
+    while (!missing.empty() && rounds_left()) {
+      if (std::optional<SolvedPlan> m = settled(s)) {
+        missing.clear();
+        return std::move(*m);
+      }
+      if (!measure(missing, s, "predicted")) break;
+      incumbent_ms = measured_cost(s.plan);
+      s = solve(Fallback::kPredicted, missing);
+    }
     return s;
   };
   SolvedPlan best = measured_plan();
   report.at_bound = static_cast<int64_t>(missing.size());
-  while (report.at_bound == 0 && rounds_left()) {
+  // The bound solve proves how close the optimal strategy's plan is; the baselines' plans
+  // are what they are.
+  while (report.at_bound == 0 && options.strategy == "optimal" && rounds_left()) {
     // The lower bound of every plan: the solve with kernels not measured at their bounds
     // (the solver's own lower bound where it stopped short of proving its plan optimal).
-    SolvedPlan lower = solve(true, missing);
+    SolvedPlan lower = solve(Fallback::kBound, missing);
     report.cost_ms = best.plan.total_cost_ms;
     report.bound_ms = std::min(report.cost_ms, lower.plan.total_cost_ms - lower.plan.gap_ms);
     report.gap = report.cost_ms > 0 ? (report.cost_ms - report.bound_ms) / report.cost_ms : 0;
@@ -157,6 +232,8 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
        (report.candidates ? " of " + std::to_string(report.candidates) + " candidates" : "") +
        (report.at_bound > 0
             ? "; " + std::to_string(report.at_bound) + " kernels of the plan not measured"
+        : report.bound_ms <= 0
+            ? "; the plan costs " + fixed(best.plan.total_cost_ms, 3) + " ms"
             : "; the plan costs " + fixed(report.cost_ms, 3) + " ms, every plan at least " +
                   fixed(report.bound_ms, 3) + " ms (within " + fixed(100 * report.gap, 1) +
                   "% of the optimum)"));

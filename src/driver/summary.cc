@@ -16,6 +16,7 @@ std::string megabytes(int64_t bytes) { return fixed(static_cast<double>(bytes) /
 std::string on_demand_verdict(const OnDemandReport& r) {
   if (r.at_bound > 0)
     return std::to_string(r.at_bound) + " kernels of it not measured (out of solves)";
+  if (r.bound_ms <= 0) return "every kernel of it measured";
   return "every kernel of it measured; every plan costs at least " + fixed(r.bound_ms, 3) +
          " ms: " +
          (r.gap <= 0 ? "the optimum of the full measured table"
@@ -29,6 +30,7 @@ nlohmann::json on_demand_object(const OnDemandReport& r) {
           {"measured", r.measured},
           {"failed", r.failed},
           {"at_bound", r.at_bound},
+          {"settled", r.settled},
           {"cost_ms", r.cost_ms},
           {"bound_ms", r.bound_ms},
           {"gap", r.gap},
@@ -47,7 +49,8 @@ std::string format_on_demand(const OnDemandReport& r, const OrchestrationResult&
   os << ", " << r.failed << " implementations failed\n"
      << plan.strategy << " plan: " << plan.kernels.size() << " kernels, predicted "
      << fixed(plan.total_cost_ms, 3) << " ms; " << on_demand_verdict(r) << "\ntime: measure "
-     << fixed(r.profile_seconds, 1) << " s, solve " << fixed(r.solve_seconds, 1) << " s\n";
+     << fixed(r.profile_seconds, 1) << " s, solve " << fixed(r.solve_seconds, 1) << " s\n"
+     << "(kora profile --all measures every candidate kernel: the full cost table)\n";
   return os.str();
 }
 

@@ -94,7 +94,7 @@ class CompileCommand : public Command {
                      "the threads, and that schedule emitted where it is faster on the clock")
         ->check(CLI::IsMember({"serial", "parallel"}));
     add_candidate_options(cmd_, options_.orchestration, true);
-    add_on_demand_options(cmd_, on_demand_, options_);
+    add_on_demand_options(cmd_, all_, options_);
     cmd_->add_flag("--json", json_, "print the summary as JSON");
   }
   bool parsed() const override { return cmd_->parsed(); }
@@ -103,7 +103,7 @@ class CompileCommand : public Command {
     const std::unique_ptr<Target> target = make_target(target_, t_);
     options_.measure = !no_measure_;
     options_.verify = !no_verify_;
-    options_.on_demand = on_demand_;
+    options_.on_demand = !all_;
     options_.progress = &std::cerr;
     options_.terminal = ::isatty(2);
     options_.orchestration.progress = verbose;
@@ -121,7 +121,7 @@ class CompileCommand : public Command {
   std::string target_ = "cpu", out_;
   TargetOptions t_;
   CompileOptions options_;
-  bool no_measure_ = false, no_verify_ = false, on_demand_ = false, json_ = false;
+  bool no_measure_ = false, no_verify_ = false, all_ = false, json_ = false;
 };
 
 // Options of run and check: the artifact, its inputs and threads.

@@ -75,17 +75,21 @@ void add_device_options(CLI::App* cmd, TargetOptions& t) {
                 "AVX512-BF16; measured and stored apart from full float32)");
 }
 
-void add_on_demand_options(CLI::App* cmd, bool& on, CompileOptions& options) {
-  cmd->add_flag("--on-demand", on,
-                "measure only the kernels of the plans the solver chooses at costs predicted "
-                "from the kernels measured so far, until the plan holds measured kernels only; "
-                "then say how close it is proven to the optimum of the full table (default: "
-                "every candidate the database lacks, first)");
+void add_on_demand_options(CLI::App* cmd, bool& all, CompileOptions& options) {
+  CLI::Option* every =
+      cmd->add_flag("--all", all,
+                    "measure every candidate kernel the database lacks, first: the full cost "
+                    "table (default: measure on demand, only the kernels of the plans the "
+                    "solver chooses at costs predicted from the kernels measured so far, until "
+                    "the plan holds measured kernels only; targets without lower bounds of "
+                    "kernel costs, cuda, always measure every candidate)");
+  cmd->add_flag("--on-demand")->description("measure on demand (the default)")->excludes(every);
   cmd->add_option("--on-demand-gap", options.on_demand_gap,
-                  "with --on-demand: also measure what the lower bounds need until the plan is "
-                  "proven within this fraction of the optimum (0.02: 2%; default: measure "
+                  "measuring on demand: also measure what the lower bounds need until the plan "
+                  "is proven within this fraction of the optimum (0.02: 2%; default: measure "
                   "nothing for the proof)")
-      ->check(CLI::Range(0.0, 10.0));
+      ->check(CLI::Range(0.0, 10.0))
+      ->excludes(every);
 }
 
 void add_candidate_options(CLI::App* cmd, OrchestrationOptions& o, bool solve) {

@@ -42,8 +42,9 @@ PrimGraph load_primitives(const ModelOptions& m, bool verbose);
 void add_device_options(CLI::App* cmd, TargetOptions& t);
 // --max-kernel-size, --max-segment, and for commands that solve --time-limit.
 void add_candidate_options(CLI::App* cmd, OrchestrationOptions& o, bool solve);
-// --on-demand and --on-demand-gap (kora profile, kora compile): into `on` and options.
-void add_on_demand_options(CLI::App* cmd, bool& on, CompileOptions& options);
+// --all (measure every candidate, not on demand), --on-demand (the default) and
+// --on-demand-gap (kora profile, kora compile): into `all` and options.
+void add_on_demand_options(CLI::App* cmd, bool& all, CompileOptions& options);
 // --db: the profile database (empty: the default).
 void add_db_option(CLI::App* cmd, std::string& db);
 

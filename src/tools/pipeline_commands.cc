@@ -125,7 +125,7 @@ class ProfileCommand : public Command {
     cmd_->add_flag("--suspect", t_.remeasure_suspect,
                    "measure again the kernels measured while other processes used the CPU "
                    "(stored as suspect)");
-    add_on_demand_options(cmd_, on_demand_, on_demand_options_);
+    add_on_demand_options(cmd_, all_, on_demand_options_);
     cmd_->add_flag("--json", json_, "print the summary as JSON");
   }
   bool parsed() const override { return cmd_->parsed(); }
@@ -140,7 +140,9 @@ class ProfileCommand : public Command {
     options.model_path = model_.model;
     options.progress = &std::cerr;
     options.terminal = ::isatty(2);
-    if (on_demand_ && !t_.remeasure_suspect) {
+    // Measure on demand where the target measures here and has lower bounds (cpu).
+    if (!all_ && !t_.remeasure_suspect && target->measures_here() &&
+        target->lower_bound(*db, target->device(*db))) {
       OnDemandReport r;
       const SolvedPlan solved = solve_on_demand(g, *target, db, options, r);
       if (json_) {
@@ -164,7 +166,7 @@ class ProfileCommand : public Command {
   std::string target_ = "cpu", db_;
   TargetOptions t_;
   OrchestrationOptions orchestration_;
-  bool no_measure_ = false, json_ = false, on_demand_ = false;
+  bool no_measure_ = false, json_ = false, all_ = false;
   CompileOptions on_demand_options_;  // its on_demand_gap
 };
 

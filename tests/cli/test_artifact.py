@@ -421,14 +421,27 @@ class ArtifactTest(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(out, "weights.bin")))
 
     def test_measured_compile(self):
-        """Without --no-measure the profile stage runs and the plan uses measured costs."""
+        """Without --no-measure the kernels of the plans the solver chooses are measured (on
+        demand, the default) and the plan holds measured kernels only; with --all every
+        candidate is measured first."""
         out = os.path.join(self.tmp, "conv_measured")
         r = self.compile(self.conv, out, "--json", measure=True)
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("kora compile: measure on demand", r.stderr)
+        summary = json.loads(r.stdout)
+        self.assertGreater(summary["on_demand"]["measured"], 0)
+        self.assertEqual(summary["estimated_kernels"], 0)  # every kernel of the plan measured
+        self.assertGreater(summary["measured_costs"], 0)
+        r, err = self.check(out, self.conv)
+        self.assertEqual(r.returncode, 0, r.stdout)
+
+        out = os.path.join(self.tmp, "conv_measured_all")
+        r = self.compile(self.conv, out, "--json", "--all", measure=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("kora compile: profile:", r.stderr)
         summary = json.loads(r.stdout)
+        self.assertNotIn("on_demand", summary)
         self.assertEqual(summary["roofline_costs"], 0)
-        self.assertGreater(summary["measured_costs"], 0)
         r, err = self.check(out, self.conv)
         self.assertEqual(r.returncode, 0, r.stdout)
 
@@ -470,12 +483,13 @@ class ArtifactTest(unittest.TestCase):
         generated kernels' float32 records taken over), and the artifact passes kora check at
         the bf16 tolerance, visibly not float32."""
         db = os.path.join(self.tmp, "bf16.db")
-        r = kora("profile", self.chain, "--db", db, "--threads", "2", "--json", env=self.env)
+        r = kora("profile", self.chain, "--db", db, "--threads", "2", "--all", "--json",
+                 env=self.env)
         self.assertEqual(r.returncode, 0, r.stderr)
         float32 = json.loads(r.stdout)
         self.assertEqual(float32["reused_float32"], 0)
-        r = kora("profile", self.chain, "--db", db, "--threads", "2", "--bf16", "--json",
-                 env=self.env)
+        r = kora("profile", self.chain, "--db", db, "--threads", "2", "--bf16", "--all",
+                 "--json", env=self.env)
         self.assertEqual(r.returncode, 0, r.stderr)
         bf16 = json.loads(r.stdout)
         self.assertTrue(bf16["device"].endswith(" bf16"))
@@ -486,7 +500,7 @@ class ArtifactTest(unittest.TestCase):
         r = kora("compile", self.chain, "-o", out, "--db", db, "--threads", "2", "--bf16",
                  env=self.env)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertRegex(r.stderr, r"profile: \d+ kernels, 0 measured now")
+        self.assertRegex(r.stderr, r"on demand: \d+ solves, 0 kernels measured now")
         manifest = json.loads(read(os.path.join(out, "manifest.json")))
         self.assertTrue(manifest["device"].endswith(" bf16"), manifest["device"])
         schedules = [k["schedule"] for k in manifest["kernels"] if k["impl"] == "onednn"]

@@ -278,9 +278,10 @@ class OrchestrateProfileDbTest(unittest.TestCase):
 
 
 class ProfileTest(unittest.TestCase):
-    """kora profile: every candidate kernel of the small model measured into the database
-    (the kernel cache in a temporary directory); a second run measures nothing; kora
-    orchestrate --db then has a measurement for every kernel."""
+    """kora profile --all: every candidate kernel of the small model measured into the
+    database (the kernel cache in a temporary directory); a second run measures nothing;
+    kora orchestrate --db then has a measurement for every kernel. kora profile (on demand,
+    the default): fewer kernels, every kernel of its plan measured; again, nothing."""
 
     @classmethod
     def setUpClass(cls):
@@ -292,14 +293,14 @@ class ProfileTest(unittest.TestCase):
             db = os.path.join(tmp, "profiles.db")
             run = lambda *a: subprocess.run([KORA, *a], capture_output=True, text=True,
                                             timeout=300, env=env)
-            first = run("profile", self.model, "--db", db, "--threads", "1")
+            first = run("profile", self.model, "--db", db, "--threads", "1", "--all")
             self.assertEqual(first.returncode, 0, first.stderr)
             self.assertIn("kora profile: measure", first.stderr)  # progress (not a terminal)
             line = [l for l in first.stdout.splitlines() if "unique kernels" in l][0]
             kernels = int(line.split()[0])
             self.assertIn(f"{kernels} measured now, 0 from the database, 0 implementations "
                           "failed", line)
-            second = run("profile", self.model, "--db", db, "--threads", "1")
+            second = run("profile", self.model, "--db", db, "--threads", "1", "--all")
             self.assertEqual(second.returncode, 0, second.stderr)
             self.assertIn(f"0 measured now, {kernels} from the database", second.stdout)
             orch = run("orchestrate", self.model, "--db", db, "--threads", "1", "--json")
@@ -309,6 +310,21 @@ class ProfileTest(unittest.TestCase):
             self.assertNotEqual(r.returncode, 0)
             r = run("profile", self.model, "--target", "tpu")
             self.assertNotEqual(r.returncode, 0)
+            r = run("profile", self.model, "--all", "--on-demand")
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("excludes", r.stderr)
+
+            demand_db = os.path.join(tmp, "on_demand.db")
+            r = run("profile", self.model, "--db", demand_db, "--threads", "1", "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            on_demand = json.loads(r.stdout)
+            self.assertEqual(on_demand["candidates"], kernels)
+            self.assertGreater(on_demand["measured"], 0)
+            self.assertLessEqual(on_demand["measured"], kernels)
+            self.assertEqual(on_demand["at_bound"], 0)  # every kernel of its plan measured
+            r = run("profile", self.model, "--db", demand_db, "--threads", "1", "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout)["measured"], 0)
 
 
 class CudaTargetTest(unittest.TestCase):

@@ -3,7 +3,7 @@ line naming the file, node or tensor, exit status 1 and nothing half written lef
 or the correct result.
 
 - a graph output listed twice; a zero-sized batch dimension (compile under every strategy,
-  profile with and without --on-demand);
+  profile on demand and with --all);
 - external data symlinked out of the model's directory (to /etc/passwd);
 - .npy files as numpy writes them, every dtype kora accepts, C and Fortran order, format
   versions 1 to 3, read exactly; trailing data refused;
@@ -89,7 +89,7 @@ class HostileInputTest(unittest.TestCase):
                                    strategy, "--db", self.path("db.sqlite")],
                                   "'x'", "[0, 4]", "no elements")
                 self.assert_nothing_left()
-        for extra in ([], ["--on-demand"]):
+        for extra in ([], ["--all"]):
             with self.subTest(profile=extra):
                 self.assert_error(["profile", model, "--db", self.path("db.sqlite"), *extra],
                                   "'x'", "no elements")

@@ -202,6 +202,43 @@ TEST(MeasureOnDemand, ByDefaultTheProofIsReportedNotMeasuredFor) {
   EXPECT_LT(guided.measured, full.measured);
 }
 
+TEST(MeasureOnDemand, StopsWhenMeasuringMorePromisesLessThanTheTolerance) {
+  TempDir dir;
+  const PrimGraph g = kora::import_model(mlp_builder().save(dir));
+  SyntheticTarget exact, tolerant;
+  CompileOptions options;
+  options.on_demand_tolerance = 0;
+  auto exact_db = std::make_shared<ProfileDb>(dir.file("exact.db"));
+  OnDemandReport e;
+  const SolvedPlan optimum = solve_on_demand(g, exact, exact_db, options, e);
+  EXPECT_EQ(e.settled, 0);
+
+  // A tolerance of a half: once a round's plan is measured, the next promises too little.
+  options.on_demand_tolerance = 0.5;
+  auto db = std::make_shared<ProfileDb>(dir.file("tolerant.db"));
+  OnDemandReport r;
+  const SolvedPlan plan = solve_on_demand(g, tolerant, db, options, r);
+  EXPECT_EQ(r.settled, 1);
+  EXPECT_EQ(r.at_bound, 0);
+  EXPECT_LE(tolerant.measured, exact.measured);
+  for (const ChosenKernel& k : plan.plan.kernels) EXPECT_TRUE(db->known("synthetic", k.signature));
+  EXPECT_LE(plan.plan.total_cost_ms, optimum.plan.total_cost_ms / (1 - 0.5));
+
+  // A recompile after the check on the clock fed in-plan times back (each kernel of the
+  // plan 0.5% slower than alone): measures nothing.
+  std::map<uint64_t, double> in_plan;
+  for (const ChosenKernel& k : optimum.plan.kernels) in_plan[k.signature] = 1.005 * k.cost_ms;
+  exact_db->put_in_plan("synthetic", in_plan, 1);
+  const int64_t before = exact.measured;
+  OnDemandReport again;
+  const SolvedPlan recompiled = solve_on_demand(g, exact, exact_db, CompileOptions(), again);
+  EXPECT_EQ(again.measured, 0);
+  EXPECT_EQ(again.settled, 1);  // its first plan promised less than 1%: not measured
+  EXPECT_EQ(exact.measured, before);
+  EXPECT_NEAR(recompiled.plan.total_cost_ms, optimum.plan.total_cost_ms,
+              0.01 * optimum.plan.total_cost_ms);
+}
+
 // Kernels of an even signature are slower at their first measurement (a default
 // schedule at twice the true cost) than once searched; the search runs only when asked for
 // with the search deferred (a full profile runs it with the first measurement).

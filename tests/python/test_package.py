@@ -228,6 +228,13 @@ def test_measured_compile_progress_and_profile(tmp_path, capsys):
     # The database now holds the kernels: a second compile measures nothing.
     again = kora.compile(mixed_dtypes(), db=db, threads=1, progress=False)
     assert again.summary["profile"]["measured"] == 0
+    # Measured on demand: some candidates are left; measure="all" measures them first.
+    assert art.summary["on_demand"]["measured"] == art.summary["profile"]["measured"]
+    full = kora.compile(mixed_dtypes(), db=db, threads=1, progress=False, measure="all")
+    assert "on_demand" not in full.summary and full.summary["estimated_kernels"] == 0
+    assert full.summary["roofline_costs"] == 0
+    with pytest.raises(ValueError, match="measure must be"):
+        kora.compile(mixed_dtypes(), db=db, measure="some")
 
 
 def test_gil_released_while_compiling(db):
