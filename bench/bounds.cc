@@ -11,7 +11,8 @@
 // A kernel measured by the replay gets its records but generated code's other schedules,
 // which come when a plan takes it at what they may give (the deferred schedule search;
 // --no-defer: all at once, as when the search ran with the kernel).
-// usage: kora_bench_bounds --db FULL.db [--threads N] [--no-defer] MODEL.onnx [MODEL.onnx ...]
+// usage: kora_bench_bounds --db FULL.db [--threads N] [--no-defer] [--caution C]
+//          [--tolerance T] [--rounds N] [--gap G] [--explain] MODEL.onnx [MODEL.onnx ...]
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -117,7 +118,7 @@ class ComponentBound : public CostModel {
 int run(int argc, char** argv) {
   std::string db_path, csv_path, components_path;
   bool replay = true, explain = false, defer = true;
-  double gap = -1, component_factor = 0, caution = -1;
+  double gap = -1, component_factor = 0, caution = -1, tolerance = -1;
   int rounds = -1;
   int threads = 2;
   std::vector<std::string> models;
@@ -133,6 +134,8 @@ int run(int argc, char** argv) {
       rounds = std::stoi(argv[++i]);
     else if (a == "--caution" && i + 1 < argc)
       caution = std::stod(argv[++i]);
+    else if (a == "--tolerance" && i + 1 < argc)
+      tolerance = std::stod(argv[++i]);
     else if (a == "--components" && i + 1 < argc)
       components_path = argv[++i];
     else if (a == "--component-loop" && i + 1 < argc)
@@ -289,6 +292,7 @@ int run(int argc, char** argv) {
     CompileOptions o;
     if (gap >= 0) o.on_demand_gap = gap;
     if (caution >= 0) o.on_demand_caution = caution;
+    if (tolerance >= 0) o.on_demand_tolerance = tolerance;
     if (rounds > 0) o.on_demand_rounds = rounds;
     OnDemandReport r;
     const SolvedPlan on_demand = solve_on_demand(g, oracle, oracle_db, o, r);

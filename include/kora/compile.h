@@ -96,7 +96,10 @@ struct PlanCheck {
   double predicted_ms = 0;  // the solver's prediction when chosen
   double in_plan_ms = 0;    // the sum of its kernels' times inside the running plan
   double measured_ms = 0;   // median end-to-end latency (device time of the plan)
-  std::string error;        // not measured: why
+  // Among the plans timed in the final window (those within 10% of the fastest they were
+  // last timed with); the emitted plan is the fastest of them.
+  bool finalist = false;
+  std::string error;  // not measured: why
 };
 
 // What the emitted artifact holds.

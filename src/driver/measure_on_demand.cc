@@ -7,7 +7,9 @@
 //      measured, all in one target.profile (compiled together), and the plan solved
 //      again until none is left. The prediction is lowered by options.on_demand_caution
 //      spreads of the similar kernels' ratios, so that kernels that may beat their
-//      prediction are measured too.
+//      prediction are measured too. Out of solves (options.on_demand_rounds), the last
+//      plan's kernels are measured all the same and the best plan of measured kernels
+//      solved once more.
 //      Measuring a kernel measures its default implementations; what a full profile
 //      measures beyond them (the CPU's schedule search) is deferred: such a kernel costs
 //      what the rest may give (Target::unexplored_costs, optimistic) and, when a plan
@@ -88,7 +90,11 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
     if (!typical) return target.lower_bound(*db, device);
     auto p = std::make_unique<PredictedCost>(target.lower_bound(*db, device), std::move(typical),
                                              options.on_demand_caution);
-    p->learn(graph, candidates.unique, db->fastest(device));
+    // From the costs the solve compares the prediction with: a kernel's time inside running
+    // plans where the check on the clock measured one, else alone.
+    std::map<uint64_t, double> measured = db->fastest(device);
+    for (const auto& [signature, ms] : db->in_plan(device)) measured[signature] = ms;
+    p->learn(graph, candidates.unique, measured);
     return p;
   };
   // One solve, kernels not measured at their predicted cost or at their bound; the plan's
@@ -193,10 +199,14 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
         missing.clear();
         return std::move(*m);
       }
-      if (!measure(missing, s, "predicted")) break;
+      if (!measure(missing, s, "predicted")) return s;
       incumbent_ms = measured_cost(s.plan);
       s = solve(Fallback::kPredicted, missing);
     }
+    // Out of solves: the plan's kernels are measured all the same, and the best plan of
+    // measured kernels (no worse than that plan) taken instead of it.
+    if (!missing.empty() && measure(missing, s, "the last predicted"))
+      s = solve(Fallback::kExcluded, missing);
     return s;
   };
   SolvedPlan best = measured_plan();

@@ -31,6 +31,10 @@ namespace fs = std::filesystem;
 
 // The solves a re-solve of the check measures on demand with, at most.
 constexpr int kCheckOnDemandRounds = 4;
+// A plan this many times slower than the fastest when warmed up is not timed further.
+constexpr double kFarSlower = 1.5;
+// How much faster than the fastest so far a re-solved plan has to run for another round.
+constexpr double kClearlyFaster = 0.02;
 
 // A plan's identity: its kernels (primitive sets, native or not, step and threads of a
 // parallel schedule), in any order.
@@ -57,6 +61,9 @@ struct Entry {
   ArtifactSummary artifact;
   std::unique_ptr<Session> session;
   std::vector<double> kernel_ms;  // per kernel of the session, inside the running plan
+  // Its latency over the fastest's when it was last timed in turn with others: comparable
+  // across rounds, unlike the latencies themselves (the machine drifts between rounds).
+  double relative = 0;
 };
 
 // Binds the check's random inputs (seeded: every plan sees the same) and runs once.
@@ -97,15 +104,16 @@ void prepare_rival(const PrimGraph& graph, Target& target, const ProfileDb& db,
 }
 
 // The entries' latencies, measured in turn: warm-up, then rounds in which every plan runs
-// a burst (about two seconds in all); then each kernel's time inside its plan.
+// a burst (about two seconds in all; a plan far slower than the fastest at warm-up keeps
+// its warm-up time); then each kernel's time inside its plan.
 void time_in_turn(const std::vector<Entry*>& entries, double budget_ms = 2000,
                   bool kernels = true) {
   std::vector<Entry*> live;
   for (Entry* e : entries)
     if (e->session) live.push_back(e);
   if (live.empty()) return;
-  double round_ms = 0;
   std::map<Entry*, std::vector<double>> samples;
+  std::map<Entry*, double> warm_ms;
   for (Entry* e : live) {
     std::vector<double> warm;
     try {
@@ -115,23 +123,42 @@ void time_in_turn(const std::vector<Entry*>& entries, double budget_ms = 2000,
       e->session.reset();
       continue;
     }
-    round_ms += median(warm);
+    warm_ms[e] = median(warm);
   }
   live.erase(std::remove_if(live.begin(), live.end(), [](Entry* e) { return !e->session; }),
              live.end());
+  if (live.empty()) return;
+  // A plan that warmed up far slower than the fastest cannot win: its warm-up is its time.
+  double least_ms = warm_ms[live[0]];
+  for (Entry* e : live) least_ms = std::min(least_ms, warm_ms[e]);
+  std::vector<Entry*> timed;
+  double round_ms = 0;
+  for (Entry* e : live)
+    if (warm_ms[e] > kFarSlower * least_ms) {
+      samples[e] = {warm_ms[e]};
+    } else {
+      timed.push_back(e);
+      round_ms += warm_ms[e];
+    }
   // Each round runs a plan in a burst, its first run untimed, so that it finds its own data
   // in the caches as a deployed model does, not the previous plan's.
   constexpr int kBurst = 4;
   const int rounds =
       std::clamp(static_cast<int>(budget_ms / std::max(kBurst * round_ms, 1e-3)), 5, 100);
   for (int r = 0; r < rounds; ++r, throw_if_interrupted("checking plans on the clock"))
-    for (Entry* e : live)
+    for (Entry* e : timed)
       for (int i = 0; i < kBurst; ++i) {
         const double ms = e->session->plan_ms();
         if (i > 0) samples[e].push_back(ms);
       }
+  double fastest_ms = 0;
   for (Entry* e : live) {
     e->check.measured_ms = median(samples[e]);
+    if (e->check.measured_ms > 0 && (fastest_ms == 0 || e->check.measured_ms < fastest_ms))
+      fastest_ms = e->check.measured_ms;
+  }
+  for (Entry* e : live) {
+    if (fastest_ms > 0) e->relative = e->check.measured_ms / fastest_ms;
     if (!kernels) continue;
     const int iters =
         std::clamp(static_cast<int>(500 / std::max(e->check.measured_ms, 1e-3)), 5, 30);
@@ -318,9 +345,12 @@ PlanCheckResult check_plans_on_the_clock(const PrimGraph& graph, Target& target,
       time_in_turn(pair);
       report(options, "check on the clock, round " + std::to_string(round), pair);
       feed_back(pair, *db, device);
-      // A re-solved plan no faster than the incumbent: the costs fed back did not find a
-      // better one, and another round is unlikely to (each costs a solve and an artifact).
-      if (!e->session || e->check.measured_ms >= incumbent->check.measured_ms) break;
+      // A re-solved plan not clearly faster than the incumbent (by more than the noise of
+      // two plans timed in turn): the costs fed back did not find a better one, and another
+      // round is unlikely to (each costs a solve and an artifact).
+      if (!e->session ||
+          e->check.measured_ms >= (1 - kClearlyFaster) * incumbent->check.measured_ms)
+        break;
     }
 
     // The parallel schedule of the fastest plan (options.schedule, cpu): its kernels timed
@@ -351,20 +381,18 @@ PlanCheckResult check_plans_on_the_clock(const PrimGraph& graph, Target& target,
         }
       }
 
-    // The decision: the plans within 10% of the fastest, timed in turn once more in one
-    // window, so that drift between rounds does not decide.
-    if (Entry* leader = fastest()) {
-      std::vector<Entry*> close;
-      for (const auto& e : entries)
-        if (e->session && e->check.error.empty() && e->check.measured_ms > 0 &&
-            e->check.measured_ms <= 1.1 * leader->check.measured_ms)
-          close.push_back(e.get());
-      if (close.size() > 1) {
-        time_in_turn(close, 3000, false);
-        report(options, "check on the clock, final", close);
-        finalists = std::move(close);
-      }
+    // The decision: the plans within 10% of the fastest they were last timed with, timed in
+    // turn once more in one window, so that drift between rounds does not decide.
+    std::vector<Entry*> close;
+    for (const auto& e : entries)
+      if (e->session && e->check.error.empty() && e->check.measured_ms > 0 && e->relative <= 1.1)
+        close.push_back(e.get());
+    if (close.size() > 1) {
+      time_in_turn(close, 3000, false);
+      report(options, "check on the clock, final", close);
     }
+    for (Entry* e : close) e->check.finalist = true;
+    if (!close.empty()) finalists = std::move(close);
 
     PlanCheckResult result;
     Entry* best = fastest();

@@ -137,6 +137,7 @@ std::string compile_summary_json(const CompileSummary& s) {
                         {"predicted_ms", c.predicted_ms},
                         {"in_plan_ms", c.in_plan_ms},
                         {"measured_ms", c.measured_ms},
+                        {"finalist", c.finalist},
                         {"emitted", static_cast<int>(i) == s.emitted_check}};
     if (!c.error.empty()) p["error"] = c.error;
     j["checked"].push_back(p);

@@ -333,8 +333,9 @@ TEST(MeasureOnDemand, TargetsWithoutBoundsAreAClearError) {
 
 TEST(MeasureOnDemand, CpuTargetCompilesFromAnEmptyDatabaseMeasuringPartOfTheCandidates) {
   // A few solves only (the loop's convergence is the synthetic test's): the artifact is
-  // right whatever was measured, the summary says what was, and the plan's kernels not
-  // measured are noted as estimates.
+  // right whatever was measured, the summary says what was, and out of solves the last
+  // plan's kernels are measured all the same (one more solve: the best plan of measured
+  // kernels), so that no kernel of the plan is an estimate.
   CpuCompileSetup setup;  // the cpu target, its kernel cache and database in setup.dir
   TempDir& dir = setup.dir;
   const std::string model = mlp_builder().save(dir);
@@ -346,19 +347,19 @@ TEST(MeasureOnDemand, CpuTargetCompilesFromAnEmptyDatabaseMeasuringPartOfTheCand
   const CompiledArtifact a = compile(model, *target, dir.file("art"), options);
   const CompileSummary& s = a.summary;
   EXPECT_TRUE(s.on_demand.used);
-  EXPECT_EQ(s.on_demand.rounds, 3);
+  EXPECT_GE(s.on_demand.rounds, 2);
+  EXPECT_LE(s.on_demand.rounds, 4);
   EXPECT_GT(s.on_demand.measured, 0);
   EXPECT_LT(s.on_demand.measured, s.on_demand.candidates);
   EXPECT_EQ(s.profile.measured, s.on_demand.measured);
-  EXPECT_EQ(s.estimated_kernels, s.on_demand.at_bound);
-  if (s.on_demand.at_bound > 0) {
-    EXPECT_FALSE(s.on_demand.complete);
-  } else {
-    EXPECT_LE(s.on_demand.bound_ms, s.on_demand.cost_ms);
-  }
+  EXPECT_EQ(s.on_demand.at_bound, 0);
+  EXPECT_EQ(s.estimated_kernels, 0);
+  EXPECT_LE(s.on_demand.bound_ms, s.on_demand.cost_ms);
   EXPECT_NE(s.on_demand.bound.find("GFLOP/s"), std::string::npos) << s.on_demand.bound;
   expect_matches_interpreter(kora::import_model(model), a.dir);
-  EXPECT_NE(format_compile_summary(s).find("measured on demand: 3 solves"), std::string::npos)
+  EXPECT_NE(format_compile_summary(s).find(
+                "measured on demand: " + std::to_string(s.on_demand.rounds) + " solves"),
+            std::string::npos)
       << format_compile_summary(s);
   const nlohmann::json j = nlohmann::json::parse(compile_summary_json(s));
   EXPECT_EQ(j["on_demand"]["measured"], s.on_demand.measured);
