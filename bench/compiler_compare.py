@@ -37,7 +37,7 @@ def main():
         for cc in (first, second):
             env = dict(os.environ, KORA_KERNEL_CACHE=os.path.join(tmp, tag[cc]))
             proc = subprocess.run([args.kora, "profile", args.model, "--db", db, "--threads",
-                                   str(args.threads), "--compiler", cc, "--json"],
+                                   str(args.threads), "--compiler", cc, "--all", "--json"],
                                   capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 raise SystemExit(f"kora profile --compiler {cc} failed:\n{proc.stderr[-3000:]}")

@@ -33,7 +33,7 @@ fi
 failed=0
 for m in ${MODELS//,/ }; do
   echo "== $m"
-  "$KORA" profile "$ZOO/$m.onnx" --target cuda $SCHEDULES 2>&1 | grep -E "^(kernels|results|device|tuned)"
+  "$KORA" profile "$ZOO/$m.onnx" --target cuda --all $SCHEDULES 2>&1 | grep -E "^(kernels|results|device|tuned)"
   for s in optimal greedy unfused; do
     "$KORA" compile "$ZOO/$m.onnx" --target cuda --strategy $s --no-measure -o "$ART/$m-$s" 2>&1 |
       grep -E "error|CUDA kernels"

@@ -58,7 +58,7 @@ def main():
         name = os.path.splitext(os.path.basename(model))[0]
         r = results[name] = {}
         t = time.time()
-        run([args.kora, "profile", model, "--json"] + common)
+        run([args.kora, "profile", model, "--all", "--json"] + common)
         r["profile_s"] = time.time() - t
         arts = {}
         for label, extra in [("optimal", []), ("optimal_again", []),

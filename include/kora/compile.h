@@ -68,6 +68,10 @@ struct CompileOptions {
   // the best plan of kernels already measured (the measurements' noise: a recompile of a
   // model measured before measures nothing).
   double on_demand_tolerance = 0.01;
+  // A recompile (compile sets it where the database remembers the plan it emitted for the
+  // graph): the best plan of the kernels measured is taken and nothing is measured, unless
+  // they cannot compute the graph. kora profile measures on demand further.
+  bool on_demand_recompile = false;
 };
 
 // Measure on demand: what the rounds did.

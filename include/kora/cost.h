@@ -107,15 +107,17 @@ class LowerBoundCost : public CostModel {
  public:
   // `typical`: not the bound but what a kernel of its kind typically costs (the median
   // measured over the roofline instead of the least): an estimate to guide measuring.
-  explicit LowerBoundCost(MachinePeaks peaks, bool typical = false)
-      : peaks_(peaks), typical_(typical) {}
+  // `per_kind` false: no factor of a kind (the cuda target's bounds: its peaks are above
+  // any GPU's, its kinds' efficiencies not calibrated).
+  explicit LowerBoundCost(MachinePeaks peaks, bool typical = false, bool per_kind = true)
+      : peaks_(peaks), typical_(typical), per_kind_(per_kind) {}
   double cost_ms(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) override;
   std::string describe() const override;
   const MachinePeaks& peaks() const { return peaks_; }
 
  private:
   MachinePeaks peaks_;
-  bool typical_ = false;
+  bool typical_ = false, per_kind_ = true;
 };
 
 // What a kernel not measured yet will likely cost (measure on demand's guide), learned

@@ -4,8 +4,8 @@
 // writes, and the FLOPs and external inputs of the members whose whole output is needed
 // (what the kernel writes, and what such a member reads whole: elementwise, broadcast,
 // reduce, linear, transpose and reshape members; a strided convolution's input divided by
-// its strides; another layout or an opaque member may read a part only). A 3x3 convolution's FLOPs are counted
-// as a Winograd algorithm multiplies them (multiplied_share).
+// its strides; another layout or an opaque member may read a part only). A 3x3 convolution's FLOPs
+// are counted as a Winograd algorithm multiplies them (multiplied_share).
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -168,7 +168,8 @@ double LowerBoundCost::cost_ms(const PrimGraph& graph, const KernelDag& dag, con
   const double memory_ms =
       (cached / peaks_.cache_gbps + (bytes - cached) / peaks_.dram_gbps) * 1e-6;
   const double compute_ms = flops / peaks_.gflops * 1e-6;
-  return std::max(compute_ms, memory_ms) * kind_factor(w.kind, typical_) + peaks_.floor_ms;
+  const double factor = per_kind_ ? kind_factor(w.kind, typical_) : 1;
+  return std::max(compute_ms, memory_ms) * factor + peaks_.floor_ms;
 }
 
 std::string LowerBoundCost::describe() const {

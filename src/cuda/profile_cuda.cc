@@ -300,8 +300,13 @@ CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
   } else {
     fp = options.remote_device;
   }
+  const std::optional<std::set<uint64_t>>& only = options.only;
+  if (only)  // measure on demand: the kernels not asked for count as known
+    kernels.known = [&only](uint64_t signature) { return only->count(signature) == 0; };
   if (!fp.empty()) {
-    kernels.known = [&db, fp](uint64_t signature) { return db.known(fp, signature); };
+    kernels.known = [&db, fp, &only](uint64_t signature) {
+      return (only && only->count(signature) == 0) || db.known(fp, signature);
+    };
     kernels.measured = [&db, fp](uint64_t signature, const std::string& schedule) {
       for (const ProfileRecord& r : db.records(fp, signature))
         if (r.schedule == schedule) return true;
@@ -320,6 +325,7 @@ CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
   CudaKernelsOptions every = options.kernels;
   every.known = nullptr;
   for_each_cuda_candidate(graph, every, [&](const KernelDag& sub, const Candidate& c) {
+    if (only && only->count(c.signature) == 0) return;
     if (!cuda_codegen_supports(graph, sub, c)) return;  // a library call: all measured
     const size_t space = cuda_schedule_space(graph, sub, c).size();
     if (space < 2 || db.records(fp, c.signature).size() >= space) return;

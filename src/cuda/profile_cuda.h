@@ -21,6 +21,8 @@
 // the first N of each kernel's schedule space instead.
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,6 +77,8 @@ struct CudaProfileOptions {
   // Without a GPU here: the fingerprint of the GPU the job is for (kora profile --gpu),
   // whose measurements in the database the job leaves out.
   std::string remote_device;
+  // Measure only these kernels (by signature; measure on demand), or every candidate.
+  std::optional<std::set<uint64_t>> only;
   bool run_worker = true;  // run the worker when this machine has a usable GPU
   std::string worker;      // the worker program; empty: $KORA_CUDA_WORKER, else
                            // kora-cuda-worker next to the running executable

@@ -33,6 +33,24 @@ std::unique_ptr<CostModel> CudaTarget::fallback_cost() const {
   return std::make_unique<RooflineCost>(device_params("h100"));
 }
 
+MachinePeaks cuda_bound_peaks(bool tf32) {
+  MachinePeaks p;
+  p.gflops = 2 * (tf32 ? 495e3 : 67e3);
+  p.dram_gbps = 4800;
+  p.cache_gbps = 20e3;
+  p.cache_bytes = 50.0 * (1 << 20);
+  p.floor_ms = 1e-3;
+  return p;
+}
+
+std::unique_ptr<CostModel> CudaTarget::lower_bound(ProfileDb&, const std::string&) {
+  return std::make_unique<LowerBoundCost>(cuda_bound_peaks(options_.tf32), false, false);
+}
+
+std::unique_ptr<CostModel> CudaTarget::typical_cost(ProfileDb&, const std::string&) {
+  return std::make_unique<LowerBoundCost>(cuda_bound_peaks(options_.tf32), true);
+}
+
 double CudaTarget::failure_penalty_ms() const { return kCudaFailedKernelMs; }
 
 bool CudaTarget::measures_here() const {
@@ -53,6 +71,7 @@ ProfileReport CudaTarget::profile(const PrimGraph& graph, ProfileDb& db,
     const auto gpu = CudaDevice::open(0, &why);
     p.kernels.arch = gpu ? gpu->arch() : "sm_80";
   }
+  p.only = options.only;
   p.kernels.candidates = options.candidates;
   p.kernels.partition = options.partition;
   p.kernels.progress = options.progress;

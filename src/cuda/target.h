@@ -9,12 +9,21 @@
 // roofline; kernels whose every implementation failed there cost 1 s
 // (kCudaFailedKernelMs, ProfileDbCost::penalize_failed), as the cuda target has no
 // implementation that always works (the interpreter runs on the host, for lone primitives
-// only).
+// only). With the GPU here kora measures on demand as on the CPU: each round's job holds
+// the kernels its plan lacks (TargetProfileOptions::only); for a GPU elsewhere every
+// candidate goes into one job.
 #pragma once
 
+#include "kora/cost.h"
 #include "kora/target.h"
 
 namespace kora {
+
+// What no GPU kora targets (sm_80, sm_90: A100, H100, H200) exceeds, so that no kernel
+// measured on one falls below a bound at these peaks: float32 arithmetic at twice the
+// H100's (67 TFLOP/s without tensor cores; with `tf32`, twice its dense TF32 tensor-core
+// 495), the H200's memory bandwidth (4.8 TB/s), a 50 MiB L2 at 20 TB/s, 1 us a kernel.
+MachinePeaks cuda_bound_peaks(bool tf32);
 
 class CudaTarget : public Target {
  public:
@@ -26,6 +35,10 @@ class CudaTarget : public Target {
   std::string describe() const override;  // "cuda, sm_90" once device() chose the GPU
   CandidateOptions candidates(const PrimGraph& graph, CandidateOptions options) const override;
   std::unique_ptr<CostModel> fallback_cost() const override;
+  // Measure on demand: LowerBoundCost at cuda_bound_peaks (above any GPU kora targets), no
+  // factor per kind; typical costs from the same peaks and the kinds' typical factors.
+  std::unique_ptr<CostModel> lower_bound(ProfileDb& db, const std::string& device) override;
+  std::unique_ptr<CostModel> typical_cost(ProfileDb& db, const std::string& device) override;
   double failure_penalty_ms() const override;
   // A GPU is here and options.gpu does not name another.
   bool measures_here() const override;

@@ -18,6 +18,7 @@
 #include "base/interrupt.h"
 #include "base/text.h"
 #include "driver/plan_check.h"
+#include "driver/previous_plan.h"
 #include "driver/stages.h"
 #include "emit/artifact_backend.h"
 #include "kora/cost.h"
@@ -181,6 +182,7 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
 
   throw_if_interrupted("compiling");
   auto stage = std::chrono::steady_clock::now();
+  CompileOptions recompile = options;
   std::unique_ptr<ProfileDbCost> costs;
   OrchestrationResult plan;
   if (on_demand) {
@@ -188,7 +190,9 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
     s.describe = target.describe();  // after device(): a target may learn its device there
     progress_line(options,
                   "target " + s.describe + ", costs of " + s.device + ", measured on demand");
-    SolvedPlan solved = solve_on_demand(graph, target, db, options, s.on_demand);
+    // A graph compiled before: what was measured for it is what this compile takes.
+    recompile.on_demand_recompile = previous_emitted_plan(*db, s.device, graph).has_value();
+    SolvedPlan solved = solve_on_demand(graph, target, db, recompile, s.on_demand);
     plan = std::move(solved.plan);
     costs = std::move(solved.costs);
     s.profiled = true;
@@ -243,7 +247,7 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
   if (check) {
     check_artifact_dir(dir);
     const PlanCheckResult checked =
-        check_plans_on_the_clock(graph, target, db, s.device, plan, dir, options);
+        check_plans_on_the_clock(graph, target, db, s.device, plan, dir, recompile);
     s.artifact = checked.artifact;
     s.checked = checked.plans;
     s.emitted_check = checked.emitted;

@@ -22,6 +22,8 @@
 //      solve's kernels not measured are measured too, and both steps run again.
 // Kernels whose bound alone makes every plan through them worse than the incumbent are
 // never chosen, so never compiled or measured.
+// A recompile (options.on_demand_recompile) starts with the solve that excludes the kernels
+// not measured, and measures nothing when that plan computes the graph.
 // Settling: step 1 stops early when what its plan promises is within
 // options.on_demand_tolerance of the best plan of measured kernels only (solved with the
 // kernels not measured excluded). That solve runs when the last round's plan, costed at
@@ -209,7 +211,10 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
       s = solve(Fallback::kExcluded, missing);
     return s;
   };
-  SolvedPlan best = measured_plan();
+  // A recompile: the best plan of the kernels measured, when they compute the graph.
+  SolvedPlan best;
+  if (options.on_demand_recompile) best = solve(Fallback::kExcluded, missing);
+  if (!options.on_demand_recompile || !missing.empty()) best = measured_plan();
   report.at_bound = static_cast<int64_t>(missing.size());
   // The bound solve proves how close the optimal strategy's plan is; the baselines' plans
   // are what they are.

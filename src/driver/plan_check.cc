@@ -31,6 +31,8 @@ namespace fs = std::filesystem;
 
 // The solves a re-solve of the check measures on demand with, at most.
 constexpr int kCheckOnDemandRounds = 4;
+// A plan of at least this many milliseconds is timed in fewer, shorter rounds.
+constexpr double kLongPlanMs = 20;
 // A plan this many times slower than the fastest when warmed up is not timed further.
 constexpr double kFarSlower = 1.5;
 // How much faster than the fastest so far a re-solved plan has to run for another round.
@@ -141,15 +143,18 @@ void time_in_turn(const std::vector<Entry*>& entries, double budget_ms = 2000,
       round_ms += warm_ms[e];
     }
   // Each round runs a plan in a burst, its first run untimed, so that it finds its own data
-  // in the caches as a deployed model does, not the previous plan's.
-  constexpr int kBurst = 4;
-  const int rounds =
-      std::clamp(static_cast<int>(budget_ms / std::max(kBurst * round_ms, 1e-3)), 5, 100);
+  // in the caches as a deployed model does, not the previous plan's. Plans of tens of
+  // milliseconds stream their data from memory whatever ran before: two runs, both timed,
+  // and three rounds at least.
+  const bool long_plans = least_ms >= kLongPlanMs;
+  const int burst = long_plans ? 2 : 4, untimed = long_plans ? 0 : 1;
+  const int rounds = std::clamp(static_cast<int>(budget_ms / std::max(burst * round_ms, 1e-3)),
+                                long_plans ? 3 : 5, 100);
   for (int r = 0; r < rounds; ++r, throw_if_interrupted("checking plans on the clock"))
     for (Entry* e : timed)
-      for (int i = 0; i < kBurst; ++i) {
+      for (int i = 0; i < burst; ++i) {
         const double ms = e->session->plan_ms();
-        if (i > 0) samples[e].push_back(ms);
+        if (i >= untimed) samples[e].push_back(ms);
       }
   double fastest_ms = 0;
   for (Entry* e : live) {
@@ -160,8 +165,8 @@ void time_in_turn(const std::vector<Entry*>& entries, double budget_ms = 2000,
   for (Entry* e : live) {
     if (fastest_ms > 0) e->relative = e->check.measured_ms / fastest_ms;
     if (!kernels) continue;
-    const int iters =
-        std::clamp(static_cast<int>(500 / std::max(e->check.measured_ms, 1e-3)), 5, 30);
+    const int iters = std::clamp(static_cast<int>(500 / std::max(e->check.measured_ms, 1e-3)),
+                                 e->check.measured_ms >= kLongPlanMs ? 3 : 5, 30);
     e->kernel_ms = e->session->profile_kernels(iters);
     e->check.in_plan_ms = 0;
     for (double ms : e->kernel_ms) e->check.in_plan_ms += ms;

@@ -24,6 +24,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -464,7 +465,7 @@ TEST(CudaArtifact, RunsOnAFakeDriverLikeTheInterpreter) {
 // library of the kernels the step launches (FAKE_CUDA_MODULE); `env`: more variables.
 void fake_gpu_flow(const kora_test::TempDir& tmp, const std::string& model, const PrimGraph& g,
                    const std::map<std::string, Tensor>& inputs, const std::string& env_more,
-                   std::string* profiled) {
+                   std::string* profiled, bool on_demand = false) {
   // The measuring job's kernels, named as compile_cuda_kernels names them.
   std::vector<CudaKernel> job_kernels;
   for_each_cuda_candidate(g, CudaKernelsOptions{}, [&](const KernelDag& sub, const Candidate& c) {
@@ -480,27 +481,44 @@ void fake_gpu_flow(const kora_test::TempDir& tmp, const std::string& model, cons
   std::string& out = *profiled;
   const std::string job_module =
       "FAKE_CUDA_MODULE=" + emulated_library(job_kernels, g, tmp.file("emu")) + " ";
-  ASSERT_EQ(
-      run(env + job_module + KORA_CLI_PATH + " profile " + model + " --target cuda --schedules 2",
-          &out),
-      0)
+  // Every candidate measured first (--all), or on demand: only the kernels of the plans the
+  // solver chooses, each round's job holding what it asks for.
+  const std::string all = on_demand ? "" : " --all";
+  ASSERT_EQ(run(env + job_module + KORA_CLI_PATH + " profile " + model +
+                    " --target cuda --schedules 2" + all,
+                &out),
+            0)
       << out;
-  EXPECT_NE(out.find("device cuda|Fake GPU|sm_80|4 SMs|driver 13000|cublas 130000"),
-            std::string::npos)
-      << out;
+  if (on_demand) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(
+        out, m, std::regex(R"((\d+) kernels measured now \(of (\d+) candidates\), 0 impl)")))
+        << out;
+    EXPECT_GT(std::stoi(m[1]), 0) << out;
+    EXPECT_LT(std::stoi(m[1]), std::stoi(m[2])) << out;
+    EXPECT_NE(out.find("every kernel of it measured"), std::string::npos) << out;
+  } else {
+    EXPECT_NE(out.find("device cuda|Fake GPU|sm_80|4 SMs|driver 13000|cublas 130000"),
+              std::string::npos)
+        << out;
+  }
   EXPECT_EQ(out.find("wrong result"), std::string::npos) << out;
 
   const std::string art = tmp.file("art");
   std::string compiled;
   ASSERT_EQ(run(env + job_module + KORA_CLI_PATH + " compile " + model +
-                    " --target cuda --schedules 2 -o " + art,
+                    " --target cuda --schedules 2 -o " + art + all,
                 &compiled),
             0)
       << compiled;
   EXPECT_NE(compiled.find("target cuda, sm_80, costs of cuda|Fake GPU"), std::string::npos)
       << compiled;
   EXPECT_EQ(compiled.find("never measured"), std::string::npos) << compiled;
-  EXPECT_NE(compiled.find(" kernels, 0 measured now, "), std::string::npos) << compiled;
+  // What kora profile measured is all the compile needs.
+  EXPECT_NE(
+      compiled.find(on_demand ? " solves, 0 kernels measured now" : " kernels, 0 measured now, "),
+      std::string::npos)
+      << compiled;
   // The plans checked on the clock (their generated kernels are the job's, by symbol).
   EXPECT_NE(compiled.find("check on the clock: optimal "), std::string::npos) << compiled;
   EXPECT_EQ(compiled.find("could not be run here"), std::string::npos) << compiled;
@@ -543,6 +561,32 @@ TEST(CudaArtifact, ProfileCompileAndRunOnAFakeGpu) {
       "KORA_CUDNN=/nonexistent/libcudnn.so FAKE_CUBLASLT_ALGOS=" + std::to_string(kCublasLtAlgos),
       &profiled);
   EXPECT_NE(profiled.find(" stored, 0 failed"), std::string::npos) << profiled;
+}
+
+// Measured on demand (the default): kora profile's rounds each write and run a job of the
+// kernels their plan lacks, fewer than every candidate; the compile then measures nothing
+// more, and its artifact matches the interpreter.
+TEST(CudaArtifact, MeasureOnDemandOnAFakeGpu) {
+  kora_test::TempDir tmp;
+  kora_test::ModelBuilder mb;
+  std::vector<float> w1(32 * 16), w2(16 * 16);
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = static_cast<float>((i * 7919) % 13) / 13 - 0.5f;
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = static_cast<float>((i * 31) % 7) / 7 - 0.5f;
+  mb.input("x", {4, 32}).init_f32("w1", {32, 16}, w1).init_f32("w2", {16, 16}, w2);
+  mb.node("MatMul", {"x", "w1"}, {"m"});
+  mb.node("Relu", {"m"}, {"r"});
+  mb.node("MatMul", {"r", "w2"}, {"n"});
+  mb.node("Add", {"n", "m"}, {"a"});
+  mb.node("Softmax", {"a"}, {"s"}, {kora_test::attr_i("axis", -1)});
+  mb.node("Tanh", {"s"}, {"y"});
+  mb.output("y");
+  const std::string model = mb.save(tmp);
+  const PrimGraph g = fission(import_onnx(model));
+  std::string profiled;
+  fake_gpu_flow(
+      tmp, model, g, random_inputs(g),
+      "KORA_CUDNN=/nonexistent/libcudnn.so FAKE_CUBLASLT_ALGOS=" + std::to_string(kCublasLtAlgos),
+      &profiled, true);
 }
 
 // What the GPU cannot compute (TopK, opaque; its K a constant) runs on the host between GPU
@@ -742,8 +786,8 @@ TEST(CudaArtifact, ProfileTunesTheSlowKernelsOnAFakeGpu) {
   const std::string profile = fake_libraries() + "KORA_CUDA_WORKER=" + KORA_CUDA_WORKER_PATH +
                               " KORA_KERNEL_CACHE=" + tmp.file("cache") +
                               " FAKE_CUDA_MODULE=" + emulated_library(kernels, g, tmp.file("emu")) +
-                              " " + KORA_CLI_PATH + " profile " + model + " --target cuda --db " +
-                              db_path + " --tune-ms ";
+                              " " + KORA_CLI_PATH + " profile " + model +
+                              " --target cuda --all --db " + db_path + " --tune-ms ";
   auto records = [&](uint64_t signature) {
     const ProfileDb db(db_path);
     return db.records(db.devices().at(0), signature).size();

@@ -239,6 +239,34 @@ TEST(MeasureOnDemand, StopsWhenMeasuringMorePromisesLessThanTheTolerance) {
               0.01 * optimum.plan.total_cost_ms);
 }
 
+TEST(MeasureOnDemand, ARecompileTakesTheKernelsMeasuredAndMeasuresNothing) {
+  TempDir dir;
+  const PrimGraph g = kora::import_model(mlp_builder().save(dir));
+  SyntheticTarget target;
+  auto db = std::make_shared<ProfileDb>(dir.file("p.db"));
+  OnDemandReport first;
+  const SolvedPlan plan = solve_on_demand(g, target, db, CompileOptions(), first);
+  // The check on the clock found the plan's kernels half again slower inside it (a busy
+  // machine): the solver would rather try kernels not measured. A recompile does not.
+  std::map<uint64_t, double> in_plan;
+  for (const ChosenKernel& k : plan.plan.kernels) in_plan[k.signature] = 1.5 * k.cost_ms;
+  db->put_in_plan("synthetic", in_plan, 1);
+  CompileOptions recompile;
+  recompile.on_demand_recompile = true;
+  const int64_t before = target.measured;
+  OnDemandReport again;
+  const SolvedPlan replanned = solve_on_demand(g, target, db, recompile, again);
+  EXPECT_EQ(again.measured, 0);
+  EXPECT_EQ(target.measured, before);
+  EXPECT_EQ(again.at_bound, 0);
+  for (const ChosenKernel& k : replanned.plan.kernels)
+    EXPECT_TRUE(db->known("synthetic", k.signature));
+  // Without the flag the same database is measured further.
+  OnDemandReport explored;
+  solve_on_demand(g, target, db, CompileOptions(), explored);
+  EXPECT_GT(explored.measured, 0);
+}
+
 // Kernels of an even signature are slower at their first measurement (a default
 // schedule at twice the true cost) than once searched; the search runs only when asked for
 // with the search deferred (a full profile runs it with the first measurement).
