@@ -63,6 +63,7 @@ struct Outcome {
   std::vector<int> chosen;
   std::vector<char> set;  // every column's value (auxiliary ones included)
   bool found = false, proven = false;
+  bool infeasible = false;  // proven to have no solution (else not found: stopped by a limit)
   double objective = 0, bound = 0;
 };
 
@@ -122,6 +123,7 @@ Outcome solve_once(const std::vector<double>& cost, int kernels, const std::vect
     }
   }
   out.proven = out.found && model.isProvenOptimal();
+  out.infeasible = !out.found && model.isProvenInfeasible();
   // Costs are >= 0, so 0 bounds the optimum when CBC proved nothing better.
   const double bound = model.getBestPossibleObjValue();
   out.bound = std::isfinite(bound) && bound > 0 && bound < 1e30 ? bound : 0.0;
@@ -513,8 +515,8 @@ Plan solve_with_cycle_cuts(const KernelDag& dag, const std::vector<Candidate>& c
     ++solves;
     for (int& k : out.chosen) k = program.active[k];
     if (!out.found) {
-      if (left <= 0.5 || elapsed() >= options.time_limit_seconds) {
-        // Out of time without a plan.
+      if (!out.infeasible) {
+        // Out of time without a plan (CBC's limit, which may come before this loop's).
         plan = greedy_fallback(dag, candidates, cost, out.bound);
         break;
       }

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <unordered_map>
@@ -184,6 +185,11 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
                  .emplace(candidates[k].signature, costs.cost_ms(graph, sub, candidates[k]))
                  .first;
       cost[k] = it->second;
+      if (!std::isfinite(cost[k]) || cost[k] < 0)
+        throw Error("orchestration: the cost model (" + costs.describe() + ") gave kernel " +
+                    signature_hex(candidates[k].signature) + " (" +
+                    kernel_name(graph, sub, candidates[k]) + ") the cost " +
+                    std::to_string(cost[k]) + " ms: not a finite non-negative number");
     }
     const LayoutProblem layouts = options.strategy == "optimal"
                                       ? layout_problem(graph, segment, costs, layout_names)

@@ -4,17 +4,23 @@
 // within the rules; solve_optimal's cost equals an exhaustive search over candidate
 // subsets, with gap 0; every plan (optimal, greedy, unfused) is valid in its order;
 // optimal <= greedy and optimal <= unfused; schedule() rejects unschedulable and
-// incomplete plans.
+// incomplete plans; a cost model that gives a kernel a cost that is not a finite
+// non-negative number is an error naming the kernel.
 #include "kora/orchestrate.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 
 #include "kora/candidates.h"
+#include "kora/cost.h"
 #include "kora/error.h"
+#include "kora/orchestration.h"
+#include "orchestrate/branches.h"
 #include "orchestrate/brute_force.h"
 #include "orchestrate/random_dag.h"
 
@@ -144,6 +150,37 @@ TEST(Orchestrate, ScheduleRejectsCyclesAndMissingOutputs) {
   EXPECT_THROW(kora::schedule(dag, c, {0, 1, 2, 3}), kora::Error);  // {a,d} <-> {b,c}
   EXPECT_THROW(kora::schedule(dag, c, {0, 1, 2}), kora::Error);     // sink not produced
   EXPECT_THROW(kora::schedule(dag, c, {7}), kora::Error);
+}
+
+// A cost model that gives some kernel a cost no plan can be measured by (NaN, infinite,
+// negative: a bug in a target's model) is one error naming the kernel, not a solver
+// failure far from its cause.
+TEST(Orchestration, ACostThatIsNotAFiniteNonNegativeNumberIsAnErrorNamingTheKernel) {
+  const kora::PrimGraph g = kora_test::four_branches(2);
+  class Broken : public kora::CostModel {
+   public:
+    explicit Broken(double bad) : bad_(bad) {}
+    double cost_ms(const kora::PrimGraph& graph, const kora::KernelDag& dag,
+                   const kora::Candidate& c) override {
+      return c.members.size() == 2 ? bad_ : roofline_.cost_ms(graph, dag, c);
+    }
+    std::string describe() const override { return "broken"; }
+
+   private:
+    double bad_;
+    kora::RooflineCost roofline_{kora::device_params("cpu")};
+  };
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity(), -1.0}) {
+    Broken costs(bad);
+    try {
+      kora::orchestrate(g, costs, kora::OrchestrationOptions());
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const kora::Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("the cost model (broken) gave kernel "), std::string::npos) << what;
+      EXPECT_NE(what.find("not a finite non-negative number"), std::string::npos) << what;
+    }
+  }
 }
 
 }  // namespace
