@@ -537,6 +537,23 @@ void fake_gpu_flow(const kora_test::TempDir& tmp, const std::string& model, cons
     EXPECT_LT(relative_l2(read_npy(tmp.file("out") + "/" + name + ".npy"), value), 1e-5) << name;
 }
 
+// The fake GPU without cuDNN, its GEMMs from the fake cuBLASLt's algorithms.
+std::string without_cudnn() {
+  return "KORA_CUDNN=/nonexistent/libcudnn.so FAKE_CUBLASLT_ALGOS=" +
+         std::to_string(kCublasLtAlgos);
+}
+
+// fake_gpu_flow without cuDNN on the model `mb` builds, with random inputs; its primitive
+// graph out.
+PrimGraph fake_gpu_flow_on(const kora_test::TempDir& tmp, const kora_test::ModelBuilder& mb,
+                           bool on_demand = false) {
+  const std::string model = mb.save(tmp);
+  const PrimGraph g = fission(import_onnx(model));
+  std::string profiled;
+  fake_gpu_flow(tmp, model, g, random_inputs(g), without_cudnn(), &profiled, on_demand);
+  return g;
+}
+
 TEST(CudaArtifact, ProfileCompileAndRunOnAFakeGpu) {
   kora_test::TempDir tmp;
   kora_test::ModelBuilder mb;
@@ -556,10 +573,7 @@ TEST(CudaArtifact, ProfileCompileAndRunOnAFakeGpu) {
   for (int64_t i = 0; i < inputs.at("ids").numel(); ++i)  // the table has 10 rows
     set_element_int(inputs.at("ids"), i, (inputs.at("ids").int64_at(i) + 7) % 10);
   std::string profiled;
-  fake_gpu_flow(
-      tmp, model, g, inputs,
-      "KORA_CUDNN=/nonexistent/libcudnn.so FAKE_CUBLASLT_ALGOS=" + std::to_string(kCublasLtAlgos),
-      &profiled);
+  fake_gpu_flow(tmp, model, g, inputs, without_cudnn(), &profiled);
   EXPECT_NE(profiled.find(" stored, 0 failed"), std::string::npos) << profiled;
 }
 
@@ -580,13 +594,7 @@ TEST(CudaArtifact, MeasureOnDemandOnAFakeGpu) {
   mb.node("Softmax", {"a"}, {"s"}, {kora_test::attr_i("axis", -1)});
   mb.node("Tanh", {"s"}, {"y"});
   mb.output("y");
-  const std::string model = mb.save(tmp);
-  const PrimGraph g = fission(import_onnx(model));
-  std::string profiled;
-  fake_gpu_flow(
-      tmp, model, g, random_inputs(g),
-      "KORA_CUDNN=/nonexistent/libcudnn.so FAKE_CUBLASLT_ALGOS=" + std::to_string(kCublasLtAlgos),
-      &profiled, true);
+  fake_gpu_flow_on(tmp, mb, true);
 }
 
 // What the GPU cannot compute (TopK, opaque; its K a constant) runs on the host between GPU
@@ -602,13 +610,7 @@ TEST(CudaArtifact, HostKernelsBetweenGpuKernelsOnAFakeGpu) {
   mb.node("TopK", {"m", "kk"}, {"v", "i"}, {kora_test::attr_i("axis", 1)});
   mb.node("Tanh", {"v"}, {"y"});
   mb.output("y");
-  const std::string model = mb.save(tmp);
-  const PrimGraph g = fission(import_onnx(model));
-  std::string profiled;
-  fake_gpu_flow(
-      tmp, model, g, random_inputs(g),
-      "KORA_CUDNN=/nonexistent/libcudnn.so FAKE_CUBLASLT_ALGOS=" + std::to_string(kCublasLtAlgos),
-      &profiled);
+  fake_gpu_flow_on(tmp, mb);
   int host = 0, gpu = 0;
   for (const ManifestKernel& k : read_manifest(tmp.file("art")).kernels)
     ++(k.impl == "interpreter" ? host : gpu);
