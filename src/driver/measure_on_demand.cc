@@ -28,9 +28,8 @@
 // options.on_demand_tolerance of the best plan of measured kernels only (solved with the
 // kernels not measured excluded). That solve runs when the last round's plan, costed at
 // the database's costs now, is within the tolerance too, and on the first solve where the
-// database holds kernels of the graph (a recompile, or a model that shares them). A
-// prediction that close cannot be told from the noise of measurements, so a recompile
-// measures nothing.
+// database holds kernels of the graph (a model that shares them). A prediction that close
+// cannot be told from the noise of measurements.
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -173,12 +172,12 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
   std::set<uint64_t> missing;
   // Kernels of the graph measured before (a recompile, or a model sharing them): the first
   // solve is compared with the plan of them whatever it promises.
-  bool compared_anyway = false;
-  {
+  bool compared_anyway = [&] {
     const std::unique_ptr<ProfileDbCost> costs = target_costs(target, db);
-    for (const UniqueCandidate& u : candidates.unique)
-      compared_anyway = compared_anyway || costs->measured(u.candidate->signature);
-  }
+    return std::any_of(
+        candidates.unique.begin(), candidates.unique.end(),
+        [&](const UniqueCandidate& u) { return costs->measured(u.candidate->signature); });
+  }();
   double incumbent_ms = -1;  // the last round's plan at the database's costs now
   auto settled = [&](const SolvedPlan& s) -> std::optional<SolvedPlan> {
     const bool close = incumbent_ms > 0 && s.plan.total_cost_ms >= (1 - tolerance) * incumbent_ms;
