@@ -300,13 +300,13 @@ CudaProfileSummary profile_model_cuda(const PrimGraph& graph, ProfileDb& db,
   } else {
     fp = options.remote_device;
   }
+  // Left out: kernels not asked for (measure on demand), and those measured on the GPU.
   const std::optional<std::set<uint64_t>>& only = options.only;
-  if (only)  // measure on demand: the kernels not asked for count as known
-    kernels.known = [&only](uint64_t signature) { return only->count(signature) == 0; };
-  if (!fp.empty()) {
+  if (only || !fp.empty())
     kernels.known = [&db, fp, &only](uint64_t signature) {
-      return (only && only->count(signature) == 0) || db.known(fp, signature);
+      return (only && only->count(signature) == 0) || (!fp.empty() && db.known(fp, signature));
     };
+  if (!fp.empty()) {
     kernels.measured = [&db, fp](uint64_t signature, const std::string& schedule) {
       for (const ProfileRecord& r : db.records(fp, signature))
         if (r.schedule == schedule) return true;

@@ -81,8 +81,8 @@ void add_on_demand_options(CLI::App* cmd, bool& all, CompileOptions& options) {
                     "measure every candidate kernel the database lacks, first: the full cost "
                     "table (default: measure on demand, only the kernels of the plans the "
                     "solver chooses at costs predicted from the kernels measured so far, until "
-                    "the plan holds measured kernels only; targets without lower bounds of "
-                    "kernel costs, cuda, always measure every candidate)");
+                    "the plan holds measured kernels only; --target cuda without the GPU here "
+                    "measures every candidate)");
   cmd->add_flag("--on-demand")->description("measure on demand (the default)")->excludes(every);
   cmd->add_option("--on-demand-gap", options.on_demand_gap,
                   "measuring on demand: also measure what the lower bounds need until the plan "

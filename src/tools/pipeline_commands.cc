@@ -140,7 +140,8 @@ class ProfileCommand : public Command {
     options.model_path = model_.model;
     options.progress = &std::cerr;
     options.terminal = ::isatty(2);
-    // Measure on demand where the target measures here and has lower bounds (cpu).
+    // Measure on demand where the target measures here and has lower bounds (cpu; cuda
+    // with the GPU here).
     if (!all_ && !t_.remeasure_suspect && target->measures_here() &&
         target->lower_bound(*db, target->device(*db))) {
       OnDemandReport r;
