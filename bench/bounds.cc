@@ -306,7 +306,10 @@ int run(int argc, char** argv) {
     if (explain) {
       // The optimum's kernels the loop never measured: what the predictor said of them.
       PredictedCost p(std::make_unique<LowerBoundCost>(peaks),
-                      std::make_unique<LowerBoundCost>(peaks, true), o.on_demand_caution);
+                      std::make_unique<LowerBoundCost>(peaks, true), o.on_demand_caution,
+                      [&oracle](const PrimGraph& g, const KernelDag& d, const Candidate& c) {
+                        return oracle.implemented_by(g, d, c);
+                      });
       const std::map<uint64_t, double> known = oracle_db->fastest(device);
       p.learn(g, cands.unique, known);
       std::map<uint64_t, const UniqueCandidate*> by_signature;
@@ -320,7 +323,7 @@ int run(int argc, char** argv) {
         lost += measured.at(k.signature);
         std::cerr << "  not measured: " << measured.at(k.signature) << " ms, predicted "
                   << predicted << ", bound " << f.bound_ms << ": " << f.ops << " ("
-                  << u.candidate->members.size() << " members)\n";
+                  << u.candidate->members.size() << " members, " << f.implemented_by << ")\n";
       }
       std::cerr << "  optimum's kernels never measured: " << lost << " ms of "
                 << optimum.total_cost_ms << "; optimum gap " << optimum.gap_ms << " ms, split "

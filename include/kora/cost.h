@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -122,16 +123,21 @@ class LowerBoundCost : public CostModel {
 
 // What a kernel not measured yet will likely cost (measure on demand's guide), learned
 // from kernels of the same graph already measured: its lower bound (the target's) times
-// the measured / bound ratio of the most similar measured kernels (same heaviest kind and
-// member ops first, then same kind, nearest in bytes, FLOPs and size), lowered by
+// the measured / bound ratio of the most similar measured kernels (same heaviest kind,
+// implementation and member ops first, then same kind and implementation, then same kind;
+// nearest in bytes, FLOPs and size; the typical cost where few are near), lowered by
 // `caution` times the spread of those ratios (a lower confidence bound: the solver also
 // tries kernels that may beat their prediction, the more the less similar kernels agree).
 // No kernel of its kind measured: the target's typical cost. Not a bound: a guide; what
 // decides a plan is measured.
 class PredictedCost : public CostModel {
  public:
+  // What implements a kernel as the target tells kernels apart (Target::implemented_by:
+  // a library's call, generated code); null or "": not told apart.
+  using ImplementedBy =
+      std::function<std::string(const PrimGraph&, const KernelDag&, const Candidate&)>;
   PredictedCost(std::unique_ptr<CostModel> bound, std::unique_ptr<CostModel> typical,
-                double caution = 0);
+                double caution = 0, ImplementedBy implemented_by = nullptr);
   // One measured kernel of the graph; or every one of `candidates` that `measured` (by
   // signature, milliseconds) holds.
   void learn(const PrimGraph& graph, const KernelDag& dag, const Candidate& c, double measured_ms);
@@ -143,7 +149,8 @@ class PredictedCost : public CostModel {
 
   // What the predictor compares kernels by (public for tests).
   struct Features {
-    std::string kind, ops;  // heaviest member's kind; its distinct member ops, sorted
+    std::string kind, ops;       // heaviest member's kind; its distinct member ops, sorted
+    std::string implemented_by;  // what the target implements it with ("": not told)
     double log_flops = 0, log_bytes = 0, log_members = 0, bound_ms = 0;
   };
   Features features(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) const;
@@ -155,6 +162,7 @@ class PredictedCost : public CostModel {
   };
   std::unique_ptr<CostModel> bound_, typical_;
   double caution_;
+  ImplementedBy implemented_by_;
   std::vector<Sample> samples_;
 };
 

@@ -127,6 +127,13 @@ class Target {
     (void)db, (void)device;
     return nullptr;
   }
+  // What implements a kernel, as measure on demand's predictor tells kernels apart: a
+  // library's call ("library") or generated code ("generated"); "": not told apart.
+  virtual std::string implemented_by(const PrimGraph& graph, const KernelDag& dag,
+                                     const Candidate& c) const {
+    (void)graph, (void)dag, (void)c;
+    return "";
+  }
   // Measure on demand: kernels measured, but not yet every implementation a full profile
   // measures (the CPU's schedule search, deferred: TargetProfileOptions::defer_search),
   // each with what it may cost once they are measured too (optimistic). A plan that takes

@@ -7,6 +7,7 @@
 #include "cpu/artifact.h"
 #include "cpu/backend.h"
 #include "cpu/machine_peaks.h"
+#include "cpu/onednn_plan.h"
 #include "cpu/profile.h"
 #include "kora/check.h"
 #include "kora/compile.h"
@@ -47,6 +48,11 @@ std::map<uint64_t, double> CpuTarget::unexplored_costs(const PrimGraph& graph,
                                                        const ModelCandidates& candidates,
                                                        ProfileDb& db, const std::string& device) {
   return unexplored_schedule_costs(graph, candidates, db, device);
+}
+
+std::string CpuTarget::implemented_by(const PrimGraph& graph, const KernelDag& dag,
+                                      const Candidate& c) const {
+  return onednn::plan_kernel(graph, dag, c, nullptr) ? "library" : "generated";
 }
 
 ProfileReport CpuTarget::profile(const PrimGraph& graph, ProfileDb& db,

@@ -25,6 +25,9 @@ class CpuTarget : public Target {
   std::map<uint64_t, double> unexplored_costs(const PrimGraph& graph,
                                               const ModelCandidates& candidates, ProfileDb& db,
                                               const std::string& device) override;
+  // "library" where oneDNN computes the kernel (src/cpu/onednn_plan.h), else "generated".
+  std::string implemented_by(const PrimGraph& graph, const KernelDag& dag,
+                             const Candidate& c) const override;
   bool measures_here() const override { return true; }
   ProfileReport profile(const PrimGraph& graph, ProfileDb& db,
                         const TargetProfileOptions& options) override;

@@ -7,6 +7,7 @@
 #include "cuda/artifact.h"
 #include "cuda/compile_kernels.h"
 #include "cuda/driver.h"
+#include "cuda/library_plan.h"
 #include "cuda/nvrtc_compile.h"
 #include "cuda/profile_cuda.h"
 #include "kora/compile.h"
@@ -49,6 +50,11 @@ std::unique_ptr<CostModel> CudaTarget::lower_bound(ProfileDb&, const std::string
 
 std::unique_ptr<CostModel> CudaTarget::typical_cost(ProfileDb&, const std::string&) {
   return std::make_unique<LowerBoundCost>(cuda_bound_peaks(options_.tf32), true);
+}
+
+std::string CudaTarget::implemented_by(const PrimGraph& graph, const KernelDag& dag,
+                                       const Candidate& c) const {
+  return cuda_gemm_plan(graph, dag, c) || cuda_conv_plan(graph, dag, c) ? "library" : "generated";
 }
 
 double CudaTarget::failure_penalty_ms() const { return kCudaFailedKernelMs; }

@@ -39,6 +39,10 @@ class CudaTarget : public Target {
   // factor per kind; typical costs from the same peaks and the kinds' typical factors.
   std::unique_ptr<CostModel> lower_bound(ProfileDb& db, const std::string& device) override;
   std::unique_ptr<CostModel> typical_cost(ProfileDb& db, const std::string& device) override;
+  // "library" where cuBLAS(Lt) or cuDNN computes the kernel (src/cuda/library_plan.h),
+  // else "generated".
+  std::string implemented_by(const PrimGraph& graph, const KernelDag& dag,
+                             const Candidate& c) const override;
   double failure_penalty_ms() const override;
   // A GPU is here and options.gpu does not name another.
   bool measures_here() const override;

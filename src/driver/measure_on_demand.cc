@@ -89,8 +89,11 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
   auto predicted = [&]() -> std::unique_ptr<CostModel> {
     std::unique_ptr<CostModel> typical = target.typical_cost(*db, device);
     if (!typical) return target.lower_bound(*db, device);
-    auto p = std::make_unique<PredictedCost>(target.lower_bound(*db, device), std::move(typical),
-                                             options.on_demand_caution);
+    auto p = std::make_unique<PredictedCost>(
+        target.lower_bound(*db, device), std::move(typical), options.on_demand_caution,
+        [&target](const PrimGraph& g, const KernelDag& d, const Candidate& c) {
+          return target.implemented_by(g, d, c);
+        });
     // From the costs the solve compares the prediction with: a kernel's time inside running
     // plans where the check on the clock measured one, else alone.
     std::map<uint64_t, double> measured = db->fastest(device);

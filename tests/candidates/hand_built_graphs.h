@@ -4,6 +4,7 @@
 // shapes and primitives in; a PrimGraph out, every tensor's value info filled in.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,16 +31,16 @@ inline kora::ElementwiseAttrs unary(kora::ScalarOp op) {
   return kora::ElementwiseAttrs{op, {kora::Operand{0, 0}}};
 }
 
-// A matmul by a constant and a relu in a chain: a [64, 64] (graph input), b [64, 64]
+// A matmul by a constant and a relu in a chain: a [n, n] (graph input), b [n, n]
 // (constant), t between them, y (output).
-inline kora::PrimGraph matmul_and_relu(bool relu_first) {
+inline kora::PrimGraph matmul_and_relu(bool relu_first, int64_t n = 64) {
   using namespace kora;
   PrimGraph g;
   g.name = relu_first ? "relu_matmul" : "matmul_relu";
   g.inputs = {"a"};
   g.outputs = {"y"};
-  for (const char* t : {"a", "b", "t", "y"}) g.values[t] = {DType::kFloat32, {64, 64}};
-  g.constants["b"] = Tensor(DType::kFloat32, {64, 64});
+  for (const char* t : {"a", "b", "t", "y"}) g.values[t] = {DType::kFloat32, {n, n}};
+  g.constants["b"] = Tensor(DType::kFloat32, {n, n});
   Primitive mm = make_prim("mm", LinearAttrs{MatMulAttrs{}}, {"a", "b"}, {"t"});
   Primitive relu = make_prim("relu", unary(ScalarOp::kRelu), {"t"}, {"y"});
   if (relu_first) {
@@ -52,7 +53,7 @@ inline kora::PrimGraph matmul_and_relu(bool relu_first) {
   return g;
 }
 // t = a x b -> y = relu(t).
-inline kora::PrimGraph matmul_relu_graph() { return matmul_and_relu(false); }
+inline kora::PrimGraph matmul_relu_graph(int64_t n = 64) { return matmul_and_relu(false, n); }
 // t = relu(a) -> y = t x b: the relu is the matmul's prologue.
 inline kora::PrimGraph relu_matmul_graph() { return matmul_and_relu(true); }
 

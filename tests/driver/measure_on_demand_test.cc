@@ -232,8 +232,9 @@ TEST(MeasureOnDemand, StopsWhenMeasuringMorePromisesLessThanTheTolerance) {
   const int64_t before = exact.measured;
   OnDemandReport again;
   const SolvedPlan recompiled = solve_on_demand(g, exact, exact_db, CompileOptions(), again);
+  // Its first plan took kernels measured only, or promised less than 1% over them.
   EXPECT_EQ(again.measured, 0);
-  EXPECT_EQ(again.settled, 1);  // its first plan promised less than 1%: not measured
+  EXPECT_LE(again.settled, 1);
   EXPECT_EQ(exact.measured, before);
   EXPECT_NEAR(recompiled.plan.total_cost_ms, optimum.plan.total_cost_ms,
               0.01 * optimum.plan.total_cost_ms);
@@ -246,10 +247,10 @@ TEST(MeasureOnDemand, ARecompileTakesTheKernelsMeasuredAndMeasuresNothing) {
   auto db = std::make_shared<ProfileDb>(dir.file("p.db"));
   OnDemandReport first;
   const SolvedPlan plan = solve_on_demand(g, target, db, CompileOptions(), first);
-  // The check on the clock found the plan's kernels half again slower inside it (a busy
-  // machine): the solver would rather try kernels not measured. A recompile does not.
-  std::map<uint64_t, double> in_plan;
-  for (const ChosenKernel& k : plan.plan.kernels) in_plan[k.signature] = 1.5 * k.cost_ms;
+  // The check on the clock found the kernels measured three times slower inside its plans
+  // (a busy machine): the solver would rather try kernels not measured. A recompile does not.
+  std::map<uint64_t, double> in_plan = db->fastest("synthetic");
+  for (auto& [signature, ms] : in_plan) ms *= 3;
   db->put_in_plan("synthetic", in_plan, 1);
   CompileOptions recompile;
   recompile.on_demand_recompile = true;
