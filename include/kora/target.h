@@ -54,6 +54,9 @@ struct TargetOptions {
   double tune_ms = 0.01;   // -1 tuning: all schedules of kernels whose default took this long
   std::string job_dir;     // the measuring job's directory (empty: next to the database)
   bool run_worker = true;  // false: write the job only, even with a GPU here
+  // cuda, `gpu` and `arch` set: a GPU the database holds no measurement of is measured
+  // from nothing (kora profile's first job for it) instead of being an error.
+  bool new_gpu = false;
 };
 
 // What profiling measured, in the target's own words too.
@@ -147,6 +150,16 @@ class Target {
   // < 0: a kernel whose implementations all failed costs what the fallback says.
   virtual double failure_penalty_ms() const { return -1; }
   virtual bool measures_here() const = 0;
+  // Measures through a job for a machine elsewhere, whose results a later call brings back
+  // (cuda with --gpu): measure on demand runs one round per job there.
+  virtual bool measures_elsewhere() const { return false; }
+  // The results of the last job for a machine elsewhere, brought back next to it, checked
+  // and stored; how many kernels were stored (0: none were there).
+  virtual int64_t merge_results(const PrimGraph& graph, ProfileDb& db,
+                                const TargetProfileOptions& options) {
+    (void)graph, (void)db, (void)options;
+    return 0;
+  }
   virtual ProfileReport profile(const PrimGraph& graph, ProfileDb& db,
                                 const TargetProfileOptions& options) = 0;
   virtual std::string kernel_note(const PrimGraph& graph, const KernelDag& dag,

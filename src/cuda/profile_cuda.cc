@@ -186,6 +186,33 @@ std::string local_cuda_fingerprint(const CudaDevice& device, bool tf32) {
                           cuda_codegen_revision(tf32));
 }
 
+namespace {
+
+// The database's GPU fingerprints containing `gpu`, of measurements with TF32 or without.
+std::vector<std::string> cuda_devices_named(const ProfileDb& db, const std::string& gpu,
+                                            bool tf32) {
+  std::vector<std::string> found;
+  for (const std::string& d : db.devices())
+    if (d.rfind("cuda|", 0) == 0 && d.find(gpu) != std::string::npos &&
+        (d.find(" tf32") != std::string::npos) == tf32 && !is_cuda_unmeasured_device(d))
+      found.push_back(d);
+  return found;
+}
+
+}  // namespace
+
+bool cuda_gpu_measured(const ProfileDb& db, const std::string& gpu, bool tf32) {
+  return !cuda_devices_named(db, gpu, tf32).empty();
+}
+
+std::string cuda_unmeasured_device(const std::string& gpu, const std::string& arch, bool tf32) {
+  return "cuda|" + gpu + " (not measured yet)|" + arch + "|" + cuda_codegen_revision(tf32);
+}
+
+bool is_cuda_unmeasured_device(const std::string& device) {
+  return device.rfind("cuda|", 0) == 0 && device.find(" (not measured yet)|") != std::string::npos;
+}
+
 std::string cuda_target_device(const ProfileDb& db, const std::string& gpu, std::string* arch,
                                bool tf32) {
   std::string why;
@@ -194,11 +221,7 @@ std::string cuda_target_device(const ProfileDb& db, const std::string& gpu, std:
       if (arch) *arch = device->arch();
       return local_cuda_fingerprint(*device, tf32);
     }
-  std::vector<std::string> found;
-  for (const std::string& d : db.devices())
-    if (d.rfind("cuda|", 0) == 0 && d.find(gpu) != std::string::npos &&
-        (d.find(" tf32") != std::string::npos) == tf32)
-      found.push_back(d);
+  const std::vector<std::string> found = cuda_devices_named(db, gpu, tf32);
   if (found.size() != 1) {
     std::string list;
     for (const std::string& d : found) list += "\n  " + d;
@@ -218,7 +241,36 @@ std::string cuda_target_device(const ProfileDb& db, const std::string& gpu, std:
   return found[0];
 }
 
+std::optional<CudaMergeSummary> merge_pending_cuda_results(const PrimGraph& graph,
+                                                           const std::string& dir, ProfileDb& db,
+                                                           const CudaKernelsOptions& options,
+                                                           double tolerance) {
+  if (!std::filesystem::exists(cuda_results_file(dir))) return std::nullopt;
+  try {
+    if (read_cuda_results(dir).job_id != read_cuda_job(dir).id) return std::nullopt;
+  } catch (const Error&) {
+    return std::nullopt;  // no job, or results cut short before their header
+  }
+  return merge_cuda_results(graph, dir, db, options, tolerance);
+}
+
 namespace {
+
+// Implementations NVRTC rejected, as failures on `device`.
+void store_nvrtc_failures(ProfileDb& db, const std::string& device,
+                          const std::vector<CudaKernelFailure>& failures) {
+  std::vector<ProfileRecord> records;
+  for (const CudaKernelFailure& f : failures) {
+    ProfileRecord r;
+    r.device = device;
+    r.signature = f.signature;
+    r.schedule = f.schedule;
+    r.failed = true;
+    r.error = "nvrtc: " + f.error;
+    records.push_back(r);
+  }
+  db.put(records);
+}
 
 // One round: the job of `kernels` written to kernels.job_dir, measured where the GPU is
 // here, checked and stored.
@@ -250,28 +302,23 @@ CudaProfileSummary profile_round(const PrimGraph& graph, ProfileDb& db,
                   "); results so far are in " + cuda_results_file(dir));
     results = true;
   } else if (!results) {
-    summary.next =
-        (options.run_worker ? "no GPU here (" + why + ")" : "not measured (--no-measure)") +
-        ": copy " + dir +
-        " to a machine with the GPU, run `kora-cuda-worker DIR` there (it needs only "
-        "the CUDA driver), copy DIR/results.jsonl back into " +
-        dir + " and run this command again to check and store the results";
+    summary.next = (options.elsewhere    ? std::string("for a GPU elsewhere")
+                    : options.run_worker ? "no GPU here (" + why + ")"
+                                         : "not measured (--no-measure)") +
+                   ": copy " + dir +
+                   " to a machine with the GPU, run `kora-cuda-worker DIR` there (it needs only "
+                   "the CUDA driver), copy DIR/results.jsonl back into " +
+                   dir + " and run this command again to check and store the results";
   }
   if (results && summary.kernels.job_kernels > 0) {
     summary.merge = merge_cuda_results(graph, dir, db, kernels, options.tolerance);
     summary.merged = true;
     // Implementations NVRTC rejected are failures on this device too.
-    std::vector<ProfileRecord> records;
-    for (const CudaKernelFailure& f : summary.kernels.failures) {
-      ProfileRecord r;
-      r.device = summary.merge.device;
-      r.signature = f.signature;
-      r.schedule = f.schedule;
-      r.failed = true;
-      r.error = "nvrtc: " + f.error;
-      records.push_back(r);
-    }
-    db.put(records);
+    store_nvrtc_failures(db, summary.merge.device, summary.kernels.failures);
+  } else if (!options.remote_device.empty() && !is_cuda_unmeasured_device(options.remote_device)) {
+    // For a GPU elsewhere measured before: stored now, so that the next round of measure
+    // on demand does not ask for them again.
+    store_nvrtc_failures(db, options.remote_device, summary.kernels.failures);
   }
   return summary;
 }

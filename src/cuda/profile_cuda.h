@@ -68,6 +68,24 @@ struct CudaMergeSummary {
 CudaMergeSummary merge_cuda_results(const PrimGraph& graph, const std::string& dir, ProfileDb& db,
                                     const CudaKernelsOptions& options, double tolerance = 1e-4);
 
+// The results kora-cuda-worker wrote next to the job in DIR, for a GPU elsewhere, checked
+// and stored as merge_cuda_results does; nullopt when DIR holds no job, or no results of
+// it. Measure on demand for a GPU elsewhere (kora profile --gpu) calls it before each
+// round's solve, whose new job then replaces that one.
+std::optional<CudaMergeSummary> merge_pending_cuda_results(const PrimGraph& graph,
+                                                           const std::string& dir, ProfileDb& db,
+                                                           const CudaKernelsOptions& options,
+                                                           double tolerance = 1e-4);
+
+// The device a first round of measure on demand costs for a GPU elsewhere that the
+// database holds no measurement of (kora profile --gpu TEXT --arch ARCH): no kernel is
+// measured under it, and nothing is stored under it (the results come back under the
+// GPU's own fingerprint, found by TEXT the next round).
+std::string cuda_unmeasured_device(const std::string& gpu, const std::string& arch, bool tf32);
+bool is_cuda_unmeasured_device(const std::string& device);
+// Whether the database holds measurements of a GPU whose fingerprint contains `gpu`.
+bool cuda_gpu_measured(const ProfileDb& db, const std::string& gpu, bool tf32);
+
 struct CudaProfileOptions {
   CudaKernelsOptions kernels;  // kernels.job_dir: where the job goes (required)
   double tolerance = 1e-4;     // relative L2 error vs the interpreter
@@ -77,6 +95,7 @@ struct CudaProfileOptions {
   // Without a GPU here: the fingerprint of the GPU the job is for (kora profile --gpu),
   // whose measurements in the database the job leaves out.
   std::string remote_device;
+  bool elsewhere = false;  // the job is for a GPU elsewhere (kora profile --gpu)
   // Measure only these kernels (by signature; measure on demand), or every candidate.
   std::optional<std::set<uint64_t>> only;
   bool run_worker = true;  // run the worker when this machine has a usable GPU

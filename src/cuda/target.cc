@@ -21,7 +21,43 @@ CudaTarget::CudaTarget(const TargetOptions& options) : options_(options) {
 }
 
 std::string CudaTarget::device(const ProfileDb& db) {
+  if (options_.new_gpu && !options_.gpu.empty() && !options_.arch.empty() &&
+      !cuda_gpu_measured(db, options_.gpu, options_.tf32)) {
+    arch_ = options_.arch;
+    return cuda_unmeasured_device(options_.gpu, options_.arch, options_.tf32);
+  }
   return cuda_target_device(db, options_.gpu, &arch_, options_.tf32);
+}
+
+std::string CudaTarget::job_dir(const ProfileDb& db, const std::string& model_path,
+                                const std::string& arch) const {
+  return !options_.job_dir.empty() ? options_.job_dir
+                                   : default_cuda_job_dir(db.path(), model_path, arch);
+}
+
+int64_t CudaTarget::merge_results(const PrimGraph& graph, ProfileDb& db,
+                                  const TargetProfileOptions& options) {
+  if (options_.gpu.empty()) return 0;
+  device(db);  // the architecture of the job
+  CudaKernelsOptions kernels;
+  kernels.arch = options_.arch.empty() ? arch_ : options_.arch;
+  kernels.candidates = options.candidates;
+  kernels.partition = options.partition;
+  kernels.tf32 = options_.tf32;
+  const std::string dir = job_dir(db, options.model_path, kernels.arch);
+  const std::optional<CudaMergeSummary> m = merge_pending_cuda_results(graph, dir, db, kernels);
+  if (!m) return 0;
+  if (options.progress) {
+    *options.progress << "kora profile: results of " << dir << " from " << m->device << ": "
+                      << m->stored << " stored, " << m->failures.size() << " failed"
+                      << (m->missing > 0 ? ", " + std::to_string(m->missing) + " missing" : "")
+                      << std::endl;
+    if (m->device.find(options_.gpu) == std::string::npos)
+      *options.progress << "kora profile: warning: --gpu '" << options_.gpu
+                        << "' does not name that GPU: name it with part of its fingerprint "
+                        << "the next round" << std::endl;
+  }
+  return m->stored;
 }
 
 std::string CudaTarget::describe() const { return "cuda" + (arch_.empty() ? "" : ", " + arch_); }
@@ -68,10 +104,10 @@ ProfileReport CudaTarget::profile(const PrimGraph& graph, ProfileDb& db,
   CudaProfileOptions p;
   p.kernels.arch = options_.arch;
   if (!options_.gpu.empty()) {  // a GPU elsewhere, measured before: what it lacks
-    std::string arch;
-    p.remote_device = cuda_target_device(db, options_.gpu, &arch, options_.tf32);
-    if (p.kernels.arch.empty()) p.kernels.arch = arch;
+    p.remote_device = device(db);
+    if (p.kernels.arch.empty()) p.kernels.arch = arch_;
     if (options.progress) *options.progress << "kora profile: for " << p.remote_device << std::endl;
+    if (is_cuda_unmeasured_device(p.remote_device)) p.remote_device.clear();
   } else if (p.kernels.arch.empty()) {
     std::string why;
     const auto gpu = CudaDevice::open(0, &why);
@@ -81,14 +117,17 @@ ProfileReport CudaTarget::profile(const PrimGraph& graph, ProfileDb& db,
   p.kernels.candidates = options.candidates;
   p.kernels.partition = options.partition;
   p.kernels.progress = options.progress;
-  p.kernels.job_dir = !options_.job_dir.empty()
-                          ? options_.job_dir
-                          : default_cuda_job_dir(db.path(), options.model_path, p.kernels.arch);
-  p.run_worker = options_.run_worker;
+  p.kernels.job_dir = job_dir(db, options.model_path, p.kernels.arch);
+  p.elsewhere = !options_.gpu.empty();
+  p.run_worker = options_.run_worker && !p.elsewhere;
   p.kernels.max_schedules = options_.schedules;
   p.tune_ms = options_.tune_ms;
   p.kernels.tf32 = options_.tf32;
   const CudaProfileSummary s = profile_model_cuda(graph, db, p);
+  // A round of measure on demand for a GPU elsewhere: what to do with its job.
+  if (options.only && !s.merged && !s.next.empty() && options.progress)
+    *options.progress << "kora profile: " << s.kernels.job_kernels
+                      << " kernels in the job: " << s.next << std::endl;
   ProfileReport r;
   r.device = s.merged ? s.merge.device : p.remote_device;
   r.kernels = s.kernels.kernels;

@@ -30,7 +30,9 @@ class CudaTarget : public Target {
   // Throws kora::Error in a kora built without the CUDA toolkit.
   explicit CudaTarget(const TargetOptions& options);
   std::string name() const override { return "cuda"; }
-  // The GPU here (options.gpu empty), else the database's GPU containing options.gpu.
+  // The GPU here (options.gpu empty), else the database's GPU containing options.gpu;
+  // with options.new_gpu and options.arch, a GPU it holds none of is
+  // cuda_unmeasured_device (its first round of measuring).
   std::string device(const ProfileDb& db) override;
   std::string describe() const override;  // "cuda, sm_90" once device() chose the GPU
   CandidateOptions candidates(const PrimGraph& graph, CandidateOptions options) const override;
@@ -46,6 +48,12 @@ class CudaTarget : public Target {
   double failure_penalty_ms() const override;
   // A GPU is here and options.gpu does not name another.
   bool measures_here() const override;
+  // options.gpu names a GPU elsewhere: each job holds one round of measure on demand.
+  bool measures_elsewhere() const override { return !options_.gpu.empty(); }
+  // The results of the job (next to the database, or options.job_dir) brought back from
+  // the GPU elsewhere (merge_pending_cuda_results).
+  int64_t merge_results(const PrimGraph& graph, ProfileDb& db,
+                        const TargetProfileOptions& options) override;
   // Writes the measuring job; runs the worker where a GPU is here (and run_worker), then
   // checks and stores its results. options.gpu: the job is for that GPU, measured before.
   ProfileReport profile(const PrimGraph& graph, ProfileDb& db,
@@ -58,6 +66,10 @@ class CudaTarget : public Target {
                                  const std::string& dir, const TargetEmitOptions& options) override;
 
  private:
+  // The measuring job's directory for the GPU of architecture `arch`.
+  std::string job_dir(const ProfileDb& db, const std::string& model_path,
+                      const std::string& arch) const;
+
   TargetOptions options_;
   std::string arch_;  // of the GPU device() chose
 };

@@ -206,6 +206,24 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
     s.describe = target.describe();  // after target.device(): the CUDA arch is known
     progress_line(options, "target " + s.describe + ", costs of " + s.device);
     plan = orchestrate_for(graph, target, *costs, options);
+    // For a machine elsewhere measured on demand (kora profile --gpu, a round per job): the
+    // best plan of the kernels measured on it where they compute the graph, not one of
+    // kernels whose estimates only look cheaper.
+    const auto measured = [](const ProfileDbCost& c, const OrchestrationResult& p) {
+      return std::all_of(p.kernels.begin(), p.kernels.end(),
+                         [&](const ChosenKernel& k) { return c.measured(k.signature); });
+    };
+    if (options.on_demand && target.measures_elsewhere() && !measured(*costs, plan)) {
+      std::unique_ptr<ProfileDbCost> only =
+          target_costs(target, db, nullptr, std::make_unique<ExcludedCost>());
+      OrchestrationResult best = orchestrate_for(graph, target, *only, options);
+      if (measured(*only, best)) {
+        progress_line(options, "the plan of kernels measured on " + s.device +
+                                   " (kora profile measured on demand for it)");
+        plan = std::move(best);
+        costs = std::move(only);
+      }
+    }
   }
   s.measured_costs = costs->hits();
   s.roofline_costs = costs->misses();

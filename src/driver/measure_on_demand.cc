@@ -51,14 +51,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Kernels not measured at a cost no plan takes while one of measured kernels exists.
-class ExcludedCost : public CostModel {
- public:
-  static constexpr double kMs = 1e4;
-  double cost_ms(const PrimGraph&, const KernelDag&, const Candidate&) override { return kMs; }
-  std::string describe() const override { return "kernels not measured excluded"; }
-};
-
 }  // namespace
 
 SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_ptr<ProfileDb> db,
@@ -196,6 +188,9 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
          "%, nothing more to measure");
     return m;
   };
+  // A job for a machine elsewhere is one round a user carries there and back: it holds
+  // the kernels the lower-bound solve lacks too (those the proof would ask for next).
+  const bool elsewhere = !target.measures_here() && target.measures_elsewhere();
   auto measured_plan = [&]() {
     SolvedPlan s = solve(Fallback::kPredicted, missing);
     while (!missing.empty() && rounds_left()) {
@@ -203,7 +198,13 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
         missing.clear();
         return std::move(*m);
       }
-      if (!measure(missing, s, "predicted")) return s;
+      std::set<uint64_t> job = missing;
+      if (elsewhere) {
+        std::set<uint64_t> bound_lacks;
+        solve(Fallback::kBound, bound_lacks);
+        job.insert(bound_lacks.begin(), bound_lacks.end());
+      }
+      if (!measure(job, s, elsewhere ? "predicted and lower-bound" : "predicted")) return s;
       incumbent_ms = measured_cost(s.plan);
       s = solve(Fallback::kPredicted, missing);
     }

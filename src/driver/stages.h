@@ -6,6 +6,7 @@
 #include <set>
 
 #include "kora/compile.h"
+#include "kora/cost.h"
 
 namespace kora {
 
@@ -22,5 +23,14 @@ ProfileReport measure_candidates(const PrimGraph& graph, Target& target, Profile
                                  ScheduleSearch search = ScheduleSearch::kWith,
                                  std::shared_ptr<ProfileScratch> scratch = nullptr,
                                  const ModelCandidates* enumerated = nullptr);
+
+// Kernels not measured at a cost (ExcludedCost::kMs each) no plan takes while one of
+// measured kernels exists: the fallback of the solve for the best plan of measured kernels.
+class ExcludedCost : public CostModel {
+ public:
+  static constexpr double kMs = 1e4;
+  double cost_ms(const PrimGraph&, const KernelDag&, const Candidate&) override { return kMs; }
+  std::string describe() const override { return "kernels not measured excluded"; }
+};
 
 }  // namespace kora

@@ -15,7 +15,8 @@ std::string megabytes(int64_t bytes) { return fixed(static_cast<double>(bytes) /
 // How close to the optimum of the full measured table the plan is proven to be.
 std::string on_demand_verdict(const OnDemandReport& r) {
   if (r.at_bound > 0)
-    return std::to_string(r.at_bound) + " kernels of it not measured (out of solves)";
+    return std::to_string(r.at_bound) +
+           " kernels of it not measured (out of solves, or measured by a job elsewhere)";
   if (r.bound_ms <= 0) return "every kernel of it measured";
   return "every kernel of it measured; every plan costs at least " + fixed(r.bound_ms, 3) +
          " ms: " +

@@ -133,6 +133,7 @@ class ProfileCommand : public Command {
   int run(bool verbose) override {
     const PrimGraph g = load_primitives(model_, verbose);
     t_.run_worker = !no_measure_;
+    t_.new_gpu = true;  // --gpu TEXT --arch ARCH: the first job for a GPU not measured yet
     const std::unique_ptr<Target> target = make_target(target_, t_);
     auto db = std::make_shared<ProfileDb>(db_.empty() ? default_profile_db_path() : db_);
     CompileOptions options = on_demand_options_;
@@ -141,9 +142,19 @@ class ProfileCommand : public Command {
     options.progress = &std::cerr;
     options.terminal = ::isatty(2);
     // Measure on demand where the target measures here and has lower bounds (cpu; cuda
-    // with the GPU here).
-    if (!all_ && !t_.remeasure_suspect && target->measures_here() &&
-        target->lower_bound(*db, target->device(*db))) {
+    // with the GPU here); for a GPU elsewhere (cuda --gpu), one round per job: the last
+    // job's results brought back are stored, and the next job holds what the plan lacks.
+    const bool elsewhere = !target->measures_here() && target->measures_elsewhere();
+    const bool on_demand = !all_ && !t_.remeasure_suspect && (target->measures_here() || elsewhere);
+    if (on_demand && elsewhere) {
+      TargetProfileOptions m;
+      m.candidates = orchestration_.candidates;
+      m.partition = orchestration_.partition;
+      m.model_path = model_.model;
+      m.progress = &std::cerr;
+      target->merge_results(g, *db, m);
+    }
+    if (on_demand && target->lower_bound(*db, target->device(*db))) {
       OnDemandReport r;
       const SolvedPlan solved = solve_on_demand(g, *target, db, options, r);
       if (json_) {

@@ -463,18 +463,24 @@ TEST(CudaArtifact, RunsOnAFakeDriverLikeTheInterpreter) {
 // GPU here, measures nothing more and orchestrates with measured costs only; kora run gives
 // what the interpreter gives on `inputs`. Every module the fake loads is the emulated
 // library of the kernels the step launches (FAKE_CUDA_MODULE); `env`: more variables.
-void fake_gpu_flow(const kora_test::TempDir& tmp, const std::string& model, const PrimGraph& g,
-                   const std::map<std::string, Tensor>& inputs, const std::string& env_more,
-                   std::string* profiled, bool on_demand = false) {
-  // The measuring job's kernels, named as compile_cuda_kernels names them.
+// The generated kernels of a measuring job with --schedules 2, named as
+// compile_cuda_kernels names them.
+std::vector<CudaKernel> two_schedule_job_kernels(const PrimGraph& g) {
   std::vector<CudaKernel> job_kernels;
   for_each_cuda_candidate(g, CudaKernelsOptions{}, [&](const KernelDag& sub, const Candidate& c) {
     if (!cuda_codegen_supports(g, sub, c)) return;
     const std::vector<CudaSchedule> space = cuda_schedule_space(g, sub, c);
-    for (size_t k = 0; k < std::min<size_t>(2, space.size()); ++k)  // --schedules 2
+    for (size_t k = 0; k < std::min<size_t>(2, space.size()); ++k)
       job_kernels.push_back(
           generate_cuda_kernel(g, sub, c, cuda_kernel_symbol(c.signature, k), space[k]));
   });
+  return job_kernels;
+}
+
+void fake_gpu_flow(const kora_test::TempDir& tmp, const std::string& model, const PrimGraph& g,
+                   const std::map<std::string, Tensor>& inputs, const std::string& env_more,
+                   std::string* profiled, bool on_demand = false) {
+  const std::vector<CudaKernel> job_kernels = two_schedule_job_kernels(g);
   const std::string env = fake_libraries() + "KORA_CUDA_WORKER=" + KORA_CUDA_WORKER_PATH +
                           " KORA_KERNEL_CACHE=" + tmp.file("cache") +
                           " KORA_PROFILE_DB=" + tmp.file("profiles.db") + " " + env_more + " ";
@@ -595,6 +601,71 @@ TEST(CudaArtifact, MeasureOnDemandOnAFakeGpu) {
   mb.node("Tanh", {"s"}, {"y"});
   mb.output("y");
   fake_gpu_flow_on(tmp, mb, true);
+}
+
+// Measured on demand for a GPU elsewhere (kora profile --gpu TEXT --arch ARCH, the fake GPU
+// standing in for it): each kora profile stores the results the last job brought back and
+// writes a job of the kernels its plan lacks, the first one for a GPU the database holds
+// nothing of; after a few rounds the plan has every kernel measured, fewer than every
+// candidate, and kora compile for that GPU finds no kernel it must estimate.
+TEST(CudaArtifact, MeasureOnDemandForAGpuElsewhereOneJobPerRound) {
+  kora_test::TempDir tmp;
+  kora_test::ModelBuilder mb;
+  std::vector<float> w1(32 * 16), w2(16 * 16);
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = static_cast<float>((i * 7919) % 13) / 13 - 0.5f;
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = static_cast<float>((i * 31) % 7) / 7 - 0.5f;
+  mb.input("x", {4, 32}).init_f32("w1", {32, 16}, w1).init_f32("w2", {16, 16}, w2);
+  mb.node("MatMul", {"x", "w1"}, {"m"});
+  mb.node("Relu", {"m"}, {"r"});
+  mb.node("MatMul", {"r", "w2"}, {"n"});
+  mb.node("Add", {"n", "m"}, {"a"});
+  mb.node("Softmax", {"a"}, {"s"}, {kora_test::attr_i("axis", -1)});
+  mb.output("s");
+  const std::string model = mb.save(tmp);
+  const PrimGraph g = fission(import_onnx(model));
+  const std::string env =
+      fake_libraries() + without_cudnn() + " KORA_KERNEL_CACHE=" + tmp.file("cache") +
+      " KORA_PROFILE_DB=" + tmp.file("profiles.db") +
+      " FAKE_CUDA_MODULE=" + emulated_library(two_schedule_job_kernels(g), g, tmp.file("emu")) +
+      " ";
+  const std::string job = tmp.file("job");
+  const std::string profile = env + KORA_CLI_PATH + " profile " + model +
+                              " --target cuda --gpu 'Fake GPU' --arch sm_80 --schedules 2 --job " +
+                              job;
+  int rounds = 0, jobs = 0, asked = 0, generated = 0;
+  std::string out;
+  for (; rounds < 8; ++rounds) {
+    ASSERT_EQ(run(profile, &out), 0) << out;
+    EXPECT_EQ(out.find("wrong result"), std::string::npos) << out;
+    if (rounds == 0)
+      EXPECT_NE(out.find("for cuda|Fake GPU (not measured yet)|sm_80"), std::string::npos) << out;
+    else
+      EXPECT_NE(out.find(" stored, 0 failed"), std::string::npos) << out;  // the last job's
+    if (out.find("every kernel of it measured") != std::string::npos) break;
+    EXPECT_NE(out.find("kernels in the job: for a GPU elsewhere"), std::string::npos) << out;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(cuda: (\d+) of (\d+) kernels generated)")))
+        << out;
+    asked += std::stoi(m[1]);
+    generated = std::stoi(m[2]);
+    ++jobs;
+    // The job, run where the GPU is.
+    std::string worked;
+    ASSERT_EQ(run(env + KORA_CUDA_WORKER_PATH + " " + job, &worked), 0) << worked;
+  }
+  // Several rounds, each job a part of the candidates, all of them together fewer.
+  EXPECT_GE(jobs, 2) << out;
+  EXPECT_LT(rounds, 8) << out;
+  EXPECT_LT(asked, generated) << out;
+  // Compiled for that GPU from here: every kernel of the plan measured on it.
+  std::string compiled;
+  ASSERT_EQ(run(env + KORA_CLI_PATH + " compile " + model + " --target cuda --gpu 'Fake GPU' -o " +
+                    tmp.file("art"),
+                &compiled),
+            0)
+      << compiled;
+  EXPECT_NE(compiled.find("costs of cuda|Fake GPU|sm_80"), std::string::npos) << compiled;
+  EXPECT_EQ(compiled.find("never measured"), std::string::npos) << compiled;
 }
 
 // What the GPU cannot compute (TopK, opaque; its K a constant) runs on the host between GPU
