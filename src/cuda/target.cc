@@ -132,6 +132,10 @@ ProfileReport CudaTarget::profile(const PrimGraph& graph, ProfileDb& db,
   r.device = s.merged ? s.merge.device : p.remote_device;
   r.kernels = s.kernels.kernels;
   r.measured = s.merge.stored + s.tune.stored;
+  if (options.only && s.merged) {  // measure on demand counts kernels, not implementations
+    r.measured = 0;
+    for (uint64_t signature : *options.only) r.measured += db.known(s.merge.device, signature);
+  }
   r.from_db = s.kernels.known;
   r.failed = static_cast<int64_t>(s.merge.failures.size() + s.tune.failures.size());
   r.seconds = s.kernels.generate_seconds + s.kernels.compile_seconds;
