@@ -170,4 +170,38 @@ TEST(Artifact, NothingHalfWritten) {
   expect_matches_interpreter(g, dir.file("art"));
 }
 
+// Artifacts of one model written side by side (the check on the clock writes one per plan)
+// share one weights file, a hard link; other bytes get their own, and each computes its
+// model's values.
+TEST(Artifact, PlansOfOneModelSideBySideShareTheirWeightsFile) {
+  kora_test::TempDir dir;
+  const PrimGraph g = small_model();
+  write_cpu_artifact(g, plan_of(g, "greedy"), nullptr, dir.file("a"), quick_options());
+  write_cpu_artifact(g, plan_of(g, "unfused"), nullptr, dir.file("b"), quick_options());
+  const std::string a = dir.file("a") + "/weights.bin", b = dir.file("b") + "/weights.bin";
+  ASSERT_GT(fs::file_size(a), 0u);
+  EXPECT_TRUE(fs::equivalent(a, b));
+  EXPECT_EQ(fs::hard_link_count(a), 2u);
+  expect_matches_interpreter(g, dir.file("a"));
+  expect_matches_interpreter(g, dir.file("b"));
+  // Other weight values (every constant's copy changed): their own file.
+  PrimGraph other = g;
+  for (auto& [name, c] : other.constants) {
+    Tensor changed(c.dtype(), c.shape());
+    std::copy(c.bytes(), c.bytes() + c.nbytes(), changed.mutable_bytes());
+    if (c.dtype() == DType::kFloat32 && c.numel() > 0)
+      reinterpret_cast<float*>(changed.mutable_bytes())[0] += 1;
+    c = changed;
+  }
+  write_cpu_artifact(other, plan_of(other, "greedy"), nullptr, dir.file("c"), quick_options());
+  EXPECT_FALSE(fs::equivalent(a, dir.file("c") + "/weights.bin"));
+  expect_matches_interpreter(other, dir.file("c"));
+  // The files linked before are gone: written again.
+  fs::remove_all(dir.file("a"));
+  fs::remove_all(dir.file("b"));
+  write_cpu_artifact(g, plan_of(g, "greedy"), nullptr, dir.file("d"), quick_options());
+  EXPECT_EQ(fs::hard_link_count(dir.file("d") + "/weights.bin"), 1u);
+  expect_matches_interpreter(g, dir.file("d"));
+}
+
 }  // namespace
