@@ -583,11 +583,9 @@ TEST(CudaArtifact, ProfileCompileAndRunOnAFakeGpu) {
   EXPECT_NE(profiled.find(" stored, 0 failed"), std::string::npos) << profiled;
 }
 
-// Measured on demand (the default): kora profile's rounds each write and run a job of the
-// kernels their plan lacks, fewer than every candidate; the compile then measures nothing
-// more, and its artifact matches the interpreter.
-TEST(CudaArtifact, MeasureOnDemandOnAFakeGpu) {
-  kora_test::TempDir tmp;
+// Two matmuls with a relu between them, a residual add and a softmax into "s": the model
+// the measure-on-demand flows run (outputs left to each test).
+kora_test::ModelBuilder two_matmuls_and_softmax() {
   kora_test::ModelBuilder mb;
   std::vector<float> w1(32 * 16), w2(16 * 16);
   for (size_t i = 0; i < w1.size(); ++i) w1[i] = static_cast<float>((i * 7919) % 13) / 13 - 0.5f;
@@ -598,6 +596,15 @@ TEST(CudaArtifact, MeasureOnDemandOnAFakeGpu) {
   mb.node("MatMul", {"r", "w2"}, {"n"});
   mb.node("Add", {"n", "m"}, {"a"});
   mb.node("Softmax", {"a"}, {"s"}, {kora_test::attr_i("axis", -1)});
+  return mb;
+}
+
+// Measured on demand (the default): kora profile's rounds each write and run a job of the
+// kernels their plan lacks, fewer than every candidate; the compile then measures nothing
+// more, and its artifact matches the interpreter.
+TEST(CudaArtifact, MeasureOnDemandOnAFakeGpu) {
+  kora_test::TempDir tmp;
+  kora_test::ModelBuilder mb = two_matmuls_and_softmax();
   mb.node("Tanh", {"s"}, {"y"});
   mb.output("y");
   fake_gpu_flow_on(tmp, mb, true);
@@ -610,16 +617,7 @@ TEST(CudaArtifact, MeasureOnDemandOnAFakeGpu) {
 // candidate, and kora compile for that GPU finds no kernel it must estimate.
 TEST(CudaArtifact, MeasureOnDemandForAGpuElsewhereOneJobPerRound) {
   kora_test::TempDir tmp;
-  kora_test::ModelBuilder mb;
-  std::vector<float> w1(32 * 16), w2(16 * 16);
-  for (size_t i = 0; i < w1.size(); ++i) w1[i] = static_cast<float>((i * 7919) % 13) / 13 - 0.5f;
-  for (size_t i = 0; i < w2.size(); ++i) w2[i] = static_cast<float>((i * 31) % 7) / 7 - 0.5f;
-  mb.input("x", {4, 32}).init_f32("w1", {32, 16}, w1).init_f32("w2", {16, 16}, w2);
-  mb.node("MatMul", {"x", "w1"}, {"m"});
-  mb.node("Relu", {"m"}, {"r"});
-  mb.node("MatMul", {"r", "w2"}, {"n"});
-  mb.node("Add", {"n", "m"}, {"a"});
-  mb.node("Softmax", {"a"}, {"s"}, {kora_test::attr_i("axis", -1)});
+  kora_test::ModelBuilder mb = two_matmuls_and_softmax();
   mb.output("s");
   const std::string model = mb.save(tmp);
   const PrimGraph g = fission(import_onnx(model));
