@@ -230,7 +230,9 @@ std::string cuda_target_device(const ProfileDb& db, const std::string& gpu, std:
                           "in " + db.path() +
                           (gpu.empty() ? " (and no GPU here: " + why + ")" : "") +
                           ": measure the model first (kora profile MODEL --target cuda, here or "
-                          "with kora-cuda-worker on a GPU machine)"
+                          "with kora-cuda-worker on a GPU machine; for a GPU elsewhere not "
+                          "measured yet, kora profile MODEL --target cuda --gpu TEXT --arch "
+                          "ARCH writes its first job)"
                     : "measurements of several GPUs in " + db.path() +
                           "; choose one with --gpu TEXT (part of its fingerprint):" + list);
   }

@@ -127,7 +127,7 @@ ProfileReport CudaTarget::profile(const PrimGraph& graph, ProfileDb& db,
   // A round of measure on demand for a GPU elsewhere: what to do with its job.
   if (options.only && !s.merged && !s.next.empty() && options.progress)
     *options.progress << "kora profile: " << s.kernels.job_kernels
-                      << " kernels in the job: " << s.next << std::endl;
+                      << " implementations in the job: " << s.next << std::endl;
   ProfileReport r;
   r.device = s.merged ? s.merge.device : p.remote_device;
   r.kernels = s.kernels.kernels;
