@@ -127,11 +127,14 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
   // What the target computes once for the graph (the CPU's reference values), kept for
   // the next rounds.
   const auto scratch = std::make_shared<ProfileScratch>();
+  // A job for a machine elsewhere is one round a user carries there and back: it holds
+  // the kernels the lower-bound solve lacks too (those the proof would ask for next).
+  const bool elsewhere = !target.measures_here() && target.measures_elsewhere();
   auto measure = [&](const std::set<uint64_t>& missing, const SolvedPlan& s, const char* what) {
     line("measure on demand, solve " + std::to_string(report.rounds) + ": " + what + " plan of " +
          std::to_string(s.plan.kernels.size()) + " kernels, " + fixed(s.plan.total_cost_ms, 3) +
-         " ms with " + std::to_string(missing.size()) +
-         " not measured (or not yet searched): measuring them");
+         " ms with " + std::to_string(missing.size()) + " not measured (or not yet searched): " +
+         (elsewhere ? "a job for them" : "measuring them"));
     const auto start = std::chrono::steady_clock::now();
     const ProfileReport r = measure_candidates(graph, target, *db, options, &missing,
                                                ScheduleSearch::kDeferred, scratch, &candidates);
@@ -188,9 +191,6 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
          "%, nothing more to measure");
     return m;
   };
-  // A job for a machine elsewhere is one round a user carries there and back: it holds
-  // the kernels the lower-bound solve lacks too (those the proof would ask for next).
-  const bool elsewhere = !target.measures_here() && target.measures_elsewhere();
   auto measured_plan = [&]() {
     SolvedPlan s = solve(Fallback::kPredicted, missing);
     while (!missing.empty() && rounds_left()) {
