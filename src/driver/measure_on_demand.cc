@@ -77,14 +77,20 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
   // Every solve takes the segments' candidates enumerated here.
   CompileOptions solve_options = options;
   solve_options.orchestration.enumerated = &candidates;
-  // Kernels not measured at what the measured ones predict.
+  // Kernels not measured at what the measured ones predict; what implements each kernel
+  // asked once per signature, not once per solve.
+  std::map<uint64_t, std::string> implemented_by;
   auto predicted = [&]() -> std::unique_ptr<CostModel> {
     std::unique_ptr<CostModel> typical = target.typical_cost(*db, device);
     if (!typical) return target.lower_bound(*db, device);
     auto p = std::make_unique<PredictedCost>(
         target.lower_bound(*db, device), std::move(typical), options.on_demand_caution,
-        [&target](const PrimGraph& g, const KernelDag& d, const Candidate& c) {
-          return target.implemented_by(g, d, c);
+        [&](const PrimGraph& g, const KernelDag& d, const Candidate& c) {
+          if (c.signature == 0) return target.implemented_by(g, d, c);  // not computed yet
+          auto it = implemented_by.find(c.signature);
+          if (it == implemented_by.end())
+            it = implemented_by.emplace(c.signature, target.implemented_by(g, d, c)).first;
+          return it->second;
         });
     // From the costs the solve compares the prediction with: a kernel's time inside running
     // plans where the check on the clock measured one, else alone.
