@@ -135,44 +135,36 @@ void place_tensors(const PrimGraph& graph, const KernelDag& dag,
   m.intermediate_bytes = memory.total_bytes;
 }
 
-// Weights files this process wrote, by directory they lie in, size and FNV checksum of
-// their bytes: a later artifact beside them with the same bytes links the file instead of
-// writing it again (the check on the clock writes an artifact per plan, BERT-base's
-// 434 MB of weights each, 1.3 s of copying, hashing and writing).
-struct WrittenWeights {
-  fs::path file;
-  std::string sha256;
-};
-using WeightsKey = std::tuple<std::string, int64_t, uint64_t>;
+// Weights files this process wrote, by the directory they lie in, their size and SHA-256:
+// a later artifact beside them with the same bytes links the file instead of writing it
+// again (the check on the clock writes an artifact per plan, BERT-base's 434 MB of
+// weights each, about 1 s of writing).
+using WeightsKey = std::tuple<std::string, int64_t, std::string>;
 std::mutex written_weights_mutex;
-std::map<WeightsKey, WrittenWeights>& written_weights() {
-  static std::map<WeightsKey, WrittenWeights> written;
+std::map<WeightsKey, fs::path>& written_weights() {
+  static std::map<WeightsKey, fs::path> written;
   return written;
 }
 
 WeightsKey weights_key(const fs::path& artifact_dir, const Manifest& m) {
-  return {artifact_dir.parent_path().string(), m.weights_bytes, m.weights_checksum};
+  return {artifact_dir.parent_path().string(), m.weights_bytes, m.files.at(m.weights_file).sha256};
 }
 
 // Whether the same weights were written beside `tmp` (and still lie there): then linked
-// into it, their SHA-256 into the manifest.
-bool link_written_weights(const fs::path& tmp, Manifest& m) {
+// into it.
+bool link_written_weights(const fs::path& tmp, const Manifest& m) {
   std::lock_guard<std::mutex> lock(written_weights_mutex);
   const auto it = written_weights().find(weights_key(tmp, m));
   if (it == written_weights().end()) return false;
   std::error_code ec;
-  if (fs::file_size(it->second.file, ec) != static_cast<uintmax_t>(m.weights_bytes) || ec)
-    return false;
-  fs::create_hard_link(it->second.file, tmp / m.weights_file, ec);
-  if (ec) return false;
-  m.files[m.weights_file] = {m.weights_bytes, it->second.sha256};
-  return true;
+  if (fs::file_size(it->second, ec) != static_cast<uintmax_t>(m.weights_bytes) || ec) return false;
+  fs::create_hard_link(it->second, tmp / m.weights_file, ec);
+  return !ec;
 }
 
 void remember_written_weights(const fs::path& dir, const Manifest& m) {
   std::lock_guard<std::mutex> lock(written_weights_mutex);
-  written_weights()[weights_key(dir, m)] = {dir / m.weights_file,
-                                            m.files.at(m.weights_file).sha256};
+  written_weights()[weights_key(dir, m)] = dir / m.weights_file;
 }
 
 // weights.bin: the constants, 64-byte aligned, in the order of their names (the same
@@ -194,8 +186,8 @@ void write_weights(const PrimGraph& graph, std::vector<std::string> constants, c
   }
   m.weights_bytes = weights_bytes;
   m.weights_checksum = weights_checksum(weights.data(), weights.size());
-  if (link_written_weights(tmp, m)) return;
   m.files[m.weights_file] = {weights_bytes, sha256_hex(weights.data(), weights.size())};
+  if (link_written_weights(tmp, m)) return;
   std::ofstream out(tmp / m.weights_file, std::ios::binary);
   out.write(weights.data(), static_cast<std::streamsize>(weights.size()));
   if (!out.flush()) throw Error("cannot write '" + (tmp / m.weights_file).string() + "'");
