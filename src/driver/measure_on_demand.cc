@@ -22,6 +22,9 @@
 //      solve's kernels not measured are measured too, and both steps run again.
 // Kernels whose bound alone makes every plan through them worse than the incumbent are
 // never chosen, so never compiled or measured.
+// A target that measures through a job for a machine elsewhere (Target::measures_elsewhere)
+// runs one round: its job holds what the predicted and the lower-bound plans lack, and the
+// loop stops there; the next call, with the job's results stored, runs the next round.
 // A recompile (options.on_demand_recompile) starts with the solve that excludes the kernels
 // not measured, and measures nothing when that plan computes the graph.
 // Settling: step 1 stops early when what its plan promises is within
