@@ -632,7 +632,10 @@ TEST(CudaArtifact, MeasureOnDemandForAGpuElsewhereOneJobPerRound) {
                               job;
   int rounds = 0, jobs = 0, asked = 0, generated = 0;
   std::string out;
-  for (; rounds < 8; ++rounds) {
+  // Rounds allowed: 4 on an idle machine; the fake GPU's times are the host's, and under
+  // a loaded test run they shift the plans between rounds (8 were once not enough).
+  const int kMaxRounds = 16;
+  for (; rounds < kMaxRounds; ++rounds) {
     ASSERT_EQ(run(profile, &out), 0) << out;
     EXPECT_EQ(out.find("wrong result"), std::string::npos) << out;
     if (rounds == 0)
@@ -654,7 +657,7 @@ TEST(CudaArtifact, MeasureOnDemandForAGpuElsewhereOneJobPerRound) {
   }
   // Several rounds, each job a part of the candidates, all of them together fewer.
   EXPECT_GE(jobs, 2) << out;
-  EXPECT_LT(rounds, 8) << out;
+  EXPECT_LT(rounds, kMaxRounds) << out;
   EXPECT_LT(asked, generated) << out;
   // Compiled for that GPU from here: every kernel of the plan measured on it.
   std::string compiled;
