@@ -226,6 +226,13 @@ class ProfileDbCost : public TableCost {
   // Measure on demand: measured kernels cost at most what measuring the rest of their
   // implementations may give (Target::unexplored_costs; the overhead between kernels added).
   void offer_unexplored(const std::map<uint64_t, double>& ms);
+  // Costs in context (src/cost/context_cost.cc): kernels of the graph with a time alone but
+  // none inside a running plan cost their time alone times the in-plan / alone ratio of the
+  // most similar kernels of the graph timed both ways (same kind; near in weight bytes and
+  // other bytes). Where none was timed in plan, costs stay as they are. Once per object.
+  void learn_context(const PrimGraph& graph, const std::vector<UniqueCandidate>& candidates);
+  int64_t context_samples() const { return context_samples_; }    // kernels timed both ways
+  int64_t context_adjusted() const { return context_adjusted_; }  // kernels re-costed
   // Kernels whose cost is their time inside running plans.
   int64_t in_plan() const { return in_plan_; }
   // Whether the kernel's cost is a measurement taken while other processes used the CPU
@@ -236,6 +243,10 @@ class ProfileDbCost : public TableCost {
   std::shared_ptr<const ProfileDb> db_;
   std::string path_, device_;
   std::map<uint64_t, double> native_, blocked_;
+  // Times alone and in plan, plain and native, without the overhead (learn_context).
+  std::map<uint64_t, double> alone_, alone_native_, in_plan_plain_, in_plan_native_;
+  bool context_learned_ = false;
+  int64_t context_samples_ = 0, context_adjusted_ = 0;
   int64_t in_plan_ = 0;
   double overhead_ = 0;  // ProfileDb::kernel_overhead, added to every measured cost
   std::set<uint64_t> suspect_;

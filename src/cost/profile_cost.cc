@@ -1,6 +1,7 @@
 // Costs from the profile database (include/kora/cost.h, ProfileDbCost): per kernel its
 // time inside running plans where kora compile measured one (ProfileDb::in_plan), else
-// the fastest non-failed schedule measured alone on the device on plain tensors, read
+// the fastest non-failed schedule measured alone on the device on plain tensors (in the
+// context of a running plan once learn_context has seen the graph: context_cost.cc), read
 // into the table that TableCost looks candidates up in; the native-layout records of
 // oneDNN convolutions for their layout costs.
 #include <algorithm>
@@ -20,16 +21,18 @@ ProfileDbCost::ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string de
   if (!db) throw Error("ProfileDbCost needs a database");
   db_ = db;
   path_ = db->path();
-  table_ = db->fastest_except(device_, kOnednnNative);
+  table_ = alone_ = db->fastest_except(device_, kOnednnNative);
   suspect_ = db->suspect(device_);
-  for (const auto& [signature, ms] : db->in_plan(device_)) {
+  in_plan_plain_ = db->in_plan(device_);
+  for (const auto& [signature, ms] : in_plan_plain_) {
     table_[signature] = ms;  // the time inside running plans, where measured
     suspect_.erase(signature);
     ++in_plan_;
   }
-  native_ = db->fastest_only(device_, kOnednnNative);
+  native_ = alone_native_ = db->fastest_only(device_, kOnednnNative);
   blocked_ = db->fastest_only(device_, kOnednnBlocked);
-  for (const auto& [signature, ms] : db->in_plan(device_, true))
+  in_plan_native_ = db->in_plan(device_, true);
+  for (const auto& [signature, ms] : in_plan_native_)
     if (native_.count(signature)) native_[signature] = ms;  // run natively inside a plan
   // Every kernel of a running plan also costs its share of the time between kernels.
   overhead_ = db->kernel_overhead(device_);

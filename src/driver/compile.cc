@@ -148,6 +148,16 @@ OrchestrationResult orchestrate_for(const PrimGraph& graph, Target& target, Cost
   OrchestrationOptions o = options.orchestration;
   o.strategy = options.strategy;
   o.candidates = target.candidates(graph, o.candidates);
+  // Costs in context: kernels never timed inside a running plan priced like the graph's
+  // kernels that were (ProfileDbCost::learn_context), from the candidates the solve sees.
+  auto* db_costs = dynamic_cast<ProfileDbCost*>(&costs);
+  if (!db_costs || db_costs->in_plan() == 0) return orchestrate(graph, costs, o);
+  ModelCandidates own;
+  if (!o.enumerated) {
+    own = unique_candidates(graph, o.partition, o.candidates);
+    o.enumerated = &own;
+  }
+  db_costs->learn_context(graph, o.enumerated->unique);
   return orchestrate(graph, costs, o);
 }
 
