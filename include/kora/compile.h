@@ -43,6 +43,12 @@ struct CompileOptions {
   // times fed back as costs, and the fastest on the clock emitted (src/driver/plan_check.h).
   bool verify = true;
   int verify_rounds = 3;  // re-solves after feedback, at most
+  // The check's first round also times the solver's next-best plans, pool - 1 of them
+  // (OrchestrationOptions::pool: the optimum with one segment's plan replaced by its
+  // runner-up; of kernels measured, when measuring on demand), those 1-10% above the
+  // optimum's cost. 1 (the default): none. On ResNet-50 and MobileNetV2 every runner-up
+  // was within 1% (a kernel swapped for a near twin), too close to tell apart on the clock.
+  int pool = 1;
   // "parallel" (cpu, with the check on the clock): the fastest plan's independent kernels
   // also tried in pairs, each on half the threads (src/orchestrate/parallel_schedule.h),
   // and that schedule emitted when it is faster on the clock; "serial": one kernel after

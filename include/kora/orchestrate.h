@@ -58,12 +58,19 @@ struct Plan {
   // the nodes stored blocked with their layouts (ids).
   std::vector<int> native;
   std::vector<std::pair<int, int>> blocked;
+  // SolveOptions::runner_up: the best plan with another set of kernels (none where no
+  // other plan exists or CBC did not prove the first), at most one.
+  std::vector<Plan> runner_up;
 };
 
 struct SolveOptions {
   double time_limit_seconds = 60;  // over all CBC runs of one problem
   // CBC's threads (at most 8), in its deterministic mode; 0: the machine's cores.
   int threads = 0;
+  // Also solve for the runner-up (Plan::runner_up): the same program with the proven
+  // plan's kernel set cut off (sum of its x_k <= its size - 1, which removes every plan
+  // holding all of them), its cycle cuts kept; within what is left of the time limit.
+  bool runner_up = false;
 };
 
 // With `layouts`, cost[k] is the candidate's cost on plain tensors, and the program also

@@ -29,6 +29,9 @@ struct OrchestrationOptions {
   // (unique_candidates): taken from there instead of enumerated again (measure on demand
   // solves one graph many times). Null: enumerated here.
   const ModelCandidates* enumerated = nullptr;
+  // The solution pool (optimal only): besides the optimum, up to pool - 1 next-best plans
+  // (OrchestrationResult::next_best). 1: the optimum alone.
+  int pool = 1;
 };
 
 struct ChosenKernel {
@@ -66,6 +69,11 @@ struct OrchestrationResult {
   // chose which tensors are stored blocked (tensor -> layout); the emitter follows it.
   bool layouts_decided = false;
   std::map<std::string, std::string> layouts;
+  // OrchestrationOptions::pool > 1: the next-best distinct plans, cheapest first, each the
+  // optimum with one segment's plan replaced by that segment's runner-up (the best plan of
+  // it with another set of kernels, SolveOptions::runner_up). The second best plan of the
+  // graph is the first of them: segments are independent, so it differs in one segment.
+  std::vector<OrchestrationResult> next_best;
 };
 
 // One segment's sub-DAG and its candidates, signatures computed: what orchestrate() solves

@@ -17,6 +17,7 @@
 #include "base/interrupt.h"
 #include "base/text.h"
 #include "driver/previous_plan.h"
+#include "driver/stages.h"
 #include "emit/artifact_backend.h"
 #include "kora/cost.h"
 #include "kora/error.h"
@@ -37,6 +38,10 @@ constexpr double kLongPlanMs = 20;
 constexpr double kFarSlower = 1.5;
 // How much faster than the fastest so far a re-solved plan has to run for another round.
 constexpr double kClearlyFaster = 0.02;
+// The solution pool: the next-best plans considered (each the optimum with one segment's
+// plan replaced by its runner-up), and how far above the optimum's cost one may be.
+constexpr int kPoolSearch = 64;
+constexpr double kPoolLeast = 0.01, kPoolMost = 0.10;
 
 // A plan's identity: its kernels (primitive sets, native or not, step and threads of a
 // parallel schedule), in any order.
@@ -311,6 +316,38 @@ PlanCheckResult check_plans_on_the_clock(const PrimGraph& graph, Target& target,
         if (!e) continue;  // the same plan as one measured
         prepare_rival(graph, target, *db, device, options, *e);
         batch.push_back(e);
+      }
+      // The solution pool: the next-best plans at the same costs (of kernels measured, when
+      // measuring on demand: the others run as whatever the writer picks), timed with the
+      // rest, so that a plan the costs rank second can win on the clock. Only those the
+      // costs put between kPoolLeast and kPoolMost above the optimum: closer ones (a kernel
+      // swapped for its near twin) cannot be told apart on the clock, farther ones are
+      // beyond the cost model's usual error.
+      if (options.pool > 1) {
+        CompileOptions o = options;
+        o.orchestration.pool = kPoolSearch;
+        const bool on_demand = o.on_demand && target.lower_bound(*db, device);
+        const std::unique_ptr<ProfileDbCost> costs =
+            on_demand ? target_costs(target, db, nullptr, std::make_unique<ExcludedCost>())
+                      : target_costs(target, db);
+        OrchestrationResult pool = orchestrate_for(graph, target, *costs, o);
+        int added = 0;
+        for (OrchestrationResult& next : pool.next_best) {
+          const double above = next.total_cost_ms / std::max(pool.total_cost_ms, 1e-9) - 1;
+          if (above > kPoolMost || added + 1 >= options.pool) break;
+          if (above < kPoolLeast) continue;
+          Entry* e = add("next best (+" + fixed(100 * above, 1) + "%)", std::move(next));
+          if (!e) continue;
+          ++added;
+          prepare_rival(graph, target, *db, device, options, *e);
+          batch.push_back(e);
+        }
+        if (added == 0 && options.progress)
+          *options.progress << "kora compile: the solver's next-best plans (" +
+                                   std::to_string(pool.next_best.size()) + ") are all within " +
+                                   fixed(100 * kPoolLeast, 0) + "% of the optimum or beyond " +
+                                   fixed(100 * kPoolMost, 0) + "%: none timed"
+                            << std::endl;
       }
       // The plan the last compile of this graph emitted: timed with the rest, so that a
       // recompile is never slower on the clock than it (driver/previous_plan.h).

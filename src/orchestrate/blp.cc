@@ -30,7 +30,9 @@
 //
 // The steps: build_program (the candidate columns, the production rows, the layout rows),
 // then solve_with_cycle_cuts (solve_once with CBC, add_cycle_cuts while the solution
-// cannot run), read_plan; greedy_fallback when the time limit stops CBC first.
+// cannot run), read_plan; greedy_fallback when the time limit stops CBC first. With
+// SolveOptions::runner_up, the same program with the plan's kernel set cut off
+// (sum_{k in plan} x_k <= |plan| - 1) is solved again for the runner-up.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -554,7 +556,26 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
   check_costs(candidates, cost);
   layouts = checked_layouts(candidates, layouts);
   Program program = build_program(dag, candidates, cost, layouts);
-  return solve_with_cycle_cuts(dag, candidates, cost, options, program, start);
+  Plan plan = solve_with_cycle_cuts(dag, candidates, cost, options, program, start);
+  if (!options.runner_up || plan.gap != 0 || plan.kernels.empty()) return plan;
+  // The runner-up: the proven plan's kernel set cut off (all of them are program columns:
+  // a proven plan is CBC's, not the greedy fallback's).
+  Row no_good{{}, {}, -COIN_DBL_MAX, static_cast<double>(plan.kernels.size()) - 1.0};
+  for (int k : plan.kernels) {
+    if (program.column_of[k] < 0) return plan;
+    no_good.index.push_back(program.column_of[k]);
+    no_good.value.push_back(1.0);
+  }
+  program.rows.push_back(std::move(no_good));
+  try {
+    Plan next = solve_with_cycle_cuts(dag, candidates, cost, options, program, start);
+    if (next.gap == 0) plan.runner_up.push_back(std::move(next));
+  } catch (const Error&) {
+    // No other plan: the first is the only one.
+  }
+  plan.solve_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return plan;
 }
 
 }  // namespace kora

@@ -95,6 +95,54 @@ LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& se
   return p;
 }
 
+// One segment's runner-up plan (SolveOptions::runner_up) as the result would hold it: its
+// kernels and blocked tensors, what it costs more than the segment's optimum, and the
+// optimum's blocked tensors it replaces.
+struct SegmentRunnerUp {
+  int segment = 0;
+  double delta_ms = 0;
+  std::vector<ChosenKernel> kernels;
+  std::map<std::string, std::string> layouts, best_layouts;
+};
+
+// The `count` cheapest plans that differ from `best` in one segment, that segment's plan
+// replaced by its runner-up (OrchestrationResult::next_best).
+std::vector<OrchestrationResult> next_best_plans(const OrchestrationResult& best,
+                                                 std::vector<SegmentRunnerUp> runners_up,
+                                                 int count) {
+  std::stable_sort(
+      runners_up.begin(), runners_up.end(),
+      [](const SegmentRunnerUp& a, const SegmentRunnerUp& b) { return a.delta_ms < b.delta_ms; });
+  std::vector<OrchestrationResult> plans;
+  for (const SegmentRunnerUp& r : runners_up) {
+    if (static_cast<int>(plans.size()) >= count) break;
+    OrchestrationResult p;
+    p.strategy = best.strategy;
+    p.cost_model = best.cost_model;
+    p.total_cost_ms = best.total_cost_ms + r.delta_ms;
+    p.proven_optimal = false;  // second best, not the optimum
+    p.layouts_decided = best.layouts_decided;
+    p.primitives = best.primitives;
+    p.segments = best.segments;
+    // The kernels in the same order: the segment's runner-up where its optimum's were.
+    bool placed = false;
+    for (const ChosenKernel& k : best.kernels) {
+      if (k.segment != r.segment) {
+        p.kernels.push_back(k);
+      } else if (!placed) {
+        p.kernels.insert(p.kernels.end(), r.kernels.begin(), r.kernels.end());
+        placed = true;
+      }
+    }
+    if (!placed) p.kernels.insert(p.kernels.end(), r.kernels.begin(), r.kernels.end());
+    p.layouts = best.layouts;
+    for (const auto& [tensor, layout] : r.best_layouts) p.layouts.erase(tensor);
+    p.layouts.insert(r.layouts.begin(), r.layouts.end());
+    plans.push_back(std::move(p));
+  }
+  return plans;
+}
+
 }  // namespace
 
 SegmentCandidates segment_candidates(const PrimGraph& graph, const KernelDag& dag,
@@ -148,6 +196,7 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
 
   std::unordered_map<uint64_t, double> cost_of_signature;
   std::vector<std::string> layout_names;         // ids of the LayoutProblems
+  std::vector<SegmentRunnerUp> runners_up;       // options.pool > 1
   std::unordered_map<std::string, Plan> solved;  // by problem_key
   std::unordered_set<std::string> split;         // problems cut in halves
   const PartitionOptions& part = options.partition;
@@ -224,6 +273,7 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
     } else if (!cut_now) {
       SolveOptions solve = options.solve;
       if (may_split) solve.time_limit_seconds = part.split_after_seconds;
+      solve.runner_up = options.pool > 1;
       plan = options.strategy == "optimal"  ? solve_optimal(sub, candidates, cost, solve, &layouts)
              : options.strategy == "greedy" ? plan_greedy(sub, candidates, cost)
                                             : plan_unfused(sub, candidates, cost);
@@ -260,19 +310,34 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
       result.gap_ms += plan.gap;
       if (plan.gap > 0) result.proven_optimal = false;
     }
-    for (int k : plan.kernels) {
-      ChosenKernel kernel;
-      for (int v : candidates[k].members) kernel.prims.push_back(sub.prim[v]);
-      for (int v : candidates[k].outputs) kernel.outputs.push_back(sub.prim[v]);
-      kernel.cost_ms = cost[k];
-      kernel.signature = candidates[k].signature;
-      kernel.segment = static_cast<int>(s);
-      kernel.native = std::count(plan.native.begin(), plan.native.end(), k) > 0;
-      result.kernels.push_back(std::move(kernel));
-    }
+    // A segment plan's kernels and blocked tensors, as the result holds them.
+    auto chosen = [&](const Plan& p, std::vector<ChosenKernel>& kernels,
+                      std::map<std::string, std::string>& blocked) {
+      for (int k : p.kernels) {
+        ChosenKernel kernel;
+        for (int v : candidates[k].members) kernel.prims.push_back(sub.prim[v]);
+        for (int v : candidates[k].outputs) kernel.outputs.push_back(sub.prim[v]);
+        kernel.cost_ms = cost[k];
+        kernel.signature = candidates[k].signature;
+        kernel.segment = static_cast<int>(s);
+        kernel.native = std::count(p.native.begin(), p.native.end(), k) > 0;
+        kernels.push_back(std::move(kernel));
+      }
+      for (const auto& [node, layout] : p.blocked)
+        blocked[graph.prims[sub.prim[node]].outputs.at(0)] = layout_names.at(layout);
+    };
+    std::map<std::string, std::string> blocked;
+    chosen(plan, result.kernels, blocked);
     if (!layouts.native.empty()) result.layouts_decided = true;
-    for (const auto& [node, layout] : plan.blocked)
-      result.layouts[graph.prims[sub.prim[node]].outputs.at(0)] = layout_names.at(layout);
+    result.layouts.insert(blocked.begin(), blocked.end());
+    if (!plan.runner_up.empty()) {
+      SegmentRunnerUp r;
+      r.segment = static_cast<int>(s);
+      r.delta_ms = plan.runner_up[0].cost - plan.cost;
+      r.best_layouts = std::move(blocked);
+      chosen(plan.runner_up[0], r.kernels, r.layouts);
+      runners_up.push_back(std::move(r));
+    }
     if (options.progress)
       std::cerr << "segment " << s + 1 << "/" << segments.size() << ": " << sub.size()
                 << " primitives, " << candidates.size() << " candidates, " << plan.kernels.size()
@@ -287,6 +352,7 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
   if (options.progress_line) std::cerr << "\r\033[K" << std::flush;  // clear the line
   result.unique_signatures = static_cast<int64_t>(cost_of_signature.size());
   result.cost_model = costs.describe();
+  result.next_best = next_best_plans(result, runners_up, options.pool - 1);
   return result;
 }
 

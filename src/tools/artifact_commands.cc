@@ -93,6 +93,11 @@ class CompileCommand : public Command {
                      "parallel (cpu): independent kernels also tried in pairs, each on half "
                      "the threads, and that schedule emitted where it is faster on the clock")
         ->check(CLI::IsMember({"serial", "parallel"}));
+    cmd_->add_option("--pool", options_.pool,
+                     "the check on the clock also times the next-best plans the solver offers "
+                     "(each the optimum with one segment's plan replaced by its runner-up), "
+                     "pool - 1 of those 1-10% above the optimum's cost (default 1: none)")
+        ->check(CLI::Range(1, 8));
     add_candidate_options(cmd_, options_.orchestration, true);
     add_on_demand_options(cmd_, all_, options_);
     cmd_->add_flag("--json", json_, "print the summary as JSON");

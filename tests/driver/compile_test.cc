@@ -251,6 +251,32 @@ TEST(Compile, TheCheckOnTheClockEmitsTheFastestPlanAndFeedsInPlanCostsBack) {
   EXPECT_DOUBLE_EQ(j["measured_ms"].get<double>(), s.measured_ms);
 }
 
+// The solution pool (CompileOptions::pool): the check also solves for the next-best plans
+// and times those 1-10% above the optimum's cost with the rest; whatever it emits computes
+// what the interpreter computes.
+TEST(Compile, TheSolutionPoolsNextBestPlansAreTimedWithTheRest) {
+  CpuCompileSetup setup;
+  const std::string model = small_builder().save(setup.dir);
+  CompileOptions& options = setup.options;
+  options.on_demand = false;  // every candidate measured: the runner-ups' kernels too
+  options.pool = 4;
+  const CompiledArtifact a = compile(model, *setup.target, setup.dir.file("art"), options);
+  const CompileSummary& s = a.summary;
+  ASSERT_GE(s.checked.size(), 2u);
+  const double optimal_ms = s.checked[0].predicted_ms;
+  int pooled = 0;
+  for (const PlanCheck& c : s.checked) {
+    EXPECT_TRUE(c.error.empty()) << c.label << ": " << c.error;
+    if (c.label.rfind("next best", 0) != 0) continue;
+    ++pooled;
+    EXPECT_GE(c.predicted_ms, 1.01 * optimal_ms - 1e-9) << c.label;
+    EXPECT_LE(c.predicted_ms, 1.10 * optimal_ms + 1e-9) << c.label;
+    EXPECT_GT(c.measured_ms, 0) << c.label;
+  }
+  EXPECT_LE(pooled, 3);
+  expect_matches_interpreter(kora::import_model(model), a.dir);
+}
+
 // The primitive names of each kernel of a plan, as a set of sets.
 std::set<std::set<std::string>> kernel_sets(const PrimGraph& g, const OrchestrationResult& plan) {
   std::set<std::set<std::string>> out;

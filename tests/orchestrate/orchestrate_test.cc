@@ -5,7 +5,8 @@
 // subsets, with gap 0; every plan (optimal, greedy, unfused) is valid in its order;
 // optimal <= greedy and optimal <= unfused; schedule() rejects unschedulable and
 // incomplete plans; a cost model that gives a kernel a cost that is not a finite
-// non-negative number is an error naming the kernel.
+// non-negative number is an error naming the kernel; the solution pool's next-best plans
+// differ from the optimum in one segment each, cheapest first.
 #include "kora/orchestrate.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 
@@ -180,6 +182,60 @@ TEST(Orchestration, ACostThatIsNotAFiniteNonNegativeNumberIsAnErrorNamingTheKern
       EXPECT_NE(what.find("the cost model (broken) gave kernel "), std::string::npos) << what;
       EXPECT_NE(what.find("not a finite non-negative number"), std::string::npos) << what;
     }
+  }
+}
+
+// A kernel costs a launch (1 ms) and 0.6 ms per primitive: fusing saves launches, and no
+// kernel is dominated by a larger one (which costs more), so segments have runner-ups.
+class LaunchAndWork : public kora::CostModel {
+ public:
+  double cost_ms(const kora::PrimGraph&, const kora::KernelDag&, const Candidate& c) override {
+    return 1 + 0.6 * static_cast<double>(c.members.size());
+  }
+  std::string describe() const override { return "launch and work"; }
+};
+
+// The solution pool (OrchestrationOptions::pool): on four branches cut into segments of a
+// few primitives, the next-best plans are the optimum with exactly one segment's plan
+// replaced, cheapest first, no cheaper than the optimum, each computing every primitive at
+// the cost it claims (the sum of its kernels': the model knows no layouts).
+TEST(Orchestration, ThePoolHoldsTheNextBestPlansEachDifferingInOneSegment) {
+  const kora::PrimGraph g = kora_test::four_branches(3);
+  LaunchAndWork costs;
+  kora::OrchestrationOptions options;
+  options.partition.min_size = 2;
+  options.partition.max_size = 4;
+  const kora::OrchestrationResult alone = kora::orchestrate(g, costs, options);
+  EXPECT_TRUE(alone.next_best.empty());
+  options.pool = 3;
+  const kora::OrchestrationResult best = kora::orchestrate(g, costs, options);
+  ASSERT_GT(best.segments, 2);
+  EXPECT_NEAR(best.total_cost_ms, alone.total_cost_ms, 1e-12);
+  ASSERT_EQ(best.next_best.size(), 2u);
+  auto by_segment = [](const kora::OrchestrationResult& r) {
+    std::map<int, std::set<std::vector<int>>> kernels;
+    for (const kora::ChosenKernel& k : r.kernels) kernels[k.segment].insert(k.prims);
+    return kernels;
+  };
+  double last = best.total_cost_ms;
+  std::set<std::map<int, std::set<std::vector<int>>>> distinct{by_segment(best)};
+  for (const kora::OrchestrationResult& next : best.next_best) {
+    EXPECT_GE(next.total_cost_ms, last - 1e-12);
+    last = next.total_cost_ms;
+    EXPECT_FALSE(next.proven_optimal);
+    double sum = 0;
+    std::set<int> computed;
+    for (const kora::ChosenKernel& k : next.kernels) {
+      sum += k.cost_ms;
+      computed.insert(k.prims.begin(), k.prims.end());
+    }
+    EXPECT_NEAR(next.total_cost_ms, sum, 1e-9);
+    EXPECT_EQ(computed.size(), g.prims.size()) << "every primitive computed";
+    const auto a = by_segment(best), b = by_segment(next);
+    int differ = 0;
+    for (const auto& [segment, kernels] : a) differ += b.count(segment) && b.at(segment) != kernels;
+    EXPECT_EQ(differ, 1);
+    EXPECT_TRUE(distinct.insert(b).second) << "a plan twice in the pool";
   }
 }
 

@@ -6,9 +6,11 @@
 // gap 0, and it adds schedulability cuts whenever the optimum that ignores
 // schedulability is cheaper; its plan and the unfused and greedy plans are valid
 // (schedule() accepts them and each kernel runs after the producers of its inputs, every
-// required node produced), and optimal <= greedy, optimal <= unfused. schedule() rejects
-// a cycle of kernels, a missing required node and an input nobody produces. Out of time,
-// solve_optimal returns the greedy plan with the bound CBC proved. The exact search is
+// required node produced), and optimal <= greedy, optimal <= unfused; the runner-up
+// (SolveOptions::runner_up) is valid, lacks a kernel of the optimum and costs what the
+// exact search finds with one of the optimum's kernels (and the dominated ones) forbidden.
+// schedule() rejects a cycle of kernels, a missing required node and an input nobody produces. Out
+// of time, solve_optimal returns the greedy plan with the bound CBC proved. The exact search is
 // tests/orchestrate/brute_force.h.
 #include <gtest/gtest.h>
 
@@ -94,8 +96,51 @@ void expect_valid_plan(const KernelDag& dag, const std::vector<Candidate>& c,
   EXPECT_TRUE(runs_in_order(dag, c, order)) << where;
 }
 
+// SolveOptions::runner_up against the exact search: the cheapest plan, among the
+// candidates the program keeps (undominated), that lacks at least one kernel of the
+// optimum the solver returned, i.e. for some kernel k of it the optimum with k forbidden
+// (and every dominated candidate); none when every such search has to take a forbidden one.
+// Returns whether there was one.
+bool expect_runner_up(const KernelDag& dag, const std::vector<Candidate>& candidates,
+                      const std::vector<double>& cost, double optimum, const std::string& where) {
+  kora::SolveOptions options;
+  options.runner_up = true;
+  const kora::Plan plan = kora::solve_optimal(dag, candidates, cost, options);
+  EXPECT_NEAR(plan.cost, optimum, kTolerance) << where;
+  double forbidden_ms = 1;
+  for (double c : cost) forbidden_ms += c;
+  const std::vector<char> keep = kora::undominated(dag, candidates, cost, nullptr);
+  double second = std::numeric_limits<double>::infinity();
+  for (int k : plan.kernels) {
+    std::vector<double> without = cost;
+    without[k] = forbidden_ms;
+    for (size_t j = 0; j < candidates.size(); ++j)
+      if (!keep[j]) without[j] = forbidden_ms;
+    const double best = ExactSearch(dag, candidates, without, true).solve();
+    if (best < forbidden_ms) second = std::min(second, best);
+  }
+  if (!std::isfinite(second)) {
+    EXPECT_TRUE(plan.runner_up.empty()) << where << ": no other plan exists";
+    return false;
+  }
+  if (plan.runner_up.size() != 1u) {
+    ADD_FAILURE() << where << ": no runner-up, the exact search's costs " << second;
+    return true;
+  }
+  const kora::Plan& next = plan.runner_up[0];
+  expect_valid_plan(dag, candidates, cost, next, where + " runner-up");
+  EXPECT_NEAR(next.cost, second, kTolerance) << where;
+  EXPECT_EQ(next.gap, 0) << where;
+  const std::set<int> first(plan.kernels.begin(), plan.kernels.end());
+  EXPECT_FALSE(std::all_of(
+      first.begin(), first.end(),
+      [&](int k) { return std::count(next.kernels.begin(), next.kernels.end(), k) > 0; }))
+      << where << ": the runner-up holds every kernel of the optimum";
+  return true;
+}
+
 struct Tally {
-  int problems = 0, traps = 0, trap_bites = 0, bites = 0;
+  int problems = 0, traps = 0, trap_bites = 0, bites = 0, runners_up = 0;
 };
 
 // One problem: candidates (sometimes thinned), costs, exact search, the three plans.
@@ -148,6 +193,7 @@ void check_problem(std::mt19937& rng, const kora_test::TestDag& t, const std::st
   }
   EXPECT_LE(opt.cost, greedy.cost + kTolerance) << where;
   EXPECT_LE(opt.cost, unfused.cost + kTolerance) << where;
+  tally.runners_up += expect_runner_up(dag, candidates, cost, optimum, where);
 
   ++tally.problems;
   tally.bites += bites;
@@ -171,6 +217,8 @@ TEST(OrchestrationSolver, OptimalEqualsExactSearchOnRandomDags) {
     if (HasFailure()) return;
   }
   EXPECT_EQ(tally.problems, 340);
+  // Most problems have a second plan (a single-node DAG with one candidate has none).
+  EXPECT_GE(tally.runners_up, 300) << tally.runners_up << " of 340 problems have a runner-up";
   // The traps work: most of them make the relaxation's optimum unschedulable.
   EXPECT_GE(tally.trap_bites, tally.traps * 3 / 4)
       << tally.trap_bites << " of " << tally.traps << " traps bite";
