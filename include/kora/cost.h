@@ -9,8 +9,10 @@
 //   ProfileDbCost     per kernel its time inside running plans (in-plan costs, from
 //                     kora compile's check on the clock) where known, else the fastest
 //                     schedule measured alone in the profile database for one device
-//                     fingerprint, plus the per-kernel overhead of running plans the
-//                     check measured; kernels not measured (or only failed) fall back.
+//                     fingerprint (times the in-plan / alone ratio of similar kernels of
+//                     the graph once learn_context saw it), plus the per-kernel overhead
+//                     of running plans the check measured; kernels not measured (or only
+//                     failed) fall back.
 // Both measured models are TableCost: a table by signature, misses counted.
 // The backends plug their measurements in here.
 #pragma once
