@@ -6,8 +6,9 @@ plan, per model, with one profile database for the run:
   2. both artifacts timed in turn (`kora run --iters`, separate processes, ROUNDS rounds,
      the order rotated each round): the parallel artifact's latency against the serial
      one's, and its predicted makespan against its measured latency.
-The parallel compile emits its schedule only when faster on the clock, else the serial
-plan: the ratio is then 1 up to noise.
+The parallel compile emits its schedule only when faster on the clock, else a serial plan
+(its own check's, which may differ from the serial compile's): such a model is reported
+as "no schedule emitted", not timed.
 
 usage: python3 bench/parallel_schedule.py build/kora MODEL.onnx [MODEL.onnx ...]
            [--db FILE] [--threads N] [--rounds N] [--iters N] [--out DIR] [--json FILE]
@@ -63,6 +64,15 @@ def main():
             steps.setdefault(k["step"], []).append(k)
         r["pairs"] = sum(len(v) == 2 for v in steps.values())
         r["kernels"] = len(kernels)
+        if r["pairs"] == 0:
+            # No schedule emitted: the parallel compile (a recompile) emitted a serial plan,
+            # possibly another one than the serial compile's; timing the two would compare
+            # serial plans, not a schedule.
+            print(f"{name}: no schedule emitted ({r['kernels']} kernels)"
+                  + (f"; in the check predicted {r['check_predicted_ms']:.3f} ms, measured "
+                     f"{r['check_measured_ms']:.3f} ms" if r.get("tried") else "; not tried"),
+                  flush=True)
+            continue
         samples = {s: [] for s in arts}
         order = list(arts)
         for i in range(args.rounds):
