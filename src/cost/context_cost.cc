@@ -22,6 +22,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cost/tensor_bytes.h"
 #include "kora/candidates.h"
 #include "kora/cost.h"
 #include "kora/orchestration.h"
@@ -42,13 +43,9 @@ struct ContextFeatures {
 
 ContextFeatures context_features(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
   double weights = 0, other = 0;
-  auto bytes = [&](const std::string& t) {
-    const ValueInfo& v = graph.value(t);
-    return static_cast<double>(numel(v.shape)) * static_cast<double>(dtype_size(v.dtype));
-  };
   for (const std::string& t : kernel_reads(graph, dag, c))
-    (graph.constant(t) ? weights : other) += bytes(t);
-  for (const std::string& t : kernel_writes(graph, dag, c)) other += bytes(t);
+    (graph.constant(t) ? weights : other) += tensor_bytes(graph, t);
+  for (const std::string& t : kernel_writes(graph, dag, c)) other += tensor_bytes(graph, t);
   return {kernel_work(graph, dag, c).kind, std::log1p(weights), std::log1p(other)};
 }
 

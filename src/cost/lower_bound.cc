@@ -14,18 +14,12 @@
 #include <vector>
 
 #include "base/text.h"
+#include "cost/tensor_bytes.h"
 #include "kora/cost.h"
 #include "kora/error.h"
 
 namespace kora {
 namespace {
-
-double tensor_bytes(const PrimGraph& graph, const std::string& tensor) {
-  const ValueInfo& v = graph.value(tensor);
-  double n = 1;
-  for (int64_t d : v.shape) n *= static_cast<double>(d);
-  return n * static_cast<double>(dtype_size(v.dtype));
-}
 
 // The share of `tensor` that member `prim` surely reads: 1 for whole reads, 0 when it
 // may read a part only.
