@@ -3,9 +3,10 @@
 // the fastest non-failed schedule measured alone on the device on plain tensors (in the
 // context of a running plan once learn_context has seen the graph: context_cost.cc), read
 // into the table that TableCost looks candidates up in; the native-layout records of
-// oneDNN convolutions for their layout costs.
+// oneDNN convolutions for their layout costs (bfloat16 layouts on a bf16 device).
 #include <algorithm>
 
+#include "cpu/backend.h"
 #include "cpu/library.h"
 #include "kora/cost.h"
 #include "kora/error.h"
@@ -55,17 +56,19 @@ LayoutCost ProfileDbCost::layout_cost(const PrimGraph& graph, const KernelDag& d
   LayoutCost l;
   // No convolution measured natively (nor offered so unmeasured): nothing to choose.
   if (native_.empty() && !native_at_fallback_) return l;
-  l.agnostic = layout_agnostic(graph, dag, c);
+  // bf16: native layouts hold bfloat16, which elementwise generated code does not read.
+  const bool bf16 = bf16_fingerprint(device_);
+  l.agnostic = !bf16 && layout_agnostic(graph, dag, c);
   const auto native = native_.find(c.signature), blocked = blocked_.find(c.signature);
   if (native == native_.end() || blocked == blocked_.end()) {
     const uint64_t sig = c.signature ? c.signature : canonical_signature(graph, dag, c);
     if (!native_at_fallback_ || table_.count(sig)) return l;
-    l.sides = onednn_native_layouts(graph, dag, c);
+    l.sides = onednn_native_layouts(graph, dag, c, bf16);
     if (l.sides.empty()) return l;
     l.native_ms = l.blocked_ms = fallback_cost_ms(graph, dag, c);
     return l;
   }
-  l.sides = onednn_native_layouts(graph, dag, c);
+  l.sides = onednn_native_layouts(graph, dag, c, bf16);
   if (l.sides.empty()) return l;
   l.native_ms = native->second;
   l.blocked_ms = blocked->second;

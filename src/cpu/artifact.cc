@@ -174,10 +174,12 @@ void compile_kernels(const PrimGraph& graph, const KernelDag& dag, std::vector<E
 // tensors and native kernels (`decided`, OrchestrationResult::layouts), only those are
 // blocked (and only where every user can take them, after fallbacks); otherwise (greedy,
 // unfused, unmeasured) every group that can be, except at kernels measured slower native
-// than plain. Returns how many tensors are blocked.
+// than plain. bf16: the native layouts are bfloat16 ones, so only oneDNN kernels touch a
+// blocked tensor (no elementwise kernel joins a group). Returns how many tensors are
+// blocked.
 int64_t assign_layouts(const PrimGraph& graph, const KernelDag& dag,
                        const std::vector<Emitted>& emitted,
-                       const std::map<std::string, std::string>* decided, Manifest& m) {
+                       const std::map<std::string, std::string>* decided, bool bf16, Manifest& m) {
   std::vector<TensorLayouts> native(emitted.size());
   std::vector<bool> agnostic(emitted.size());
   std::map<std::string, std::vector<size_t>> users;  // writers and readers
@@ -190,8 +192,9 @@ int64_t assign_layouts(const PrimGraph& graph, const KernelDag& dag,
   for (size_t i = 0; i < emitted.size(); ++i) {
     const ManifestKernel& k = emitted[i].kernel;
     if (k.impl == "onednn" && emitted[i].native_ok)
-      native[i] = onednn_native_layouts(graph, dag, emitted[i].candidate);
-    agnostic[i] = k.impl == "generated" && layout_agnostic(graph, dag, emitted[i].candidate);
+      native[i] = onednn_native_layouts(graph, dag, emitted[i].candidate, bf16);
+    agnostic[i] =
+        !bf16 && k.impl == "generated" && layout_agnostic(graph, dag, emitted[i].candidate);
     for (const auto* list : {&k.reads, &k.writes})
       for (const std::string& t : *list) {
         users[t].push_back(i);
@@ -249,7 +252,7 @@ class CpuBackend : public ArtifactBackend {
   int64_t assign_layouts(const PrimGraph& graph, const KernelDag& dag,
                          const std::vector<Emitted>& emitted, Manifest& m) override {
     return kora::assign_layouts(graph, dag, emitted,
-                                plan_.layouts_decided ? &plan_.layouts : nullptr, m);
+                                plan_.layouts_decided ? &plan_.layouts : nullptr, options_.bf16, m);
   }
   void finish(const PrimGraph& graph, Emitted& e, int index, ArtifactSummary& summary) override {
     ManifestKernel& k = e.kernel;

@@ -20,9 +20,16 @@ std::string cpu_identity(const std::string& cpuinfo);
 std::string cpu_fingerprint(int threads, const std::string& compiler, const std::string& library);
 // cpu_fingerprint with the compiler of the generated kernels (empty: the default of
 // CxxCompileOptions), the linked oneDNN and the generated code's revision
-// (kCpuCodegenRevision), e.g. "...|onednn 2.6.3|kora-gen 2"; " bf16" after it for oneDNN
-// kernels computing in bf16 (TargetOptions::bf16: measured and stored apart).
+// (kCpuCodegenRevision), e.g. "...|onednn 2.6.3|kora-gen 2"; for oneDNN kernels computing
+// in bf16 (TargetOptions::bf16: measured and stored apart) the revision of what they
+// compute (kCpuBf16Revision) and " bf16" after it: "...|kora-gen 2|kora-bf16 2 bf16".
 std::string cpu_backend_fingerprint(int threads, const std::string& compiler = "",
                                     bool bf16 = false);
+// Whether a device fingerprint is one of bf16 kernels (ends in " bf16").
+inline bool bf16_fingerprint(const std::string& device) { return device.ends_with(" bf16"); }
+
+// What bf16 kernels compute, revised when that changes (their records then measured
+// again): 1 float32 activations between kernels; 2 native layouts in bfloat16.
+constexpr int kCpuBf16Revision = 2;
 
 }  // namespace kora

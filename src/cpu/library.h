@@ -34,8 +34,10 @@ class CpuLibraryKernel {
 
 // Where a kernel's float32 activations are stored: tensor name -> a oneDNN layout name
 // ("acdb": channels last; "aBcd8b", "aBcd16b": channels in blocks of 8 or 16; likewise
-// for rank 3 and 5). A tensor not named is plain row-major. Only oneDNN convolutions
-// take blocked tensors, as their source, destination or full-shape post-op operands.
+// for rank 3 and 5), with kBf16 after it ("aBcd16b+bf16") for one stored as bfloat16 (in
+// a buffer of the float32 tensor's size; --bf16 only). A tensor not named is plain
+// row-major float32. Only oneDNN convolutions take blocked tensors, as their source,
+// destination or full-shape post-op operands.
 using TensorLayouts = std::map<std::string, std::string>;
 // The profile database's schedule for a oneDNN convolution measured in its native
 // layouts (onednn_native_layouts: no reorders, as between two such convolutions in an
@@ -55,9 +57,10 @@ inline constexpr char kOnednnWinograd[] = "onednn:winograd";
 // option); the profile database stores it under its float32 name, in the bf16 device's
 // records, and an artifact's manifest names it with the suffix.
 inline constexpr char kBf16[] = "+bf16";
-inline bool has_bf16_suffix(const std::string& schedule) {
+// Whether a schedule or a layout name ends in kBf16.
+inline bool has_bf16_suffix(const std::string& name) {
   constexpr size_t n = sizeof(kBf16) - 1;
-  return schedule.size() > n && schedule.compare(schedule.size() - n, n, kBf16) == 0;
+  return name.size() > n && name.compare(name.size() - n, n, kBf16) == 0;
 }
 // The profile database's oneDNN schedules (without the bf16 suffix).
 inline bool is_onednn_schedule(const std::string& schedule) {
@@ -80,14 +83,15 @@ std::unique_ptr<CpuLibraryKernel> make_onednn_kernel(const PrimGraph& graph, con
 // The layouts a oneDNN convolution with constant weights runs in without reorders: the
 // blocked source and destination its direct (jit) implementation picks, and the
 // destination's for full-shape operands; a side that is plain, padded beyond the plain
-// size or not among the names above is left out. Empty for matmuls, gemm-based
-// convolutions and candidates oneDNN does not take.
+// size or not among the names above is left out. bf16: the kernel computing in bf16,
+// its sides stored in bfloat16 (activations kept bf16 between two such kernels). Empty
+// for matmuls, gemm-based convolutions and candidates oneDNN does not take.
 TensorLayouts onednn_native_layouts(const PrimGraph& graph, const KernelDag& dag,
-                                    const Candidate& c);
+                                    const Candidate& c, bool bf16 = false);
 // Whether generated code computes the candidate the same on any layout: elementwise
 // members only (so every tensor it touches has one shape, and element i of an output
 // depends on element i of the inputs alone), float32 throughout, no constants read. Its
-// tensors must then all share one layout.
+// tensors must then all share one layout, a float32 one (generated code reads no bf16).
 bool layout_agnostic(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 
 // Every candidate; slow, but always available.

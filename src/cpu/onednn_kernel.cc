@@ -83,23 +83,38 @@ const std::vector<std::pair<const char*, memory::format_tag>>& layout_tags(size_
   return rank == 3 ? r3 : rank == 4 ? r4 : rank == 5 ? r5 : none;
 }
 
-// The name of md's layout among layout_tags, or "" (plain, or one kora does not keep)
-// when it is not one of them or takes more bytes than the plain tensor (padded blocks).
+memory::data_type data_type_of(const memory::desc& md) {
+#if DNNL_VERSION_MAJOR >= 3
+  return md.get_data_type();
+#else
+  return md.data_type();
+#endif
+}
+
+// The name of md's layout among layout_tags, with kBf16 after it for bfloat16 ("acdb",
+// "aBcd16b+bf16"), or "" (plain, or one kora does not keep) when it is not one of them or
+// takes more bytes than the plain tensor in its data type (padded blocks).
 std::string layout_name(const memory::desc& md, const Shape& dims) {
-  if (md.get_size() > static_cast<size_t>(numel(dims)) * sizeof(float)) return "";
+  const memory::data_type type = data_type_of(md);
+  if (type != memory::data_type::f32 && type != memory::data_type::bf16) return "";
+  const bool bf16 = type == memory::data_type::bf16;
+  if (md.get_size() > static_cast<size_t>(numel(dims)) * (bf16 ? 2 : sizeof(float))) return "";
   for (const auto& [name, tag] : layout_tags(dims.size()))
-    if (md == memory::desc(Dims(dims.begin(), dims.end()), memory::data_type::f32, tag))
-      return name;
+    if (md == memory::desc(Dims(dims.begin(), dims.end()), type, tag))
+      return std::string(name) + (bf16 ? kBf16 : "");
   return "";
 }
 
 // The descriptor of a tensor stored in layout `name`; throws kora::Error for a name kora
-// does not know or a layout larger than the plain tensor.
+// does not know or a layout larger than the plain tensor in its data type.
 memory::desc laid_out(const Shape& dims, const std::string& name, const std::string& tensor) {
+  const bool bf16 = has_bf16_suffix(name);
+  const std::string base = bf16 ? name.substr(0, name.size() - strlen(kBf16)) : name;
   for (const auto& [n, tag] : layout_tags(dims.size()))
-    if (name == n) {
-      const memory::desc md(Dims(dims.begin(), dims.end()), memory::data_type::f32, tag);
-      if (md.get_size() > static_cast<size_t>(numel(dims)) * sizeof(float))
+    if (base == n) {
+      const memory::desc md(Dims(dims.begin(), dims.end()),
+                            bf16 ? memory::data_type::bf16 : memory::data_type::f32, tag);
+      if (md.get_size() > static_cast<size_t>(numel(dims)) * (bf16 ? 2 : sizeof(float)))
         throw Error("oneDNN kernel: tensor '" + tensor + "' " + shape_str(dims) +
                     " does not fit layout " + name + " in its plain size");
       return md;
@@ -183,31 +198,47 @@ bool is_full(const LinearPlan& p, const EpilogueOp& op) {
   return op.binary && op.operand >= 0 && op.operand_dims == p.dst_dims;
 }
 
-// The epilogue op a Winograd convolution computes as oneDNN's sum post-op (its jit kernels
-// take no binary post-ops): the first residual add of a full-shape tensor, which the
-// kernel copies into the destination before the primitive accumulates onto it; -1 if none
-// or not Winograd.
-int sum_post_op(const LinearPlan& p, bool winograd) {
-  if (!winograd) return -1;
+// Whether a convolution computes a residual add as oneDNN's sum post-op: Winograd's jit
+// kernels take no binary post-ops, and oneDNN 2.6's bf16 convolutions on their native
+// (channels-last) layouts take no full-shape binary operand either.
+bool sums_residual(const LinearPlan& p, bool winograd, bool bf16) {
+  return p.conv && (winograd || bf16);
+}
+
+// The epilogue op computed as oneDNN's sum post-op where the convolution sums its residual
+// (sums_residual): the first residual add of a full-shape tensor, which the kernel copies
+// into the destination before the primitive accumulates onto it; -1 if none or not summed.
+int sum_post_op(const LinearPlan& p, bool sums) {
+  if (!sums) return -1;
   for (size_t i = 0; i < p.epilogue.size(); ++i)
     if (is_full(p, p.epilogue[i]) && p.epilogue[i].op == EpilogueBinary::kAdd)
       return static_cast<int>(i);
   return -1;
 }
 
+// What make_pd is asked for, besides the plan.
+struct PdRequest {
+  bool blocked = false;  // src and dst `any` (the primitive's blocked choice), else plain
+  // Full-shape binary operands, and dst, in this layout (blocked dst); skip_full: such
+  // operands left out (to query the layouts the primitive picks without them).
+  const memory::desc* full = nullptr;
+  bool skip_full = false;
+  const memory::desc* src_fixed = nullptr;  // src in this layout
+  bool bf16 = false;      // src and weights bfloat16 (src `any` unless src_fixed is bf16)
+  bool bf16_dst = false;  // with blocked: dst `any` in bfloat16 (the native layouts' query)
+  bool winograd = false;  // oneDNN's Winograd algorithm, a residual add as the sum post-op
+};
+
 // The primitive descriptor for a plan: src/dst plain or `any` (blocked), or src in layout
 // `*src_fixed`; weights `any` when constant (reordered once) else plain. Binary operands
 // of the full output shape are plain, or in layout `*full` (then dst is too), or left out
-// (skip_full). bf16: src and weights bfloat16 (a convolution's src `any`, a matmul's
-// plain), dst and post-op operands float32 as above. winograd: a convolution computed with
-// oneDNN's Winograd algorithm (throws where oneDNN does not offer it), a residual add as
-// the sum post-op (sum_post_op).
-dnnl::primitive_desc make_pd(const LinearPlan& p, bool blocked, bool constant_weights,
-                             const memory::desc* full = nullptr, bool skip_full = false,
-                             const memory::desc* src_fixed = nullptr, bool bf16 = false,
-                             bool winograd = false) {
+// (skip_full). bf16: src and weights bfloat16 (a convolution's src `any` or a stored
+// bfloat16 one, a matmul's plain), dst float32 unless it is stored in bfloat16 (`full`) or
+// bf16_dst asks for it. winograd: a convolution computed with oneDNN's Winograd algorithm
+// (throws where oneDNN does not offer it), a residual add as the sum post-op (sum_post_op).
+dnnl::primitive_desc make_pd(const LinearPlan& p, bool constant_weights, const PdRequest& r = {}) {
   dnnl::post_ops po;
-  const int sum = sum_post_op(p, winograd);
+  const int sum = sum_post_op(p, sums_residual(p, r.winograd, r.bf16));
   for (const EpilogueOp& op : p.epilogue) {
     if (&op - p.epilogue.data() == sum) {
       po.append_sum(1.0f);
@@ -222,7 +253,8 @@ dnnl::primitive_desc make_pd(const LinearPlan& p, bool blocked, bool constant_we
       po.append_eltwise(1.0f, eltwise_alg(op.eltwise), op.alpha, op.beta);
 #endif
     } else if (is_full(p, op)) {
-      if (!skip_full) po.append_binary(binary_alg(op.op), full ? *full : plain(op.operand_dims));
+      if (!r.skip_full)
+        po.append_binary(binary_alg(op.op), r.full ? *r.full : plain(op.operand_dims));
     } else {
       const Shape dims = op.operand < 0 ? Shape(p.dst_dims.size(), 1) : op.operand_dims;
       po.append_binary(binary_alg(op.op), plain(dims));
@@ -230,17 +262,17 @@ dnnl::primitive_desc make_pd(const LinearPlan& p, bool blocked, bool constant_we
   }
   dnnl::primitive_attr attr;
   attr.set_post_ops(po);
+  using T = memory::data_type;
   const Shape wd = weights_dims(p);
   // Weights as read: a matmul's may be a strided view; convolution weights are plain.
-  const memory::desc w = constant_weights
-                             ? any(wd, bf16 ? memory::data_type::bf16 : memory::data_type::f32)
-                         : bf16   ? plain(wd, memory::data_type::bf16)
-                         : p.conv ? plain(wd)
-                                  : strided(wd, p.weights_strides);
+  const memory::desc w = constant_weights ? any(wd, r.bf16 ? T::bf16 : T::f32)
+                         : r.bf16         ? plain(wd, T::bf16)
+                         : p.conv         ? plain(wd)
+                                          : strided(wd, p.weights_strides);
   const memory::desc bias = p.bias >= 0 ? plain(p.bias_dims) : memory::desc();
   if (!p.conv) {
     const memory::desc src =
-        bf16 ? plain(p.src_dims, memory::data_type::bf16) : strided(p.src_dims, p.src_strides);
+        r.bf16 ? plain(p.src_dims, T::bf16) : strided(p.src_dims, p.src_strides);
 #if DNNL_VERSION_MAJOR >= 3
     return dnnl::matmul::primitive_desc(cpu_engine(), src, w, bias, plain(p.dst_dims), attr);
 #else
@@ -251,17 +283,20 @@ dnnl::primitive_desc make_pd(const LinearPlan& p, bool blocked, bool constant_we
   const ConvAttrs& a = p.conv_attrs;
   Dims dilations;
   for (int64_t d : a.dilations) dilations.push_back(d - 1);
-  const memory::desc src = bf16        ? any(p.src_dims, memory::data_type::bf16)
-                           : src_fixed ? *src_fixed
-                           : blocked   ? any(p.src_dims)
-                                       : plain(p.src_dims);
-  const memory::desc dst = full ? *full : blocked ? any(p.dst_dims) : plain(p.dst_dims);
+  const bool src_bf16 = r.src_fixed && data_type_of(*r.src_fixed) == T::bf16;
+  const memory::desc src = r.bf16        ? (src_bf16 ? *r.src_fixed : any(p.src_dims, T::bf16))
+                           : r.src_fixed ? *r.src_fixed
+                           : r.blocked   ? any(p.src_dims)
+                                         : plain(p.src_dims);
+  const memory::desc dst = r.full      ? *r.full
+                           : r.blocked ? any(p.dst_dims, r.bf16_dst ? T::bf16 : T::f32)
+                                       : plain(p.dst_dims);
   const Dims strides(a.strides.begin(), a.strides.end());
   const Dims pads_begin(a.pads_begin.begin(), a.pads_begin.end());
   const Dims pads_end(a.pads_end.begin(), a.pads_end.end());
   constexpr auto kInference = dnnl::prop_kind::forward_inference;
   const auto algorithm =
-      winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
+      r.winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
 #if DNNL_VERSION_MAJOR >= 3
   return dnnl::convolution_forward::primitive_desc(cpu_engine(), kInference, algorithm, src, w,
                                                    bias, dst, strides, dilations, pads_begin,
@@ -292,8 +327,9 @@ struct Choice {
 // blocked: the given sides in their layouts, the others `any`, full-shape operands in
 // dst's layout.
 //
-// bf16: the source is bfloat16 in the layout the primitive picks (a stored one is
-// reordered into it), so only a fixed dst decides the layouts.
+// bf16: the source is bfloat16, in the layout the primitive picks (a stored float32 one
+// is reordered into it) or a stored bfloat16 one; dst is float32 unless stored in
+// bfloat16 (dst_fixed), so only a fixed dst and a bfloat16 src decide the layouts.
 Choice choose_pd(const LinearPlan& p, ConvLayout layout, bool constant_weights,
                  const memory::desc* src_fixed = nullptr, const memory::desc* dst_fixed = nullptr,
                  bool bf16 = false) {
@@ -302,31 +338,41 @@ Choice choose_pd(const LinearPlan& p, ConvLayout layout, bool constant_weights,
       throw Error("oneDNN's Winograd convolutions take float32 and constant weights only");
     // src in Winograd's layout (a stored one reordered into it), dst in a stored dst's
     // layout or Winograd's own; a residual add reads no operand in the primitive (sum).
-    return {make_pd(p, true, constant_weights, dst_fixed, false, nullptr, false, true), false, {}};
+    return {make_pd(p, constant_weights, {.blocked = true, .full = dst_fixed, .winograd = true}),
+            false,
+            {}};
   }
   if (bf16) {
+    const memory::desc* src_bf16 =
+        src_fixed && data_type_of(*src_fixed) == memory::data_type::bf16 ? src_fixed : nullptr;
     if (dst_fixed)
-      return {make_pd(p, true, constant_weights, dst_fixed, false, nullptr, true), true,
-              *dst_fixed};
-    const bool blocked = p.conv && constant_weights && layout != ConvLayout::kPlain;
-    return {make_pd(p, blocked, constant_weights, nullptr, false, nullptr, true), false, {}};
+      return {make_pd(p, constant_weights,
+                      {.blocked = true, .full = dst_fixed, .src_fixed = src_bf16, .bf16 = true}),
+              true, *dst_fixed};
+    const bool blocked = p.conv && constant_weights && (layout != ConvLayout::kPlain || src_bf16);
+    return {make_pd(p, constant_weights, {.blocked = blocked, .src_fixed = src_bf16, .bf16 = true}),
+            false,
+            {}};
   }
   if (src_fixed || dst_fixed) {
-    memory::desc dst = dst_fixed ? *dst_fixed
-                                 : make_pd(p, true, constant_weights, nullptr, true, src_fixed)
-                                       .query_md(dnnl::query::dst_md);
-    return {make_pd(p, true, constant_weights, &dst, false, src_fixed), true, dst};
+    memory::desc dst = dst_fixed
+                           ? *dst_fixed
+                           : make_pd(p, constant_weights,
+                                     {.blocked = true, .skip_full = true, .src_fixed = src_fixed})
+                                 .query_md(dnnl::query::dst_md);
+    return {make_pd(p, constant_weights, {.blocked = true, .full = &dst, .src_fixed = src_fixed}),
+            true, dst};
   }
   bool want = p.conv && constant_weights && layout != ConvLayout::kPlain;
   if (want && layout == ConvLayout::kAuto) want = blocked_is_faster(p);
-  if (!want) return {make_pd(p, false, constant_weights), false, {}};
+  if (!want) return {make_pd(p, constant_weights), false, {}};
   auto direct = [](const dnnl::primitive_desc& pd) {
     const std::string impl = pd.impl_info_str();
     return impl.rfind("ref", 0) != 0 && impl.find("gemm") == std::string::npos;
   };
   std::optional<dnnl::primitive_desc> first;
   try {
-    first = make_pd(p, true, constant_weights);
+    first = make_pd(p, constant_weights, {.blocked = true});
     if (direct(*first)) return {*first, false, {}};
   } catch (const dnnl::error&) {
   }
@@ -334,15 +380,26 @@ Choice choose_pd(const LinearPlan& p, ConvLayout layout, bool constant_weights,
   for (const EpilogueOp& op : p.epilogue) any_full = any_full || is_full(p, op);
   if (any_full) {
     try {
-      const memory::desc dst =
-          make_pd(p, true, constant_weights, nullptr, true).query_md(dnnl::query::dst_md);
-      dnnl::primitive_desc pd = make_pd(p, true, constant_weights, &dst);
+      const memory::desc dst = make_pd(p, constant_weights, {.blocked = true, .skip_full = true})
+                                   .query_md(dnnl::query::dst_md);
+      dnnl::primitive_desc pd = make_pd(p, constant_weights, {.blocked = true, .full = &dst});
       if (direct(pd) && pd.query_md(dnnl::query::dst_md) == dst) return {pd, true, dst};
     } catch (const dnnl::error&) {
     }
   }
   if (first && !is_reference(*first)) return {*first, false, {}};
-  return {make_pd(p, false, constant_weights), false, {}};
+  return {make_pd(p, constant_weights), false, {}};
+}
+
+// The primitive a convolution with constant weights runs natively: src and dst in the
+// layouts it picks (bfloat16 ones for bf16: activations stay bf16 between two such
+// kernels), full-shape operands in dst's.
+dnnl::primitive_desc native_pd(const LinearPlan& p, bool bf16) {
+  if (!bf16) return choose_pd(p, ConvLayout::kBlocked, true).pd;
+  const memory::desc dst =
+      make_pd(p, true, {.blocked = true, .skip_full = true, .bf16 = true, .bf16_dst = true})
+          .query_md(dnnl::query::dst_md);
+  return make_pd(p, true, {.blocked = true, .full = &dst, .bf16 = true});
 }
 
 class OnednnKernel : public CpuLibraryKernel {
@@ -442,7 +499,7 @@ class OnednnKernel : public CpuLibraryKernel {
       bound_.push_back({plan_.bias, b});
     }
     scalars_ = std::make_unique<float[]>(plan_.epilogue.size());
-    const int sum = sum_post_op(plan_, layout == ConvLayout::kWinograd);
+    const int sum = sum_post_op(plan_, sums_residual(plan_, layout == ConvLayout::kWinograd, bf16));
     for (size_t i = 0; i < plan_.epilogue.size(); ++i) {
       const EpilogueOp& op = plan_.epilogue[i];
       if (static_cast<int>(i) == sum) {  // the residual copied into dst, accumulated onto
@@ -600,7 +657,7 @@ bool onednn_supports(const PrimGraph& graph, const KernelDag& dag, const Candida
   const std::optional<LinearPlan> plan = onednn::plan_kernel(graph, dag, c, nullptr);
   if (!plan) return false;
   try {
-    onednn::make_pd(*plan, false, graph.constant(plan->weights_tensor) != nullptr);
+    onednn::make_pd(*plan, graph.constant(plan->weights_tensor) != nullptr);
     return true;
   } catch (const dnnl::error&) {
     return false;
@@ -618,18 +675,16 @@ bool onednn_winograd_supports(const PrimGraph& graph, const KernelDag& dag, cons
 }
 
 TensorLayouts onednn_native_layouts(const PrimGraph& graph, const KernelDag& dag,
-                                    const Candidate& c) {
+                                    const Candidate& c, bool bf16) {
   const std::optional<LinearPlan> plan = onednn::plan_kernel(graph, dag, c, nullptr);
   if (!plan || !plan->conv || !graph.constant(plan->weights_tensor)) return {};
   try {
-    const onednn::Choice choice = onednn::choose_pd(*plan, onednn::ConvLayout::kBlocked, true);
-    const std::string impl = choice.pd.impl_info_str();
+    const dnnl::primitive_desc pd = onednn::native_pd(*plan, bf16);
+    const std::string impl = pd.impl_info_str();
     if (impl.rfind("ref", 0) == 0 || impl.find("gemm") != std::string::npos) return {};
     const std::vector<std::string> reads = kernel_reads(graph, dag, c);
-    const std::string src =
-        onednn::layout_name(choice.pd.query_md(dnnl::query::src_md), plan->src_dims);
-    const std::string dst =
-        onednn::layout_name(choice.pd.query_md(dnnl::query::dst_md), plan->dst_dims);
+    const std::string src = onednn::layout_name(pd.query_md(dnnl::query::src_md), plan->src_dims);
+    const std::string dst = onednn::layout_name(pd.query_md(dnnl::query::dst_md), plan->dst_dims);
     TensorLayouts layouts;
     // A tensor read twice (src and operand) must want one layout; one the convolution
     // sees through a reshape keeps its plain form.

@@ -578,7 +578,7 @@ std::vector<Job> unknown_jobs(const PrimGraph& graph, const ModelCandidates& can
     Job job;
     job.dag = u.sub;
     job.candidate = &c;
-    job.native_layouts = onednn_native_layouts(graph, *u.sub, c);
+    job.native_layouts = onednn_native_layouts(graph, *u.sub, c, options.bf16);
     if (db.known(summary.device, c.signature) && !again.count(c.signature)) {
       int native = 0;
       bool winograd = false;

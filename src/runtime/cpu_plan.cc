@@ -57,22 +57,26 @@ struct Step {
 };
 
 // The kernel's tensors stored blocked (oneDNN kernels are told). A generated
-// (elementwise) kernel computes the same on any layout as long as all its tensors share
-// it; the interpreter takes plain tensors only.
+// (elementwise) kernel computes the same on any float32 layout as long as all its tensors
+// share it; the interpreter takes plain tensors only.
 TensorLayouts kernel_layouts(const Manifest& m, const ManifestKernel& k, size_t index) {
   TensorLayouts layouts;
   std::set<std::string> seen;
+  bool bf16 = false;
   for (const auto* list : {&k.reads, &k.writes})
     for (const std::string& t : *list) {
       const ManifestTensor& info = m.tensors.at(t);
       if (!info.layout.empty()) layouts[t] = info.layout;
       if (info.storage != Storage::kConstant) seen.insert(info.layout);
+      bf16 = bf16 || has_bf16_suffix(info.layout);
     }
-  if (!layouts.empty() && (k.impl == "interpreter" || (k.impl == "generated" && seen.size() > 1)))
+  if (!layouts.empty() &&
+      (k.impl == "interpreter" || (k.impl == "generated" && (seen.size() > 1 || bf16))))
     throw Error("artifact manifest: kernel " + std::to_string(index) + " (" + k.impl + ") uses '" +
                 layouts.begin()->first + "', stored in layout " + layouts.begin()->second +
-                (k.impl == "generated" ? ", with tensors in other layouts"
-                                       : "; the interpreter takes plain tensors only"));
+                (k.impl == "interpreter" ? "; the interpreter takes plain tensors only"
+                 : bf16                  ? "; generated code reads no bfloat16"
+                                         : ", with tensors in other layouts"));
   return layouts;
 }
 

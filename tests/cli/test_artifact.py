@@ -505,6 +505,13 @@ class ArtifactTest(unittest.TestCase):
         self.assertTrue(manifest["device"].endswith(" bf16"), manifest["device"])
         schedules = [k["schedule"] for k in manifest["kernels"] if k["impl"] == "onednn"]
         self.assertTrue(all(s.endswith("+bf16") for s in schedules), schedules)
+        # Tensors kept in bfloat16 between kernels are read and written by oneDNN only.
+        bf16_tensors = {t["name"] for t in manifest["tensors"]
+                        if t.get("layout", "").endswith("+bf16")}
+        for k in manifest["kernels"]:
+            touched = bf16_tensors & set(k["reads"] + k["writes"])
+            if touched:
+                self.assertEqual(k["impl"], "onednn", (k, touched))
         with open("/proc/cpuinfo") as f:
             if " avx512_bf16" in f.read():  # a bf16 convolution beats float32 code here
                 self.assertTrue(schedules, manifest["kernels"])
