@@ -324,7 +324,8 @@ class ProfileTest(unittest.TestCase):
             self.assertEqual(on_demand["at_bound"], 0)  # every kernel of its plan measured
             r = run("profile", self.model, "--db", demand_db, "--threads", "1", "--json")
             self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertEqual(json.loads(r.stdout)["measured"], 0)
+            # (seen once under ctest -j2: 5 measured again; the progress says why)
+            self.assertEqual(json.loads(r.stdout)["measured"], 0, r.stderr[-3000:])
 
 
 class CudaTargetTest(unittest.TestCase):
