@@ -248,6 +248,18 @@ std::string ValueWriter::layout_value(const Primitive& p, const LayoutAttrs& att
     fill = literal(w->fill, out.dtype);
   } else if (const auto* cat = std::get_if<layout::Concat>(&attrs)) {
     const int64_t axis = cat->axis;
+    // Read where the axis coordinate is known to stay inside one input: that input.
+    if (const auto r = known_ranges_.find(coords[axis]); r != known_ranges_.end())
+      for (size_t k = 0; k < p.inputs.size(); ++k) {
+        const Shape& ks = graph_.value(p.inputs[k]).shape;
+        const int64_t n = ks[axis], off = cat->offsets[k];
+        if (n == 0 || r->second.first < off || r->second.second > off + n) continue;
+        Coords c = coords;
+        for (size_t d = 0; d < rank; ++d)
+          if (ks[d] == 1) c[d] = "0";
+        c[axis] = n == 1 ? "0" : affine(coords[axis], 1, -off);
+        return value(p.inputs[k], c);
+      }
     // The inputs in order of their offsets; the last one needs no test.
     std::vector<size_t> order;
     for (size_t k = 0; k < p.inputs.size(); ++k)

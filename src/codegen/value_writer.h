@@ -73,6 +73,10 @@ class ValueWriter {
   // Coordinates whose offset in a tensor of a shape is a known expression (a flat index
   // the backend already has): {coords, shape} -> expression.
   std::map<std::pair<Coords, Shape>, std::string> known_offsets_;
+  // Coordinate expressions known to lie in [first, second) (a loop variable over part of
+  // a dim): a concat member read at such a coordinate within one input reads that input
+  // alone, with no test per element.
+  std::map<std::string, std::pair<int64_t, int64_t>> known_ranges_;
   std::vector<Scope> scopes_;
   int counter_ = 0;
 };

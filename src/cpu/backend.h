@@ -20,9 +20,9 @@ std::string cpu_identity(const std::string& cpuinfo);
 std::string cpu_fingerprint(int threads, const std::string& compiler, const std::string& library);
 // cpu_fingerprint with the compiler of the generated kernels (empty: the default of
 // CxxCompileOptions), the linked oneDNN and the generated code's revision
-// (kCpuCodegenRevision), e.g. "...|onednn 2.6.3|kora-gen 2"; for oneDNN kernels computing
+// (kCpuCodegenRevision), e.g. "...|onednn 2.6.3|kora-gen 3"; for oneDNN kernels computing
 // in bf16 (TargetOptions::bf16: measured and stored apart) the revision of what they
-// compute (kCpuBf16Revision) and " bf16" after it: "...|kora-gen 2|kora-bf16 2 bf16".
+// compute (kCpuBf16Revision) and " bf16" after it: "...|kora-gen 3|kora-bf16 2 bf16".
 std::string cpu_backend_fingerprint(int threads, const std::string& compiler = "",
                                     bool bf16 = false);
 // Whether a device fingerprint is one of bf16 kernels (ends in " bf16").

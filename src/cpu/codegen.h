@@ -35,7 +35,8 @@ namespace kora {
 // is not reused: bump it whenever a change makes some generated kernel faster or slower.
 //   2: pooling windows (max, sum) as rows of accumulators, or padded planes for 2-D
 //      windows of stride 1.
-constexpr int kCpuCodegenRevision = 2;
+//   3: pointwise phases through a concat split its axis, one loop nest per input.
+constexpr int kCpuCodegenRevision = 3;
 
 // Whether generate_cpu_kernel can compute this candidate.
 bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);

@@ -85,7 +85,8 @@ class KernelWriter : public codegen::ValueWriter {
 
   // Loops over the dims of `shape` of size > 1 (coordinate "0" for the others), the
   // outer ones collapsed into one OpenMP loop when `parallel`, the innermost `omp simd`
-  // when `simd`; returns the coordinates.
+  // when `simd`; returns the coordinates. With part_ set, its dim runs over
+  // [part_.lo, part_.hi) only (a literal coordinate when that is one index).
   // close_loops() closes them.
   Coords open_loops(const Shape& shape, bool parallel, size_t first = 0, size_t end = SIZE_MAX,
                     bool simd = false);
@@ -93,7 +94,20 @@ class KernelWriter : public codegen::ValueWriter {
   std::string scratch(DType t, int64_t n);  // a function-static buffer
   bool parallel_for(int64_t work) const;    // whether a loop nest of `work` goes parallel
 
+  // The ranges a pointwise phase splits its concat axis into (concat_parts): the
+  // boundaries of the kernel's concat members of that shape, so that each part reads one
+  // input of each (ValueWriter::known_ranges_). Empty when there is nothing to split.
+  struct Part {
+    size_t dim = SIZE_MAX;
+    int64_t lo = 0, hi = 0;
+  };
+  std::vector<Part> concat_parts(const Shape& shape) const;
+  int64_t loop_extent(const Shape& shape, size_t d) const {
+    return d == part_.dim ? part_.hi - part_.lo : shape[d];
+  }
+
   CpuSchedule schedule_;
+  Part part_;                                 // open_loops' restricted dim, if any
   std::set<std::string> done_;                // written tensors stored already
   std::vector<std::string> epilogue_writes_;  // of the linear member being generated
   bool linear_needs_buffer_ = true;

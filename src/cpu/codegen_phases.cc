@@ -35,16 +35,20 @@ Coords KernelWriter::open_loops(const Shape& shape, bool parallel, size_t first,
   end = std::min(end, shape.size());
   Coords coords(shape.size(), "0");
   int loops = 0, opened = 0;
-  for (size_t d = first; d < end; ++d) loops += shape[d] > 1;
+  for (size_t d = first; d < end; ++d) loops += loop_extent(shape, d) > 1;
   if (parallel && loops > 0)
     line(loops == 1 ? (simd ? "#pragma omp parallel for simd" : "#pragma omp parallel for")
                     : "#pragma omp parallel for collapse(" + num(loops - 1) + ")");
   for (size_t d = first; d < end; ++d) {
-    if (shape[d] == 1) continue;
+    const int64_t lo = d == part_.dim ? part_.lo : 0;
+    if (loop_extent(shape, d) == 1) {
+      coords[d] = num(lo);
+      continue;
+    }
     if (++opened == loops && simd && !(parallel && loops == 1)) line("#pragma omp simd");
     coords[d] = fresh("i");
-    open_block("for (int64_t " + coords[d] + " = 0; " + coords[d] + " < " + num(shape[d]) + "; ++" +
-               coords[d] + ")");
+    open_block("for (int64_t " + coords[d] + " = " + num(lo) + "; " + coords[d] + " < " +
+               num(lo + loop_extent(shape, d)) + "; ++" + coords[d] + ")");
   }
   return coords;
 }
@@ -52,12 +56,60 @@ Coords KernelWriter::open_loops(const Shape& shape, bool parallel, size_t first,
 void KernelWriter::close_loops(const Shape& shape, size_t first, size_t end) {
   end = std::min(end, shape.size());
   for (size_t d = first; d < end; ++d)
-    if (shape[d] > 1) close_block();
+    if (loop_extent(shape, d) > 1) close_block();
+}
+
+std::vector<KernelWriter::Part> KernelWriter::concat_parts(const Shape& shape) const {
+  constexpr size_t kMostParts = 64;  // beyond, the loop body's copies cost more than tests
+  std::set<int64_t> cuts;
+  size_t dim = SIZE_MAX;
+  for (int v : c_.members) {
+    const Primitive& p = graph_.prims[dag_.prim[v]];
+    const auto* la = std::get_if<LayoutAttrs>(&p.attrs);
+    const auto* cat = la ? std::get_if<layout::Concat>(la) : nullptr;
+    if (!cat || graph_.value(p.output()).shape != shape || buffer_.count(p.output())) continue;
+    const size_t axis = static_cast<size_t>(cat->axis);
+    if (dim != SIZE_MAX && axis != dim) continue;  // one axis is split
+    dim = axis;
+    for (size_t k = 0; k < p.inputs.size(); ++k) {
+      cuts.insert(cat->offsets[k]);
+      cuts.insert(cat->offsets[k] + graph_.value(p.inputs[k]).shape[axis]);
+    }
+  }
+  if (dim == SIZE_MAX) return {};
+  cuts.insert(0);
+  cuts.insert(shape[dim]);
+  std::vector<Part> parts;
+  for (auto it = cuts.begin(); std::next(it) != cuts.end(); ++it)
+    if (*it < *std::next(it) && *it >= 0 && *std::next(it) <= shape[dim])
+      parts.push_back({dim, *it, *std::next(it)});
+  if (parts.size() < 2 || parts.size() > kMostParts) return {};
+  return parts;
 }
 
 void KernelWriter::pointwise_phase(const std::vector<std::string>& writes) {
   const Shape& shape = graph_.value(writes[0]).shape;
   line("// " + writes[0] + (writes.size() > 1 ? " and others of its shape" : ""));
+  // A concat member of this shape: one loop nest per part of its axis that reads one
+  // input of each concat (copies at memory speed instead of a test per input per element).
+  if (const std::vector<Part> parts = concat_parts(shape); !parts.empty()) {
+    for (const Part& part : parts) {
+      part_ = part;
+      const int64_t work = numel(shape) / shape[part.dim] * (part.hi - part.lo) *
+                           static_cast<int64_t>(writes.size());
+      open_block("");  // each part's locals in a scope of its own
+      const Coords coords = open_loops(shape, parallel_for(work), 0, SIZE_MAX, true);
+      known_ranges_[coords[part.dim]] = {part.lo, part.hi};
+      for (const std::string& w : writes)
+        line(out_ptr_.at(w) + "[" + offset(shape, coords) + "] = " + value(w, coords) + ";");
+      close_loops(shape);
+      close_block();
+      known_ranges_.clear();
+    }
+    part_ = Part{};
+    done_.insert(writes.begin(), writes.end());
+    return;
+  }
   const int64_t work = numel(shape) * static_cast<int64_t>(writes.size());
   // (iterations are independent: the innermost loop is declared simd)
   const Coords coords = open_loops(shape, parallel_for(work), 0, SIZE_MAX, true);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <regex>
 
 #include "cpu/codegen_graphs.h"
 #include "cpu/codegen_harness.h"
@@ -44,6 +45,68 @@ TEST(CpuCodegenLayout, EachMapAndPadMode) {
   kora_codegen_test::CheckStats stats;
   kora_codegen_test::check_graph(b.g, 2, rng, stats);
   EXPECT_GE(stats.kernels, 2 * 17);
+}
+
+// A dense block's concats: several inputs of other sizes along the channel axis (one of
+// a single channel), then a per-channel scale and shift and a relu, as DenseNet's
+// batch norm after each concat; and a concat along the last axis read through a
+// transpose, so the pointwise loop's coordinate is not the concat's. Every candidate
+// matches the interpreter, and the kernel of the whole channel concat and what follows
+// reads each input in a loop of its own, with no test of the channel per element.
+TEST(CpuCodegenLayout, ConcatsSplitTheirAxisIntoOneLoopPerInput) {
+  std::mt19937 rng(5);
+  GraphBuilder b(rng);
+  const std::vector<int64_t> channels = {4, 1, 3, 8};
+  std::vector<std::string> parts;
+  layout::Concat cat;
+  cat.axis = 1;
+  int64_t total = 0;
+  for (int64_t ch : channels) {
+    parts.push_back(b.input(DType::kFloat32, {1, ch, 5, 6}));
+    cat.offsets.push_back(total);
+    total += ch;
+  }
+  const Shape cs = {1, total, 5, 6};
+  const std::string joined = b.prim(LayoutAttrs{cat}, parts, DType::kFloat32, cs);
+  const std::string scale = b.prim(
+      BroadcastAttrs{}, {b.input(DType::kFloat32, {1, total, 1, 1}, true)}, DType::kFloat32, cs);
+  const std::string scaled =
+      b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}}, {joined, scale},
+             DType::kFloat32, cs);
+  const std::string y =
+      b.prim(ElementwiseAttrs{ScalarOp::kRelu, {Operand{0, 0}}}, {scaled}, DType::kFloat32, cs);
+  layout::Concat last;
+  last.axis = 2;
+  last.offsets = {0, 3};
+  const std::string a = b.input(DType::kFloat32, {2, 4, 3});
+  const std::string c = b.input(DType::kFloat32, {2, 4, 2});
+  const std::string wide = b.prim(LayoutAttrs{last}, {a, c}, DType::kFloat32, {2, 4, 5});
+  layout::Transpose t;
+  t.perm = {0, 2, 1};
+  const std::string z = b.prim(ElementwiseAttrs{ScalarOp::kExp, {Operand{0, 0}}},
+                               {b.prim(LayoutAttrs{t}, {wide}, DType::kFloat32, {2, 5, 4})},
+                               DType::kFloat32, {2, 5, 4});
+  b.g.outputs = {y, z};
+  kora_codegen_test::CheckStats stats;
+  kora_codegen_test::check_graph(b.g, 4, rng, stats);
+  EXPECT_GT(stats.kernels, 8);
+
+  const KernelDag dag = kernel_dag_of(b.g);
+  std::vector<int> block;
+  for (int v = 0; v < dag.size(); ++v)
+    if (b.g.prims[dag.prim[v]].output() != wide && b.g.prims[dag.prim[v]].output() != z &&
+        b.g.prims[dag.prim[v]].inputs.at(0) != wide)
+      block.push_back(v);
+  const Candidate whole = make_candidate(dag, block);
+  ASSERT_EQ(kernel_writes(b.g, dag, whole), std::vector<std::string>{y});
+  const std::string source = generate_cpu_kernel(b.g, dag, whole, "k", CpuSchedule{}).source;
+  size_t loops = 0;
+  for (size_t at = source.find("for (int64_t"); at != std::string::npos;
+       at = source.find("for (int64_t", at + 1))
+    ++loops;
+  EXPECT_GE(loops, channels.size()) << source;  // a loop nest per input
+  // No test of the channel per element choosing among the inputs' values.
+  EXPECT_FALSE(std::regex_search(source, std::regex(R"(\) \? v[0-9]+ : )"))) << source;
 }
 
 TEST(CpuCodegenLayout, EveryCandidateMatchesTheInterpreter) {
