@@ -331,6 +331,21 @@ TEST(Onednn, ConvolutionsMatchTheInterpreter) {
   }
 }
 
+// Why this CPU has no bf16 convolution but oneDNN's reference one ("" when it has one).
+std::string no_bf16_convolution() {
+  Builder b;
+  b.g.outputs = {b.conv(b.input({1, 16, 8, 8}), b.constant({16, 16, 3, 3}),
+                        ConvAttrs{1, {}, {}, {1, 1}, {1, 1}})};
+  const KernelDag dag = kernel_dag_of(b.g);
+  try {
+    onednn::make_kernel(b.g, dag, make_candidate(dag, {0}), onednn::ConvLayout::kBlocked, nullptr,
+                        {}, true);
+    return "";
+  } catch (const Error& e) {
+    return std::string("no bf16 convolution on this CPU: ") + e.what();
+  }
+}
+
 // Two 3x3 convolutions sharing a tensor in their native layout (bf16: a bfloat16 one):
 // the first writes it into a buffer of the float32 tensor's size, the second reads it.
 // Returns the relative L2 error of the chain's output against the interpreter; checks
@@ -437,18 +452,7 @@ TEST(Onednn, NativeLayoutsMatchTheInterpreter) {
 // tolerance of the interpreter. Skipped where oneDNN has only its reference bf16
 // implementation.
 TEST(Onednn, Bf16NativeLayoutsKeepActivationsInBfloat16) {
-  {
-    Builder b;
-    b.g.outputs = {b.conv(b.input({1, 16, 8, 8}), b.constant({16, 16, 3, 3}),
-                          ConvAttrs{1, {}, {}, {1, 1}, {1, 1}})};
-    const KernelDag dag = kernel_dag_of(b.g);
-    try {
-      onednn::make_kernel(b.g, dag, make_candidate(dag, {0}), onednn::ConvLayout::kBlocked, nullptr,
-                          {}, true);
-    } catch (const Error& e) {
-      GTEST_SKIP() << "no bf16 convolution on this CPU: " << e.what();
-    }
-  }
+  if (const std::string why = no_bf16_convolution(); !why.empty()) GTEST_SKIP() << why;
   const double e = shared_native_tensor_error(true);
   EXPECT_LT(e, kBf16Tolerance);
   EXPECT_GT(e, 1e-5) << "computed as exactly as float32";
@@ -541,18 +545,7 @@ TEST(Onednn, MatmulsReadTransposedViews) {
 // transposed view) within kBf16Tolerance, and visibly not float32 (the rounding of their
 // inputs shows). Skipped where oneDNN has only its reference bf16 implementation.
 TEST(Onednn, Bf16KernelsMatchTheInterpreterWithinTheirTolerance) {
-  {
-    Builder b;
-    b.g.outputs = {b.conv(b.input({1, 16, 8, 8}), b.constant({16, 16, 3, 3}),
-                          ConvAttrs{1, {}, {}, {1, 1}, {1, 1}})};
-    const KernelDag dag = kernel_dag_of(b.g);
-    try {
-      onednn::make_kernel(b.g, dag, make_candidate(dag, {0}), onednn::ConvLayout::kBlocked, nullptr,
-                          {}, true);
-    } catch (const Error& e) {
-      GTEST_SKIP() << "no bf16 convolution on this CPU: " << e.what();
-    }
-  }
+  if (const std::string why = no_bf16_convolution(); !why.empty()) GTEST_SKIP() << why;
   double largest = 0;
   int native = 0;
   {
