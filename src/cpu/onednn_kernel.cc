@@ -417,6 +417,9 @@ class OnednnKernel : public CpuLibraryKernel {
       if (!plan_.conv)
         throw Error("oneDNN kernel: tensor '" + tensor + "' has layout " + it->second +
                     ", but only convolutions take blocked layouts");
+      if (has_bf16_suffix(it->second) && !bf16)
+        throw Error("oneDNN kernel: tensor '" + tensor + "' is stored as bfloat16 (layout " +
+                    it->second + "), but the kernel computes in float32");
       if (graph.value(tensor).shape != dims)  // read through a reshape
         throw Error("oneDNN kernel: tensor '" + tensor + "' has layout " + it->second +
                     ", but the convolution sees it as " + shape_str(dims));

@@ -692,6 +692,20 @@ class ArtifactTest(unittest.TestCase):
               "layout 'nChw5c', which kora does not know")
         fails(["run", corrupt("input_layout", lambda d: layout(d, "x", "acdb"))],
               "only arena tensors have a \"layout\"")
+        # bfloat16 tensors in a float32 artifact: a float32 oneDNN kernel and generated code
+        # (the attention's elementwise kernels) refuse them, each with its reason.
+        fails(["run", corrupt("bf16_onednn", lambda d: layout(d, laid, "acdb+bf16"))],
+              "is stored as bfloat16 (layout acdb+bf16), but the kernel computes in float32")
+        out = self.artifact("attention.onnx.unfused", self.attention, "--strategy", "unfused")
+        m = json.loads(read(os.path.join(out, "manifest.json")))
+        users = {}
+        for k in m["kernels"]:
+            for t in k["reads"] + k["writes"]:
+                users.setdefault(t, set()).add(k["impl"])
+        by_generated = next(t["name"] for t in m["tensors"]
+                            if t["storage"] == "arena" and users.get(t["name"]) == {"generated"})
+        fails(["run", corrupt("bf16_generated", lambda d: layout(d, by_generated, "acdb+bf16"))],
+              "generated code reads no bfloat16")
 
     def test_check_fails_above_tolerance(self):
         out = self.artifact("conv.onnx.greedy", self.conv, "--strategy", "greedy")
