@@ -19,9 +19,11 @@
 //
 // bf16 (a kernel built with `bf16`, an explicit option of the cpu target): the primitive
 // reads its source and weights as bfloat16 (each reordered from the float32 tensor, the
-// constant weights once) and accumulates and writes float32, post-ops included; a
-// source stored in a blocked layout is reordered into the layout the bf16 primitive
-// picks. About 2x the float32 speed of dense convolutions and matmuls where the CPU has
+// constant weights once) and accumulates in float32, post-ops included, writing float32;
+// a convolution's tensors stored in a bfloat16 layout (its native layouts under bf16,
+// onednn_native_layouts) are read and written as they are, so activations stay bfloat16
+// between two such convolutions, and a residual add is the sum post-op (sums_residual).
+// About 2x the float32 speed of dense convolutions and matmuls where the CPU has
 // AVX512-BF16, at a relative error near 1e-3 per kernel.
 //
 // oneDNN 2.x (Debian's 2.6.3) and 3.x (Intel's PyPI wheel) differ here only in how a
