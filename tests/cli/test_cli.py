@@ -322,10 +322,17 @@ class ProfileTest(unittest.TestCase):
             self.assertGreater(on_demand["measured"], 0)
             self.assertLessEqual(on_demand["measured"], kernels)
             self.assertEqual(on_demand["at_bound"], 0)  # every kernel of its plan measured
+            noisy = "other processes were running" in r.stderr
             r = run("profile", self.model, "--db", demand_db, "--threads", "1", "--json")
             self.assertEqual(r.returncode, 0, r.stderr)
-            # (seen once under ctest -j2: 5 measured again; the progress says why)
-            self.assertEqual(json.loads(r.stdout)["measured"], 0, r.stderr[-3000:])
+            again = json.loads(r.stdout)["measured"]
+            # Measured while other processes ran (ctest -j2), the costs the predictor learns
+            # from are noisy and a second profile may take other kernels' predictions for
+            # better: seen measuring 2 and 5 more of 131. On a quiet machine, nothing.
+            if noisy or "other processes were running" in r.stderr:
+                self.assertLessEqual(again, kernels - on_demand["measured"])
+            else:
+                self.assertEqual(again, 0, r.stderr[-3000:])
 
 
 class CudaTargetTest(unittest.TestCase):
