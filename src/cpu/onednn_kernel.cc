@@ -93,6 +93,13 @@ memory::data_type data_type_of(const memory::desc& md) {
 #endif
 }
 
+// Whether md takes no more bytes than the plain tensor of `dims` in its data type (a
+// blocked layout padded beyond the plain size does not fit the plain tensor's buffer).
+bool fits_plain(const memory::desc& md, const Shape& dims) {
+  return md.get_size() <=
+         static_cast<size_t>(numel(dims)) * memory::data_type_size(data_type_of(md));
+}
+
 // The name of md's layout among layout_tags, with kBf16 after it for bfloat16 ("acdb",
 // "aBcd16b+bf16"), or "" (plain, or one kora does not keep) when it is not one of them or
 // takes more bytes than the plain tensor in its data type (padded blocks).
@@ -100,7 +107,7 @@ std::string layout_name(const memory::desc& md, const Shape& dims) {
   const memory::data_type type = data_type_of(md);
   if (type != memory::data_type::f32 && type != memory::data_type::bf16) return "";
   const bool bf16 = type == memory::data_type::bf16;
-  if (md.get_size() > static_cast<size_t>(numel(dims)) * (bf16 ? 2 : sizeof(float))) return "";
+  if (!fits_plain(md, dims)) return "";
   for (const auto& [name, tag] : layout_tags(dims.size()))
     if (md == memory::desc(Dims(dims.begin(), dims.end()), type, tag))
       return std::string(name) + (bf16 ? kBf16 : "");
@@ -116,7 +123,7 @@ memory::desc laid_out(const Shape& dims, const std::string& name, const std::str
     if (base == n) {
       const memory::desc md(Dims(dims.begin(), dims.end()),
                             bf16 ? memory::data_type::bf16 : memory::data_type::f32, tag);
-      if (md.get_size() > static_cast<size_t>(numel(dims)) * (bf16 ? 2 : sizeof(float)))
+      if (!fits_plain(md, dims))
         throw Error("oneDNN kernel: tensor '" + tensor + "' " + shape_str(dims) +
                     " does not fit layout " + name + " in its plain size");
       return md;
