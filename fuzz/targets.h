@@ -152,8 +152,8 @@ inline void read_profile_db(const std::string& path) {
   db->count("");
   db->count("d");
   std::map<uint64_t, double> costs = db->fastest("d");
-  for (const auto& m : {db->fastest_only("d", "s"), db->fastest_except("d", "s"), db->in_plan("d"),
-                        db->in_plan("d", true)})
+  for (const auto& m : {db->fastest_only("d", "s"), db->fastest_except("d", {"s", "t"}),
+                        db->in_plan("d"), db->in_plan("d", true)})
     costs.insert(m.begin(), m.end());
   costs.emplace(0xab, 0.0);
   for (const auto& [signature, ms] : costs) {

@@ -37,11 +37,17 @@ struct UniqueCandidate;
 // What blocked layouts change for a candidate (the LayoutProblem of orchestrate.h):
 // whether it computes on any layout, and its native implementation, if any: cost with
 // every blocked side reordered from and to plain, cost with none, and the sides (tensor
-// -> layout).
+// -> layout). `views`: the sides generated code can also read or write in a permutation
+// layout (channels last) at its plain cost, each on its own (src/cpu/layout_view.h).
 struct LayoutCost {
   bool agnostic = false;
   double blocked_ms = -1, native_ms = -1;  // < 0: no native implementation
   std::map<std::string, std::string> sides;
+  std::vector<std::string> views;
+  // A second native implementation, every side channels last (acdb), where `sides` name
+  // other layouts: its cost with none reordered (< 0: none), and its sides.
+  double channels_last_ms = -1;
+  std::map<std::string, std::string> channels_last_sides;
 };
 
 class CostModel {
@@ -244,7 +250,9 @@ class ProfileDbCost : public TableCost {
  private:
   std::shared_ptr<const ProfileDb> db_;
   std::string path_, device_;
-  std::map<uint64_t, double> native_, blocked_;
+  // Native (kOnednnNative), native with its sides reordered (kOnednnBlocked), native
+  // channels last (kOnednnChannelsLast).
+  std::map<uint64_t, double> native_, blocked_, channels_last_;
   // Times alone and in plan, plain and native, without the overhead (learn_context).
   std::map<uint64_t, double> alone_, alone_native_, in_plan_plain_, in_plan_native_;
   bool context_learned_ = false;

@@ -20,8 +20,11 @@ namespace kora {
 // a native implementation (a oneDNN convolution) can run it on some of the nodes it reads
 // or writes (its sides) stored in a blocked layout, saving the reorder of each such side;
 // a candidate that is layout-agnostic (elementwise) computes on any layout when all the
-// nodes it touches share it; every other candidate needs its nodes plain. A node stored
-// blocked is so for every chosen kernel that reads or writes it.
+// nodes it touches share it; generated code with reductions, broadcasts or layout members
+// reads and writes its viewed nodes through layout views when all of them share one
+// (src/cpu/layout_view.h: a squeeze-excitation's pool and scale between channels-last
+// convolutions); every other candidate needs its nodes plain. A node stored blocked is so
+// for every chosen kernel that reads or writes it, in one layout for all of them.
 //
 // Why: oneDNN's convolutions run on blocked activations (channels last, acdb, with
 // AVX-512; aBcd8b with AVX2, ...). On plain NCHW each pays a reorder in and out, which on
@@ -43,6 +46,13 @@ struct NativeOption {
 struct LayoutProblem {
   std::vector<NativeOption> native;  // per candidate (empty: no layout choices at all)
   std::vector<char> agnostic;        // per candidate
+  // Per candidate (or empty: none): the nodes generated code takes through layout views
+  // (src/cpu/layout_view.h), all blocked in one layout or all plain (a kernel between two
+  // layouts would transpose, at a cost no one measured); the other nodes it touches plain.
+  std::vector<std::vector<int>> views;
+  // Per node (or empty: the layout the first side naming it names): the layout it may be
+  // stored in, -1 for none.
+  std::vector<int> layout_of;
 };
 
 struct Plan {
@@ -78,7 +88,8 @@ struct SolveOptions {
 //   z_k <= x_k (k runs native), w_ks <= z_k, w_ks <= b_u (side s on node u read or
 //   written blocked), b_u <= y_u, and for each candidate j touching a node u that may be
 //   blocked: x_j + b_u - w_ju <= 1 (j takes u natively), x_j + b_u - b_v <= 1 for the
-//   other nodes v of an agnostic j, x_j + b_u <= 1 otherwise; cost adds
+//   other nodes v of an agnostic j (of j's views, when u is one), x_j + b_u <= 1
+//   otherwise; cost adds
 //   (blocked_ms - cost_k) z_k - saved_ks w_ks.
 Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidates,
                    const std::vector<double>& cost, const SolveOptions& options = {},

@@ -52,7 +52,7 @@ class ProfileDb {
   std::map<uint64_t, double> fastest(const std::string& device) const;
   std::map<uint64_t, double> fastest_only(const std::string& device, const std::string& only) const;
   std::map<uint64_t, double> fastest_except(const std::string& device,
-                                            const std::string& except) const;
+                                            const std::vector<std::string>& except) const;
   // True when the kernel has any record on the device (measured or failed).
   bool known(const std::string& device, uint64_t signature) const;
   // Records on `device` (all devices when empty).
@@ -92,7 +92,7 @@ class ProfileDb {
   // Per kernel, the fastest non-failed record whose schedule compares `op` ("=" or "!=")
   // to `schedule`.
   std::map<uint64_t, double> fastest_where(const std::string& device, const char* op,
-                                           const std::string& schedule) const;
+                                           const std::vector<std::string>& schedules) const;
 
   std::string path_;
   sqlite3* db_ = nullptr;

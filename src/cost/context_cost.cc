@@ -119,6 +119,7 @@ void ProfileDbCost::learn_context(const PrimGraph& graph,
     };
     scale(table_, &in_plan_plain_);
     scale(native_, &in_plan_native_);
+    scale(channels_last_, &in_plan_native_);
     scale(blocked_, nullptr);
     context_adjusted_ += adjusted;
   }

@@ -3,10 +3,14 @@
 // the fastest non-failed schedule measured alone on the device on plain tensors (in the
 // context of a running plan once learn_context has seen the graph: context_cost.cc), read
 // into the table that TableCost looks candidates up in; the native-layout records of
-// oneDNN convolutions for their layout costs (bfloat16 layouts on a bf16 device).
+// oneDNN convolutions (and their channels-last alternative) for their layout costs
+// (bfloat16 layouts on a bf16 device), and the
+// sides generated code takes in channels-last views (float32 only).
 #include <algorithm>
 
+#include "base/layout_map.h"
 #include "cpu/backend.h"
+#include "cpu/layout_view.h"
 #include "cpu/library.h"
 #include "kora/cost.h"
 #include "kora/error.h"
@@ -22,7 +26,7 @@ ProfileDbCost::ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string de
   if (!db) throw Error("ProfileDbCost needs a database");
   db_ = db;
   path_ = db->path();
-  table_ = alone_ = db->fastest_except(device_, kOnednnNative);
+  table_ = alone_ = db->fastest_except(device_, {kOnednnNative, kOnednnChannelsLast});
   suspect_ = db->suspect(device_);
   in_plan_plain_ = db->in_plan(device_);
   for (const auto& [signature, ms] : in_plan_plain_) {
@@ -32,12 +36,15 @@ ProfileDbCost::ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string de
   }
   native_ = alone_native_ = db->fastest_only(device_, kOnednnNative);
   blocked_ = db->fastest_only(device_, kOnednnBlocked);
+  channels_last_ = db->fastest_only(device_, kOnednnChannelsLast);
   in_plan_native_ = db->in_plan(device_, true);
+  // Run natively inside a plan (in whichever native layouts the plan stored its sides).
   for (const auto& [signature, ms] : in_plan_native_)
-    if (native_.count(signature)) native_[signature] = ms;  // run natively inside a plan
+    for (auto* costs : {&native_, &channels_last_})
+      if (costs->count(signature)) (*costs)[signature] = ms;
   // Every kernel of a running plan also costs its share of the time between kernels.
   overhead_ = db->kernel_overhead(device_);
-  for (auto* costs : {&table_, &native_, &blocked_})
+  for (auto* costs : {&table_, &native_, &blocked_, &channels_last_})
     for (auto& [signature, ms] : *costs) ms += overhead_;
 }
 
@@ -59,6 +66,7 @@ LayoutCost ProfileDbCost::layout_cost(const PrimGraph& graph, const KernelDag& d
   // bf16: native layouts hold bfloat16, which elementwise generated code does not read.
   const bool bf16 = bf16_fingerprint(device_);
   l.agnostic = !bf16 && layout_agnostic(graph, dag, c);
+  if (!bf16) l.views = layout_view_sides(graph, dag, c);
   const auto native = native_.find(c.signature), blocked = blocked_.find(c.signature);
   if (native == native_.end() || blocked == blocked_.end()) {
     const uint64_t sig = c.signature ? c.signature : canonical_signature(graph, dag, c);
@@ -72,6 +80,12 @@ LayoutCost ProfileDbCost::layout_cost(const PrimGraph& graph, const KernelDag& d
   if (l.sides.empty()) return l;
   l.native_ms = native->second;
   l.blocked_ms = blocked->second;
+  // The channels-last alternative, where measured (onednn_channels_last_layouts).
+  if (const auto cl = channels_last_.find(c.signature); cl != channels_last_.end()) {
+    l.channels_last_ms = cl->second;
+    for (const auto& [tensor, layout] : l.sides)
+      l.channels_last_sides[tensor] = channels_last_layout(graph.value(tensor).shape.size());
+  }
   return l;
 }
 

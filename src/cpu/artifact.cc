@@ -13,8 +13,10 @@
 #include <optional>
 #include <thread>
 
+#include "base/layout_map.h"
 #include "base/progress.h"
 #include "cpu/codegen.h"
+#include "cpu/layout_view.h"
 #include "cpu/library.h"
 #include "emit/artifact_backend.h"
 #include "kora/error.h"
@@ -28,19 +30,42 @@ namespace fs = std::filesystem;
 
 // The kernel's source and, after it, SYMBOL_io: its arguments' dtypes and shapes
 // (kernel_io_text), which the runtime checks against the manifest before calling it.
-std::string with_io_text(const PrimGraph& graph, const GeneratedKernel& k) {
+// A kernel on layout views (`views`) lists each argument's layout.
+std::string with_io_text(const PrimGraph& graph, const GeneratedKernel& k,
+                         const TensorLayouts& views = {}) {
   std::vector<ValueInfo> reads, writes;
+  std::vector<std::string> layouts;
   for (const std::string& t : k.reads) reads.push_back(graph.value(t));
   for (const std::string& t : k.writes) writes.push_back(graph.value(t));
+  if (!views.empty())
+    for (const auto* list : {&k.reads, &k.writes})
+      for (const std::string& t : *list) {
+        const auto it = views.find(t);
+        layouts.push_back(it == views.end() ? std::string() : it->second);
+      }
   return k.source + "extern \"C\" const char " + k.symbol + "_io[] = \"" +
-         kernel_io_text(reads, writes) + "\";\n";
+         kernel_io_text(reads, writes, layouts) + "\";\n";
+}
+
+// The sides of a generated kernel the solver stored in a oneDNN layout (`decided`:
+// OrchestrationResult::layouts), which it then reads and writes through layout views.
+TensorLayouts decided_views(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+                            const std::map<std::string, std::string>* decided) {
+  TensorLayouts views;
+  if (!decided) return views;
+  for (const std::string& t : layout_view_sides(graph, dag, c)) {
+    const auto it = decided->find(t);
+    if (it != decided->end() && layout_map(it->second, graph.value(t).shape)) views[t] = it->second;
+  }
+  return views;
 }
 
 // The implementation of kernel `k`: the first working record of the database that can
 // be built now, else oneDNN, generated code's default schedule, the interpreter.
 void choose_implementation(const PrimGraph& graph, const KernelDag& dag, const ProfileDb* db,
                            const ArtifactOptions& options, int index, const ChosenKernel& chosen,
-                           bool layouts_decided, Emitted& e) {
+                           const std::map<std::string, std::string>* decided, Emitted& e) {
+  const bool layouts_decided = decided != nullptr;
   const uint64_t signature = chosen.signature;
   const Candidate& c = e.candidate;
   std::vector<std::string> schedules;
@@ -71,7 +96,15 @@ void choose_implementation(const PrimGraph& graph, const KernelDag& dag, const P
         if (!cpu_codegen_supports(graph, dag, c)) continue;
         const CpuSchedule schedule =
             s == "default" ? CpuSchedule{} : CpuSchedule::from_key(s.substr(4));
-        e.source = with_io_text(graph, generate_cpu_kernel(graph, dag, c, symbol, schedule));
+        e.views = decided_views(graph, dag, c, decided);
+        if (e.views.empty()) {
+          e.source = with_io_text(graph, generate_cpu_kernel(graph, dag, c, symbol, schedule));
+        } else {
+          const LayoutView view = layout_view(graph, dag, c, e.views);
+          e.source = with_io_text(
+              graph, generate_cpu_kernel(view.graph, view.dag, view.candidate, symbol, schedule),
+              e.views);
+        }
         e.kernel.impl = "generated";
         e.kernel.symbol = symbol;
         e.kernel.schedule = "gen:" + schedule.key();
@@ -174,9 +207,11 @@ void compile_kernels(const PrimGraph& graph, const KernelDag& dag, std::vector<E
 // tensors and native kernels (`decided`, OrchestrationResult::layouts), only those are
 // blocked (and only where every user can take them, after fallbacks); otherwise (greedy,
 // unfused, unmeasured) every group that can be, except at kernels measured slower native
-// than plain. bf16: the native layouts are bfloat16 ones, so only oneDNN kernels touch a
-// blocked tensor (no elementwise kernel joins a group). Returns how many tensors are
-// blocked.
+// than plain; a convolution the solver gave channels-last sides where oneDNN picks
+// others runs its channels-last alternative (onednn_channels_last_layouts), and generated
+// kernels on layout views take the sides they were generated for (Emitted::views). bf16:
+// the native layouts are bfloat16 ones, so only oneDNN kernels touch a blocked tensor (no
+// elementwise kernel joins a group). Returns how many tensors are blocked.
 int64_t assign_layouts(const PrimGraph& graph, const KernelDag& dag,
                        const std::vector<Emitted>& emitted,
                        const std::map<std::string, std::string>* decided, bool bf16, Manifest& m) {
@@ -191,8 +226,20 @@ int64_t assign_layouts(const PrimGraph& graph, const KernelDag& dag,
   };
   for (size_t i = 0; i < emitted.size(); ++i) {
     const ManifestKernel& k = emitted[i].kernel;
-    if (k.impl == "onednn" && emitted[i].native_ok)
+    if (k.impl == "onednn" && emitted[i].native_ok) {
       native[i] = onednn_native_layouts(graph, dag, emitted[i].candidate, bf16);
+      // The channels-last alternative, where the solver stored a side so.
+      bool channels_last = false;
+      if (decided && !bf16)
+        for (const auto& [t, layout] : native[i]) {
+          const auto it = decided->find(t);
+          channels_last =
+              channels_last || (it != decided->end() && it->second != layout &&
+                                it->second == channels_last_layout(graph.value(t).shape.size()));
+        }
+      if (channels_last) native[i] = onednn_channels_last_layouts(graph, dag, emitted[i].candidate);
+    }
+    if (k.impl == "generated") native[i] = emitted[i].views;
     agnostic[i] =
         !bf16 && k.impl == "generated" && layout_agnostic(graph, dag, emitted[i].candidate);
     for (const auto* list : {&k.reads, &k.writes})
@@ -243,7 +290,8 @@ class CpuBackend : public ArtifactBackend {
   }
   void implement(const PrimGraph& graph, const KernelDag& dag, int index,
                  const ChosenKernel& chosen, Emitted& e) override {
-    choose_implementation(graph, dag, db_, options_, index, chosen, plan_.layouts_decided, e);
+    choose_implementation(graph, dag, db_, options_, index, chosen,
+                          plan_.layouts_decided ? &plan_.layouts : nullptr, e);
   }
   void compile(const PrimGraph& graph, const KernelDag& dag, std::vector<Emitted>& emitted,
                const fs::path& tmp, Manifest& m) override {

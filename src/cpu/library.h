@@ -47,6 +47,13 @@ inline constexpr char kOnednnNative[] = "onednn:native";
 // boundary (what the native implementation costs where no neighbour keeps a side blocked).
 inline constexpr char kOnednnBlocked[] = "onednn:blocked";
 
+// A oneDNN convolution measured natively with every side channels last (acdb; acb, acdeb
+// for rank 3, 5) where the layouts its implementation picks are others (channel blocks:
+// grouped convolutions of 8 channels a group pick aBcd8b) and it has a direct
+// channels-last implementation too: the alternative that lets such a convolution share
+// its tensors with the channels-last kernels around it (onednn_channels_last_layouts).
+inline constexpr char kOnednnChannelsLast[] = "onednn:native-cl";
+
 // A oneDNN convolution computed with oneDNN's Winograd algorithm (F(4x4,3x3) or
 // F(2x2,3x3): 3x3 stride-1 convolutions, float32; 1.3-3x the direct kernels' speed on
 // most channel counts, slower on few channels, so measured as a schedule of its own), on
@@ -65,7 +72,7 @@ inline bool has_bf16_suffix(const std::string& name) {
 // The profile database's oneDNN schedules (without the bf16 suffix).
 inline bool is_onednn_schedule(const std::string& schedule) {
   return schedule == "onednn" || schedule == kOnednnNative || schedule == kOnednnBlocked ||
-         schedule == kOnednnWinograd;
+         schedule == kOnednnWinograd || schedule == kOnednnChannelsLast;
 }
 // Whether the candidate is a convolution oneDNN computes with Winograd (kOnednnWinograd).
 bool onednn_winograd_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
@@ -88,6 +95,10 @@ std::unique_ptr<CpuLibraryKernel> make_onednn_kernel(const PrimGraph& graph, con
 // for matmuls, gemm-based convolutions and candidates oneDNN does not take.
 TensorLayouts onednn_native_layouts(const PrimGraph& graph, const KernelDag& dag,
                                     const Candidate& c, bool bf16 = false);
+// The sides of onednn_native_layouts (float32), each channels last, where one of them is
+// not and oneDNN has a direct (jit) implementation on channels-last sides; else empty.
+TensorLayouts onednn_channels_last_layouts(const PrimGraph& graph, const KernelDag& dag,
+                                           const Candidate& c);
 // Whether generated code computes the candidate the same on any layout: elementwise
 // members only (so every tensor it touches has one shape, and element i of an output
 // depends on element i of the inputs alone), float32 throughout, no constants read. Its

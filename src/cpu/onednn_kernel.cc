@@ -43,6 +43,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "base/layout_map.h"
 #include "cpu/library.h"
 #include "cpu/onednn_plan.h"
 #include "kora/candidates.h"
@@ -327,6 +328,12 @@ struct Choice {
   memory::desc full;
 };
 
+// A direct (jit) implementation: neither the reference one nor an im2col GEMM.
+bool is_direct(const dnnl::primitive_desc& pd) {
+  const std::string impl = pd.impl_info_str();
+  return impl.rfind("ref", 0) != 0 && impl.find("gemm") == std::string::npos;
+}
+
 // The descriptor for the layout policy: blocked when asked for (kAuto: by the plan's
 // shape) and oneDNN has a non-reference implementation for it, else plain. A blocked
 // convolution whose post-ops read a full-shape tensor takes that tensor in dst's layout
@@ -369,20 +376,35 @@ Choice choose_pd(const LinearPlan& p, ConvLayout layout, bool constant_weights,
                            : make_pd(p, constant_weights,
                                      {.blocked = true, .skip_full = true, .src_fixed = src_fixed})
                                  .query_md(dnnl::query::dst_md);
-    return {make_pd(p, constant_weights, {.blocked = true, .full = &dst, .src_fixed = src_fixed}),
-            true, dst};
+    dnnl::primitive_desc pd =
+        make_pd(p, constant_weights, {.blocked = true, .full = &dst, .src_fixed = src_fixed});
+    if (is_direct(pd) || !src_fixed == !dst_fixed) return {pd, true, dst};
+    // One side stored in a layout and the other `any`, which the implementations take only
+    // mixed with the reference one (a grouped convolution given a channels-last dst picks
+    // a blocked src): the other side in the stored one's layout, where that is direct.
+    try {
+      const memory::desc& fixed = src_fixed ? *src_fixed : *dst_fixed;
+      const std::string name = layout_name(fixed, src_fixed ? p.src_dims : p.dst_dims);
+      if (!name.empty()) {
+        const memory::desc src_like = src_fixed ? *src_fixed : laid_out(p.src_dims, name, "src");
+        const memory::desc dst_like = dst_fixed ? *dst_fixed : laid_out(p.dst_dims, name, "dst");
+        dnnl::primitive_desc like = make_pd(
+            p, constant_weights, {.blocked = true, .full = &dst_like, .src_fixed = &src_like});
+        if (is_direct(like) && like.query_md(dnnl::query::dst_md) == dst_like)
+          return {like, true, dst_like};
+      }
+    } catch (const dnnl::error&) {
+    } catch (const Error&) {
+    }
+    return {pd, true, dst};
   }
   bool want = p.conv && constant_weights && layout != ConvLayout::kPlain;
   if (want && layout == ConvLayout::kAuto) want = blocked_is_faster(p);
   if (!want) return {make_pd(p, constant_weights), false, {}};
-  auto direct = [](const dnnl::primitive_desc& pd) {
-    const std::string impl = pd.impl_info_str();
-    return impl.rfind("ref", 0) != 0 && impl.find("gemm") == std::string::npos;
-  };
   std::optional<dnnl::primitive_desc> first;
   try {
     first = make_pd(p, constant_weights, {.blocked = true});
-    if (direct(*first)) return {*first, false, {}};
+    if (is_direct(*first)) return {*first, false, {}};
   } catch (const dnnl::error&) {
   }
   bool any_full = false;
@@ -392,7 +414,7 @@ Choice choose_pd(const LinearPlan& p, ConvLayout layout, bool constant_weights,
       const memory::desc dst = make_pd(p, constant_weights, {.blocked = true, .skip_full = true})
                                    .query_md(dnnl::query::dst_md);
       dnnl::primitive_desc pd = make_pd(p, constant_weights, {.blocked = true, .full = &dst});
-      if (direct(pd) && pd.query_md(dnnl::query::dst_md) == dst) return {pd, true, dst};
+      if (is_direct(pd) && pd.query_md(dnnl::query::dst_md) == dst) return {pd, true, dst};
     } catch (const dnnl::error&) {
     }
   }
@@ -717,6 +739,31 @@ TensorLayouts onednn_native_layouts(const PrimGraph& graph, const KernelDag& dag
   } catch (const dnnl::error&) {
     return {};
   }
+}
+
+TensorLayouts onednn_channels_last_layouts(const PrimGraph& graph, const KernelDag& dag,
+                                           const Candidate& c) {
+  const TensorLayouts native = onednn_native_layouts(graph, dag, c, false);
+  TensorLayouts layouts;
+  bool differs = false;
+  for (const auto& [tensor, layout] : native) {
+    const std::string name = channels_last_layout(graph.value(tensor).shape.size());
+    if (name.empty()) return {};
+    differs = differs || layout != name;
+    layouts[tensor] = name;
+  }
+  if (!differs) return {};
+  try {
+    std::string implementation;
+    onednn::make_kernel(graph, dag, c, onednn::ConvLayout::kAuto, &implementation, layouts);
+    if (implementation.rfind("ref", 0) == 0 || implementation.find("gemm") != std::string::npos)
+      return {};
+  } catch (const dnnl::error&) {
+    return {};
+  } catch (const Error&) {
+    return {};
+  }
+  return layouts;
 }
 
 std::unique_ptr<CpuLibraryKernel> make_onednn_kernel(const PrimGraph& graph, const KernelDag& dag,

@@ -105,13 +105,14 @@ struct Job {
   std::string default_schedule;
   double default_ms = -1;  // the default schedule's median, when it worked
   double best_ms = 1e300;  // the fastest working implementation's
-  // A oneDNN convolution's native layouts: measured as schedule kOnednnNative too.
-  TensorLayouts native_layouts;
+  // A oneDNN convolution's native layouts: measured as schedule kOnednnNative too; its
+  // channels-last alternative as kOnednnChannelsLast.
+  TensorLayouts native_layouts, channels_last;
   // Known to the database but for library schedules added since it was measured: only
   // those are measured (missing_native: kOnednnNative and kOnednnBlocked;
-  // missing_winograd: kOnednnWinograd).
-  bool missing_native = false, missing_winograd = false;
-  bool fill_in() const { return missing_native || missing_winograd; }
+  // missing_channels_last: kOnednnChannelsLast; missing_winograd: kOnednnWinograd).
+  bool missing_native = false, missing_channels_last = false, missing_winograd = false;
+  bool fill_in() const { return missing_native || missing_channels_last || missing_winograd; }
   // Known, its schedule search pending (ProfileOptions::defer_search): only the schedule
   // search measures it (default_ms and best_ms from the database).
   bool search_pending = false;
@@ -579,12 +580,15 @@ std::vector<Job> unknown_jobs(const PrimGraph& graph, const ModelCandidates& can
     job.dag = u.sub;
     job.candidate = &c;
     job.native_layouts = onednn_native_layouts(graph, *u.sub, c, options.bf16);
+    if (!options.bf16 && !job.native_layouts.empty())
+      job.channels_last = onednn_channels_last_layouts(graph, *u.sub, c);
     if (db.known(summary.device, c.signature) && !again.count(c.signature)) {
       int native = 0;
-      bool winograd = false;
+      bool winograd = false, channels_last = false;
       const std::vector<ProfileRecord> records = db.records(summary.device, c.signature);
       for (const ProfileRecord& r : records) {
         native += r.schedule == kOnednnNative || r.schedule == kOnednnBlocked;
+        channels_last = channels_last || r.schedule == kOnednnChannelsLast;
         winograd = winograd || r.schedule == kOnednnWinograd;
       }
       if (options.defer_search)
@@ -598,9 +602,10 @@ std::vector<Job> unknown_jobs(const PrimGraph& graph, const ModelCandidates& can
           continue;
         }
       job.missing_native = !job.native_layouts.empty() && native < 2;
+      job.missing_channels_last = !job.channels_last.empty() && !channels_last;
       job.missing_winograd =
           !winograd && !options.bf16 && onednn_winograd_supports(graph, *u.sub, c);
-      if (!job.missing_native && !job.missing_winograd) {
+      if (!job.fill_in()) {
         ++summary.from_db;
         continue;
       }
@@ -653,6 +658,10 @@ void add_library_kernels(const PrimGraph& graph, const ProfileOptions& options, 
       return make_onednn_kernel(graph, d, c, {}, kOnednnBlocked + bf16);
     });
   }
+  if (!job.channels_last.empty() && (!job.fill_in() || job.missing_channels_last))
+    add(kOnednnChannelsLast, [&graph, &d, &c, layouts = job.channels_last]() {
+      return make_onednn_kernel(graph, d, c, layouts, kOnednnChannelsLast);
+    });
   if (job.fill_in() ? job.missing_winograd : !options.bf16 && onednn_winograd_supports(graph, d, c))
     add(kOnednnWinograd,
         [&graph, &d, &c]() { return make_onednn_kernel(graph, d, c, {}, kOnednnWinograd); });

@@ -164,9 +164,18 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
     for (const ChosenKernel& k : plan.kernels) {
       const auto u = by_signature.find(k.signature);
       if (u == by_signature.end() || !costs->measured(k.signature)) return -1.0;
-      const double c =
-          k.native ? costs->layout_cost(graph, *u->second->sub, *u->second->candidate).native_ms
-                   : costs->cost_ms(graph, *u->second->sub, *u->second->candidate);
+      double c = -1;
+      if (k.native) {  // in oneDNN's own layouts, or in the channels-last alternative
+        const LayoutCost l = costs->layout_cost(graph, *u->second->sub, *u->second->candidate);
+        bool channels_last = l.channels_last_ms >= 0;
+        for (const auto& [t, layout] : l.channels_last_sides) {
+          const auto stored = plan.layouts.find(t);
+          channels_last = channels_last && stored != plan.layouts.end() && stored->second == layout;
+        }
+        c = channels_last ? l.channels_last_ms : l.native_ms;
+      } else {
+        c = costs->cost_ms(graph, *u->second->sub, *u->second->candidate);
+      }
       if (c < 0) return -1.0;
       ms += c;
     }

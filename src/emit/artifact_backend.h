@@ -9,6 +9,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ struct Emitted {
   // oneDNN convolutions: whether to run in native blocked layouts when its neighbours
   // allow (false where the database measured that slower than on plain tensors).
   bool native_ok = true;
+  // Generated code on layout views (src/cpu/layout_view.h): the sides it reads or writes
+  // stored in a permutation layout, as the solver decided them.
+  std::map<std::string, std::string> views;
 };
 
 class ArtifactBackend {

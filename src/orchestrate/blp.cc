@@ -194,7 +194,8 @@ const LayoutProblem* checked_layouts(const std::vector<Candidate>& candidates,
                                      const LayoutProblem* layouts) {
   if (layouts && layouts->native.empty()) return nullptr;
   if (layouts && (layouts->native.size() != candidates.size() ||
-                  layouts->agnostic.size() != candidates.size()))
+                  layouts->agnostic.size() != candidates.size() ||
+                  (!layouts->views.empty() && layouts->views.size() != candidates.size())))
     throw Error("orchestration: layout options for " + std::to_string(layouts->native.size()) +
                 " of " + std::to_string(candidates.size()) + " candidates");
   return layouts;
@@ -225,11 +226,19 @@ struct Program {
   }
 };
 
-// Nodes that may be stored blocked: each in the layout the first side wanting it names
-// (-1: plain only).
+// Nodes that may be stored blocked: each in the layout LayoutProblem::layout_of gives it
+// where a native side takes it so, else the first side wanting it names (-1: plain only).
 std::vector<int> blockable_layouts(const KernelDag& dag, const LayoutProblem* layouts) {
   std::vector<int> layout_of(dag.size(), -1);
   if (!layouts) return layout_of;
+  if (!layouts->layout_of.empty()) {  // as given, where some side takes it so
+    for (const NativeOption& o : layouts->native)
+      if (o.blocked_ms >= 0)
+        for (size_t i = 0; i < o.nodes.size(); ++i)
+          if (!dag.required[o.nodes[i]] && layouts->layout_of[o.nodes[i]] == o.layouts[i])
+            layout_of[o.nodes[i]] = o.layouts[i];
+    return layout_of;
+  }
   for (const NativeOption& o : layouts->native)
     if (o.blocked_ms >= 0)
       for (size_t i = 0; i < o.nodes.size(); ++i)
@@ -247,7 +256,9 @@ LayoutFlexibility layout_flexibility(const KernelDag& dag, const std::vector<Can
   for (int u = 0; u < dag.size(); ++u) flexibility.blockable[u] = layout_of[u] >= 0;
   flexibility.flexible.assign(candidates.size(), 0);
   for (size_t k = 0; k < candidates.size(); ++k) {
-    if (layouts.native[k].blocked_ms < 0 && !layouts.agnostic[k]) continue;
+    if (layouts.native[k].blocked_ms < 0 && !layouts.agnostic[k] &&
+        (layouts.views.empty() || layouts.views[k].empty()))
+      continue;
     for (const auto* nodes : {&candidates[k].inputs, &candidates[k].outputs})
       for (int u : *nodes) flexibility.flexible[k] |= layout_of[u] >= 0;
   }
@@ -323,6 +334,11 @@ void add_layout_rows(const KernelDag& dag, const std::vector<Candidate>& candida
     at_most({b_of[u], program.y_of[u]}, {1.0, -1.0}, 0.0);
   }
   std::vector<std::map<int, int>> side_of(active.size());  // node -> w column
+  auto viewed = [&](int candidate, int u) {
+    if (layouts.views.empty()) return false;
+    const std::vector<int>& v = layouts.views[candidate];
+    return std::find(v.begin(), v.end(), u) != v.end();
+  };
   for (int k = 0; k < program.kernels(); ++k) {
     const NativeOption& o = layouts.native[active[k]];
     if (o.blocked_ms < 0) continue;
@@ -346,7 +362,7 @@ void add_layout_rows(const KernelDag& dag, const std::vector<Candidate>& candida
       auto side = side_of[k].find(u);
       if (side != side_of[k].end())
         r.index.push_back(side->second), r.value.push_back(-1.0);
-      else if (layouts.agnostic[active[k]])
+      else if (layouts.agnostic[active[k]] || viewed(active[k], u))
         r.index.push_back(k), r.value.push_back(-1.0);
     }
     program.rows.push_back(std::move(r));
@@ -362,6 +378,14 @@ void add_layout_rows(const KernelDag& dag, const std::vector<Candidate>& candida
         at_most({k, b_of[u], side->second}, {1.0, 1.0, -1.0}, 1.0);
       } else if (layouts.agnostic[active[k]]) {
         for (int v : touched) {
+          if (v == u) continue;
+          if (b_of[v] >= 0 && layout_of[v] == layout_of[u])
+            at_most({k, b_of[u], b_of[v]}, {1.0, 1.0, -1.0}, 1.0);
+          else
+            at_most({k, b_of[u]}, {1.0, 1.0}, 1.0);
+        }
+      } else if (viewed(active[k], u)) {
+        for (int v : layouts.views[active[k]]) {
           if (v == u) continue;
           if (b_of[v] >= 0 && layout_of[v] == layout_of[u])
             at_most({k, b_of[u], b_of[v]}, {1.0, 1.0, -1.0}, 1.0);

@@ -19,6 +19,7 @@
 #include <unordered_set>
 
 #include "base/interrupt.h"
+#include "base/layout_map.h"
 #include "kora/error.h"
 
 namespace kora {
@@ -49,8 +50,11 @@ std::string problem_key(const KernelDag& sub, const std::vector<double>& cost) {
 // The segment's LayoutProblem from the cost model's layout costs: each native side's
 // tensor mapped to the node writing it (a tensor from outside the segment stays plain),
 // the reorders the native implementation pays (blocked - native) shared among its sides
-// by bytes; agnostic only when every tensor it reads comes from inside. Layout names get
-// ids in `names`. Empty when no candidate has a native implementation.
+// by bytes; agnostic only when every tensor it reads comes from inside. A candidate's
+// views (generated code on sides in oneDNN's layouts, src/cpu/layout_view.h) are offered
+// when a native implementation would store every one of those sides, inside the segment,
+// in a layout generated code can view (layout_map). Layout names get ids in `names`.
+// Empty when no candidate has a native implementation.
 LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& segment,
                              CostModel& costs, std::vector<std::string>& names) {
   const KernelDag& sub = segment.sub;
@@ -66,23 +70,42 @@ LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& se
   LayoutProblem p;
   p.native.resize(candidates.size());
   p.agnostic.resize(candidates.size());
-  bool any = false;
+  std::vector<LayoutCost> costs_of(candidates.size());
+  // Each tensor's one layout: channels last where some native implementation takes it so
+  // (the layout most kernels share), else the first named.
+  std::unordered_map<std::string, std::string> native_layout;
   for (size_t k = 0; k < candidates.size(); ++k) {
-    const LayoutCost l = costs.layout_cost(graph, sub, candidates[k]);
+    LayoutCost& l = costs_of[k] = costs.layout_cost(graph, sub, candidates[k]);
     if (l.agnostic) {
       bool inside = true;
       for (const std::string& t : kernel_reads(graph, sub, candidates[k]))
         inside = inside && node_of.count(t);
       p.agnostic[k] = inside;
     }
+    if (l.blocked_ms < 0) continue;
+    for (const auto& [t, layout] : l.sides) native_layout.emplace(t, layout);
+    for (const auto& [t, layout] : l.channels_last_sides) native_layout[t] = layout;
+  }
+  bool any = false;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    const LayoutCost& l = costs_of[k];
     if (l.blocked_ms < 0 || l.sides.empty()) continue;
     double bytes = 0;
     for (const auto& [t, layout] : l.sides)
       bytes += static_cast<double>(numel(graph.value(t).shape));
     const double reorders = std::max(0.0, l.blocked_ms - l.native_ms);
+    // The implementation whose layouts the tensors take more often: oneDNN's own choice,
+    // or channels last (the same reorders at its boundary).
+    auto agree = [&](const std::map<std::string, std::string>& sides) {
+      int n = 0;
+      for (const auto& [t, layout] : sides) n += native_layout.at(t) == layout;
+      return n;
+    };
+    const bool channels_last =
+        l.channels_last_ms >= 0 && agree(l.channels_last_sides) > agree(l.sides);
     NativeOption& o = p.native[k];
-    o.blocked_ms = l.blocked_ms;
-    for (const auto& [t, layout] : l.sides) {
+    o.blocked_ms = channels_last ? l.channels_last_ms + reorders : l.blocked_ms;
+    for (const auto& [t, layout] : channels_last ? l.channels_last_sides : l.sides) {
       auto node = node_of.find(t);
       if (node == node_of.end()) continue;
       o.nodes.push_back(node->second);
@@ -92,6 +115,26 @@ LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& se
     any = true;
   }
   if (!any) return {};
+  p.layout_of.assign(sub.size(), -1);
+  for (const auto& [t, layout] : native_layout)
+    if (const auto node = node_of.find(t); node != node_of.end())
+      p.layout_of[node->second] = id(layout);
+  std::vector<std::vector<std::string>> views(candidates.size());
+  for (size_t k = 0; k < candidates.size(); ++k)
+    if (costs_of[k].blocked_ms < 0 || costs_of[k].sides.empty()) views[k] = costs_of[k].views;
+  p.views.resize(candidates.size());
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    std::vector<int> nodes;
+    for (const std::string& t : views[k]) {
+      const auto node = node_of.find(t);
+      const auto layout = native_layout.find(t);
+      if (node == node_of.end() || layout == native_layout.end() ||
+          !layout_map(layout->second, graph.value(t).shape))
+        break;  // a side that stays plain: all stay plain
+      nodes.push_back(node->second);
+    }
+    if (nodes.size() == views[k].size()) p.views[k] = std::move(nodes);
+  }
   return p;
 }
 
@@ -255,6 +298,13 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
                  o.saved_ms.size() * sizeof(double));
     }
     key.append(layouts.agnostic.begin(), layouts.agnostic.end());
+    key.append(reinterpret_cast<const char*>(layouts.layout_of.data()),
+               layouts.layout_of.size() * sizeof(int));
+    for (const std::vector<int>& nodes : layouts.views) {
+      const int n = static_cast<int>(nodes.size());
+      key.append(reinterpret_cast<const char*>(&n), sizeof n);
+      key.append(reinterpret_cast<const char*>(nodes.data()), nodes.size() * sizeof(int));
+    }
     auto known = solved.find(key);
     const bool reused = known != solved.end();
     // A segment of at least 2 min_size nodes gets split_after_seconds to be proven (none

@@ -228,29 +228,31 @@ std::optional<ProfileRecord> ProfileDb::best(const std::string& device, uint64_t
 }
 
 std::map<uint64_t, double> ProfileDb::fastest(const std::string& device) const {
-  return fastest_except(device, "");
+  return fastest_except(device, {});
 }
 
 std::map<uint64_t, double> ProfileDb::fastest_only(const std::string& device,
                                                    const std::string& only) const {
-  return fastest_where(device, "=", only);
+  return fastest_where(device, "IN", {only});
 }
 
 std::map<uint64_t, double> ProfileDb::fastest_except(const std::string& device,
-                                                     const std::string& except) const {
-  return fastest_where(device, "!=", except);
+                                                     const std::vector<std::string>& except) const {
+  return fastest_where(device, "NOT IN", except);
 }
 
-std::map<uint64_t, double> ProfileDb::fastest_where(const std::string& device, const char* op,
-                                                    const std::string& schedule) const {
+std::map<uint64_t, double> ProfileDb::fastest_where(
+    const std::string& device, const char* op, const std::vector<std::string>& schedules) const {
+  std::string list;
+  for (size_t i = 0; i < schedules.size(); ++i) list += i ? ", ?" : "?";
   const std::string sql = std::string(
                               "SELECT signature, MIN(median_ms) FROM profiles"
                               " WHERE device = ? AND failed = 0 AND " KORA_VALID_SIGNATURE
                               " AND " KORA_VALID_COST("median_ms") " AND schedule ") +
-                          op + " ? GROUP BY signature";
+                          op + " (" + list + ") GROUP BY signature";
   Statement select(db_, path_, sql.c_str());
   select.bind(1, device);
-  select.bind(2, schedule);
+  for (size_t i = 0; i < schedules.size(); ++i) select.bind(static_cast<int>(i) + 2, schedules[i]);
   std::map<uint64_t, double> out;
   while (select.step()) out[std::strtoull(select.text(0).c_str(), nullptr, 16)] = select.real(1);
   return out;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <set>
@@ -58,8 +59,10 @@ struct Step {
 
 // The kernel's tensors stored blocked (oneDNN kernels are told). A generated
 // (elementwise) kernel computes the same on any float32 layout as long as all its tensors
-// share it; the interpreter takes plain tensors only.
-TensorLayouts kernel_layouts(const Manifest& m, const ManifestKernel& k, size_t index) {
+// share it, and one generated on layout views (`views`: its SYMBOL_io names layouts) takes
+// exactly the layouts it names, which check_generated_io compares; the interpreter takes
+// plain tensors only.
+TensorLayouts kernel_layouts(const Manifest& m, const ManifestKernel& k, size_t index, bool views) {
   TensorLayouts layouts;
   std::set<std::string> seen;
   bool bf16 = false;
@@ -71,7 +74,7 @@ TensorLayouts kernel_layouts(const Manifest& m, const ManifestKernel& k, size_t 
       bf16 = bf16 || has_bf16_suffix(info.layout);
     }
   if (!layouts.empty() &&
-      (k.impl == "interpreter" || (k.impl == "generated" && (seen.size() > 1 || bf16))))
+      (k.impl == "interpreter" || (k.impl == "generated" && ((seen.size() > 1 && !views) || bf16))))
     throw Error("artifact manifest: kernel " + std::to_string(index) + " (" + k.impl + ") uses '" +
                 layouts.begin()->first + "', stored in layout " + layouts.begin()->second +
                 (k.impl == "interpreter" ? "; the interpreter takes plain tensors only"
@@ -103,12 +106,19 @@ void bind_library_kernel(const ManifestKernel& k, const std::string& where,
 }
 
 // A generated kernel's arguments, as compiled into its library, against the manifest's.
+// Whether a generated kernel's SYMBOL_io names layouts (kernel_io_text).
+bool generated_on_views(const char* io) { return std::strstr(io, " @") != nullptr; }
+
 void check_generated_io(const Manifest& m, const ManifestKernel& k, const std::string& where,
                         const char* compiled) {
   std::vector<ValueInfo> reads, writes;
+  std::vector<std::string> layouts;
   for (const std::string& t : k.reads) reads.push_back(m.tensors.at(t).info);
   for (const std::string& t : k.writes) writes.push_back(m.tensors.at(t).info);
-  const std::string listed = kernel_io_text(reads, writes);
+  if (generated_on_views(compiled))
+    for (const auto* list : {&k.reads, &k.writes})
+      for (const std::string& t : *list) layouts.push_back(m.tensors.at(t).layout);
+  const std::string listed = kernel_io_text(reads, writes, layouts);
   if (listed != compiled)
     throw Error(where + " (" + k.symbol + "): its arguments are " + compiled +
                 ", not what the manifest stores: " + listed);
@@ -215,14 +225,16 @@ CpuPlan::CpuPlan(const Manifest& m, const std::string& dir, std::byte* weights, 
       step.in.push_back(address(t));
     }
     for (const std::string& t : k.writes) step.out.push_back(address(t));
-    const TensorLayouts layouts = kernel_layouts(m, k, index);
     const std::string where = "artifact manifest '" + (fs::path(dir) / "manifest.json").string() +
                               "', kernel " + std::to_string(index);
     if (k.impl == "generated") {
       const SharedLibrary& lib = *s.libraries.at(k.library);
+      const char* io = static_cast<const char*>(lib.symbol(k.symbol + "_io"));
+      kernel_layouts(m, k, index, generated_on_views(io));
       step.fn = reinterpret_cast<KernelFn>(lib.symbol(k.symbol));
-      check_generated_io(m, k, where, static_cast<const char*>(lib.symbol(k.symbol + "_io")));
+      check_generated_io(m, k, where, io);
     } else {
+      const TensorLayouts layouts = kernel_layouts(m, k, index, false);
       bind_library_kernel(k, where, constant, layouts, step);
       for (const auto* list : {&k.reads, &k.writes})
         for (const std::string& t : *list)

@@ -476,13 +476,17 @@ void verify_artifact_file(const Manifest& m, const std::string& dir, const std::
 }
 
 std::string kernel_io_text(const std::vector<ValueInfo>& reads,
-                           const std::vector<ValueInfo>& writes) {
+                           const std::vector<ValueInfo>& writes,
+                           const std::vector<std::string>& layouts) {
   std::string text;
+  size_t at = 0;
   for (const auto* list : {&reads, &writes}) {
     if (list == &writes) text += " ->";
-    for (size_t i = 0; i < list->size(); ++i)
+    for (size_t i = 0; i < list->size(); ++i, ++at) {
       text += std::string(i ? ", " : " ") + dtype_name((*list)[i].dtype) + " " +
               shape_str((*list)[i].shape);
+      if (at < layouts.size() && !layouts[at].empty()) text += " @" + layouts[at];
+    }
   }
   return text.substr(1);
 }

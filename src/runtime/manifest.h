@@ -114,8 +114,12 @@ void verify_artifact_bytes(const Manifest& m, const std::string& path, const std
                            const void* data, size_t bytes);
 // A generated kernel's arguments as text ("float32 [2, 3], float32 [3] -> float32 [2]"):
 // compiled into its library as SYMBOL_io, compared with the manifest's tensors at load.
+// `layouts` (reads then writes; empty: none) marks the tensors a kernel generated on
+// layout views (src/cpu/layout_view.h) takes in a permutation layout:
+// "float32 [1, 8, 5, 6] @acdb -> ...". A text with a layout binds every argument's layout.
 std::string kernel_io_text(const std::vector<ValueInfo>& reads,
-                           const std::vector<ValueInfo>& writes);
+                           const std::vector<ValueInfo>& writes,
+                           const std::vector<std::string>& layouts = {});
 
 // Checksum of the weights file: FNV-1a over 8-byte words (fast enough for 400 MB).
 uint64_t weights_checksum(const void* data, size_t bytes);

@@ -11,9 +11,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "cpu/layout_view.h"
 #include "cpu/library.h"
 #include "emit/small_artifacts.h"
 #include "frontend/model_builder.h"
@@ -21,6 +23,7 @@
 #include "kora/orchestration.h"
 #include "kora/profile_db.h"
 #include "kora/runtime.h"
+#include "runtime/manifest.h"
 
 namespace {
 
@@ -109,6 +112,90 @@ TEST(Artifact, LibraryKernelsFromTheDatabaseRunFromTheManifest) {
   EXPECT_EQ(s.onednn, onednn);
   EXPECT_EQ(s.libraries, 0);
   expect_matches_interpreter(g, dir.file("lib"));
+}
+
+// A 1x1 convolution, a grouped 3x3 one of 8 channels a group (oneDNN picks channel
+// blocks aBcd8b for it, channels last for the others), a squeeze-excitation
+// (GlobalAveragePool, sigmoid, Mul) and a 1x1 convolution: x [1, 16, 10, 10] -> y.
+PrimGraph excitation_model() {
+  kora_test::ModelBuilder m;
+  auto weights = [](size_t n, int salt) {
+    std::vector<float> w(n);
+    for (size_t i = 0; i < n; ++i)
+      w[i] = static_cast<float>(static_cast<int>((i + salt) * 37 % 17) - 8) / 32;
+    return w;
+  };
+  m.input("x", {1, 16, 10, 10})
+      .init_f32("w1", {32, 16, 1, 1}, weights(32 * 16, 1))
+      .init_f32("w2", {32, 8, 3, 3}, weights(32 * 8 * 9, 2))
+      .init_f32("b2", {32}, weights(32, 3))
+      .init_f32("w3", {16, 32, 1, 1}, weights(16 * 32, 4));
+  m.node("Conv", {"x", "w1"}, {"c1"}, {}, "conv1");
+  m.node("Relu", {"c1"}, {"r1"}, {}, "relu1");
+  m.node("Conv", {"r1", "w2", "b2"}, {"c2"},
+         {kora_test::attr_is("pads", {1, 1, 1, 1}), kora_test::attr_i("group", 4)}, "grouped");
+  m.node("GlobalAveragePool", {"c2"}, {"g"}, {}, "pool");
+  m.node("Sigmoid", {"g"}, {"s"}, {}, "gate");
+  m.node("Mul", {"c2", "s"}, {"e"}, {}, "excite");
+  m.node("Conv", {"e", "w3"}, {"y"}, {}, "conv3");
+  m.output("y");
+  return fission(kora_test::import_model(m));
+}
+
+TEST(Artifact, GeneratedKernelsOnLayoutViewsShareChannelsLastTensorsWithConvolutions) {
+  kora_test::TempDir dir;
+  const PrimGraph g = excitation_model();
+  const KernelDag dag = kernel_dag_of(g);
+  // The unfused plan with every tensor a convolution or a kernel on views could take
+  // stored channels last, as the solver would decide it (layouts_decided).
+  OrchestrationResult plan = plan_of(g, "unfused");
+  plan.layouts_decided = true;
+  int grouped_blocked = 0;
+  for (ChosenKernel& k : plan.kernels) {
+    const Candidate c = make_candidate(dag, k.prims);
+    std::vector<std::string> sides = layout_view_sides(g, dag, c);
+    for (const auto& [t, layout] : onednn_native_layouts(g, dag, c)) {
+      sides.push_back(t);
+      k.native = true;
+      grouped_blocked += layout == "aBcd8b";
+    }
+    for (const std::string& t : sides)
+      if (t != "x" && t != "y") plan.layouts[t] = "acdb";
+  }
+  ASSERT_GT(grouped_blocked, 0) << "oneDNN picked channels last for the grouped convolution";
+  ASSERT_GE(plan.layouts.size(), 4u);
+  const std::string out = dir.file("views");
+  write_cpu_artifact(g, plan, nullptr, out, quick_options());
+  expect_matches_interpreter(g, out);
+  // Every decided tensor is stored channels last; the pool and the excitation are
+  // generated kernels on views (their SYMBOL_io names the layouts), the grouped
+  // convolution runs its channels-last alternative.
+  const Manifest m = read_artifact_manifest(out);
+  int laid_out = 0;
+  for (const auto& [name, t] : m.tensors) laid_out += t.layout == "acdb";
+  EXPECT_EQ(laid_out, static_cast<int>(plan.layouts.size()));
+  int views = 0;
+  std::string viewed;  // a tensor a kernel on views writes
+  for (const ManifestKernel& k : m.kernels) {
+    std::set<std::string> layouts;
+    for (const auto* list : {&k.reads, &k.writes})
+      for (const std::string& t : *list)
+        if (m.tensors.at(t).storage != Storage::kConstant) layouts.insert(m.tensors.at(t).layout);
+    if (k.impl != "generated" || layouts.size() < 2) continue;
+    ++views;
+    for (const std::string& t : k.writes)
+      if (m.tensors.at(t).layout == "acdb") viewed = t;
+  }
+  EXPECT_GE(views, 2);  // the pool (acdb -> [1, 32, 1, 1]) and the Mul
+  ASSERT_FALSE(viewed.empty());
+  // Given that tensor in another layout than it was generated for, it refuses to run.
+  std::string text = kora_test::read_bytes(out + "/manifest.json");
+  const std::string stored = "\"layout\": \"acdb\",\n   \"name\": \"" + viewed + "\"";
+  const size_t at = text.find(stored);
+  ASSERT_NE(at, std::string::npos) << stored;
+  text.replace(at, stored.size(), "\"layout\": \"aBcd8b\",\n   \"name\": \"" + viewed + "\"");
+  kora_test::write_bytes(out + "/manifest.json", text);
+  expect_error([&] { Session session(out); }, "its arguments are");
 }
 
 TEST(Artifact, IntermediatesShareTheArena) {

@@ -216,9 +216,10 @@ inline bool runs_in_order(const kora::KernelDag& dag, const std::vector<kora::Ca
 // choice of blocked nodes among the nodes a native side may take (not required) that the
 // set writes, each chosen kernel then native where it must be (it touches a blocked side)
 // or where that is cheaper, agnostic kernels only with all their nodes of that layout
-// blocked alike, others with none. Savings are only on read sides in the layout tests,
-// so blocking a node nobody reads gains nothing (the program and this search agree on
-// such nodes only up to that). Exponential in the candidates: up to about 10.
+// blocked alike (kernels on views: all their viewed nodes), others with none; a node's
+// layout as LayoutProblem::layout_of gives it where a side takes it so. Savings are only on read
+// sides in the layout tests, so blocking a node nobody reads gains nothing (the program and this
+// search agree on such nodes only up to that). Exponential in the candidates: up to about 10.
 inline double layout_brute_force(const kora::KernelDag& dag, const std::vector<kora::Candidate>& c,
                                  const std::vector<double>& cost,
                                  const kora::LayoutProblem& layouts) {
@@ -226,8 +227,14 @@ inline double layout_brute_force(const kora::KernelDag& dag, const std::vector<k
   for (const kora::NativeOption& o : layouts.native)
     if (o.blocked_ms >= 0)
       for (size_t i = 0; i < o.nodes.size(); ++i)
-        if (!dag.required[o.nodes[i]] && layout_of[o.nodes[i]] < 0)
+        if (!dag.required[o.nodes[i]] &&
+            (layouts.layout_of.empty() ? layout_of[o.nodes[i]] < 0
+                                       : layouts.layout_of[o.nodes[i]] == o.layouts[i]))
           layout_of[o.nodes[i]] = o.layouts[i];
+  auto viewed = [&](int k, int u) {
+    return !layouts.views.empty() &&
+           std::find(layouts.views[k].begin(), layouts.views[k].end(), u) != layouts.views[k].end();
+  };
   double best = INFINITY;
   for (uint32_t set = 1; set < (1u << c.size()); ++set) {
     std::vector<int> chosen;
@@ -267,6 +274,9 @@ inline double layout_brute_force(const kora::KernelDag& dag, const std::vector<k
             saved += o.saved_ms[side];
           } else if (layouts.agnostic[k]) {
             for (int v : touched)
+              if (v != u && (layout_of[v] != layout_of[u] || !blocked[v])) plain_only = true;
+          } else if (viewed(k, u)) {
+            for (int v : layouts.views[k])
               if (v != u && (layout_of[v] != layout_of[u] || !blocked[v])) plain_only = true;
           } else {
             plain_only = true;

@@ -135,6 +135,48 @@ TEST(LayoutProblem, NativeWithEveryReorderIsChosenOnlyWhenCheaper) {
   EXPECT_TRUE(plan.native.empty());
 }
 
+TEST(LayoutProblem, KernelsOnViewsTakeTheirViewedTensorsAllBlockedOrAllPlain) {
+  // 0 -> 1 (generated on views, cost 0.1) -> 2 -> 3 (required).
+  Problem p(4, {{0, 1}, {1, 2}, {2, 3}}, {3});
+  p.cost[1] = 0.1;
+  p.native(0, {{0, 0}});
+  p.native(2, {{1, 0}, {2, 0}});
+  p.native(3, {{2, 0}});
+  p.layouts.views.resize(4);
+  p.layouts.views[1] = {0, 1};
+  kora::Plan plan = p.solve();
+  EXPECT_NEAR(plan.cost, 0.7 + 0.1 + 0.4 + 0.7, 1e-9);
+  EXPECT_EQ(sorted(plan.blocked), (std::vector<std::pair<int, int>>{{0, 0}, {1, 0}, {2, 0}}));
+  // Viewing only what it reads (what it writes is a [1, C, 1, 1] gate, say): node 0
+  // blocked, node 1 plain, kernel 2 reorders it.
+  p.layouts.views[1] = {0};
+  plan = p.solve();
+  EXPECT_NEAR(plan.cost, 0.7 + 0.1 + 0.7 + 0.7, 1e-9);
+  EXPECT_EQ(sorted(plan.blocked), (std::vector<std::pair<int, int>>{{0, 0}, {2, 0}}));
+  // Nor between two layouts: node 1 given layout 1, which kernel 2 also takes.
+  p.layouts.views[1] = {0, 1};
+  p.layouts.native[2].layouts = {1, 0};
+  plan = p.solve();
+  EXPECT_NEAR(plan.cost, 1.0 + 0.1 + 0.7 + 0.7, 1e-9);
+}
+
+TEST(LayoutProblem, NodeLayoutsGivenOverrideTheFirstNamed) {
+  // Kernel 1 names node 0 in layout 1 first; kernel 0 writes it in layout 0.
+  Problem p(3, {{0, 1}, {1, 2}}, {2});
+  p.native(1, {{0, 1}, {1, 1}});
+  p.native(0, {{0, 0}});
+  p.native(2, {{1, 1}});
+  kora::Plan plan = p.solve();  // node 0 in layout 1: only kernel 1 takes it
+  EXPECT_EQ(sorted(plan.blocked), (std::vector<std::pair<int, int>>{{1, 1}}));
+  p.layouts.layout_of = {0, 1, -1};
+  plan = p.solve();
+  EXPECT_EQ(sorted(plan.blocked), (std::vector<std::pair<int, int>>{{1, 1}}));
+  p.layouts.native[1].layouts = {0, 1};  // kernel 1 can take node 0 in layout 0 as well
+  plan = p.solve();
+  EXPECT_NEAR(plan.cost, 0.7 + 0.4 + 0.7, 1e-9);
+  EXPECT_EQ(sorted(plan.blocked), (std::vector<std::pair<int, int>>{{0, 0}, {1, 1}}));
+}
+
 TEST(LayoutProblem, RandomProblemsMatchABruteForce) {
   std::mt19937 rng(2026);
   int checked = 0, with_blocked = 0;
@@ -167,7 +209,20 @@ TEST(LayoutProblem, RandomProblemsMatchABruteForce) {
         }
       } else if (r < 0.7) {
         layouts.agnostic[k] = 1;
+      } else if (r < 0.85) {  // on views: some of its nodes, all blocked or all plain
+        layouts.views.resize(c.size());
+        for (const auto* nodes : {&c[k].inputs, &c[k].outputs})
+          for (int u : *nodes)
+            if (kora_test::uniform01(rng) < 0.8) layouts.views[k].push_back(u);
       }
+    }
+    if (!layouts.views.empty()) layouts.views.resize(c.size());
+    if (i % 3 == 0) {  // node layouts given: one of those its sides name
+      layouts.layout_of.assign(t.dag.size(), -1);
+      for (const NativeOption& o : layouts.native)
+        for (size_t s = 0; s < o.nodes.size(); ++s)
+          if (layouts.layout_of[o.nodes[s]] < 0 || kora_test::uniform01(rng) < 0.5)
+            layouts.layout_of[o.nodes[s]] = o.layouts[s];
     }
     const double expected = kora_test::layout_brute_force(t.dag, c, cost, layouts);
     ASSERT_TRUE(std::isfinite(expected));

@@ -1,0 +1,66 @@
+// oneDNN format tags as index maps (src/base/layout_map.h).
+#include "base/layout_map.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace kora {
+
+Shape LayoutMap::split_shape(const Shape& logical) const {
+  if (split < 0) return logical;
+  Shape s = logical;
+  s[split] = logical[split] / block;
+  s.insert(s.begin() + split + 1, block);
+  return s;
+}
+
+Shape LayoutMap::stored_shape(const Shape& logical) const {
+  const Shape s = split_shape(logical);
+  Shape out(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) out[d] = s[perm[d]];
+  return out;
+}
+
+std::string channels_last_layout(size_t rank) {
+  return rank == 3 ? "acb" : rank == 4 ? "acdb" : rank == 5 ? "acdeb" : "";
+}
+
+std::optional<LayoutMap> layout_map(const std::string& layout, const Shape& shape) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  size_t letters = 0;
+  while (letters < layout.size() && std::isalpha(static_cast<unsigned char>(layout[letters])))
+    ++letters;
+  if (rank < 2 || static_cast<int64_t>(letters) != rank) return std::nullopt;
+  LayoutMap m;
+  std::vector<int64_t> order;  // logical dims, outer to inner
+  for (size_t i = 0; i < letters; ++i) {
+    const char ch = layout[i];
+    const int64_t d = std::tolower(static_cast<unsigned char>(ch)) - 'a';
+    if (d < 0 || d >= rank) return std::nullopt;
+    if (std::isupper(static_cast<unsigned char>(ch))) {
+      if (m.split >= 0) return std::nullopt;  // two blocked dims
+      m.split = d;
+    }
+    order.push_back(d);
+  }
+  std::vector<int64_t> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t d = 0; d < rank; ++d)
+    if (sorted[d] != d) return std::nullopt;
+  const std::string rest = layout.substr(letters);
+  if (m.split >= 0) {  // "<block><letter>": the split dim's block, innermost
+    size_t digits = 0;
+    while (digits < rest.size() && std::isdigit(static_cast<unsigned char>(rest[digits]))) ++digits;
+    if (digits == 0 || digits > 6 || rest.size() != digits + 1 || rest[digits] != 'a' + m.split)
+      return std::nullopt;
+    m.block = std::stoll(rest.substr(0, digits));
+    if (m.block < 1 || shape[m.split] % m.block != 0) return std::nullopt;  // padded
+  } else if (!rest.empty() || std::is_sorted(order.begin(), order.end())) {
+    return std::nullopt;  // another suffix, or plain
+  }
+  for (int64_t d : order) m.perm.push_back(m.split >= 0 && d > m.split ? d + 1 : d);
+  if (m.split >= 0) m.perm.push_back(m.split + 1);
+  return m;
+}
+
+}  // namespace kora

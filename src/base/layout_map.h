@@ -1,0 +1,38 @@
+// Stored layouts as index maps: a oneDNN format tag and a tensor's logical shape in, the
+// layout as a split of one dim into blocks and a permutation out. "acdb" (channels last)
+// stores [N, C, H, W] as [N, H, W, C]; "aBcd8b" as [N, C/8, H, W, 8] (the channels in
+// blocks of 8, the block innermost). A tag that pads (C not a multiple of the block), has
+// two blocked dims or names bfloat16 ("acdb+bf16") has no map. Generated code reads and
+// writes tensors stored so through a reshape and a transpose (src/cpu/layout_view.h); the
+// orchestration offers such views only on tensors a oneDNN kernel would store so.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kora/tensor.h"
+
+namespace kora {
+
+struct LayoutMap {
+  int64_t split = -1;  // the logical dim split into (size / block, block); -1: none
+  int64_t block = 0;
+  // Over the split shape (the logical shape with dim `split` as two): stored dim d is
+  // split dim perm[d].
+  std::vector<int64_t> perm;
+
+  Shape split_shape(const Shape& logical) const;
+  Shape stored_shape(const Shape& logical) const;
+};
+
+// The channels-last layout of a rank ("acb", "acdb", "acdeb"; "" for other ranks): the
+// layout oneDNN's convolutions share with one another on AVX-512 machines.
+std::string channels_last_layout(size_t rank);
+
+// The map of `layout` for a tensor of `shape`; none for plain ("abcd"), for tags of
+// another rank and for the tags above.
+std::optional<LayoutMap> layout_map(const std::string& layout, const Shape& shape);
+
+}  // namespace kora

@@ -1,0 +1,129 @@
+// A candidate's kernel over sides stored in blocked or permuted layouts
+// (src/cpu/layout_view.h): the members copied, each such side joined to them by a
+// transpose (and a reshape where the layout splits a dim into blocks).
+#include "cpu/layout_view.h"
+
+#include <algorithm>
+#include <set>
+
+#include "cpu/codegen.h"
+#include "kora/error.h"
+
+namespace kora {
+
+LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+                       const TensorLayouts& layouts) {
+  const std::vector<std::string> reads = kernel_reads(graph, dag, c);
+  const std::vector<std::string> writes = kernel_writes(graph, dag, c);
+  std::map<std::string, LayoutMap> map;  // side -> how it is stored
+  for (const auto& [t, layout] : layouts) {
+    if (std::find(reads.begin(), reads.end(), t) == reads.end() &&
+        std::find(writes.begin(), writes.end(), t) == writes.end())
+      throw Error("layout view of kernel " + kernel_name(graph, dag, c) + ": '" + t +
+                  "' is not one of its tensors");
+    const std::optional<LayoutMap> m = layout_map(layout, graph.value(t).shape);
+    if (!m)
+      throw Error("layout view of kernel " + kernel_name(graph, dag, c) + ": '" + t + "' (" +
+                  shape_str(graph.value(t).shape) + ") in layout '" + layout +
+                  "', which generated code cannot read (a permutation of its dims, or one "
+                  "dim in whole blocks)");
+    map.emplace(t, *m);
+  }
+  LayoutView view;
+  PrimGraph& g = view.graph;
+  g.name = graph.name;
+  auto add = [&](LayoutAttrs attrs, const std::string& from, const std::string& to,
+                 const Shape& to_shape, DType dtype) {
+    Primitive p;
+    p.name = to + "@view";
+    p.origin = "layout view";
+    p.inputs = {from};
+    p.outputs = {to};
+    p.attrs = std::move(attrs);
+    g.values[to] = ValueInfo{dtype, to_shape};
+    g.prims.push_back(std::move(p));
+  };
+  // The logical value of a side inside the view, and the split one between the two maps.
+  auto logical = [](const std::string& t) { return t + "@logical"; };
+  auto split = [](const std::string& t) { return t + "@split"; };
+  std::set<std::string> viewed;  // read sides whose maps are in place
+  for (int v : c.members) {
+    Primitive p = graph.prims[dag.prim[v]];
+    for (std::string& t : p.inputs) {
+      const auto it = map.find(t);
+      if (it == map.end()) {
+        if (const Tensor* constant = graph.constant(t)) g.constants[t] = *constant;
+        g.values[t] = graph.value(t);
+        continue;
+      }
+      const bool read_side = std::find(reads.begin(), reads.end(), t) != reads.end();
+      if (read_side && viewed.insert(t).second) {
+        const LayoutMap& m = it->second;
+        const Shape& shape = graph.value(t).shape;
+        const DType dtype = graph.value(t).dtype;
+        g.values[t] = ValueInfo{graph.value(t).dtype, m.stored_shape(shape)};
+        std::vector<int64_t> inverse(m.perm.size());
+        for (size_t d = 0; d < inverse.size(); ++d) inverse[m.perm[d]] = static_cast<int64_t>(d);
+        if (m.split < 0) {
+          add(LayoutAttrs{layout::Transpose{inverse}}, t, logical(t), shape, dtype);
+        } else {
+          add(LayoutAttrs{layout::Transpose{inverse}}, t, split(t), m.split_shape(shape), dtype);
+          add(LayoutAttrs{layout::Reshape{}}, split(t), logical(t), shape, dtype);
+        }
+      }
+      t = logical(t);  // a read side, or a written side that members read too
+    }
+    std::vector<std::string> mapped_outputs;
+    for (std::string& t : p.outputs) {
+      const ValueInfo info = graph.value(t);
+      if (map.count(t)) {
+        mapped_outputs.push_back(t);
+        t = logical(t);
+      }
+      g.values[t] = info;
+    }
+    g.prims.push_back(std::move(p));
+    for (const std::string& t : mapped_outputs) {
+      const LayoutMap& m = map.at(t);
+      const Shape& shape = graph.value(t).shape;
+      const DType dtype = graph.value(t).dtype;
+      if (m.split < 0) {
+        add(LayoutAttrs{layout::Transpose{m.perm}}, logical(t), t, m.stored_shape(shape), dtype);
+      } else {
+        add(LayoutAttrs{layout::Reshape{}}, logical(t), split(t), m.split_shape(shape), dtype);
+        add(LayoutAttrs{layout::Transpose{m.perm}}, split(t), t, m.stored_shape(shape), dtype);
+      }
+    }
+  }
+  for (const std::string& t : reads)
+    if (!graph.constant(t)) g.inputs.push_back(t);
+  g.outputs = writes;
+  view.dag = kernel_dag_of(g);
+  std::vector<int> all(view.dag.size());
+  for (int v = 0; v < view.dag.size(); ++v) all[v] = v;
+  view.candidate = make_candidate(view.dag, all);
+  return view;
+}
+
+std::vector<std::string> layout_view_sides(const PrimGraph& graph, const KernelDag& dag,
+                                           const Candidate& c) {
+  for (int v : c.members) {
+    const PrimKind kind = graph.prims[dag.prim[v]].kind();
+    if (kind == PrimKind::kLinear || kind == PrimKind::kOpaque) return {};
+  }
+  if (layout_agnostic(graph, dag, c) || !cpu_codegen_supports(graph, dag, c)) return {};
+  std::vector<std::string> sides;
+  for (const auto& list : {kernel_reads(graph, dag, c), kernel_writes(graph, dag, c)})
+    for (const std::string& t : list) {
+      const ValueInfo& info = graph.value(t);
+      if (graph.constant(t) || info.dtype != DType::kFloat32 || info.shape.size() < 3 ||
+          info.shape.size() > 5)
+        continue;
+      int wide = 0;
+      for (int64_t d : info.shape) wide += d > 1;
+      if (wide > 1) sides.push_back(t);
+    }
+  return sides;
+}
+
+}  // namespace kora

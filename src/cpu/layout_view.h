@@ -1,0 +1,48 @@
+// Generated kernels on tensors stored in oneDNN's layouts (channels last "acdb", channel
+// blocks "aBcd8b": src/base/layout_map.h): a candidate and the layouts of some of the
+// tensors it reads or writes in; the same kernel as a graph of its own out, whose sides
+// are the stored tensors. A read side T stored so becomes a graph input T of the stored
+// shape ([N, H, W, C] for acdb, [N, C/8, H, W, 8] for aBcd8b), followed by a Transpose
+// (and a Reshape joining the blocks) back to the logical shape that the members read; a
+// written side becomes the members' value followed by the inverse maps. The code
+// generator composes those index maps with the members' (no data moves twice), so a
+// squeeze-excitation's pooling and scaling, a global pool or any kernel with reductions,
+// broadcasts or layout members reads and writes the channels-last activations of the
+// oneDNN convolutions around it: the reorders at their boundaries disappear. The view
+// keeps the candidate's tensor names and their order (kernel_reads, kernel_writes), so it
+// takes the same arguments as the candidate.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/layout_map.h"
+#include "cpu/library.h"
+#include "kora/candidates.h"
+#include "kora/kernel_dag.h"
+#include "kora/primitive.h"
+
+namespace kora {
+
+struct LayoutView {
+  PrimGraph graph;  // the members and the transposes; inputs and outputs: the sides
+  KernelDag dag;
+  Candidate candidate;  // every node of `dag`
+};
+
+// Throws kora::Error when a named tensor is not a side of the candidate or its layout has
+// no map (layout_map) for the tensor's shape.
+LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+                       const TensorLayouts& layouts);
+
+// The sides of a candidate that generated code can take in a stored layout: the
+// float32 activations (not constants) of rank 3 to 5 with more than one dim above 1 (a
+// [1, C, 1, 1] gate is a few bytes: it stays plain). Empty where the
+// candidate is not generated code's, holds a linear or opaque member (oneDNN's and the
+// interpreter's), or is layout-agnostic (layout_agnostic: it computes on any one layout
+// as it is, so it needs no view).
+std::vector<std::string> layout_view_sides(const PrimGraph& graph, const KernelDag& dag,
+                                           const Candidate& c);
+
+}  // namespace kora

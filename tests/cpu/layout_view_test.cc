@@ -1,0 +1,188 @@
+// Generated kernels over sides stored in oneDNN's layouts (src/cpu/layout_view.h,
+// src/base/layout_map.h) against the interpreter: a squeeze-excitation (global mean,
+// sigmoid, broadcast scale), a max pool window and a channel concat, every candidate with
+// sides to view taken with all of them channels last, all in blocks of 8 channels, and
+// only the first in blocks of 4; inputs stored so, outputs compared as stored; the view
+// takes the candidate's arguments.
+#include "cpu/layout_view.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "cpu/codegen_harness.h"
+#include "kora/error.h"
+
+namespace {
+
+using namespace kora;
+using kora_codegen_test::GraphBuilder;
+
+// `logical` stored as `m` says: split (the same bytes), then permuted.
+Tensor stored(const Tensor& logical, const LayoutMap& m) {
+  const Shape s = m.split_shape(logical.shape());
+  const Shape out = m.stored_shape(logical.shape());
+  Tensor r(logical.dtype(), out);
+  std::vector<int64_t> stride(s.size(), 1);  // per split dim, in the stored tensor
+  for (size_t d = 0; d < s.size(); ++d)
+    for (size_t e = d + 1; e < s.size(); ++e) stride[m.perm[d]] *= out[e];
+  const float* src = reinterpret_cast<const float*>(logical.bytes());
+  float* dst = reinterpret_cast<float*>(r.mutable_bytes());
+  for (int64_t i = 0; i < logical.numel(); ++i) {
+    int64_t rest = i, at = 0;
+    for (int64_t d = static_cast<int64_t>(s.size()) - 1; d >= 0; --d) {
+      at += (rest % s[d]) * stride[d];
+      rest /= s[d];
+    }
+    dst[at] = src[i];
+  }
+  return r;
+}
+
+TEST(LayoutView, OneDnnTagsAsMaps) {
+  const Shape x = {2, 16, 5, 6};
+  const std::optional<LayoutMap> nhwc = layout_map("acdb", x);
+  ASSERT_TRUE(nhwc);
+  EXPECT_EQ(nhwc->split, -1);
+  EXPECT_EQ(nhwc->perm, (std::vector<int64_t>{0, 2, 3, 1}));
+  EXPECT_EQ(nhwc->stored_shape(x), (Shape{2, 5, 6, 16}));
+  const std::optional<LayoutMap> blocked = layout_map("aBcd8b", x);
+  ASSERT_TRUE(blocked);
+  EXPECT_EQ(blocked->split, 1);
+  EXPECT_EQ(blocked->block, 8);
+  EXPECT_EQ(blocked->split_shape(x), (Shape{2, 2, 8, 5, 6}));
+  EXPECT_EQ(blocked->stored_shape(x), (Shape{2, 2, 5, 6, 8}));
+  EXPECT_EQ(layout_map("aBc16b", {1, 32, 7})->stored_shape({1, 32, 7}), (Shape{1, 2, 7, 16}));
+  EXPECT_EQ(layout_map("acb", {1, 4, 7})->stored_shape({1, 4, 7}), (Shape{1, 7, 4}));
+  EXPECT_FALSE(layout_map("abcd", x));                 // plain
+  EXPECT_FALSE(layout_map("aBcd16b", {2, 24, 5, 6}));  // padded: 24 is not whole blocks
+  EXPECT_FALSE(layout_map("ABcd16b16a", x));           // two blocked dims
+  EXPECT_FALSE(layout_map("acdb+bf16", x));            // bfloat16
+  EXPECT_FALSE(layout_map("acdb", {1, 4, 7}));         // another rank
+  EXPECT_FALSE(layout_map("aadb", x));
+  EXPECT_FALSE(layout_map("aBcd8c", x));  // the block of another dim
+}
+
+TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
+  std::mt19937 rng(3);
+  GraphBuilder b(rng);
+  const Shape shape = {1, 32, 10, 10};
+  const std::string x0 = b.input(DType::kFloat32, shape);
+  // A bias from a constant, broadcast (a kernel of it alone reads nothing but constants).
+  const std::string bias = b.input(DType::kFloat32, {1, 32, 1, 1}, true);
+  const std::string wide_bias = b.prim(BroadcastAttrs{}, {bias}, DType::kFloat32, shape);
+  const std::string x = b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}},
+                               {x0, wide_bias}, DType::kFloat32, shape);
+  // Squeeze-excitation: mean over H, W; sigmoid; scale x by it.
+  const std::string mean =
+      b.prim(ReduceAttrs{ReduceOp::kMean, {2, 3}}, {x}, DType::kFloat32, {1, 32, 1, 1});
+  const std::string gate = b.prim(ElementwiseAttrs{ScalarOp::kSigmoid, {Operand{0, 0}}}, {mean},
+                                  DType::kFloat32, {1, 32, 1, 1});
+  const std::string wide = b.prim(BroadcastAttrs{}, {gate}, DType::kFloat32, shape);
+  const std::string se = b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}},
+                                {x, wide}, DType::kFloat32, shape);
+  // A 3x3 max pool, stride 1, pad 1, as a window and a max over it.
+  layout::Window w;
+  w.strides = {1, 1};
+  w.dilations = {1, 1};
+  w.pads_begin = {1, 1};
+  w.fill = -1e30;
+  const std::string windows = b.prim(LayoutAttrs{w}, {se}, DType::kFloat32, {1, 32, 10, 10, 3, 3});
+  const std::string pooled_6d = b.prim(ReduceAttrs{ReduceOp::kMax, {4, 5}}, {windows},
+                                       DType::kFloat32, {1, 32, 10, 10, 1, 1});
+  const std::string pooled =
+      b.prim(LayoutAttrs{layout::Reshape{}}, {pooled_6d}, DType::kFloat32, shape);
+  // A channel concat of the pool and the excitation.
+  const std::string cat = b.prim(LayoutAttrs{layout::Concat{1, {0, 32}}}, {pooled, se},
+                                 DType::kFloat32, {1, 64, 10, 10});
+  b.g.outputs = {cat};
+  const PrimGraph& g = b.g;
+  const KernelDag dag = kernel_dag_of(g);
+  CandidateOptions co;
+  co.max_size = 8;
+  std::string source = cpu_codegen_prelude();
+  struct Case {
+    Candidate c;
+    TensorLayouts layouts;
+    GeneratedKernel kernel;
+  };
+  std::vector<Case> cases;
+  for (const Candidate& c : enumerate_candidates(dag, co)) {
+    const std::vector<std::string> sides = layout_view_sides(g, dag, c);
+    if (sides.empty()) continue;
+    // All sides channels last; all in blocks of 8 channels; the first in blocks of 4.
+    for (const auto& [n, layout] : std::vector<std::pair<size_t, std::string>>{
+             {sides.size(), "acdb"}, {sides.size(), "aBcd8b"}, {1, "aBcd4b"}}) {
+      TensorLayouts layouts;
+      for (size_t i = 0; i < n; ++i) layouts[sides[i]] = layout;
+      const LayoutView view = layout_view(g, dag, c, layouts);
+      Case k{c, layouts,
+             generate_cpu_kernel(view.graph, view.dag, view.candidate,
+                                 "view" + std::to_string(cases.size()))};
+      EXPECT_EQ(k.kernel.reads, kernel_reads(g, dag, c));
+      EXPECT_EQ(k.kernel.writes, kernel_writes(g, dag, c));
+      source += k.kernel.source;
+      cases.push_back(std::move(k));
+    }
+  }
+  ASSERT_GE(cases.size(), 30u);
+  kora_test::TempDir dir;
+  CxxCompileOptions options;
+  options.cache_dir = dir.file("kernels");
+  const CompileResult lib = compile_shared(source, options);
+  for (const Case& k : cases) {
+    std::map<std::string, Tensor> values;
+    for (const std::string& r : k.kernel.reads)
+      values[r] = kora_codegen_test::random_tensor(g.value(r).dtype, g.value(r).shape, rng);
+    for (int v : k.c.members) {
+      const Primitive& p = g.prims[dag.prim[v]];
+      std::vector<const Tensor*> in;
+      for (const std::string& i : p.inputs) in.push_back(&values.at(i));
+      values[p.output()] = run_primitive(g, p, in).at(0);
+    }
+    std::vector<Tensor> inputs;
+    std::vector<const void*> in;
+    for (const std::string& r : k.kernel.reads)
+      inputs.push_back(k.layouts.count(r)
+                           ? stored(values.at(r), *layout_map(k.layouts.at(r), g.value(r).shape))
+                           : values.at(r));
+    for (const Tensor& t : inputs) in.push_back(t.bytes());
+    std::vector<Tensor> outputs;
+    std::vector<void*> out;
+    for (const std::string& t : k.kernel.writes)
+      outputs.emplace_back(DType::kFloat32, g.value(t).shape);
+    for (Tensor& t : outputs) out.push_back(t.mutable_bytes());
+    using Fn = void (*)(const void* const*, void* const*);
+    reinterpret_cast<Fn>(lib.library->symbol(k.kernel.symbol))(in.data(), out.data());
+    for (size_t i = 0; i < k.kernel.writes.size(); ++i) {
+      const std::string& t = k.kernel.writes[i];
+      const Tensor want = k.layouts.count(t)
+                              ? stored(values.at(t), *layout_map(k.layouts.at(t), g.value(t).shape))
+                              : values.at(t);
+      EXPECT_EQ(kora_codegen_test::compare(want, outputs[i].bytes()), "")
+          << kernel_name(g, dag, k.c) << ", output " << t << "\n"
+          << k.kernel.source;
+    }
+  }
+}
+
+TEST(LayoutView, SidesAreTheWideActivationsOfKernelsWithoutLinearMembers) {
+  std::mt19937 rng(1);
+  GraphBuilder b(rng);
+  const std::string x = b.input(DType::kFloat32, {1, 4, 3, 3});
+  const std::string mean =
+      b.prim(ReduceAttrs{ReduceOp::kMean, {2, 3}}, {x}, DType::kFloat32, {1, 4, 1, 1});
+  const std::string relu = b.prim(ElementwiseAttrs{ScalarOp::kRelu, {Operand{0, 0}}}, {x},
+                                  DType::kFloat32, {1, 4, 3, 3});
+  b.g.outputs = {mean, relu};
+  const KernelDag dag = kernel_dag_of(b.g);
+  // The mean reads x (wide) and writes [1, 4, 1, 1] (stored alike in every layout).
+  EXPECT_EQ(layout_view_sides(b.g, dag, make_candidate(dag, {0})), std::vector<std::string>{x});
+  // The relu is layout-agnostic: it needs no view.
+  EXPECT_TRUE(layout_view_sides(b.g, dag, make_candidate(dag, {1})).empty());
+  // A side in a layout generated code cannot read, or a tensor that is not a side.
+  EXPECT_THROW(layout_view(b.g, dag, make_candidate(dag, {0}), {{x, "aBcd16b"}}), Error);  // padded
+  EXPECT_THROW(layout_view(b.g, dag, make_candidate(dag, {0}), {{relu, "acdb"}}), Error);
+}
+
+}  // namespace
