@@ -1,15 +1,94 @@
 // A candidate's kernel over sides stored in blocked or permuted layouts
-// (src/cpu/layout_view.h): the members copied, each such side joined to them by a
-// transpose (and a reshape where the layout splits a dim into blocks).
+// (src/cpu/layout_view.h): the members relabelled into the stored order where that is a
+// relabelling, else copied with each such side joined to them by a transpose (and a
+// reshape where the layout splits a dim into blocks).
 #include "cpu/layout_view.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "cpu/codegen.h"
 #include "kora/error.h"
 
 namespace kora {
+
+namespace {
+
+// The graph's kernel and its candidate once its primitives are in `g`.
+void finish(const std::vector<std::string>& reads, const std::vector<std::string>& writes,
+            const PrimGraph& graph, LayoutView& view) {
+  for (const std::string& t : reads)
+    if (!graph.constant(t)) view.graph.inputs.push_back(t);
+  view.graph.outputs = writes;
+  view.dag = kernel_dag_of(view.graph);
+  std::vector<int> all(view.dag.size());
+  for (int v = 0; v < view.dag.size(); ++v) all[v] = v;
+  view.candidate = make_candidate(view.dag, all);
+}
+
+// The kernel relabelled into the stored order, where that is all it takes: members
+// elementwise, reduce and broadcast only, every tensor of one rank, every stored side in
+// one permutation (no blocks), and every other tensor it reads or writes with at most one
+// dim above 1 (stored alike in either order). A reduction over a channels-last tensor then
+// keeps the channels innermost (a row of accumulators) instead of reading them with a
+// stride of C.
+std::optional<LayoutView> relabelled(const PrimGraph& graph, const KernelDag& dag,
+                                     const Candidate& c, const std::vector<std::string>& reads,
+                                     const std::vector<std::string>& writes,
+                                     const std::map<std::string, LayoutMap>& map) {
+  if (map.empty()) return std::nullopt;
+  const std::vector<int64_t>& perm = map.begin()->second.perm;
+  for (const auto& [t, m] : map)
+    if (m.split >= 0 || m.perm != perm) return std::nullopt;
+  const size_t rank = perm.size();
+  for (int v : c.members) {
+    const Primitive& p = graph.prims[dag.prim[v]];
+    if (p.kind() != PrimKind::kElementwise && p.kind() != PrimKind::kReduce &&
+        p.kind() != PrimKind::kBroadcast)
+      return std::nullopt;
+    for (const auto* list : {&p.inputs, &p.outputs})
+      for (const std::string& t : *list)
+        if (graph.value(t).shape.size() != rank) return std::nullopt;
+  }
+  for (const auto* list : {&reads, &writes})
+    for (const std::string& t : *list) {
+      if (map.count(t)) continue;
+      int wide = 0;
+      for (int64_t d : graph.value(t).shape) wide += d > 1;
+      if (wide > 1) return std::nullopt;
+    }
+  std::vector<int64_t> inverse(rank);  // logical dim -> stored dim
+  for (size_t d = 0; d < rank; ++d) inverse[perm[d]] = static_cast<int64_t>(d);
+  LayoutView view;
+  PrimGraph& g = view.graph;
+  g.name = graph.name;
+  auto stored = [&](const std::string& t) {
+    ValueInfo info = graph.value(t);
+    for (size_t d = 0; d < rank; ++d) info.shape[d] = graph.value(t).shape[perm[d]];
+    return info;
+  };
+  for (int v : c.members) {
+    Primitive p = graph.prims[dag.prim[v]];
+    for (const auto* list : {&p.inputs, &p.outputs})
+      for (const std::string& t : *list) {
+        const ValueInfo info = stored(t);
+        g.values[t] = info;
+        if (const Tensor* constant = graph.constant(t))
+          g.constants[t] =
+              Tensor(constant->dtype(), info.shape, constant->bytes(), constant->nbytes());
+      }
+    if (auto* r = std::get_if<ReduceAttrs>(&p.attrs)) {
+      for (int64_t& a : r->axes) a = inverse[a];
+      std::sort(r->axes.begin(), r->axes.end());
+    }
+    g.prims.push_back(std::move(p));
+  }
+  finish(reads, writes, graph, view);
+  return view;
+}
+
+}  // namespace
 
 LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
                        const TensorLayouts& layouts) {
@@ -29,6 +108,8 @@ LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candi
                   "dim in whole blocks)");
     map.emplace(t, *m);
   }
+  if (std::optional<LayoutView> view = relabelled(graph, dag, c, reads, writes, map))
+    return *std::move(view);
   LayoutView view;
   PrimGraph& g = view.graph;
   g.name = graph.name;
@@ -95,13 +176,7 @@ LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candi
       }
     }
   }
-  for (const std::string& t : reads)
-    if (!graph.constant(t)) g.inputs.push_back(t);
-  g.outputs = writes;
-  view.dag = kernel_dag_of(g);
-  std::vector<int> all(view.dag.size());
-  for (int v = 0; v < view.dag.size(); ++v) all[v] = v;
-  view.candidate = make_candidate(view.dag, all);
+  finish(reads, writes, graph, view);
   return view;
 }
 

@@ -4,7 +4,10 @@
 // are the stored tensors. A read side T stored so becomes a graph input T of the stored
 // shape ([N, H, W, C] for acdb, [N, C/8, H, W, 8] for aBcd8b), followed by a Transpose
 // (and a Reshape joining the blocks) back to the logical shape that the members read; a
-// written side becomes the members' value followed by the inverse maps. The code
+// written side becomes the members' value followed by the inverse maps. A kernel of
+// elementwise, reduce and broadcast members on sides all in one permutation is instead
+// relabelled into the stored order (reduce axes renumbered), so that a reduction over a
+// channels-last tensor keeps the channels innermost. The code
 // generator composes those index maps with the members' (no data moves twice), so a
 // squeeze-excitation's pooling and scaling, a global pool or any kernel with reductions,
 // broadcasts or layout members reads and writes the channels-last activations of the

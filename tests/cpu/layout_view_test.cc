@@ -166,7 +166,7 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
   }
 }
 
-TEST(LayoutView, SidesAreTheWideActivationsOfKernelsWithoutLinearMembers) {
+TEST(LayoutView, SidesAreTheWideActivationsAndReductionsKeepChannelsInnermost) {
   std::mt19937 rng(1);
   GraphBuilder b(rng);
   const std::string x = b.input(DType::kFloat32, {1, 4, 3, 3});
@@ -180,6 +180,16 @@ TEST(LayoutView, SidesAreTheWideActivationsOfKernelsWithoutLinearMembers) {
   EXPECT_EQ(layout_view_sides(b.g, dag, make_candidate(dag, {0})), std::vector<std::string>{x});
   // The relu is layout-agnostic: it needs no view.
   EXPECT_TRUE(layout_view_sides(b.g, dag, make_candidate(dag, {1})).empty());
+  // Channels last, the mean is relabelled: one member over [1, 3, 3, 4], reducing the
+  // middle dims, the channels innermost. In channel blocks it reads through a transpose
+  // and a reshape.
+  LayoutView view = layout_view(b.g, dag, make_candidate(dag, {0}), {{x, "acdb"}});
+  ASSERT_EQ(view.graph.prims.size(), 1u);
+  EXPECT_EQ(std::get<ReduceAttrs>(view.graph.prims[0].attrs).axes, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(view.graph.value(x).shape, (Shape{1, 3, 3, 4}));
+  view = layout_view(b.g, dag, make_candidate(dag, {0}), {{x, "aBcd4b"}});
+  EXPECT_EQ(view.graph.prims.size(), 3u);
+  EXPECT_EQ(view.graph.value(x).shape, (Shape{1, 1, 3, 3, 4}));
   // A side in a layout generated code cannot read, or a tensor that is not a side.
   EXPECT_THROW(layout_view(b.g, dag, make_candidate(dag, {0}), {{x, "aBcd16b"}}), Error);  // padded
   EXPECT_THROW(layout_view(b.g, dag, make_candidate(dag, {0}), {{relu, "acdb"}}), Error);

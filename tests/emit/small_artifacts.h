@@ -34,9 +34,11 @@ namespace kora_test {
 inline kora::PrimGraph small_model() {
   ModelBuilder m;
   std::vector<float> w(4 * 3 * 3 * 3), b(4), w1(4 * 3);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 37 % 17) - 8) / 16;
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<float>(static_cast<int>(i * 37 % 17) - 8) / 16;
   for (size_t i = 0; i < b.size(); ++i) b[i] = 0.25f * static_cast<float>(i) - 0.5f;
-  for (size_t i = 0; i < w1.size(); ++i) w1[i] = static_cast<float>((i * 5 % 7) - 3) / 4;
+  for (size_t i = 0; i < w1.size(); ++i)
+    w1[i] = static_cast<float>(static_cast<int>(i * 5 % 7) - 3) / 4;
   m.input("x", {1, 3, 6, 6})
       .init_f32("w", {4, 3, 3, 3}, w)
       .init_f32("b", {4}, b)
