@@ -20,7 +20,7 @@ namespace kora {
 // a native implementation (a oneDNN convolution) can run it on some of the nodes it reads
 // or writes (its sides) stored in a blocked layout, saving the reorder of each such side;
 // a candidate that is layout-agnostic (elementwise) computes on any layout when all the
-// nodes it touches share it; generated code with reductions, broadcasts or layout members
+// nodes it touches share it; generated code of elementwise, reduce and broadcast members
 // reads and writes its viewed nodes through layout views when all of them share one
 // (src/cpu/layout_view.h: a squeeze-excitation's pool and scale between channels-last
 // convolutions); every other candidate needs its nodes plain. A node stored blocked is so

@@ -4,8 +4,8 @@
 // context of a running plan once learn_context has seen the graph: context_cost.cc), read
 // into the table that TableCost looks candidates up in; the native-layout records of
 // oneDNN convolutions (and their channels-last alternative) for their layout costs
-// (bfloat16 layouts on a bf16 device), and the
-// sides generated code takes in channels-last views (float32 only).
+// (bfloat16 layouts on a bf16 device), and the sides generated code takes through layout
+// views (float32 only).
 #include <algorithm>
 
 #include "base/layout_map.h"

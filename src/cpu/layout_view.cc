@@ -15,6 +15,12 @@ namespace kora {
 
 namespace {
 
+int wide_dims(const Shape& shape) {
+  int wide = 0;
+  for (int64_t d : shape) wide += d > 1;
+  return wide;
+}
+
 // The graph's kernel and its candidate once its primitives are in `g`.
 void finish(const std::vector<std::string>& reads, const std::vector<std::string>& writes,
             const PrimGraph& graph, LayoutView& view) {
@@ -27,60 +33,52 @@ void finish(const std::vector<std::string>& reads, const std::vector<std::string
   view.candidate = make_candidate(view.dag, all);
 }
 
-// The kernel relabelled into the stored order, where that is all it takes: members
-// elementwise, reduce and broadcast only, every tensor of one rank, every stored side in
-// one permutation (no blocks), and every other tensor it reads or writes with at most one
-// dim above 1 (stored alike in either order). A reduction over a channels-last tensor then
-// keeps the channels innermost (a row of accumulators) instead of reading them with a
-// stride of C.
+// The kernel relabelled into the stored order, where that is all it takes
+// (relabels_in_stored_order): every tensor gets its stored shape (channel blocks split
+// off), reduce axes are renumbered (a blocked dim's two), constants keep their bytes. A
+// reduction over a channels-last tensor then keeps the channels innermost (a row of
+// accumulators) instead of reading them with a stride of C.
 std::optional<LayoutView> relabelled(const PrimGraph& graph, const KernelDag& dag,
                                      const Candidate& c, const std::vector<std::string>& reads,
                                      const std::vector<std::string>& writes,
                                      const std::map<std::string, LayoutMap>& map) {
   if (map.empty()) return std::nullopt;
-  const std::vector<int64_t>& perm = map.begin()->second.perm;
-  for (const auto& [t, m] : map)
-    if (m.split >= 0 || m.perm != perm) return std::nullopt;
-  const size_t rank = perm.size();
-  for (int v : c.members) {
-    const Primitive& p = graph.prims[dag.prim[v]];
-    if (p.kind() != PrimKind::kElementwise && p.kind() != PrimKind::kReduce &&
-        p.kind() != PrimKind::kBroadcast)
+  const LayoutMap& m = map.begin()->second;
+  for (const auto& [t, other] : map)
+    if (other.split != m.split || other.block != m.block || other.perm != m.perm)
       return std::nullopt;
-    for (const auto* list : {&p.inputs, &p.outputs})
+  if (!relabels_in_stored_order(graph, dag, c)) return std::nullopt;
+  for (int v : c.members)
+    for (const auto* list : {&graph.prims[dag.prim[v]].inputs, &graph.prims[dag.prim[v]].outputs})
       for (const std::string& t : *list)
-        if (graph.value(t).shape.size() != rank) return std::nullopt;
-  }
-  for (const auto* list : {&reads, &writes})
-    for (const std::string& t : *list) {
-      if (map.count(t)) continue;
-      int wide = 0;
-      for (int64_t d : graph.value(t).shape) wide += d > 1;
-      if (wide > 1) return std::nullopt;
-    }
-  std::vector<int64_t> inverse(rank);  // logical dim -> stored dim
-  for (size_t d = 0; d < rank; ++d) inverse[perm[d]] = static_cast<int64_t>(d);
+        if (m.split >= 0 && graph.value(t).shape[m.split] % m.block != 0) return std::nullopt;
+  for (const auto* list : {&reads, &writes})  // others than the stored sides: narrow ones
+    for (const std::string& t : *list)
+      if (!map.count(t) && wide_dims(graph.value(t).shape) > 1) return std::nullopt;
+  std::vector<int64_t> stored_dim(m.perm.size());  // split dim -> stored dim
+  for (size_t d = 0; d < m.perm.size(); ++d) stored_dim[m.perm[d]] = static_cast<int64_t>(d);
   LayoutView view;
   PrimGraph& g = view.graph;
   g.name = graph.name;
-  auto stored = [&](const std::string& t) {
-    ValueInfo info = graph.value(t);
-    for (size_t d = 0; d < rank; ++d) info.shape[d] = graph.value(t).shape[perm[d]];
-    return info;
-  };
   for (int v : c.members) {
     Primitive p = graph.prims[dag.prim[v]];
     for (const auto* list : {&p.inputs, &p.outputs})
       for (const std::string& t : *list) {
-        const ValueInfo info = stored(t);
+        const ValueInfo info{graph.value(t).dtype, m.stored_shape(graph.value(t).shape)};
         g.values[t] = info;
         if (const Tensor* constant = graph.constant(t))
           g.constants[t] =
               Tensor(constant->dtype(), info.shape, constant->bytes(), constant->nbytes());
       }
     if (auto* r = std::get_if<ReduceAttrs>(&p.attrs)) {
-      for (int64_t& a : r->axes) a = inverse[a];
-      std::sort(r->axes.begin(), r->axes.end());
+      std::vector<int64_t> axes;
+      for (int64_t a : r->axes) {
+        const int64_t at = m.split >= 0 && a > m.split ? a + 1 : a;
+        axes.push_back(stored_dim[at]);
+        if (a == m.split) axes.push_back(stored_dim[at + 1]);
+      }
+      std::sort(axes.begin(), axes.end());
+      r->axes = axes;
     }
     g.prims.push_back(std::move(p));
   }
@@ -180,13 +178,27 @@ LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candi
   return view;
 }
 
+bool relabels_in_stored_order(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  size_t rank = 0;
+  for (int v : c.members) {
+    const Primitive& p = graph.prims[dag.prim[v]];
+    if (p.kind() != PrimKind::kElementwise && p.kind() != PrimKind::kReduce &&
+        p.kind() != PrimKind::kBroadcast)
+      return false;
+    for (const auto* list : {&p.inputs, &p.outputs})
+      for (const std::string& t : *list) {
+        if (rank == 0) rank = graph.value(t).shape.size();
+        if (graph.value(t).shape.size() != rank) return false;
+      }
+  }
+  return rank > 0;
+}
+
 std::vector<std::string> layout_view_sides(const PrimGraph& graph, const KernelDag& dag,
                                            const Candidate& c) {
-  for (int v : c.members) {
-    const PrimKind kind = graph.prims[dag.prim[v]].kind();
-    if (kind == PrimKind::kLinear || kind == PrimKind::kOpaque) return {};
-  }
-  if (layout_agnostic(graph, dag, c) || !cpu_codegen_supports(graph, dag, c)) return {};
+  if (!relabels_in_stored_order(graph, dag, c) || layout_agnostic(graph, dag, c) ||
+      !cpu_codegen_supports(graph, dag, c))
+    return {};
   std::vector<std::string> sides;
   for (const auto& list : {kernel_reads(graph, dag, c), kernel_writes(graph, dag, c)})
     for (const std::string& t : list) {
@@ -194,9 +206,7 @@ std::vector<std::string> layout_view_sides(const PrimGraph& graph, const KernelD
       if (graph.constant(t) || info.dtype != DType::kFloat32 || info.shape.size() < 3 ||
           info.shape.size() > 5)
         continue;
-      int wide = 0;
-      for (int64_t d : info.shape) wide += d > 1;
-      if (wide > 1) sides.push_back(t);
+      if (wide_dims(info.shape) > 1) sides.push_back(t);
     }
   return sides;
 }

@@ -1,9 +1,10 @@
 // Generated kernels over sides stored in oneDNN's layouts (src/cpu/layout_view.h,
 // src/base/layout_map.h) against the interpreter: a squeeze-excitation (global mean,
 // sigmoid, broadcast scale), a max pool window and a channel concat, every candidate with
-// sides to view taken with all of them channels last, all in blocks of 8 channels, and
+// wide activations taken with all of them channels last, all in blocks of 8 channels, and
 // only the first in blocks of 4; inputs stored so, outputs compared as stored; the view
-// takes the candidate's arguments.
+// takes the candidate's arguments; the kernels offered views (no window, concat or
+// reshape member) are relabelled into the stored order, with no transpose.
 #include "cpu/layout_view.h"
 
 #include <gtest/gtest.h>
@@ -107,15 +108,34 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
     GeneratedKernel kernel;
   };
   std::vector<Case> cases;
+  int relabelled = 0, offered = 0;
   for (const Candidate& c : enumerate_candidates(dag, co)) {
-    const std::vector<std::string> sides = layout_view_sides(g, dag, c);
-    if (sides.empty()) continue;
+    // Every wide activation it touches (also of kernels offered no views: windows and
+    // concats read through transposes).
+    std::vector<std::string> sides;
+    for (const auto& list : {kernel_reads(g, dag, c), kernel_writes(g, dag, c)})
+      for (const std::string& t : list) {
+        int wide = 0;
+        for (int64_t d : g.value(t).shape) wide += d > 1;
+        if (!g.constant(t) && wide > 1 && g.value(t).shape.size() == 4) sides.push_back(t);
+      }
+    if (sides.empty() || !cpu_codegen_supports(g, dag, c)) continue;
+    const std::vector<std::string> views = layout_view_sides(g, dag, c);
+    offered += !views.empty();
+    if (!views.empty()) {
+      EXPECT_EQ(views, sides) << kernel_name(g, dag, c);
+    }
     // All sides channels last; all in blocks of 8 channels; the first in blocks of 4.
     for (const auto& [n, layout] : std::vector<std::pair<size_t, std::string>>{
              {sides.size(), "acdb"}, {sides.size(), "aBcd8b"}, {1, "aBcd4b"}}) {
       TensorLayouts layouts;
       for (size_t i = 0; i < n; ++i) layouts[sides[i]] = layout;
       const LayoutView view = layout_view(g, dag, c, layouts);
+      // Offered views on all their sides in one layout: relabelled, no transpose.
+      if (!views.empty() && n == sides.size()) {
+        for (const Primitive& p : view.graph.prims) EXPECT_NE(p.origin, "layout view");
+        ++relabelled;
+      }
       Case k{c, layouts,
              generate_cpu_kernel(view.graph, view.dag, view.candidate,
                                  "view" + std::to_string(cases.size()))};
@@ -125,7 +145,9 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
       cases.push_back(std::move(k));
     }
   }
-  ASSERT_GE(cases.size(), 30u);
+  ASSERT_GE(cases.size(), 40u);
+  EXPECT_GE(offered, 5);
+  EXPECT_GE(relabelled, 2 * offered);  // acdb and aBcd8b each (aBcd4b too with one side)
   kora_test::TempDir dir;
   CxxCompileOptions options;
   options.cache_dir = dir.file("kernels");
@@ -181,14 +203,14 @@ TEST(LayoutView, SidesAreTheWideActivationsAndReductionsKeepChannelsInnermost) {
   // The relu is layout-agnostic: it needs no view.
   EXPECT_TRUE(layout_view_sides(b.g, dag, make_candidate(dag, {1})).empty());
   // Channels last, the mean is relabelled: one member over [1, 3, 3, 4], reducing the
-  // middle dims, the channels innermost. In channel blocks it reads through a transpose
-  // and a reshape.
+  // middle dims, the channels innermost; in channel blocks likewise over [1, 1, 3, 3, 4].
   LayoutView view = layout_view(b.g, dag, make_candidate(dag, {0}), {{x, "acdb"}});
   ASSERT_EQ(view.graph.prims.size(), 1u);
   EXPECT_EQ(std::get<ReduceAttrs>(view.graph.prims[0].attrs).axes, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(view.graph.value(x).shape, (Shape{1, 3, 3, 4}));
   view = layout_view(b.g, dag, make_candidate(dag, {0}), {{x, "aBcd4b"}});
-  EXPECT_EQ(view.graph.prims.size(), 3u);
+  ASSERT_EQ(view.graph.prims.size(), 1u);
+  EXPECT_EQ(std::get<ReduceAttrs>(view.graph.prims[0].attrs).axes, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(view.graph.value(x).shape, (Shape{1, 1, 3, 3, 4}));
   // A side in a layout generated code cannot read, or a tensor that is not a side.
   EXPECT_THROW(layout_view(b.g, dag, make_candidate(dag, {0}), {{x, "aBcd16b"}}), Error);  // padded
