@@ -35,7 +35,8 @@ void finish(const std::vector<std::string>& reads, const std::vector<std::string
 
 // The kernel relabelled into the stored order, where that is all it takes
 // (relabels_in_stored_order): every tensor gets its stored shape (channel blocks split
-// off), reduce axes are renumbered (a blocked dim's two), constants keep their bytes. A
+// off), reduce, concat and slice axes are renumbered (a blocked dim's two; a concat or
+// slice of it in whole blocks only), constants keep their bytes. A
 // reduction over a channels-last tensor then keeps the channels innermost (a row of
 // accumulators) instead of reading them with a stride of C.
 std::optional<LayoutView> relabelled(const PrimGraph& graph, const KernelDag& dag,
@@ -70,15 +71,34 @@ std::optional<LayoutView> relabelled(const PrimGraph& graph, const KernelDag& da
           g.constants[t] =
               Tensor(constant->dtype(), info.shape, constant->bytes(), constant->nbytes());
       }
+    // A logical dim's place in the split shape (a blocked dim: its outer part there, its
+    // block next) and in the stored one.
+    auto at = [&](int64_t a) { return m.split >= 0 && a > m.split ? a + 1 : a; };
     if (auto* r = std::get_if<ReduceAttrs>(&p.attrs)) {
       std::vector<int64_t> axes;
       for (int64_t a : r->axes) {
-        const int64_t at = m.split >= 0 && a > m.split ? a + 1 : a;
-        axes.push_back(stored_dim[at]);
-        if (a == m.split) axes.push_back(stored_dim[at + 1]);
+        axes.push_back(stored_dim[at(a)]);
+        if (a == m.split) axes.push_back(stored_dim[at(a) + 1]);
       }
       std::sort(axes.begin(), axes.end());
       r->axes = axes;
+    } else if (auto* layout = std::get_if<LayoutAttrs>(&p.attrs)) {
+      if (auto* concat = std::get_if<layout::Concat>(layout)) {
+        if (concat->axis == m.split)  // whole blocks (every tensor's dim is)
+          for (int64_t& o : concat->offsets) o /= m.block;
+        concat->axis = stored_dim[at(concat->axis)];
+      } else if (auto* slice = std::get_if<layout::Slice>(layout)) {
+        std::vector<int64_t> starts(m.perm.size(), 0), steps(m.perm.size(), 1);
+        for (size_t a = 0; a < slice->starts.size(); ++a) {
+          const bool blocked = static_cast<int64_t>(a) == m.split;
+          if (blocked && (slice->steps[a] != 1 || slice->starts[a] % m.block != 0))
+            return std::nullopt;  // not whole blocks
+          starts[stored_dim[at(a)]] = blocked ? slice->starts[a] / m.block : slice->starts[a];
+          steps[stored_dim[at(a)]] = slice->steps[a];
+        }
+        slice->starts = starts;
+        slice->steps = steps;
+      }
     }
     g.prims.push_back(std::move(p));
   }
@@ -182,8 +202,11 @@ bool relabels_in_stored_order(const PrimGraph& graph, const KernelDag& dag, cons
   size_t rank = 0;
   for (int v : c.members) {
     const Primitive& p = graph.prims[dag.prim[v]];
+    const auto* layout = std::get_if<LayoutAttrs>(&p.attrs);
     if (p.kind() != PrimKind::kElementwise && p.kind() != PrimKind::kReduce &&
-        p.kind() != PrimKind::kBroadcast)
+        p.kind() != PrimKind::kBroadcast &&
+        !(layout && (std::holds_alternative<layout::Concat>(*layout) ||
+                     std::holds_alternative<layout::Slice>(*layout))))
       return false;
     for (const auto* list : {&p.inputs, &p.outputs})
       for (const std::string& t : *list) {

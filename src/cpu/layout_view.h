@@ -5,8 +5,8 @@
 // shape ([N, H, W, C] for acdb, [N, C/8, H, W, 8] for aBcd8b), followed by a Transpose
 // (and a Reshape joining the blocks) back to the logical shape that the members read; a
 // written side becomes the members' value followed by the inverse maps. A kernel of
-// elementwise, reduce and broadcast members on sides all in one layout is instead
-// relabelled into the stored order (reduce axes renumbered), so that a reduction over a
+// elementwise, reduce, broadcast, concat and slice members on sides all in one layout is
+// instead relabelled into the stored order (reduce axes renumbered), so that a reduction over a
 // channels-last tensor keeps the channels innermost; only such kernels are offered views. The code
 // generator composes those index maps with the members' (no data moves twice), so a
 // squeeze-excitation's pooling and scaling, a global pool or any kernel with reductions,
@@ -39,19 +39,20 @@ struct LayoutView {
 LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
                        const TensorLayouts& layouts);
 
-// Whether the candidate's members are elementwise, reduce and broadcast only, on tensors
-// of one rank: then its kernel on sides all in one stored layout is the same kernel
-// relabelled into the stored order (every other tensor it reads or writes with at most
-// one dim above 1), which costs what the plain kernel costs. Other kernels read stored
-// sides through transposes: correct, but a window or a reduction read that way can cost
-// several times more (ResNet-50's max pool over channels last: 1.0 ms against 0.13).
+// Whether the candidate's members are elementwise, reduce, broadcast, concat and slice
+// only, on tensors of one rank: then its kernel on sides all in one stored layout is the same
+// kernel relabelled into the stored order (every other tensor it reads or writes with at most one
+// dim above 1), which costs what the plain kernel costs. Other kernels read stored sides through
+// transposes: correct, but a window or a reduction read that way can cost several times more
+// (ResNet-50's max pool over channels last: 1.0 ms against 0.13).
 bool relabels_in_stored_order(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 
 // The sides of a candidate that generated code can take in a stored layout: the
 // float32 activations (not constants) of rank 3 to 5 with more than one dim above 1 (a
 // [1, C, 1, 1] gate is a few bytes: it stays plain). Empty where the
 // candidate is not generated code's, is not relabelled in the stored order
-// (relabels_in_stored_order: linear, opaque, window, concat or reshape members), or is
+// (relabels_in_stored_order: linear, opaque, window, reshape, transpose, pad, gather or
+// tile members), or is
 // layout-agnostic (layout_agnostic: it computes on any one layout as it is, so it needs
 // no view).
 std::vector<std::string> layout_view_sides(const PrimGraph& graph, const KernelDag& dag,
