@@ -20,8 +20,8 @@ namespace kora {
 // a native implementation (a oneDNN convolution) can run it on some of the nodes it reads
 // or writes (its sides) stored in a blocked layout, saving the reorder of each such side;
 // a candidate that is layout-agnostic (elementwise) computes on any layout when all the
-// nodes it touches share it; generated code of elementwise, reduce and broadcast members
-// reads and writes its viewed nodes through layout views when all of them share one
+// nodes it touches share it; generated code of elementwise, reduce, broadcast, concat and
+// slice members reads and writes its viewed nodes through layout views when all share one
 // (src/cpu/layout_view.h: a squeeze-excitation's pool and scale between channels-last
 // convolutions); every other candidate needs its nodes plain. A node stored blocked is so
 // for every chosen kernel that reads or writes it, in one layout for all of them.
