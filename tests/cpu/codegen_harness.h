@@ -123,6 +123,17 @@ inline std::string compare(const Tensor& want, const void* got) {
   return "relative L2 " + std::to_string(rel);
 }
 
+// Compile options for many small test kernels: -O1 (compiling dominates the tests'
+// time), the cache in `cache_dir`.
+inline CxxCompileOptions quick_compile_options(const std::string& cache_dir) {
+  CxxCompileOptions options;
+  options.cache_dir = cache_dir;
+  options.flags = default_compile_flags(options.compiler);
+  for (std::string& f : options.flags)
+    if (f.rfind("-O", 0) == 0) f = "-O1";
+  return options;
+}
+
 // Every supported candidate (up to max_size members) x every schedule of `g`, checked.
 // `expect_supported`: fail on a refused candidate (graphs of generated primitives only).
 inline void check_graph(const PrimGraph& g, int max_size, std::mt19937& rng, CheckStats& stats,
@@ -157,13 +168,7 @@ inline void check_graph(const PrimGraph& g, int max_size, std::mt19937& rng, Che
   }
   if (generated.empty()) return;
   kora_test::TempDir dir;
-  CxxCompileOptions options;
-  options.cache_dir = dir.file("kernels");
-  // -O1: the kernels are tiny, and compiling dominates the test's time.
-  options.flags = default_compile_flags(options.compiler);
-  for (std::string& f : options.flags)
-    if (f.rfind("-O", 0) == 0) f = "-O1";
-  const CompileResult lib = compile_shared(source, options);
+  const CompileResult lib = compile_shared(source, quick_compile_options(dir.file("kernels")));
   for (size_t k = 0; k < generated.size(); ++k) {
     const GeneratedKernel& gk = generated[k];
     std::map<std::string, Tensor> values;

@@ -158,13 +158,8 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
   EXPECT_GE(offered, 5);
   EXPECT_EQ(relabelled, offered);
   kora_test::TempDir dir;
-  CxxCompileOptions options;
-  options.cache_dir = dir.file("kernels");
-  // -O1: many small kernels, and compiling dominates the test's time.
-  options.flags = default_compile_flags(options.compiler);
-  for (std::string& f : options.flags)
-    if (f.rfind("-O", 0) == 0) f = "-O1";
-  const CompileResult lib = compile_shared(source, options);
+  const CompileResult lib =
+      compile_shared(source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
   for (const Case& k : cases) {
     std::map<std::string, Tensor> values;
     for (const std::string& r : k.kernel.reads)
