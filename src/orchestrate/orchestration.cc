@@ -119,13 +119,12 @@ LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& se
   for (const auto& [t, layout] : native_layout)
     if (const auto node = node_of.find(t); node != node_of.end())
       p.layout_of[node->second] = id(layout);
-  std::vector<std::vector<std::string>> views(candidates.size());
-  for (size_t k = 0; k < candidates.size(); ++k)
-    if (costs_of[k].blocked_ms < 0 || costs_of[k].sides.empty()) views[k] = costs_of[k].views;
   p.views.resize(candidates.size());
   for (size_t k = 0; k < candidates.size(); ++k) {
+    const std::vector<std::string>& views = costs_of[k].views;
+    if (views.empty() || (costs_of[k].blocked_ms >= 0 && !costs_of[k].sides.empty())) continue;
     std::vector<int> nodes;
-    for (const std::string& t : views[k]) {
+    for (const std::string& t : views) {
       const auto node = node_of.find(t);
       const auto layout = native_layout.find(t);
       if (node == node_of.end() || layout == native_layout.end() ||
@@ -133,7 +132,7 @@ LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& se
         break;  // a side that stays plain: all stay plain
       nodes.push_back(node->second);
     }
-    if (nodes.size() == views[k].size()) p.views[k] = std::move(nodes);
+    if (nodes.size() == views.size()) p.views[k] = std::move(nodes);
   }
   return p;
 }
