@@ -97,6 +97,9 @@ struct OnDemandReport {
   double cost_ms = 0, bound_ms = 0, gap = 0;
   bool complete = false;  // every kernel of the plan measured and the gap within the option
   double profile_seconds = 0, solve_seconds = 0;
+  // The options' PartitionOptions::hard and the segments the solves cut in halves: a solve
+  // of the graph given them cuts those at once.
+  std::vector<std::pair<int, int>> hard_segments;
 };
 
 // One plan measured end to end by the check on the clock.

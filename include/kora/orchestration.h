@@ -65,6 +65,9 @@ struct OrchestrationResult {
   int budget_max_size = 0;
   // Segments not proven within PartitionOptions::split_after_seconds, cut in halves.
   int64_t segments_split = 0;
+  // Their node ranges: given back as PartitionOptions::hard, a solve of the same graph cuts
+  // them at once.
+  std::vector<std::pair<int, int>> hard_segments;
   // Optimal with a cost model that knows layouts (CostModel::layout_cost): the solver
   // chose which tensors are stored blocked (tensor -> layout); the emitter follows it.
   bool layouts_decided = false;

@@ -8,6 +8,7 @@
 // a kernel of its own) loses nothing.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "kora/kernel_dag.h"
@@ -32,9 +33,19 @@ struct PartitionOptions {
   // split every segment of at least 2 min_size without trying it whole. Recurrent
   // networks' layer ends (many values crossing, thousands of candidates) need it.
   double split_after_seconds = 5;
+  // Segments ([begin, end) node ranges) that an earlier solve of the same graph could not
+  // prove within split_after_seconds: partition_dag cuts them in halves at once, so that
+  // a graph solved many times (measure on demand, the check's rounds) does not spend
+  // split_after_seconds on each of them again, and every solve (and the kernels measured
+  // for it) sees the same segments. OrchestrationResult::hard_segments adds to it.
+  std::vector<std::pair<int, int>> hard;
 };
 
 std::vector<Segment> partition_dag(const KernelDag& dag, const PartitionOptions& options = {});
+// A segment cut in halves: partition_range with max_size half its size (at least
+// min_size); a segment of at least 2 min_size nodes always makes two or more pieces.
+std::vector<Segment> split_in_halves(const KernelDag& dag, const Segment& segment,
+                                     const PartitionOptions& options);
 // The nodes [begin, end) of the DAG cut the same way: a segment split into smaller ones.
 std::vector<Segment> partition_range(const KernelDag& dag, int begin, int end,
                                      const PartitionOptions& options);

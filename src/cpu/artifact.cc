@@ -226,7 +226,9 @@ int64_t assign_layouts(const PrimGraph& graph, const KernelDag& dag,
   };
   for (size_t i = 0; i < emitted.size(); ++i) {
     const ManifestKernel& k = emitted[i].kernel;
-    if (k.impl == "onednn" && emitted[i].native_ok) {
+    // A Winograd convolution reads and writes its own layouts, which no other kernel
+    // shares: its tensors stay plain (the solver costs it so).
+    if (k.impl == "onednn" && emitted[i].native_ok && k.schedule != kOnednnWinograd) {
       native[i] = onednn_native_layouts(graph, dag, emitted[i].candidate, bf16);
       // The channels-last alternative, where the solver stored a side so.
       bool channels_last = false;

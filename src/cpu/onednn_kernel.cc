@@ -353,10 +353,18 @@ Choice choose_pd(const LinearPlan& p, ConvLayout layout, bool constant_weights,
     if (bf16 || !p.conv || !constant_weights)
       throw Error("oneDNN's Winograd convolutions take float32 and constant weights only");
     // src in Winograd's layout (a stored one reordered into it), dst in a stored dst's
-    // layout or Winograd's own; a residual add reads no operand in the primitive (sum).
-    return {make_pd(p, constant_weights, {.blocked = true, .full = dst_fixed, .winograd = true}),
+    // layout where Winograd writes it, else in its own (reordered into the stored one); a
+    // residual add reads no operand in the primitive (sum).
+    if (dst_fixed) {
+      try {
+        return {
+            make_pd(p, constant_weights, {.blocked = true, .full = dst_fixed, .winograd = true}),
             false,
             {}};
+      } catch (const dnnl::error&) {
+      }
+    }
+    return {make_pd(p, constant_weights, {.blocked = true, .winograd = true}), false, {}};
   }
   if (bf16) {
     const memory::desc* src_bf16 =
@@ -681,7 +689,16 @@ std::unique_ptr<CpuLibraryKernel> make_kernel(const PrimGraph& graph, const Kern
     if (implementation) *implementation = k->implementation();
     return k;
   } catch (const dnnl::error& e) {
-    throw Error(std::string("oneDNN kernel: ") + e.what());
+    // Which kernel, and the layouts it was asked to read and write.
+    std::string names, stored;
+    for (int v : c.members) names += (names.empty() ? "" : ", ") + graph.prims[dag.prim[v]].name;
+    for (const std::string& t : kernel_reads(graph, dag, c))
+      if (const auto it = layouts.find(t); it != layouts.end())
+        stored += (stored.empty() ? "" : ", ") + t + " " + it->second;
+    if (const auto it = layouts.find(kernel_writes(graph, dag, c).at(0)); it != layouts.end())
+      stored += (stored.empty() ? "" : ", ") + it->first + " " + it->second;
+    throw Error("oneDNN kernel for {" + names + "}" +
+                (stored.empty() ? "" : " (stored: " + stored + ")") + ": " + e.what());
   }
 }
 

@@ -203,6 +203,7 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
     // A graph compiled before: what was measured for it is what this compile takes.
     recompile.on_demand_recompile = previous_emitted_plan(*db, s.device, graph).has_value();
     SolvedPlan solved = solve_on_demand(graph, target, db, recompile, s.on_demand);
+    recompile.orchestration.partition.hard = s.on_demand.hard_segments;
     plan = std::move(solved.plan);
     costs = std::move(solved.costs);
     s.profiled = true;

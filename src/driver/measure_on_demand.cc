@@ -50,6 +50,9 @@
 namespace kora {
 namespace {
 
+// The solver's time per segment in a solve that needs no proof.
+constexpr double kQuickSeconds = 1;
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -72,13 +75,21 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
     if (options.progress) *options.progress << "kora compile: " << text << std::endl;
   };
   // The graph's candidates as the solver sees them: what the predictor learns from.
-  const OrchestrationOptions& o = options.orchestration;
-  const ModelCandidates candidates =
-      unique_candidates(graph, o.partition, target.candidates(graph, o.candidates));
-  std::map<uint64_t, const UniqueCandidate*> by_signature;
-  for (const UniqueCandidate& u : candidates.unique) by_signature[u.candidate->signature] = &u;
-  // Every solve takes the segments' candidates enumerated here.
+  // Every solve takes the segments' candidates enumerated here, again when a solve cut
+  // segments it could not prove in halves (PartitionOptions::hard): the next solves cut
+  // them at once, and the kernels of the halves are candidates the rounds can measure.
   CompileOptions solve_options = options;
+  PartitionOptions& partition = solve_options.orchestration.partition;
+  const CandidateOptions candidate_options =
+      target.candidates(graph, options.orchestration.candidates);
+  ModelCandidates candidates;
+  std::map<uint64_t, const UniqueCandidate*> by_signature;
+  auto enumerate = [&] {
+    candidates = unique_candidates(graph, partition, candidate_options);
+    by_signature.clear();
+    for (const UniqueCandidate& u : candidates.unique) by_signature[u.candidate->signature] = &u;
+  };
+  enumerate();
   solve_options.orchestration.enumerated = &candidates;
   // Kernels not measured at what the measured ones predict; what implements each kernel
   // asked once per signature, not once per solve.
@@ -102,6 +113,13 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
     p->learn(graph, candidates.unique, measured);
     return p;
   };
+  // Kernels of the graph measured before (a recompile, or a model sharing them).
+  const bool measured_before = [&] {
+    const std::unique_ptr<ProfileDbCost> costs = target_costs(target, db);
+    return std::any_of(
+        candidates.unique.begin(), candidates.unique.end(),
+        [&](const UniqueCandidate& u) { return costs->measured(u.candidate->signature); });
+  }();
   // One solve, kernels not measured at their predicted cost or at their bound; the plan's
   // kernels not measured out.
   enum class Fallback { kPredicted, kBound, kExcluded };
@@ -124,7 +142,28 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
           ms = lower->cost_ms(graph, *u->second->sub, *u->second->candidate);
     }
     s.costs->offer_unexplored(unexplored);
-    s.plan = orchestrate_for(graph, target, *s.costs, solve_options);
+    // Two solves need no proof: the first of a graph nothing of which is measured yet
+    // (every kernel at its kind's typical cost, which ties many plans, so that CBC may need
+    // seconds to prove a first guess of what to measure), and the bound solve when the
+    // bound is only reported (the solver's own bound, plan cost less gap, bounds the
+    // optimum as well). They get kQuickSeconds per segment, take their best plan unproven
+    // and cut no segment; the other solves, at costs that tell kernels apart, decide which
+    // segments are hard (and the next solves cut those at once).
+    const bool quick = (kind == Fallback::kPredicted && report.rounds == 0 && !measured_before) ||
+                       (bound && options.on_demand_gap < 0);
+    CompileOptions quick_options;
+    if (quick) {
+      quick_options = solve_options;
+      quick_options.orchestration.partition.split_after_seconds = 0;
+      quick_options.orchestration.solve.time_limit_seconds =
+          std::min(kQuickSeconds, quick_options.orchestration.solve.time_limit_seconds);
+    }
+    s.plan = orchestrate_for(graph, target, *s.costs, quick ? quick_options : solve_options);
+    if (!bound && !s.plan.hard_segments.empty()) {
+      partition.hard.insert(partition.hard.end(), s.plan.hard_segments.begin(),
+                            s.plan.hard_segments.end());
+      enumerate();
+    }
     missing.clear();
     for (const ChosenKernel& k : s.plan.kernels)
       if (!s.costs->measured(k.signature) || unexplored.count(k.signature))
@@ -145,7 +184,7 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
          " ms with " + std::to_string(missing.size()) + " not measured (or not yet searched): " +
          (elsewhere ? "a job for them" : "measuring them"));
     const auto start = std::chrono::steady_clock::now();
-    const ProfileReport r = measure_candidates(graph, target, *db, options, &missing,
+    const ProfileReport r = measure_candidates(graph, target, *db, solve_options, &missing,
                                                ScheduleSearch::kDeferred, scratch, &candidates);
     report.profile_seconds += seconds_since(start);
     report.candidates = r.kernels;
@@ -188,12 +227,7 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
   std::set<uint64_t> missing;
   // Kernels of the graph measured before (a recompile, or a model sharing them): the first
   // solve is compared with the plan of them whatever it promises.
-  bool compared_anyway = [&] {
-    const std::unique_ptr<ProfileDbCost> costs = target_costs(target, db);
-    return std::any_of(
-        candidates.unique.begin(), candidates.unique.end(),
-        [&](const UniqueCandidate& u) { return costs->measured(u.candidate->signature); });
-  }();
+  bool compared_anyway = measured_before;
   double incumbent_ms = -1;  // the last round's plan at the database's costs now
   auto settled = [&](const SolvedPlan& s) -> std::optional<SolvedPlan> {
     const bool close = incumbent_ms > 0 && s.plan.total_cost_ms >= (1 - tolerance) * incumbent_ms;
@@ -237,6 +271,7 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
   if (options.on_demand_recompile) best = solve(Fallback::kExcluded, missing);
   if (!options.on_demand_recompile || !missing.empty()) best = measured_plan();
   report.at_bound = static_cast<int64_t>(missing.size());
+  report.hard_segments = partition.hard;
   // The bound solve proves how close the optimal strategy's plan is; the baselines' plans
   // are what they are.
   while (report.at_bound == 0 && options.strategy == "optimal" && rounds_left()) {

@@ -329,10 +329,8 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
       result.cycle_cuts += plan.cycle_cuts;
     }
     if (!reused && (cut_now || (may_split && plan.gap > 0))) {
-      PartitionOptions halves = part;
-      halves.max_size = std::max(part.min_size, (size + 1) / 2);
-      const std::vector<Segment> pieces =
-          partition_range(dag, segments[s].begin, segments[s].end, halves);
+      const std::vector<Segment> pieces = split_in_halves(dag, segments[s], part);
+      result.hard_segments.emplace_back(segments[s].begin, segments[s].end);
       result.solve_seconds += seconds_since(start);
       result.candidates -= static_cast<int64_t>(candidates.size());
       ++result.segments_split;

@@ -8,13 +8,38 @@
 #include "kora/partition.h"
 
 #include <algorithm>
+#include <set>
 
 #include "kora/error.h"
 
 namespace kora {
 
 std::vector<Segment> partition_dag(const KernelDag& dag, const PartitionOptions& options) {
-  return partition_range(dag, 0, dag.size(), options);
+  std::vector<Segment> segments = partition_range(dag, 0, dag.size(), options);
+  if (options.hard.empty()) return segments;
+  // Known hard segments in halves, and their halves again where those are known hard.
+  const std::set<std::pair<int, int>> hard(options.hard.begin(), options.hard.end());
+  std::vector<Segment> cut;
+  while (!segments.empty()) {
+    const Segment s = segments.back();
+    segments.pop_back();
+    if (!hard.count({s.begin, s.end}) || s.end - s.begin < 2 * options.min_size) {
+      cut.push_back(s);
+      continue;
+    }
+    const std::vector<Segment> pieces = split_in_halves(dag, s, options);
+    segments.insert(segments.end(), pieces.begin(), pieces.end());
+  }
+  std::sort(cut.begin(), cut.end(),
+            [](const Segment& a, const Segment& b) { return a.begin < b.begin; });
+  return cut;
+}
+
+std::vector<Segment> split_in_halves(const KernelDag& dag, const Segment& segment,
+                                     const PartitionOptions& options) {
+  PartitionOptions halves = options;
+  halves.max_size = std::max(options.min_size, (segment.end - segment.begin + 1) / 2);
+  return partition_range(dag, segment.begin, segment.end, halves);
 }
 
 std::vector<Segment> partition_range(const KernelDag& dag, int begin, int end,

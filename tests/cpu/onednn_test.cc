@@ -252,6 +252,28 @@ TEST(Onednn, WinogradConvolutionsMatchTheInterpreterWhereOffered) {
   EXPECT_EQ(winograd(ConvAttrs{1, {2, 2}, {1, 1}, {1, 1}, {1, 1}}, {32, 32, 3, 3}).first, 0);
   EXPECT_EQ(winograd(ConvAttrs{}, {32, 32, 1, 1}).first, 0);
   EXPECT_EQ(winograd(ConvAttrs{4, {1, 1}, {1, 1}, {1, 1}, {1, 1}}, {32, 8, 3, 3}).first, 0);
+  {
+    // Sides stored channels last, which Winograd does not write (as a writer that keeps
+    // tensors blocked may give it): its dst is reordered into the stored layout.
+    Builder b;
+    const std::string x = b.input({1, 64, 35, 35});
+    const std::string y =
+        b.ew(S::kRelu, b.channel_bias(b.conv(x, b.constant({96, 64, 3, 3}), pad1)));
+    b.g.outputs = {y};
+    const KernelDag dag = kernel_dag_of(b.g);
+    std::vector<int> all(dag.size());
+    for (int v = 0; v < dag.size(); ++v) all[v] = v;
+    const Candidate c = make_candidate(dag, all);
+    ASSERT_TRUE(onednn_winograd_supports(b.g, dag, c));
+    const TensorLayouts channels_last{{x, "acdb"}, {y, "acdb"}};
+    std::mt19937 rng(3);
+    std::string impl;
+    EXPECT_LT(
+        relative_error(b.g, dag, c, onednn::ConvLayout::kWinograd, rng, &impl, &channels_last),
+        1e-4)
+        << impl;
+    EXPECT_NE(impl.find("wino"), std::string::npos) << impl;
+  }
   Builder b;
   b.conv(b.input({1, 32, 14, 14}), b.constant({32, 32, 3, 3}), pad1);
   b.g.outputs = {b.g.prims.back().output()};

@@ -172,6 +172,41 @@ TEST(MeasureOnDemand, FindsTheOptimumOfTheFullTableMeasuringFewerKernels) {
               optimum.total_cost_ms, 1e-9);
 }
 
+TEST(MeasureOnDemand, SegmentsCutInOneSolveAreCutAtOnceInTheNextAndTheirKernelsMeasured) {
+  // Every segment of 2 min_size or more is cut in halves (as one not proven within
+  // split_after_seconds would be): the first solve cuts, the solves after it start from the
+  // halves, and the kernels of the halves are measured like any other.
+  TempDir dir;
+  const PrimGraph g = kora::import_model(mlp_builder().save(dir));
+  SyntheticTarget on_demand_target, full_target;
+  CompileOptions options = to_the_optimum();
+  options.orchestration.partition.min_size = 2;
+  options.orchestration.partition.split_after_seconds = -1;
+  auto db = std::make_shared<ProfileDb>(dir.file("on_demand.db"));
+  OnDemandReport r;
+  const SolvedPlan solved = solve_on_demand(g, on_demand_target, db, options, r);
+  ASSERT_FALSE(r.hard_segments.empty());
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.at_bound, 0);
+  for (const ChosenKernel& k : solved.plan.kernels)
+    EXPECT_TRUE(db->known("synthetic", k.signature));
+
+  // Given the cuts, a solve of the graph cuts nothing more, and the plan is the optimum of
+  // the full table over the same finer partition.
+  CompileOptions fine = options;
+  fine.orchestration.partition.hard = r.hard_segments;
+  auto full_db = std::make_shared<ProfileDb>(dir.file("full.db"));
+  TargetProfileOptions all;
+  all.partition = fine.orchestration.partition;
+  full_target.profile(g, *full_db, all);
+  const OrchestrationResult optimum =
+      orchestrate_for(g, full_target, *target_costs(full_target, full_db), fine);
+  EXPECT_EQ(optimum.segments_split, 0);
+  EXPECT_TRUE(optimum.hard_segments.empty());
+  EXPECT_NEAR(solved.plan.total_cost_ms, optimum.total_cost_ms, 1e-9);
+  EXPECT_LT(on_demand_target.measured, full_target.measured);
+}
+
 TEST(MeasureOnDemand, ByDefaultTheProofIsReportedNotMeasuredFor) {
   TempDir dir;
   const PrimGraph g = kora::import_model(mlp_builder().save(dir));

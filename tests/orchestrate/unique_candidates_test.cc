@@ -19,6 +19,13 @@ namespace {
 
 using namespace kora;
 
+PartitionOptions sizes(int min_size, int max_size) {
+  PartitionOptions o;
+  o.min_size = min_size;
+  o.max_size = max_size;
+  return o;
+}
+
 // x -> 6 x (MatMul by its own 8x8 weights, + bias, Relu): the layers' weights differ, but
 // signatures ignore weight values, so every layer repeats the first one's kernels.
 PrimGraph layers() {
@@ -42,7 +49,7 @@ PrimGraph layers() {
 
 TEST(UniqueCandidates, FirstOfEachSignatureOverTheSegmentsOrchestrateSees) {
   const PrimGraph g = layers();
-  const PartitionOptions partition{3, 4};
+  const PartitionOptions partition = sizes(3, 4);
   const CandidateOptions options;
   ModelCandidates model = unique_candidates(g, partition, options);
 
@@ -97,7 +104,7 @@ TEST(UniqueCandidates, TheCandidateOptionsApply) {
   };
   // One primitive a kernel: the distinct kernels are the distinct primitives (a MatMul, an
   // Add of the bias, a Relu, whatever fission made of them), far fewer than 6 layers' worth.
-  const ModelCandidates model = unique_candidates(g, {3, 4}, lone);
+  const ModelCandidates model = unique_candidates(g, sizes(3, 4), lone);
   size_t total = 0;
   for (const SegmentCandidates& s : model.segments) {
     total += s.candidates.size();

@@ -26,6 +26,13 @@ using kora::Candidate;
 using kora::KernelDag;
 using kora::PrimKind;
 
+kora::PartitionOptions sizes(int min_size, int max_size) {
+  kora::PartitionOptions o;
+  o.min_size = min_size;
+  o.max_size = max_size;
+  return o;
+}
+
 // Values crossing position i: nodes before i with a successor at or after i.
 int crossing(const KernelDag& dag, int i) {
   int live = 0;
@@ -76,8 +83,8 @@ TEST(Partition, CutsWhereFewestValuesCrossWithinTheBounds) {
   EXPECT_GT(cuts, 100) << "the bounds hardly ever cut";
   KernelDag dag;
   dag.add_node(PrimKind::kElementwise, true);
-  EXPECT_THROW(kora::partition_dag(dag, {0, 4}), kora::Error);
-  EXPECT_THROW(kora::partition_dag(dag, {5, 4}), kora::Error);
+  EXPECT_THROW(kora::partition_dag(dag, sizes(0, 4)), kora::Error);
+  EXPECT_THROW(kora::partition_dag(dag, sizes(5, 4)), kora::Error);
 }
 
 TEST(Partition, SegmentsCoverInOrderAndOpaqueCutsLoseNothing) {
@@ -101,7 +108,7 @@ TEST(Partition, SegmentsCoverInOrderAndOpaqueCutsLoseNothing) {
         if (dag.succ[v].empty()) dag.add_edge(v, prev);
     }
     dag.required[prev] = true;
-    kora::PartitionOptions po{7, 7};
+    const kora::PartitionOptions po = sizes(7, 7);
     const auto segments = kora::partition_dag(dag, po);
     ASSERT_EQ(segments.front().begin, 0);
     for (size_t s = 1; s < segments.size(); ++s) EXPECT_EQ(segments[s].begin, segments[s - 1].end);
@@ -136,3 +143,49 @@ TEST(Partition, SegmentsCoverInOrderAndOpaqueCutsLoseNothing) {
 }
 
 }  // namespace
+
+TEST(Partition, KnownHardSegmentsAreCutInHalvesAtOnceAndTheirHardHalvesAgain) {
+  std::mt19937 rng(11);
+  const KernelDag dag = kora_test::dense_random_dag(rng, 150);
+  kora::PartitionOptions o = sizes(8, 60);
+  const std::vector<kora::Segment> plain = kora::partition_dag(dag, o);
+  ASSERT_GE(plain.size(), 2u);
+  // The largest segment is hard: it comes out as split_in_halves makes it, the rest as before.
+  size_t i = 0;
+  for (size_t s = 1; s < plain.size(); ++s)
+    if (plain[s].end - plain[s].begin > plain[i].end - plain[i].begin) i = s;
+  const kora::Segment hard = plain[i];
+  ASSERT_GE(hard.end - hard.begin, 4 * o.min_size);
+  const std::vector<kora::Segment> halves = kora::split_in_halves(dag, hard, o);
+  ASSERT_GE(halves.size(), 2u);
+  o.hard = {{hard.begin, hard.end}};
+  auto with = [&](const std::vector<kora::Segment>& pieces) {
+    std::vector<kora::Segment> r(plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(i));
+    r.insert(r.end(), pieces.begin(), pieces.end());
+    r.insert(r.end(), plain.begin() + static_cast<std::ptrdiff_t>(i) + 1, plain.end());
+    return r;
+  };
+  auto ranges = [](const std::vector<kora::Segment>& s) {
+    std::vector<std::pair<int, int>> r;
+    for (const kora::Segment& x : s) r.emplace_back(x.begin, x.end);
+    return r;
+  };
+  const std::vector<kora::Segment> cut = kora::partition_dag(dag, o);
+  EXPECT_EQ(ranges(cut), ranges(with(halves)));
+  for (const kora::Segment& s : cut) EXPECT_EQ(s.live_in, crossing(dag, s.begin));
+  // The largest half hard too: it is cut again, in place.
+  size_t h = 0;
+  for (size_t s = 1; s < halves.size(); ++s)
+    if (halves[s].end - halves[s].begin > halves[h].end - halves[h].begin) h = s;
+  ASSERT_GE(halves[h].end - halves[h].begin, 2 * o.min_size);
+  o.hard.emplace_back(halves[h].begin, halves[h].end);
+  const std::vector<kora::Segment> quarters = kora::split_in_halves(dag, halves[h], o);
+  ASSERT_GE(quarters.size(), 2u);
+  std::vector<kora::Segment> again(halves.begin(), halves.begin() + static_cast<std::ptrdiff_t>(h));
+  again.insert(again.end(), quarters.begin(), quarters.end());
+  again.insert(again.end(), halves.begin() + static_cast<std::ptrdiff_t>(h) + 1, halves.end());
+  EXPECT_EQ(ranges(kora::partition_dag(dag, o)), ranges(with(again)));
+  // A range that is no segment of the partition changes nothing.
+  o.hard = {{hard.begin, hard.end - 1}};
+  EXPECT_EQ(ranges(kora::partition_dag(dag, o)), ranges(plain));
+}
