@@ -44,6 +44,7 @@ struct LayoutCost {
   double blocked_ms = -1, native_ms = -1;  // < 0: no native implementation
   std::map<std::string, std::string> sides;
   std::vector<std::string> views;
+  bool views_channels_last = false;  // views only where every side is channels last (pools)
   // A second native implementation, every side channels last (acdb), where `sides` name
   // other layouts: its cost with none reordered (< 0: none), and its sides.
   double channels_last_ms = -1;

@@ -174,10 +174,13 @@ struct Gather {
 struct Tile {};
 // Sliding windows for pooling. Input [N, C, S1..Sn]; output [N, C, O1..On, K1..Kn];
 // in[2+i] = out[2+i] * strides[i] + out[2+n+i] * dilations[i] - pads_begin[i], and a
-// coordinate outside the input reads `fill`.
+// coordinate outside the input reads `fill`. channels_last (a pool read through a layout
+// view, src/cpu/layout_view.h): the channel dim last on both sides, input [N, S1..Sn, C],
+// output [N, O1..On, K1..Kn, C].
 struct Window {
   std::vector<int64_t> strides, dilations, pads_begin;
   double fill = 0;
+  bool channels_last = false;
 };
 }  // namespace layout
 

@@ -43,6 +43,7 @@ void hash_layout(Hasher& h, const LayoutAttrs& attrs) {
           h.i64(a.axis), h.ints(a.indices);
         } else if constexpr (std::is_same_v<T, layout::Window>) {
           h.ints(a.strides), h.ints(a.dilations), h.ints(a.pads_begin), h.f64(a.fill);
+          if (a.channels_last) h.u64(1);  // (signatures of the default form unchanged)
         }
       },
       attrs);

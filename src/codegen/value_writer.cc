@@ -234,16 +234,20 @@ std::string ValueWriter::layout_value(const Primitive& p, const LayoutAttrs& att
     fill = literal(pad->value, out.dtype);
   } else if (const auto* w = std::get_if<layout::Window>(&attrs)) {
     const size_t n = in.size() - 2;
-    Coords c = {coords[0], coords[1]};
+    // The first spatial dim of the input and of the output (after N, C; after N when the
+    // channels are last).
+    const size_t s0 = w->channels_last ? 1 : 2;
+    Coords c = w->channels_last ? Coords{coords[0]} : Coords{coords[0], coords[1]};
     for (size_t i = 0; i < n; ++i) {
-      std::string e = affine(coords[2 + i], w->strides[i], -w->pads_begin[i]);
-      if (w->dilations[i] != 0 && coords[2 + n + i] != "0")
-        e = "(" + e + " + " + affine(coords[2 + n + i], w->dilations[i], 0) + ")";
+      std::string e = affine(coords[s0 + i], w->strides[i], -w->pads_begin[i]);
+      if (w->dilations[i] != 0 && coords[s0 + n + i] != "0")
+        e = "(" + e + " + " + affine(coords[s0 + n + i], w->dilations[i], 0) + ")";
       const std::string name = fresh("w");
       scope().os << scope().indent << "const int64_t " << name << " = " << e << ";\n";
-      c.push_back(clamp(name, 0, in[2 + i] - 1));
-      add_cond("(" + name + " >= 0 && " + name + " < " + num(in[2 + i]) + ")");
+      c.push_back(clamp(name, 0, in[s0 + i] - 1));
+      add_cond("(" + name + " >= 0 && " + name + " < " + num(in[s0 + i]) + ")");
     }
+    if (w->channels_last) c.push_back(coords[1 + 2 * n]);
     inner = value(p.inputs[0], c);
     fill = literal(w->fill, out.dtype);
   } else if (const auto* cat = std::get_if<layout::Concat>(&attrs)) {

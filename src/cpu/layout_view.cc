@@ -106,7 +106,115 @@ std::optional<LayoutView> relabelled(const PrimGraph& graph, const KernelDag& da
   return view;
 }
 
+// Whether the map moves the channel dim (1) last and keeps the others in order: channels
+// last, in which a view of a window relabels at any rank.
+bool moves_channels_last(const LayoutMap& m) {
+  if (m.split >= 0 || m.perm.size() < 3 || m.perm.back() != 1 || m.perm[0] != 0) return false;
+  for (size_t d = 1; d + 1 < m.perm.size(); ++d)
+    if (m.perm[d] != static_cast<int64_t>(d) + 1) return false;
+  return true;
+}
+
+// A shape with its channel dim (1) moved last.
+Shape channels_moved_last(const Shape& s) {
+  if (s.size() < 2) return s;
+  Shape r = s;
+  r.erase(r.begin() + 1);
+  r.push_back(s[1]);
+  return r;
+}
+
+// The dims of a shape from `from` on, those of size 1 left out.
+Shape squeezed_from(const Shape& s, size_t from) {
+  Shape r;
+  for (size_t d = from; d < s.size(); ++d)
+    if (s[d] != 1) r.push_back(s[d]);
+  return r;
+}
+
+// The kernel relabelled channels last when it pools (relabels_channels_last): every tensor
+// with its channel dim (1) moved last, the windows taken channels last ([N, O.., K.., C]),
+// reduce axes renumbered; reshapes (which drop or add dims of size 1) and constants (of
+// at most one wide dim) keep their bytes.
+std::optional<LayoutView> relabelled_channels_last(const PrimGraph& graph, const KernelDag& dag,
+                                                   const Candidate& c,
+                                                   const std::vector<std::string>& reads,
+                                                   const std::vector<std::string>& writes,
+                                                   const std::map<std::string, LayoutMap>& map) {
+  if (map.empty() || !relabels_channels_last(graph, dag, c)) return std::nullopt;
+  for (const auto& [t, m] : map)
+    if (!moves_channels_last(m)) return std::nullopt;
+  for (const auto* list : {&reads, &writes})  // others than the stored sides: narrow ones
+    for (const std::string& t : *list)
+      if (!map.count(t) && wide_dims(graph.value(t).shape) > 1) return std::nullopt;
+  LayoutView view;
+  PrimGraph& g = view.graph;
+  g.name = graph.name;
+  for (int v : c.members) {
+    Primitive p = graph.prims[dag.prim[v]];
+    for (const auto* list : {&p.inputs, &p.outputs})
+      for (const std::string& t : *list) {
+        const ValueInfo info{graph.value(t).dtype, channels_moved_last(graph.value(t).shape)};
+        g.values[t] = info;
+        if (const Tensor* constant = graph.constant(t))
+          g.constants[t] =
+              Tensor(constant->dtype(), info.shape, constant->bytes(), constant->nbytes());
+      }
+    if (auto* r = std::get_if<ReduceAttrs>(&p.attrs)) {
+      const int64_t rank = static_cast<int64_t>(graph.value(p.inputs.at(0)).shape.size());
+      for (int64_t& a : r->axes) a = a == 1 ? rank - 1 : a > 1 ? a - 1 : a;
+      std::sort(r->axes.begin(), r->axes.end());
+    } else if (auto* layout = std::get_if<LayoutAttrs>(&p.attrs)) {
+      if (auto* w = std::get_if<layout::Window>(layout)) w->channels_last = true;
+    }
+    g.prims.push_back(std::move(p));
+  }
+  finish(reads, writes, graph, view);
+  return view;
+}
+
 }  // namespace
+
+bool relabels_channels_last(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  bool window = false;
+  for (int v : c.members) {
+    const Primitive& p = graph.prims[dag.prim[v]];
+    const auto* layout = std::get_if<LayoutAttrs>(&p.attrs);
+    const Shape& out = graph.value(p.output()).shape;
+    if (out.size() < 3) return false;
+    if (layout && std::holds_alternative<layout::Window>(*layout)) {
+      if (std::get<layout::Window>(*layout).channels_last) return false;
+      window = true;
+      continue;
+    }
+    if (layout && std::holds_alternative<layout::Reshape>(*layout)) {
+      // Only dims of size 1 dropped or added after N and C: the same bytes either way.
+      const Shape& in = graph.value(p.inputs.at(0)).shape;
+      if (in.size() < 3 || in[0] != out[0] || in[1] != out[1] ||
+          squeezed_from(in, 2) != squeezed_from(out, 2))
+        return false;
+      continue;
+    }
+    if (p.kind() != PrimKind::kElementwise && p.kind() != PrimKind::kReduce &&
+        p.kind() != PrimKind::kBroadcast)
+      return false;
+    for (const std::string& t : p.inputs)
+      if (graph.value(t).shape.size() != out.size()) return false;
+  }
+  if (!window) return false;
+  // Every activation it reads or writes that is wide can be stored (rank 3 to 5).
+  for (const auto& list : {kernel_reads(graph, dag, c), kernel_writes(graph, dag, c)})
+    for (const std::string& t : list) {
+      const size_t rank = graph.value(t).shape.size();
+      if (!graph.constant(t) && wide_dims(graph.value(t).shape) > 1 && (rank < 3 || rank > 5))
+        return false;
+    }
+  return true;
+}
+
+bool views_channels_last_only(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  return !relabels_in_stored_order(graph, dag, c) && relabels_channels_last(graph, dag, c);
+}
 
 LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
                        const TensorLayouts& layouts) {
@@ -127,6 +235,8 @@ LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candi
     map.emplace(t, *m);
   }
   if (std::optional<LayoutView> view = relabelled(graph, dag, c, reads, writes, map))
+    return *std::move(view);
+  if (std::optional<LayoutView> view = relabelled_channels_last(graph, dag, c, reads, writes, map))
     return *std::move(view);
   LayoutView view;
   PrimGraph& g = view.graph;
@@ -219,8 +329,8 @@ bool relabels_in_stored_order(const PrimGraph& graph, const KernelDag& dag, cons
 
 std::vector<std::string> layout_view_sides(const PrimGraph& graph, const KernelDag& dag,
                                            const Candidate& c) {
-  if (!relabels_in_stored_order(graph, dag, c) || layout_agnostic(graph, dag, c) ||
-      !cpu_codegen_supports(graph, dag, c))
+  if (!(relabels_in_stored_order(graph, dag, c) || relabels_channels_last(graph, dag, c)) ||
+      layout_agnostic(graph, dag, c) || !cpu_codegen_supports(graph, dag, c))
     return {};
   std::vector<std::string> sides;
   for (const auto& list : {kernel_reads(graph, dag, c), kernel_writes(graph, dag, c)})

@@ -7,7 +7,8 @@
 // written side becomes the members' value followed by the inverse maps. A kernel of
 // elementwise, reduce, broadcast, concat and slice members on sides all in one layout is
 // instead relabelled into the stored order (reduce axes renumbered), so that a reduction over a
-// channels-last tensor keeps the channels innermost; only such kernels are offered views. The code
+// channels-last tensor keeps the channels innermost, and so is a pool on sides all channels
+// last; only such kernels are offered views. The code
 // generator composes those index maps with the members' (no data moves twice), so a
 // squeeze-excitation's pooling and scaling, a global pool or any kernel with reductions,
 // broadcasts or layout members reads and writes the channels-last activations of the
@@ -47,12 +48,24 @@ LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candi
 // (ResNet-50's max pool over channels last: 1.0 ms against 0.13).
 bool relabels_in_stored_order(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 
+// Whether the candidate pools (a window member) with elementwise, reduce and broadcast
+// members of one rank each and reshapes that only drop or add dims of size 1, every wide
+// activation it reads or writes of rank 3 to 5: then its kernel on sides all stored
+// channels last is the same kernel relabelled with the channel dim last in every tensor
+// (the windows [N, O1..On, K1..Kn, C], layout::Window::channels_last), so that a max pool
+// between channels-last convolutions reads and writes their tensors with the channels
+// innermost. Only channels last: in channel blocks it reads through transposes.
+bool relabels_channels_last(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
+// A candidate offered views in channels last only (relabels_channels_last, and not
+// relabels_in_stored_order).
+bool views_channels_last_only(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
+
 // The sides of a candidate that generated code can take in a stored layout: the
 // float32 activations (not constants) of rank 3 to 5 with more than one dim above 1 (a
 // [1, C, 1, 1] gate is a few bytes: it stays plain). Empty where the
 // candidate is not generated code's, is not relabelled in the stored order
-// (relabels_in_stored_order: linear, opaque, window, reshape, transpose, pad, gather or
-// tile members), or is
+// (relabels_in_stored_order, or relabels_channels_last for pools: linear, opaque,
+// transpose, pad, gather or tile members), or is
 // layout-agnostic (layout_agnostic: it computes on any one layout as it is, so it needs
 // no view).
 std::vector<std::string> layout_view_sides(const PrimGraph& graph, const KernelDag& dag,

@@ -49,8 +49,9 @@ std::string attrs_str(const Primitive& p) {
             " axis={} indices={}", t->axis,
             t->indices.size() > 8 ? fmt::format("<{}>", t->indices.size()) : ints_str(t->indices));
       if (auto* t = std::get_if<layout::Window>(&l))
-        s += fmt::format(" strides={} dilations={} pads={} fill={:g}", ints_str(t->strides),
-                         ints_str(t->dilations), ints_str(t->pads_begin), t->fill);
+        s += fmt::format(" strides={} dilations={} pads={} fill={:g}{}", ints_str(t->strides),
+                         ints_str(t->dilations), ints_str(t->pads_begin), t->fill,
+                         t->channels_last ? " channels_last" : "");
       return s;
     }
     std::string operator()(const LinearAttrs& l) const {

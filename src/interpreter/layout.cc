@@ -293,6 +293,23 @@ void window_as(const std::vector<std::vector<int64_t>>& tables, const Shape& out
 
 Tensor window(const Primitive& prim, const layout::Window& w, const Tensor& x,
               const ValueInfo& out) {
+  if (w.channels_last) {  // the default form between two transposes moving the channel dim
+    const size_t r = x.shape().size(), ro = out.shape.size();
+    if (r < 2 || ro < 2)
+      fail(prim, "window of " + shape_str(x.shape()) + " cannot give " + shape_str(out.shape));
+    layout::Window plain = w;
+    plain.channels_last = false;
+    std::vector<int64_t> to_first{0, static_cast<int64_t>(r - 1)}, to_last{0};
+    for (size_t d = 1; d + 1 < r; ++d) to_first.push_back(static_cast<int64_t>(d));
+    for (size_t d = 2; d < ro; ++d) to_last.push_back(static_cast<int64_t>(d));
+    to_last.push_back(1);
+    Shape xs_first{x.shape()[0], x.shape()[r - 1]}, out_first{out.shape[0], out.shape[ro - 1]};
+    xs_first.insert(xs_first.end(), x.shape().begin() + 1, x.shape().end() - 1);
+    out_first.insert(out_first.end(), out.shape.begin() + 1, out.shape.end() - 1);
+    const Tensor xf = transpose(prim, {to_first}, x, {x.dtype(), xs_first});
+    const Tensor yf = window(prim, plain, xf, {out.dtype, out_first});
+    return transpose(prim, {to_last}, yf, out);
+  }
   const Shape& xs = x.shape();
   if (xs.size() < 2) fail(prim, "window input needs rank >= 2");
   const size_t n = xs.size() - 2;

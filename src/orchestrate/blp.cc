@@ -125,7 +125,8 @@ Outcome solve_once(const std::vector<double>& cost, int kernels, const std::vect
     }
   }
   out.proven = out.found && model.isProvenOptimal();
-  out.infeasible = !out.found && model.isProvenInfeasible();
+  // (CBC stopped by its time limit in preprocessing can report the problem infeasible.)
+  out.infeasible = !out.found && model.isProvenInfeasible() && !model.isSecondsLimitReached();
   // Costs are >= 0, so 0 bounds the optimum when CBC proved nothing better.
   const double bound = model.getBestPossibleObjValue();
   out.bound = std::isfinite(bound) && bound > 0 && bound < 1e30 ? bound : 0.0;

@@ -128,7 +128,9 @@ LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& se
       const auto node = node_of.find(t);
       const auto layout = native_layout.find(t);
       if (node == node_of.end() || layout == native_layout.end() ||
-          !layout_map(layout->second, graph.value(t).shape))
+          !layout_map(layout->second, graph.value(t).shape) ||
+          (costs_of[k].views_channels_last &&
+           layout->second != channels_last_layout(graph.value(t).shape.size())))
         break;  // a side that stays plain: all stay plain
       nodes.push_back(node->second);
     }

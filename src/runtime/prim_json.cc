@@ -529,6 +529,7 @@ void write_attrs(json& j, const PrimAttrs& attrs) {
                                     j["dilations"] = w.dilations;
                                     j["pads_begin"] = w.pads_begin;
                                     j["fill"] = double_to_json(w.fill);
+                                    if (w.channels_last) j["channels_last"] = true;
                                   },
                               },
                               l);
@@ -601,6 +602,10 @@ LayoutAttrs read_layout(const Fields& f) {
                    w.dilations = f.ints("dilations");
                    w.pads_begin = f.ints("pads_begin");
                    w.fill = f.real("fill");
+                   if (const json* cl = f.find("channels_last")) {
+                     if (!cl->is_boolean()) f.expected("channels_last", "a boolean", *cl);
+                     w.channels_last = cl->get<bool>();
+                   }
                  },
              },
              *attrs);

@@ -236,4 +236,43 @@ TEST(CpuCodegenLayout, PoolingRowsOfAccumulators) {
   EXPECT_GE(stats.kernels, 8);
 }
 
+// Windows taken channels last (a pool on a layout view: [N, H, W, C] in, windows
+// [N, O1, O2, K1, K2, C]): rows of accumulators over C, NaN kept, strided, dilated,
+// padded and overhanging windows, max and sum; all match the interpreter.
+TEST(CpuCodegenLayout, ChannelsLastPoolingRowsOverTheChannels) {
+  std::mt19937 rng(14);
+  GraphBuilder b(rng);
+  const Shape s = {1, 11, 13, 24};  // N, H, W, C
+  const std::string r = with_some_nan(b, s);
+  std::vector<std::string> outs;
+  struct Pool {
+    ReduceOp op;
+    int64_t k, stride, dilation, pad;
+    double fill;
+    bool overhang;
+  };
+  for (const Pool& p : {Pool{ReduceOp::kMax, 3, 2, 1, 1, -INFINITY, true},
+                        Pool{ReduceOp::kMax, 3, 1, 1, 1, -INFINITY, false},
+                        Pool{ReduceOp::kSum, 2, 1, 2, 0, 0.0, false}}) {
+    layout::Window w{{p.stride, p.stride}, {p.dilation, p.dilation}, {p.pad, p.pad}, p.fill, true};
+    Shape o = {s[0]};
+    for (size_t i = 0; i < 2; ++i) {
+      const int64_t span = s[1 + i] + 2 * p.pad - p.dilation * (p.k - 1) - 1;
+      o.push_back(span / p.stride + 1 + (p.overhang && span % p.stride != 0));
+    }
+    o.insert(o.end(), {p.k, p.k, s[3]});
+    const std::string windows = b.prim(LayoutAttrs{w}, {r}, DType::kFloat32, o);
+    Shape reduced = o;
+    reduced[3] = reduced[4] = 1;
+    const std::string pooled =
+        b.prim(ReduceAttrs{p.op, {3, 4}}, {windows}, DType::kFloat32, reduced);
+    outs.push_back(b.prim(LayoutAttrs{layout::Reshape{}}, {pooled}, DType::kFloat32,
+                          {o[0], o[1], o[2], o[5]}));
+  }
+  b.g.outputs = outs;
+  kora_codegen_test::CheckStats stats;
+  kora_codegen_test::check_graph(b.g, 3, rng, stats);
+  EXPECT_GE(stats.kernels, 8);
+}
+
 }  // namespace

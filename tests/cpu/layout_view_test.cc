@@ -3,8 +3,8 @@
 // sigmoid, broadcast scale), a max pool window, a channel concat and channel slices, every
 // candidate with wide activations taken with all of them channels last, all in blocks of 8
 // channels, and only the first in blocks of 4; inputs stored so, outputs compared as stored; the
-// view takes the candidate's arguments; the kernels offered views (no window or reshape member) are
-// relabelled into the stored order, with no transpose.
+// view takes the candidate's arguments; the kernels offered views are relabelled into the
+// stored order, with no transpose (pools: channels last only, the windows taken channels last).
 #include "cpu/layout_view.h"
 
 #include <gtest/gtest.h>
@@ -116,7 +116,7 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
     GeneratedKernel kernel;
   };
   std::vector<Case> cases;
-  int relabelled = 0, offered = 0;
+  int relabelled = 0, offered = 0, pools = 0;
   for (const Candidate& c : enumerate_candidates(dag, co)) {
     // Every wide activation it touches (also of kernels offered no views: windows and
     // concats read through transposes).
@@ -132,6 +132,7 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
     offered += !views.empty();
     if (!views.empty()) {
       EXPECT_EQ(views, sides) << kernel_name(g, dag, c);
+      pools += views_channels_last_only(g, dag, c);
     }
     // All sides channels last; all in blocks of 8 channels; the first in blocks of 4.
     for (const auto& [n, layout] : std::vector<std::pair<size_t, std::string>>{
@@ -142,7 +143,14 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
       // Offered views on all their sides channels last: relabelled, no transpose (in
       // blocks too, but for the slice of 4 channels at 4).
       if (!views.empty() && n == sides.size() && layout == "acdb") {
-        for (const Primitive& p : view.graph.prims) EXPECT_NE(p.origin, "layout view");
+        for (const Primitive& p : view.graph.prims) {
+          EXPECT_NE(p.origin, "layout view");
+          const auto* l = std::get_if<LayoutAttrs>(&p.attrs);
+          const auto* w = l ? std::get_if<layout::Window>(l) : nullptr;
+          if (w) {
+            EXPECT_TRUE(w->channels_last);
+          }
+        }
         ++relabelled;
       }
       Case k{c, layouts,
@@ -156,6 +164,7 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
   }
   ASSERT_GE(cases.size(), 40u);
   EXPECT_GE(offered, 5);
+  EXPECT_GE(pools, 2);  // the window with its max (and its reshape, and the scale before)
   EXPECT_EQ(relabelled, offered);
   kora_test::TempDir dir;
   const CompileResult lib =

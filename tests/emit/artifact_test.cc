@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -196,6 +197,86 @@ TEST(Artifact, GeneratedKernelsOnLayoutViewsShareChannelsLastTensorsWithConvolut
   text.replace(at, stored.size(), "\"layout\": \"aBcd8b\",\n   \"name\": \"" + viewed + "\"");
   kora_test::write_bytes(out + "/manifest.json", text);
   expect_error([&] { Session session(out); }, "its arguments are");
+}
+
+// A 1x1 convolution, a 3x3 max pool (stride 1, pad 1) and a 3x3 convolution:
+// x [1, 16, 9, 9] -> y, the pool between two convolutions as in an inception block.
+PrimGraph pooling_model() {
+  kora_test::ModelBuilder m;
+  auto weights = [](size_t n, int salt) {
+    std::vector<float> w(n);
+    for (size_t i = 0; i < n; ++i)
+      w[i] = static_cast<float>(static_cast<int>((i + salt) * 37 % 17) - 8) / 32;
+    return w;
+  };
+  m.input("x", {1, 16, 9, 9})
+      .init_f32("w1", {32, 16, 1, 1}, weights(32 * 16, 1))
+      .init_f32("w2", {32, 32, 3, 3}, weights(32 * 32 * 9, 2));
+  m.node("Conv", {"x", "w1"}, {"c1"}, {}, "conv1");
+  m.node("Relu", {"c1"}, {"r1"}, {}, "relu1");
+  m.node("MaxPool", {"r1"}, {"p"},
+         {kora_test::attr_is("kernel_shape", {3, 3}), kora_test::attr_is("pads", {1, 1, 1, 1})},
+         "pool");
+  m.node("Conv", {"p", "w2"}, {"y"}, {kora_test::attr_is("pads", {1, 1, 1, 1})}, "conv2");
+  m.output("y");
+  return fission(kora_test::import_model(m));
+}
+
+TEST(Artifact, MaxPoolsOnChannelsLastViewsBetweenConvolutions) {
+  kora_test::TempDir dir;
+  const PrimGraph g = pooling_model();
+  const KernelDag dag = kernel_dag_of(g);
+  // The unfused plan with the pool's window, max and reshape joined in one kernel, and
+  // every tensor a convolution or the pool could take stored channels last, as the solver
+  // would decide.
+  OrchestrationResult plan = plan_of(g, "unfused");
+  ChosenKernel pool;
+  std::vector<ChosenKernel> kernels;
+  for (const ChosenKernel& k : plan.kernels) {
+    if (g.prims[k.prims.at(0)].origin != "pool") {
+      kernels.push_back(k);
+      continue;
+    }
+    pool.prims.insert(pool.prims.end(), k.prims.begin(), k.prims.end());
+    pool.outputs = k.outputs;
+    if (pool.prims.size() == k.prims.size()) kernels.push_back(ChosenKernel());  // its place
+  }
+  ASSERT_EQ(pool.prims.size(), 3u);  // window, max, reshape
+  std::sort(pool.prims.begin(), pool.prims.end());
+  for (ChosenKernel& k : kernels)
+    if (k.prims.empty()) k = pool;
+  plan.kernels = kernels;
+  plan.layouts_decided = true;
+  int pools = 0;
+  for (ChosenKernel& k : plan.kernels) {
+    const Candidate c = make_candidate(dag, k.prims);
+    std::vector<std::string> sides = layout_view_sides(g, dag, c);
+    pools += views_channels_last_only(g, dag, c);
+    for (const auto& [t, layout] : onednn_native_layouts(g, dag, c)) {
+      sides.push_back(t);
+      k.native = true;
+    }
+    for (const std::string& t : sides)
+      if (t != "x" && t != "y") plan.layouts[t] = "acdb";
+  }
+  ASSERT_EQ(pools, 1);
+  ASSERT_EQ(plan.layouts.size(), 3u);  // the convolution's output, its relu's, the pool's
+  const std::string out = dir.file("pool");
+  write_cpu_artifact(g, plan, nullptr, out, quick_options());
+  expect_matches_interpreter(g, out);
+  // The pool is generated code reading and writing channels last.
+  const Manifest m = read_artifact_manifest(out);
+  int pool_views = 0;
+  for (const ManifestKernel& k : m.kernels) {
+    if (k.impl != "generated" || k.primitives.size() != 3) continue;  // the pool's kernel
+    bool all = true;
+    for (const auto* list : {&k.reads, &k.writes})
+      for (const std::string& t : *list)
+        all = all &&
+              (m.tensors.at(t).storage == Storage::kConstant || m.tensors.at(t).layout == "acdb");
+    pool_views += all;
+  }
+  EXPECT_EQ(pool_views, 1);
 }
 
 TEST(Artifact, IntermediatesShareTheArena) {

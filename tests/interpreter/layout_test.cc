@@ -202,6 +202,26 @@ TEST(InterpLayout, WindowWithFill) {
                   },
                   -100),
               0, 0);
+  // Channels last: input [N, H, W, C], output [N, O1, O2, K1, K2, C], the same windows.
+  layout::Window wl = w;
+  wl.channels_last = true;
+  const Tensor xl = random_tensor(DType::kFloat32, {1, 5, 6, 2}, -1, 1, 14);
+  const Shape out_l = {1, 3, 2, 3, 2, 2};
+  expect_near(run1(LayoutAttrs{wl}, {xl}, DType::kFloat32, out_l),
+              expected(
+                  xl, out_l,
+                  [&](std::vector<int64_t> o) {
+                    std::vector<int64_t> in = {o[0], 0, 0, o[5]};
+                    for (size_t i = 0; i < 2; ++i) {
+                      in[1 + i] =
+                          o[1 + i] * w.strides[i] + o[3 + i] * w.dilations[i] - w.pads_begin[i];
+                      if (in[1 + i] < 0 || in[1 + i] >= xl.shape()[1 + i])
+                        return std::vector<int64_t>{};
+                    }
+                    return in;
+                  },
+                  -100),
+              0, 0);
   // 1-D window, int32, fill 0
   const Tensor xi = Tensor::from_int64(DType::kInt32, {1, 1, 4}, {1, 2, 3, 4});
   const Tensor yi =

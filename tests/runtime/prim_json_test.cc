@@ -93,7 +93,7 @@ bool same(const layout::Gather& a, const layout::Gather& b) {
 bool same(const layout::Tile&, const layout::Tile&) { return true; }
 bool same(const layout::Window& a, const layout::Window& b) {
   return a.strides == b.strides && a.dilations == b.dilations && a.pads_begin == b.pads_begin &&
-         same(a.fill, b.fill);
+         same(a.fill, b.fill) && a.channels_last == b.channels_last;
 }
 bool same(const MatMulAttrs&, const MatMulAttrs&) { return true; }
 bool same(const ConvAttrs& a, const ConvAttrs& b) {
@@ -297,6 +297,8 @@ TEST(PrimJson, EveryPrimitiveKindAndField) {
   prims.push_back(
       prim("window", LayoutAttrs{layout::Window{{2, 1}, {1, 3}, {0, 1}, -kInf}}, {"x"}));
   prims.push_back(prim("window_nan", LayoutAttrs{layout::Window{{1}, {1}, {0}, kNaN}}, {"x"}));
+  prims.push_back(
+      prim("window_cl", LayoutAttrs{layout::Window{{1, 2}, {1, 1}, {1, 0}, -kInf, true}}, {"x"}));
   prims.push_back(prim("matmul", LinearAttrs{MatMulAttrs{}}, {"a", "b"}));
   prims.push_back(
       prim("conv", LinearAttrs{ConvAttrs{4, {1, 2}, {3, 1}, {0, 1}, {2, 0}}}, {"x", "w"}));
