@@ -33,6 +33,32 @@ void finish(const std::vector<std::string>& reads, const std::vector<std::string
   view.candidate = make_candidate(view.dag, all);
 }
 
+// Whether every tensor the kernel reads or writes other than the stored sides has at most
+// one dim above 1 (its bytes are the same in any order of its dims).
+bool others_narrow(const PrimGraph& graph, const std::vector<std::string>& reads,
+                   const std::vector<std::string>& writes,
+                   const std::map<std::string, LayoutMap>& map) {
+  for (const auto* list : {&reads, &writes})
+    for (const std::string& t : *list)
+      if (!map.count(t) && wide_dims(graph.value(t).shape) > 1) return false;
+  return true;
+}
+
+// Member `p`'s tensors into `g` with the shapes `relabel` gives them; constants keep
+// their bytes.
+template <typename Relabel>
+void add_relabelled_tensors(const PrimGraph& graph, const Primitive& p, PrimGraph& g,
+                            const Relabel& relabel) {
+  for (const auto* list : {&p.inputs, &p.outputs})
+    for (const std::string& t : *list) {
+      const ValueInfo info{graph.value(t).dtype, relabel(graph.value(t).shape)};
+      g.values[t] = info;
+      if (const Tensor* constant = graph.constant(t))
+        g.constants[t] =
+            Tensor(constant->dtype(), info.shape, constant->bytes(), constant->nbytes());
+    }
+}
+
 // The kernel relabelled into the stored order, where that is all it takes
 // (relabels_in_stored_order): every tensor gets its stored shape (channel blocks split
 // off), reduce, concat and slice axes are renumbered (a blocked dim's two; a concat or
@@ -53,9 +79,7 @@ std::optional<LayoutView> relabelled(const PrimGraph& graph, const KernelDag& da
     for (const auto* list : {&graph.prims[dag.prim[v]].inputs, &graph.prims[dag.prim[v]].outputs})
       for (const std::string& t : *list)
         if (m.split >= 0 && graph.value(t).shape[m.split] % m.block != 0) return std::nullopt;
-  for (const auto* list : {&reads, &writes})  // others than the stored sides: narrow ones
-    for (const std::string& t : *list)
-      if (!map.count(t) && wide_dims(graph.value(t).shape) > 1) return std::nullopt;
+  if (!others_narrow(graph, reads, writes, map)) return std::nullopt;
   std::vector<int64_t> stored_dim(m.perm.size());  // split dim -> stored dim
   for (size_t d = 0; d < m.perm.size(); ++d) stored_dim[m.perm[d]] = static_cast<int64_t>(d);
   LayoutView view;
@@ -63,14 +87,7 @@ std::optional<LayoutView> relabelled(const PrimGraph& graph, const KernelDag& da
   g.name = graph.name;
   for (int v : c.members) {
     Primitive p = graph.prims[dag.prim[v]];
-    for (const auto* list : {&p.inputs, &p.outputs})
-      for (const std::string& t : *list) {
-        const ValueInfo info{graph.value(t).dtype, m.stored_shape(graph.value(t).shape)};
-        g.values[t] = info;
-        if (const Tensor* constant = graph.constant(t))
-          g.constants[t] =
-              Tensor(constant->dtype(), info.shape, constant->bytes(), constant->nbytes());
-      }
+    add_relabelled_tensors(graph, p, g, [&](const Shape& s) { return m.stored_shape(s); });
     // A logical dim's place in the split shape (a blocked dim: its outer part there, its
     // block next) and in the stored one.
     auto at = [&](int64_t a) { return m.split >= 0 && a > m.split ? a + 1 : a; };
@@ -144,22 +161,13 @@ std::optional<LayoutView> relabelled_channels_last(const PrimGraph& graph, const
   if (map.empty() || !relabels_channels_last(graph, dag, c)) return std::nullopt;
   for (const auto& [t, m] : map)
     if (!moves_channels_last(m)) return std::nullopt;
-  for (const auto* list : {&reads, &writes})  // others than the stored sides: narrow ones
-    for (const std::string& t : *list)
-      if (!map.count(t) && wide_dims(graph.value(t).shape) > 1) return std::nullopt;
+  if (!others_narrow(graph, reads, writes, map)) return std::nullopt;
   LayoutView view;
   PrimGraph& g = view.graph;
   g.name = graph.name;
   for (int v : c.members) {
     Primitive p = graph.prims[dag.prim[v]];
-    for (const auto* list : {&p.inputs, &p.outputs})
-      for (const std::string& t : *list) {
-        const ValueInfo info{graph.value(t).dtype, channels_moved_last(graph.value(t).shape)};
-        g.values[t] = info;
-        if (const Tensor* constant = graph.constant(t))
-          g.constants[t] =
-              Tensor(constant->dtype(), info.shape, constant->bytes(), constant->nbytes());
-      }
+    add_relabelled_tensors(graph, p, g, channels_moved_last);
     if (auto* r = std::get_if<ReduceAttrs>(&p.attrs)) {
       const int64_t rank = static_cast<int64_t>(graph.value(p.inputs.at(0)).shape.size());
       for (int64_t& a : r->axes) a = a == 1 ? rank - 1 : a > 1 ? a - 1 : a;

@@ -115,17 +115,19 @@ TEST(Artifact, LibraryKernelsFromTheDatabaseRunFromTheManifest) {
   expect_matches_interpreter(g, dir.file("lib"));
 }
 
+// Small weights in [-1/4, 1/4], a different pattern per salt.
+std::vector<float> weights(size_t n, int salt) {
+  std::vector<float> w(n);
+  for (size_t i = 0; i < n; ++i)
+    w[i] = static_cast<float>(static_cast<int>((i + salt) * 37 % 17) - 8) / 32;
+  return w;
+}
+
 // A 1x1 convolution, a grouped 3x3 one of 8 channels a group (oneDNN picks channel
 // blocks aBcd8b for it, channels last for the others), a squeeze-excitation
 // (GlobalAveragePool, sigmoid, Mul) and a 1x1 convolution: x [1, 16, 10, 10] -> y.
 PrimGraph excitation_model() {
   kora_test::ModelBuilder m;
-  auto weights = [](size_t n, int salt) {
-    std::vector<float> w(n);
-    for (size_t i = 0; i < n; ++i)
-      w[i] = static_cast<float>(static_cast<int>((i + salt) * 37 % 17) - 8) / 32;
-    return w;
-  };
   m.input("x", {1, 16, 10, 10})
       .init_f32("w1", {32, 16, 1, 1}, weights(32 * 16, 1))
       .init_f32("w2", {32, 8, 3, 3}, weights(32 * 8 * 9, 2))
@@ -203,12 +205,6 @@ TEST(Artifact, GeneratedKernelsOnLayoutViewsShareChannelsLastTensorsWithConvolut
 // x [1, 16, 9, 9] -> y, the pool between two convolutions as in an inception block.
 PrimGraph pooling_model() {
   kora_test::ModelBuilder m;
-  auto weights = [](size_t n, int salt) {
-    std::vector<float> w(n);
-    for (size_t i = 0; i < n; ++i)
-      w[i] = static_cast<float>(static_cast<int>((i + salt) * 37 % 17) - 8) / 32;
-    return w;
-  };
   m.input("x", {1, 16, 9, 9})
       .init_f32("w1", {32, 16, 1, 1}, weights(32 * 16, 1))
       .init_f32("w2", {32, 32, 3, 3}, weights(32 * 32 * 9, 2));
