@@ -165,7 +165,7 @@ class WindowReduceWriter {
   void fold_plane_windows(const std::string& plane, const std::string& acc);
   void store_plane_rows(const Coords& c, const std::string& acc);
   // accumulator_rows(), per output row:
-  Coords open_outer_window_dims(const Coords& c);
+  Coords open_window_dims(const Coords& c, size_t count);
   std::string stage_input_row(const Coords& ic);
   void fold_last_window_dim(const Coords& ic, const std::string& row, const std::string& acc);
   void fold_window_position(const Coords& ic, const std::string& row, const std::string& acc,
@@ -332,7 +332,7 @@ void WindowReduceWriter::accumulator_rows() {
   const std::string acc = kw_.fresh("acc");
   kw_.line(acc_t_ + " " + acc + "[" + num(on) + "];");
   kw_.line("for (int64_t j = 0; j < " + num(on) + "; ++j) " + acc + "[j] = " + init_ + ";");
-  const Coords ic = open_outer_window_dims(c);
+  const Coords ic = open_window_dims(c, n_ - 1);  // all but the last
   const std::string row = stage_input_row(ic);
   fold_last_window_dim(ic, row, acc);
   for (size_t i = 0; i + 1 < n_; ++i) kw_.close_block();  // the outer window dims
@@ -341,19 +341,20 @@ void WindowReduceWriter::accumulator_rows() {
   kw_.close_loops(rows);
 }
 
-// A loop per outer window dim (all but the last), each position's input coordinate
-// computed and skipped when outside the input; returns the input coordinates (N, C and
-// one per outer window dim). The caller closes the loops.
-Coords WindowReduceWriter::open_outer_window_dims(const Coords& c) {
-  Coords ic = {c[0], c[1]};
-  for (size_t i = 0; i + 1 < n_; ++i) {
+// A loop per window dim of the first `count`, each position's input coordinate computed
+// and skipped when outside the input; returns the input coordinates (N, C unless the
+// channels are last, and one per window dim opened). The caller closes the loops.
+Coords WindowReduceWriter::open_window_dims(const Coords& c, size_t count) {
+  const size_t s0 = w_->channels_last ? 1 : 2;  // the first spatial dim
+  Coords ic(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(s0));
+  for (size_t i = 0; i < count; ++i) {
     const std::string k = kw_.fresh("k");
-    kw_.open_block("for (int64_t " + k + " = 0; " + k + " < " + num(xs_[2 + n_ + i]) + "; ++" + k +
+    kw_.open_block("for (int64_t " + k + " = 0; " + k + " < " + num(xs_[s0 + n_ + i]) + "; ++" + k +
                    ")");
     const std::string v = kw_.fresh("w");
-    kw_.line("const int64_t " + v + " = " + c[2 + i] + " * " + num(w_->strides[i]) + " + " + k +
+    kw_.line("const int64_t " + v + " = " + c[s0 + i] + " * " + num(w_->strides[i]) + " + " + k +
              " * " + num(w_->dilations[i]) + " - " + num(w_->pads_begin[i]) + ";");
-    kw_.line("if (" + v + " < 0 || " + v + " >= " + num(is_[2 + i]) + ") continue;");
+    kw_.line("if (" + v + " < 0 || " + v + " >= " + num(is_[s0 + i]) + ") continue;");
     ic.push_back(v);
   }
   return ic;
@@ -453,17 +454,7 @@ void WindowReduceWriter::channels_last_rows() {
   const std::string acc = kw_.fresh("acc");
   kw_.line(acc_t_ + " " + acc + "[" + num(channels) + "];");
   kw_.line("for (int64_t q = 0; q < " + num(channels) + "; ++q) " + acc + "[q] = " + init_ + ";");
-  Coords ic = {c[0]};
-  for (size_t i = 0; i < n_; ++i) {
-    const std::string k = kw_.fresh("k");
-    kw_.open_block("for (int64_t " + k + " = 0; " + k + " < " + num(xs_[1 + n_ + i]) + "; ++" + k +
-                   ")");
-    const std::string v = kw_.fresh("w");
-    kw_.line("const int64_t " + v + " = " + c[1 + i] + " * " + num(w_->strides[i]) + " + " + k +
-             " * " + num(w_->dilations[i]) + " - " + num(w_->pads_begin[i]) + ";");
-    kw_.line("if (" + v + " < 0 || " + v + " >= " + num(is_[1 + i]) + ") continue;");
-    ic.push_back(v);
-  }
+  const Coords ic = open_window_dims(c, n_);
   kw_.line("#pragma omp simd");
   const std::string q = kw_.fresh("q");
   kw_.open_block("for (int64_t " + q + " = 0; " + q + " < " + num(channels) + "; ++" + q + ")");

@@ -145,6 +145,24 @@ PrimGraph excitation_model() {
   return fission(kora_test::import_model(m));
 }
 
+// Layouts as the solver would decide them (layouts_decided): every oneDNN kernel native,
+// every tensor it or a generated kernel on views can take stored channels last (the model's
+// input x and output y stay plain).
+void store_channels_last(const PrimGraph& g, OrchestrationResult& plan) {
+  const KernelDag dag = kernel_dag_of(g);
+  plan.layouts_decided = true;
+  for (ChosenKernel& k : plan.kernels) {
+    const Candidate c = make_candidate(dag, k.prims);
+    std::vector<std::string> sides = layout_view_sides(g, dag, c);
+    for (const auto& [t, layout] : onednn_native_layouts(g, dag, c)) {
+      sides.push_back(t);
+      k.native = true;
+    }
+    for (const std::string& t : sides)
+      if (t != "x" && t != "y") plan.layouts[t] = "acdb";
+  }
+}
+
 TEST(Artifact, GeneratedKernelsOnLayoutViewsShareChannelsLastTensorsWithConvolutions) {
   kora_test::TempDir dir;
   const PrimGraph g = excitation_model();
@@ -152,19 +170,11 @@ TEST(Artifact, GeneratedKernelsOnLayoutViewsShareChannelsLastTensorsWithConvolut
   // The unfused plan with every tensor a convolution or a kernel on views could take
   // stored channels last, as the solver would decide it (layouts_decided).
   OrchestrationResult plan = plan_of(g, "unfused");
-  plan.layouts_decided = true;
+  store_channels_last(g, plan);
   int grouped_blocked = 0;
-  for (ChosenKernel& k : plan.kernels) {
-    const Candidate c = make_candidate(dag, k.prims);
-    std::vector<std::string> sides = layout_view_sides(g, dag, c);
-    for (const auto& [t, layout] : onednn_native_layouts(g, dag, c)) {
-      sides.push_back(t);
-      k.native = true;
+  for (const ChosenKernel& k : plan.kernels)
+    for (const auto& [t, layout] : onednn_native_layouts(g, dag, make_candidate(dag, k.prims)))
       grouped_blocked += layout == "aBcd8b";
-    }
-    for (const std::string& t : sides)
-      if (t != "x" && t != "y") plan.layouts[t] = "acdb";
-  }
   ASSERT_GT(grouped_blocked, 0) << "oneDNN picked channels last for the grouped convolution";
   ASSERT_GE(plan.layouts.size(), 4u);
   const std::string out = dir.file("views");
@@ -242,19 +252,10 @@ TEST(Artifact, MaxPoolsOnChannelsLastViewsBetweenConvolutions) {
   for (ChosenKernel& k : kernels)
     if (k.prims.empty()) k = pool;
   plan.kernels = kernels;
-  plan.layouts_decided = true;
+  store_channels_last(g, plan);
   int pools = 0;
-  for (ChosenKernel& k : plan.kernels) {
-    const Candidate c = make_candidate(dag, k.prims);
-    std::vector<std::string> sides = layout_view_sides(g, dag, c);
-    pools += views_channels_last_only(g, dag, c);
-    for (const auto& [t, layout] : onednn_native_layouts(g, dag, c)) {
-      sides.push_back(t);
-      k.native = true;
-    }
-    for (const std::string& t : sides)
-      if (t != "x" && t != "y") plan.layouts[t] = "acdb";
-  }
+  for (const ChosenKernel& k : plan.kernels)
+    pools += views_channels_last_only(g, dag, make_candidate(dag, k.prims));
   ASSERT_EQ(pools, 1);
   ASSERT_EQ(plan.layouts.size(), 3u);  // the convolution's output, its relu's, the pool's
   const std::string out = dir.file("pool");
