@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string_view>
 
 namespace kora {
 
@@ -25,7 +26,10 @@ std::string channels_last_layout(size_t rank) {
   return rank == 3 ? "acb" : rank == 4 ? "acdb" : rank == 5 ? "acdeb" : "";
 }
 
-std::optional<LayoutMap> layout_map(const std::string& layout, const Shape& shape) {
+std::optional<LayoutMap> layout_map(const std::string& tag, const Shape& shape) {
+  // A bfloat16 tag ("acdb+bf16") stores its elements in the same order as its float32 one.
+  constexpr std::string_view bf16 = "+bf16";
+  const std::string layout = tag.ends_with(bf16) ? tag.substr(0, tag.size() - bf16.size()) : tag;
   const int64_t rank = static_cast<int64_t>(shape.size());
   size_t letters = 0;
   while (letters < layout.size() && std::isalpha(static_cast<unsigned char>(layout[letters])))

@@ -1,10 +1,11 @@
 // Stored layouts as index maps: a oneDNN format tag and a tensor's logical shape in, the
 // layout as a split of one dim into blocks and a permutation out. "acdb" (channels last)
 // stores [N, C, H, W] as [N, H, W, C]; "aBcd8b" as [N, C/8, H, W, 8] (the channels in
-// blocks of 8, the block innermost). A tag that pads (C not a multiple of the block), has
-// two blocked dims or names bfloat16 ("acdb+bf16") has no map. Generated code reads and
-// writes tensors stored so through a reshape and a transpose (src/cpu/layout_view.h); the
-// orchestration offers such views only on tensors a oneDNN kernel would store so.
+// blocks of 8, the block innermost); a bfloat16 tag ("acdb+bf16") has its float32 tag's
+// map. A tag that pads (C not a multiple of the block) or has two blocked dims has no
+// map. Generated code reads and writes tensors stored so through a reshape and a
+// transpose (src/cpu/layout_view.h); the orchestration offers such views only on tensors
+// a oneDNN kernel would store so.
 #pragma once
 
 #include <cstdint>
@@ -31,8 +32,8 @@ struct LayoutMap {
 // layout oneDNN's convolutions share with one another on AVX-512 machines.
 std::string channels_last_layout(size_t rank);
 
-// The map of `layout` for a tensor of `shape`; none for plain ("abcd"), for tags of
+// The map of `tag` for a tensor of `shape`; none for plain ("abcd"), for tags of
 // another rank and for the tags above.
-std::optional<LayoutMap> layout_map(const std::string& layout, const Shape& shape);
+std::optional<LayoutMap> layout_map(const std::string& tag, const Shape& shape);
 
 }  // namespace kora

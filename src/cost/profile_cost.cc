@@ -5,7 +5,7 @@
 // into the table that TableCost looks candidates up in; the native-layout records of
 // oneDNN convolutions (and their channels-last alternative) for their layout costs
 // (bfloat16 layouts on a bf16 device), and the sides generated code takes through layout
-// views (float32 only).
+// views (bfloat16 ones too).
 #include <algorithm>
 
 #include "base/layout_map.h"
@@ -63,10 +63,11 @@ LayoutCost ProfileDbCost::layout_cost(const PrimGraph& graph, const KernelDag& d
   LayoutCost l;
   // No convolution measured natively (nor offered so unmeasured): nothing to choose.
   if (native_.empty() && !native_at_fallback_) return l;
-  // bf16: native layouts hold bfloat16, which elementwise generated code does not read.
+  // bf16: native layouts hold bfloat16, which generated code reads and writes through
+  // views only (an agnostic kernel computes on float32 elements as it is).
   const bool bf16 = bf16_fingerprint(device_);
   l.agnostic = !bf16 && layout_agnostic(graph, dag, c);
-  if (!bf16) l.views = layout_view_sides(graph, dag, c);
+  l.views = layout_view_sides(graph, dag, c, bf16);
   l.views_channels_last = !l.views.empty() && views_channels_last_only(graph, dag, c);
   const auto native = native_.find(c.signature), blocked = blocked_.find(c.signature);
   if (native == native_.end() || blocked == blocked_.end()) {

@@ -50,10 +50,10 @@ std::string with_io_text(const PrimGraph& graph, const GeneratedKernel& k,
 // The sides of a generated kernel the solver stored in a oneDNN layout (`decided`:
 // OrchestrationResult::layouts), which it then reads and writes through layout views.
 TensorLayouts decided_views(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
-                            const std::map<std::string, std::string>* decided) {
+                            const std::map<std::string, std::string>* decided, bool bf16) {
   TensorLayouts views;
   if (!decided) return views;
-  for (const std::string& t : layout_view_sides(graph, dag, c)) {
+  for (const std::string& t : layout_view_sides(graph, dag, c, bf16)) {
     const auto it = decided->find(t);
     if (it != decided->end() && layout_map(it->second, graph.value(t).shape)) views[t] = it->second;
   }
@@ -96,14 +96,15 @@ void choose_implementation(const PrimGraph& graph, const KernelDag& dag, const P
         if (!cpu_codegen_supports(graph, dag, c)) continue;
         const CpuSchedule schedule =
             s == "default" ? CpuSchedule{} : CpuSchedule::from_key(s.substr(4));
-        e.views = decided_views(graph, dag, c, decided);
+        e.views = decided_views(graph, dag, c, decided, options.bf16);
         if (e.views.empty()) {
           e.source = with_io_text(graph, generate_cpu_kernel(graph, dag, c, symbol, schedule));
         } else {
           const LayoutView view = layout_view(graph, dag, c, e.views);
-          e.source = with_io_text(
-              graph, generate_cpu_kernel(view.graph, view.dag, view.candidate, symbol, schedule),
-              e.views);
+          e.source = with_io_text(graph,
+                                  generate_cpu_kernel(view.graph, view.dag, view.candidate, symbol,
+                                                      schedule, view.bfloat16),
+                                  e.views);
         }
         e.kernel.impl = "generated";
         e.kernel.symbol = symbol;
@@ -210,8 +211,8 @@ void compile_kernels(const PrimGraph& graph, const KernelDag& dag, std::vector<E
 // than plain; a convolution the solver gave channels-last sides where oneDNN picks
 // others runs its channels-last alternative (onednn_channels_last_layouts), and generated
 // kernels on layout views take the sides they were generated for (Emitted::views). bf16:
-// the native layouts are bfloat16 ones, so only oneDNN kernels touch a blocked tensor (no
-// elementwise kernel joins a group). Returns how many tensors are blocked.
+// the native layouts are bfloat16 ones, which generated code reads and writes through its
+// views only (no elementwise kernel joins a group). Returns how many tensors are blocked.
 int64_t assign_layouts(const PrimGraph& graph, const KernelDag& dag,
                        const std::vector<Emitted>& emitted,
                        const std::map<std::string, std::string>* decided, bool bf16, Manifest& m) {

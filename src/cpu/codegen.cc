@@ -14,8 +14,8 @@ namespace kora {
 namespace cpu_gen {
 
 KernelWriter::KernelWriter(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
-                           const CpuSchedule& schedule)
-    : ValueWriter(graph, dag, c), schedule_(schedule) {}
+                           const CpuSchedule& schedule, const std::set<std::string>& bfloat16)
+    : ValueWriter(graph, dag, c), schedule_(schedule), bfloat16_(bfloat16) {}
 
 std::string KernelWriter::index_table(const std::vector<int64_t>& values) {
   const std::string table = fresh("gather");
@@ -36,14 +36,27 @@ std::string KernelWriter::scratch(DType t, int64_t n) {
 GeneratedKernel KernelWriter::run(const std::string& symbol) {
   std::ostringstream head;
   head << "extern \"C\" void " << symbol << "(const void* const* in, void* const* out) {\n";
+  // A side stored as bfloat16 is a kora_bf16 array: read as float, assigned from float.
+  auto type = [&](const std::string& tensor) -> std::string {
+    return bfloat16_.count(tensor) ? "kora_bf16" : ctype(graph_.value(tensor).dtype);
+  };
+  for (const std::string& t : bfloat16_) {
+    if (std::find(reads_.begin(), reads_.end(), t) == reads_.end() &&
+        std::find(writes_.begin(), writes_.end(), t) == writes_.end())
+      throw Error("cpu codegen: '" + t + "' is stored as bfloat16 but is not a side of kernel " +
+                  symbol);
+    if (graph_.value(t).dtype != DType::kFloat32)
+      throw Error("cpu codegen: '" + t + "' is stored as bfloat16 but is " +
+                  dtype_name(graph_.value(t).dtype) + " (float32 only)");
+  }
   for (size_t i = 0; i < reads_.size(); ++i) {
-    const char* t = ctype(graph_.value(reads_[i]).dtype);
+    const std::string t = type(reads_[i]);
     in_ptr_[reads_[i]] = "in" + std::to_string(i);
     head << "  const " << t << "* __restrict in" << i << " = static_cast<const " << t << "*>(in["
          << i << "]);\n";
   }
   for (size_t i = 0; i < writes_.size(); ++i) {
-    const char* t = ctype(graph_.value(writes_[i]).dtype);
+    const std::string t = type(writes_[i]);
     out_ptr_[writes_[i]] = "out" + std::to_string(i);
     head << "  " << t << "* __restrict out" << i << " = static_cast<" << t << "*>(out[" << i
          << "]);\n";
@@ -256,13 +269,14 @@ std::vector<CpuSchedule> cpu_schedule_space(const PrimGraph& graph, const Kernel
 
 GeneratedKernel generate_cpu_kernel(const PrimGraph& graph, const KernelDag& dag,
                                     const Candidate& c, const std::string& symbol,
-                                    const CpuSchedule& schedule) {
+                                    const CpuSchedule& schedule,
+                                    const std::set<std::string>& bfloat16) {
   for (int v : c.members) {
     const Primitive& p = graph.prims[dag.prim[v]];
     if (!member_supported(graph, p))
       throw Error("cpu codegen: " + p.describe() + " is not generated (kind or dtypes)");
   }
-  return cpu_gen::KernelWriter(graph, dag, c, schedule).run(symbol);
+  return cpu_gen::KernelWriter(graph, dag, c, schedule, bfloat16).run(symbol);
 }
 
 std::string cpu_codegen_prelude() { return cpu_gen::prelude_text(); }

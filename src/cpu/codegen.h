@@ -21,6 +21,7 @@
 // (the process shares one OpenMP runtime).
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,10 +74,14 @@ struct GeneratedKernel {
   std::vector<std::string> reads, writes;
 };
 
-// Throws kora::Error naming the primitive it cannot generate.
+// Throws kora::Error naming the primitive it cannot generate. `bfloat16`: float32 sides
+// (kernel reads or writes) stored as bfloat16 (--bf16's layouts, src/cpu/layout_view.h):
+// their pointers are kora_bf16, each element widened to float when read and rounded to
+// the nearest bfloat16 (ties to even, NaN kept) when written; the arithmetic stays float.
 GeneratedKernel generate_cpu_kernel(const PrimGraph& graph, const KernelDag& dag,
                                     const Candidate& c, const std::string& symbol,
-                                    const CpuSchedule& schedule = {});
+                                    const CpuSchedule& schedule = {},
+                                    const std::set<std::string>& bfloat16 = {});
 
 // Includes and helpers the generated functions use.
 std::string cpu_codegen_prelude();

@@ -59,7 +59,7 @@ struct GemmSpec {
 class KernelWriter : public codegen::ValueWriter {
  public:
   KernelWriter(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
-               const CpuSchedule& schedule);
+               const CpuSchedule& schedule, const std::set<std::string>& bfloat16 = {});
   GeneratedKernel run(const std::string& symbol);
 
  private:
@@ -107,6 +107,7 @@ class KernelWriter : public codegen::ValueWriter {
   }
 
   CpuSchedule schedule_;
+  std::set<std::string> bfloat16_;            // sides stored as bfloat16
   Part part_;                                 // open_loops' restricted dim, if any
   std::set<std::string> done_;                // written tensors stored already
   std::vector<std::string> epilogue_writes_;  // of the linear member being generated

@@ -1,7 +1,7 @@
 // The prelude of generated CPU kernels (cpu_codegen_prelude()): what the functions of one
 // translation unit share, written once before them. The C math functions as the
 // compiler's builtins (kora_log, kora_sqrt, ... for float and double), branch-free float
-// exp and tanh, a scoped heap buffer, the backend-neutral kora_* helpers
+// exp and tanh, a scoped heap buffer, bfloat16 elements, the backend-neutral kora_* helpers
 // (src/codegen/scalar.cc, with KORA_FN = static inline) and the GEMM micro-kernel.
 #include "cpu/codegen_internal.h"
 
@@ -34,6 +34,19 @@ struct kora_buffer {
   ~kora_buffer() { delete[] p; }
   kora_buffer(const kora_buffer&) = delete;
   kora_buffer& operator=(const kora_buffer&) = delete;
+};
+// A bfloat16 element of a tensor stored so (--bf16): read as the float it holds, assigned
+// from a float rounded to the nearest bfloat16, ties to even (oneDNN's conversion), a NaN
+// kept a quiet NaN. Branch-free, so loops over it vectorize.
+struct kora_bf16 {
+  uint16_t bits;
+  operator float() const { return __builtin_bit_cast(float, (uint32_t)bits << 16); }
+  kora_bf16& operator=(float f) {
+    const uint32_t u = __builtin_bit_cast(uint32_t, f);
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    bits = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
+    return *this;
+  }
 };
 // exp and tanh on floats without branches or calls, so loops over them vectorize
 // (Cephes' single-precision polynomials, about 1 ulp); double keeps the C library's.

@@ -229,6 +229,7 @@ LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candi
   const std::vector<std::string> reads = kernel_reads(graph, dag, c);
   const std::vector<std::string> writes = kernel_writes(graph, dag, c);
   std::map<std::string, LayoutMap> map;  // side -> how it is stored
+  std::set<std::string> bfloat16;
   for (const auto& [t, layout] : layouts) {
     if (std::find(reads.begin(), reads.end(), t) == reads.end() &&
         std::find(writes.begin(), writes.end(), t) == writes.end())
@@ -241,12 +242,24 @@ LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candi
                   "', which generated code cannot read (a permutation of its dims, or one "
                   "dim in whole blocks)");
     map.emplace(t, *m);
+    if (has_bf16_suffix(layout)) {
+      if (graph.value(t).dtype != DType::kFloat32)
+        throw Error("layout view of kernel " + kernel_name(graph, dag, c) + ": '" + t + "' is " +
+                    dtype_name(graph.value(t).dtype) + ", stored in layout '" + layout +
+                    "' (bfloat16 stores float32 tensors only)");
+      bfloat16.insert(t);
+    }
   }
+  auto with_bfloat16 = [&bfloat16](LayoutView view) {
+    view.bfloat16 = bfloat16;
+    return view;
+  };
   if (std::optional<LayoutView> view = relabelled(graph, dag, c, reads, writes, map))
-    return *std::move(view);
+    return with_bfloat16(*std::move(view));
   if (std::optional<LayoutView> view = relabelled_channels_last(graph, dag, c, reads, writes, map))
-    return *std::move(view);
+    return with_bfloat16(*std::move(view));
   LayoutView view;
+  view.bfloat16 = bfloat16;
   PrimGraph& g = view.graph;
   g.name = graph.name;
   auto add = [&](LayoutAttrs attrs, const std::string& from, const std::string& to,
@@ -336,9 +349,9 @@ bool relabels_in_stored_order(const PrimGraph& graph, const KernelDag& dag, cons
 }
 
 std::vector<std::string> layout_view_sides(const PrimGraph& graph, const KernelDag& dag,
-                                           const Candidate& c) {
+                                           const Candidate& c, bool bf16) {
   if (!(relabels_in_stored_order(graph, dag, c) || relabels_channels_last(graph, dag, c)) ||
-      layout_agnostic(graph, dag, c) || !cpu_codegen_supports(graph, dag, c))
+      (!bf16 && layout_agnostic(graph, dag, c)) || !cpu_codegen_supports(graph, dag, c))
     return {};
   std::vector<std::string> sides;
   for (const auto& list : {kernel_reads(graph, dag, c), kernel_writes(graph, dag, c)})

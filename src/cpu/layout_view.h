@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct LayoutView {
   PrimGraph graph;  // the members and the transposes; inputs and outputs: the sides
   KernelDag dag;
   Candidate candidate;  // every node of `dag`
+  // The sides stored as bfloat16 (a layout ending in "+bf16", --bf16): float32 in the
+  // graph, bfloat16 in memory (generate_cpu_kernel's `bfloat16`).
+  std::set<std::string> bfloat16;
 };
 
 // Throws kora::Error when a named tensor is not a side of the candidate or its layout has
@@ -66,9 +70,10 @@ bool views_channels_last_only(const PrimGraph& graph, const KernelDag& dag, cons
 // candidate is not generated code's, is not relabelled in the stored order
 // (relabels_in_stored_order, or relabels_channels_last for pools: linear, opaque,
 // transpose, pad, gather or tile members), or is
-// layout-agnostic (layout_agnostic: it computes on any one layout as it is, so it needs
-// no view).
+// layout-agnostic (layout_agnostic: it computes on any one float32 layout as it is, so
+// it needs no view) unless `bf16`: the layouts are then bfloat16 ones, which an
+// agnostic kernel reads through a view as any other.
 std::vector<std::string> layout_view_sides(const PrimGraph& graph, const KernelDag& dag,
-                                           const Candidate& c);
+                                           const Candidate& c, bool bf16 = false);
 
 }  // namespace kora

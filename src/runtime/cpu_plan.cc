@@ -59,9 +59,9 @@ struct Step {
 
 // The kernel's tensors stored blocked (oneDNN kernels are told). A generated
 // (elementwise) kernel computes the same on any float32 layout as long as all its tensors
-// share it, and one generated on layout views (`views`: its SYMBOL_io names layouts) takes
-// exactly the layouts it names, which check_generated_io compares; the interpreter takes
-// plain tensors only.
+// share it, and one generated on layout views (`views`: its SYMBOL_io names layouts,
+// bfloat16 ones too) takes exactly the layouts it names, which check_generated_io
+// compares; the interpreter takes plain tensors only.
 TensorLayouts kernel_layouts(const Manifest& m, const ManifestKernel& k, size_t index, bool views) {
   TensorLayouts layouts;
   std::set<std::string> seen;
@@ -74,12 +74,13 @@ TensorLayouts kernel_layouts(const Manifest& m, const ManifestKernel& k, size_t 
       bf16 = bf16 || has_bf16_suffix(info.layout);
     }
   if (!layouts.empty() &&
-      (k.impl == "interpreter" || (k.impl == "generated" && ((seen.size() > 1 && !views) || bf16))))
+      (k.impl == "interpreter" || (k.impl == "generated" && !views && (seen.size() > 1 || bf16))))
     throw Error("artifact manifest: kernel " + std::to_string(index) + " (" + k.impl + ") uses '" +
                 layouts.begin()->first + "', stored in layout " + layouts.begin()->second +
                 (k.impl == "interpreter" ? "; the interpreter takes plain tensors only"
-                 : bf16                  ? "; generated code reads no bfloat16"
-                                         : ", with tensors in other layouts"));
+                 : bf16 ? "; generated code reads bfloat16 only on the layout views it was "
+                          "generated for"
+                        : ", with tensors in other layouts"));
   return layouts;
 }
 

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <random>
 
 #include "cpu/codegen_harness.h"
@@ -40,6 +42,39 @@ Tensor stored(const Tensor& logical, const LayoutMap& m) {
   return r;
 }
 
+// Round-to-nearest-even float -> bfloat16 bits, a NaN kept quiet: the brute-force
+// reference of kora_bf16 (and of oneDNN's conversion).
+uint16_t bf16_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if (std::isnan(f)) return static_cast<uint16_t>((u >> 16) | 0x40);
+  const uint32_t lower = u & 0xffff, upper = u >> 16;
+  const bool up = lower > 0x8000 || (lower == 0x8000 && (upper & 1));
+  return static_cast<uint16_t>(upper + up);
+}
+float bf16_value(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+// A float32 tensor as the bfloat16 elements a "+bf16" layout stores (in a float32
+// tensor's buffer, the first half used), and back.
+Tensor to_bf16(const Tensor& t) {
+  Tensor r(DType::kFloat32, t.shape());
+  const float* src = reinterpret_cast<const float*>(t.bytes());
+  uint16_t* dst = reinterpret_cast<uint16_t*>(r.mutable_bytes());
+  for (int64_t i = 0; i < t.numel(); ++i) dst[i] = bf16_bits(src[i]);
+  return r;
+}
+Tensor from_bf16(const Tensor& t) {
+  Tensor r(DType::kFloat32, t.shape());
+  const uint16_t* src = reinterpret_cast<const uint16_t*>(t.bytes());
+  float* dst = reinterpret_cast<float*>(r.mutable_bytes());
+  for (int64_t i = 0; i < t.numel(); ++i) dst[i] = bf16_value(src[i]);
+  return r;
+}
+
 TEST(LayoutView, OneDnnTagsAsMaps) {
   const Shape x = {2, 16, 5, 6};
   const std::optional<LayoutMap> nhwc = layout_map("acdb", x);
@@ -58,8 +93,8 @@ TEST(LayoutView, OneDnnTagsAsMaps) {
   EXPECT_FALSE(layout_map("abcd", x));                 // plain
   EXPECT_FALSE(layout_map("aBcd16b", {2, 24, 5, 6}));  // padded: 24 is not whole blocks
   EXPECT_FALSE(layout_map("ABcd16b16a", x));           // two blocked dims
-  EXPECT_FALSE(layout_map("acdb+bf16", x));            // bfloat16
-  EXPECT_FALSE(layout_map("acdb", {1, 4, 7}));         // another rank
+  EXPECT_EQ(layout_map("acdb+bf16", x)->perm, layout_map("acdb", x)->perm);  // bfloat16
+  EXPECT_FALSE(layout_map("acdb", {1, 4, 7}));                               // another rank
   EXPECT_FALSE(layout_map("aadb", x));
   EXPECT_FALSE(layout_map("aBcd8c", x));  // the block of another dim
 }
@@ -232,6 +267,158 @@ TEST(LayoutView, SidesAreTheWideActivationsAndReductionsKeepChannelsInnermost) {
   // A side in a layout generated code cannot read, or a tensor that is not a side.
   EXPECT_THROW(layout_view(b.g, dag, make_candidate(dag, {0}), {{x, "aBcd16b"}}), Error);  // padded
   EXPECT_THROW(layout_view(b.g, dag, make_candidate(dag, {0}), {{relu, "acdb"}}), Error);
+}
+
+// --bf16: the sides a oneDNN convolution stores as bfloat16 ("acdb+bf16", "aBcd8b+bf16"),
+// read and written by generated code through its views, agnostic kernels included. Every
+// candidate offered views on a squeeze-excitation, a residual add with ReLU and a max
+// pool, all sides in each bfloat16 layout: inputs stored as bfloat16, each output within
+// one bfloat16 rounding of the interpreter's result on those inputs.
+TEST(LayoutView, KernelsOnBfloat16SidesMatchTheInterpreterToOneRounding) {
+  std::mt19937 rng(5);
+  GraphBuilder b(rng);
+  const Shape shape = {1, 16, 6, 6};
+  const std::string x = b.input(DType::kFloat32, shape);
+  const std::string skip = b.input(DType::kFloat32, shape);
+  const std::string mean =
+      b.prim(ReduceAttrs{ReduceOp::kMean, {2, 3}}, {x}, DType::kFloat32, {1, 16, 1, 1});
+  const std::string gate = b.prim(ElementwiseAttrs{ScalarOp::kSigmoid, {Operand{0, 0}}}, {mean},
+                                  DType::kFloat32, {1, 16, 1, 1});
+  const std::string wide = b.prim(BroadcastAttrs{}, {gate}, DType::kFloat32, shape);
+  const std::string se = b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}},
+                                {x, wide}, DType::kFloat32, shape);
+  const std::string sum = b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}},
+                                 {se, skip}, DType::kFloat32, shape);
+  const std::string relu =
+      b.prim(ElementwiseAttrs{ScalarOp::kRelu, {Operand{0, 0}}}, {sum}, DType::kFloat32, shape);
+  layout::Window w;
+  w.strides = {2, 2};
+  w.dilations = {1, 1};
+  w.pads_begin = {1, 1};
+  w.fill = -1e30;
+  const std::string windows = b.prim(LayoutAttrs{w}, {relu}, DType::kFloat32, {1, 16, 3, 3, 3, 3});
+  const std::string pooled_6d =
+      b.prim(ReduceAttrs{ReduceOp::kMax, {4, 5}}, {windows}, DType::kFloat32, {1, 16, 3, 3, 1, 1});
+  const std::string pooled =
+      b.prim(LayoutAttrs{layout::Reshape{}}, {pooled_6d}, DType::kFloat32, {1, 16, 3, 3});
+  b.g.outputs = {pooled};
+  const PrimGraph& g = b.g;
+  const KernelDag dag = kernel_dag_of(g);
+  CandidateOptions co;
+  co.max_size = 4;
+  std::string source = cpu_codegen_prelude();
+  struct Case {
+    Candidate c;
+    TensorLayouts layouts;
+    GeneratedKernel kernel;
+  };
+  std::vector<Case> cases;
+  int agnostic = 0;
+  for (const Candidate& c : enumerate_candidates(dag, co)) {
+    const std::vector<std::string> views = layout_view_sides(g, dag, c, true);
+    if (views.empty()) continue;
+    EXPECT_TRUE(layout_view_sides(g, dag, c) == views || layout_agnostic(g, dag, c));
+    agnostic += layout_agnostic(g, dag, c);
+    for (const std::string layout : {"acdb+bf16", "aBcd8b+bf16"}) {
+      if (layout != std::string("acdb+bf16") && views_channels_last_only(g, dag, c)) continue;
+      TensorLayouts layouts;
+      for (const std::string& t : views) layouts[t] = layout;
+      const LayoutView view = layout_view(g, dag, c, layouts);
+      EXPECT_EQ(view.bfloat16, std::set<std::string>(views.begin(), views.end()));
+      for (const Primitive& p : view.graph.prims) EXPECT_NE(p.origin, "layout view");
+      Case k{c, layouts,
+             generate_cpu_kernel(view.graph, view.dag, view.candidate,
+                                 "bf16_view" + std::to_string(cases.size()), {}, view.bfloat16)};
+      source += k.kernel.source;
+      cases.push_back(std::move(k));
+    }
+  }
+  EXPECT_GE(agnostic, 2);  // the add, the relu, the two
+  ASSERT_GE(cases.size(), 10u);
+  // The conversion alone, exactly: a copy of plain float32 into a bfloat16 side (ties to
+  // even both ways, NaN, infinities, the largest float rounding to infinity, subnormals).
+  int relu_node = 0;
+  while (g.prims[dag.prim[relu_node]].output() != relu) ++relu_node;
+  const Candidate copy_kernel = make_candidate(dag, {relu_node});
+  const LayoutView copy = layout_view(g, dag, copy_kernel, {{relu, "acdb+bf16"}});
+  source +=
+      generate_cpu_kernel(copy.graph, copy.dag, copy.candidate, "bf16_copy", {}, copy.bfloat16)
+          .source;
+  kora_test::TempDir dir;
+  const CompileResult lib =
+      compile_shared(source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
+  using Fn = void (*)(const void* const*, void* const*);
+  for (const Case& k : cases) {
+    std::map<std::string, Tensor> values;
+    for (const std::string& r : k.kernel.reads) {
+      Tensor t = kora_codegen_test::random_tensor(g.value(r).dtype, g.value(r).shape, rng);
+      values[r] = k.layouts.count(r) ? from_bf16(to_bf16(t)) : t;  // what bfloat16 holds
+    }
+    for (int v : k.c.members) {
+      const Primitive& p = g.prims[dag.prim[v]];
+      std::vector<const Tensor*> in;
+      for (const std::string& i : p.inputs) in.push_back(&values.at(i));
+      values[p.output()] = run_primitive(g, p, in).at(0);
+    }
+    auto stored_as = [&](const std::string& t) {
+      return k.layouts.count(t)
+                 ? stored(values.at(t), *layout_map(k.layouts.at(t), g.value(t).shape))
+                 : values.at(t);
+    };
+    std::vector<Tensor> inputs;
+    std::vector<const void*> in;
+    for (const std::string& r : k.kernel.reads)
+      inputs.push_back(k.layouts.count(r) ? to_bf16(stored_as(r)) : values.at(r));
+    for (const Tensor& t : inputs) in.push_back(t.bytes());
+    std::vector<Tensor> outputs;
+    std::vector<void*> out;
+    for (const std::string& t : k.kernel.writes)
+      outputs.emplace_back(DType::kFloat32, g.value(t).shape);
+    for (Tensor& t : outputs) out.push_back(t.mutable_bytes());
+    reinterpret_cast<Fn>(lib.library->symbol(k.kernel.symbol))(in.data(), out.data());
+    for (size_t i = 0; i < k.kernel.writes.size(); ++i) {
+      const std::string& t = k.kernel.writes[i];
+      if (!k.layouts.count(t)) {  // a narrow output ([1, C, 1, 1]): float32, plain
+        EXPECT_EQ(kora_codegen_test::compare(values.at(t), outputs[i].bytes()), "")
+            << kernel_name(g, dag, k.c) << ", output " << t;
+        continue;
+      }
+      const Tensor want = stored_as(t);
+      const Tensor got = from_bf16(outputs[i]);
+      const float* a = reinterpret_cast<const float*>(want.bytes());
+      const float* b16 = reinterpret_cast<const float*>(got.bytes());
+      for (int64_t e = 0; e < want.numel(); ++e)
+        ASSERT_LE(std::fabs(a[e] - b16[e]), std::fabs(a[e]) * 0x1p-7f + 1e-30f)
+            << kernel_name(g, dag, k.c) << ", output " << t << " element " << e << "\n"
+            << k.kernel.source;
+    }
+  }
+  // The copy: ReLU of non-negative values (and a NaN), the rounding checked bit for bit.
+  std::vector<float> special = {1.0f,     0x1.01p0f, 0x1.03p0f, 0x1.00802p0f,  0x1.fffffep127f,
+                                INFINITY, NAN,       0x1p-140f, 0x1.018p-130f, 3.14159265f,
+                                0.0f};
+  Tensor sum_in(DType::kFloat32, shape);
+  float* s = reinterpret_cast<float*>(sum_in.mutable_bytes());
+  for (int64_t e = 0; e < sum_in.numel(); ++e)
+    s[e] = e < static_cast<int64_t>(special.size())
+               ? special[e]
+               : std::ldexp(1.0f + static_cast<float>(rng() % 65536) / 65536.0f,
+                            static_cast<int>(rng() % 40) - 20);
+  Tensor y(DType::kFloat32, shape);
+  const void* copy_in[] = {sum_in.bytes()};
+  void* copy_out[] = {y.mutable_bytes()};
+  reinterpret_cast<Fn>(lib.library->symbol("bf16_copy"))(copy_in, copy_out);
+  const Tensor relu_of = run_primitive(g, g.prims[dag.prim[relu_node]], {&sum_in}).at(0);
+  const Tensor want = stored(relu_of, *layout_map("acdb", shape));
+  const float* wv = reinterpret_cast<const float*>(want.bytes());
+  const uint16_t* yv = reinterpret_cast<const uint16_t*>(y.bytes());
+  for (int64_t e = 0; e < want.numel(); ++e) {
+    if (std::isnan(wv[e])) {
+      EXPECT_TRUE(std::isnan(bf16_value(yv[e]))) << e;
+    } else {
+      EXPECT_EQ(yv[e], bf16_bits(wv[e])) << "element " << e << ": " << wv[e];
+    }
+  }
 }
 
 }  // namespace

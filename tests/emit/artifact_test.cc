@@ -20,6 +20,7 @@
 #include "cpu/library.h"
 #include "emit/small_artifacts.h"
 #include "frontend/model_builder.h"
+#include "kora/check.h"
 #include "kora/fission.h"
 #include "kora/orchestration.h"
 #include "kora/profile_db.h"
@@ -209,6 +210,46 @@ TEST(Artifact, GeneratedKernelsOnLayoutViewsShareChannelsLastTensorsWithConvolut
   text.replace(at, stored.size(), "\"layout\": \"aBcd8b\",\n   \"name\": \"" + viewed + "\"");
   kora_test::write_bytes(out + "/manifest.json", text);
   expect_error([&] { Session session(out); }, "its arguments are");
+}
+
+// --bf16: the convolutions' native layouts hold bfloat16, and the generated kernels
+// between them (the ReLU, the squeeze-excitation's pool and Mul) read and write those
+// tensors through views, so that activations stay bfloat16 from the first convolution
+// to the last; the artifact computes what the interpreter does within bf16's tolerance.
+TEST(Artifact, GeneratedKernelsOnLayoutViewsReadAndWriteBfloat16BetweenConvolutions) {
+  kora_test::TempDir dir;
+  const PrimGraph g = excitation_model();
+  const KernelDag dag = kernel_dag_of(g);
+  OrchestrationResult plan = plan_of(g, "unfused");
+  plan.layouts_decided = true;
+  // Each tensor in the bf16 layout its convolution writes or reads it in; the generated
+  // kernels beside them (the agnostic ReLU too) take those through views.
+  std::map<std::string, std::string> native;
+  for (ChosenKernel& k : plan.kernels)
+    for (const auto& [t, layout] :
+         onednn_native_layouts(g, dag, make_candidate(dag, k.prims), true)) {
+      native[t] = layout;
+      k.native = true;
+    }
+  if (native.empty()) GTEST_SKIP() << "this CPU's oneDNN offers no native bf16 convolution";
+  for (const auto& [t, layout] : native)
+    if (t != "x" && t != "y") plan.layouts[t] = layout;
+  ArtifactOptions options = quick_options();
+  options.bf16 = true;
+  options.device = cpu_backend_fingerprint(1, options.compile.compiler, true);
+  const std::string out = dir.file("bf16_views");
+  write_cpu_artifact(g, plan, nullptr, out, options);
+  expect_matches_interpreter(g, out, kBf16Tolerance);
+  const Manifest m = read_artifact_manifest(out);
+  int generated_on_bf16 = 0;
+  for (const ManifestKernel& k : m.kernels) {
+    bool bf16 = false;
+    for (const auto* list : {&k.reads, &k.writes})
+      for (const std::string& t : *list) bf16 = bf16 || has_bf16_suffix(m.tensors.at(t).layout);
+    generated_on_bf16 += bf16 && k.impl == "generated";
+    EXPECT_NE(k.impl, "interpreter");
+  }
+  EXPECT_GE(generated_on_bf16, 3);  // the ReLU, the pool and the Mul
 }
 
 // A 1x1 convolution, a 3x3 max pool (stride 1, pad 1) and a 3x3 convolution:

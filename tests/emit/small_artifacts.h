@@ -82,9 +82,9 @@ inline std::map<std::string, kora::Tensor> random_inputs(const kora::PrimGraph& 
   return feeds;
 }
 
-// Same shape and dtype; integers equal, floats within 1e-5 relative L2 error.
-inline void expect_close(const kora::Tensor& got, const kora::Tensor& want,
-                         const std::string& name) {
+// Same shape and dtype; integers equal, floats within `tolerance` relative L2 error.
+inline void expect_close(const kora::Tensor& got, const kora::Tensor& want, const std::string& name,
+                         double tolerance = 1e-5) {
   ASSERT_EQ(got.shape(), want.shape()) << name;
   ASSERT_EQ(got.dtype(), want.dtype()) << name;
   if (!kora::is_floating(want.dtype())) {
@@ -96,18 +96,20 @@ inline void expect_close(const kora::Tensor& got, const kora::Tensor& want,
     diff += std::pow(got.double_at(i) - want.double_at(i), 2);
     norm += std::pow(want.double_at(i), 2);
   }
-  EXPECT_LT(std::sqrt(diff / std::max(norm, 1e-30)), 1e-5) << name;
+  EXPECT_LT(std::sqrt(diff / std::max(norm, 1e-30)), tolerance) << name;
 }
 
 // The artifact's outputs equal the interpreter's on two different random inputs (the
 // second run reuses the session: inputs rebound, arena reused).
-inline void expect_matches_interpreter(const kora::PrimGraph& g, const std::string& dir) {
+inline void expect_matches_interpreter(const kora::PrimGraph& g, const std::string& dir,
+                                       double tolerance = 1e-5) {
   kora::Session session(dir);
   for (uint64_t seed : {1, 2}) {
     const auto feeds = random_inputs(g, seed);
     const auto want = kora::interpret(g, feeds);
     const auto got = session.run(feeds);
-    for (const std::string& out : g.outputs) expect_close(got.at(out), want.at(out), out);
+    for (const std::string& out : g.outputs)
+      expect_close(got.at(out), want.at(out), out, tolerance);
   }
 }
 
