@@ -102,7 +102,8 @@ TensorLayouts onednn_channels_last_layouts(const PrimGraph& graph, const KernelD
 // Whether generated code computes the candidate the same on any layout: elementwise
 // members only (so every tensor it touches has one shape, and element i of an output
 // depends on element i of the inputs alone), float32 throughout, no constants read. Its
-// tensors must then all share one layout, a float32 one (generated code reads no bf16).
+// tensors must then all share one layout, a float32 one (bfloat16 ones it reads through
+// layout views only: layout_view_sides).
 bool layout_agnostic(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 
 // Every candidate; slow, but always available.

@@ -256,12 +256,23 @@ LayoutFlexibility layout_flexibility(const KernelDag& dag, const std::vector<Can
   flexibility.blockable.assign(dag.size(), 0);
   for (int u = 0; u < dag.size(); ++u) flexibility.blockable[u] = layout_of[u] >= 0;
   flexibility.flexible.assign(candidates.size(), 0);
+  flexibility.native.assign(candidates.size(), 0);
+  flexibility.together.resize(candidates.size());
   for (size_t k = 0; k < candidates.size(); ++k) {
-    if (layouts.native[k].blocked_ms < 0 && !layouts.agnostic[k] &&
-        (layouts.views.empty() || layouts.views[k].empty()))
-      continue;
+    const bool viewed = !layouts.views.empty() && !layouts.views[k].empty();
+    flexibility.native[k] = layouts.native[k].blocked_ms >= 0;
+    if (!flexibility.native[k] && !layouts.agnostic[k] && !viewed) continue;
     for (const auto* nodes : {&candidates[k].inputs, &candidates[k].outputs})
       for (int u : *nodes) flexibility.flexible[k] |= layout_of[u] >= 0;
+    // What the layout rows take blocked all at once (add_layout_rows).
+    if (flexibility.native[k]) continue;
+    std::vector<int>& together = flexibility.together[k];
+    if (layouts.agnostic[k]) {
+      together = candidates[k].inputs;
+      together.insert(together.end(), candidates[k].outputs.begin(), candidates[k].outputs.end());
+    } else {
+      together = layouts.views[k];
+    }
   }
   return flexibility;
 }

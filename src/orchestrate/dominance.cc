@@ -1,5 +1,5 @@
 // Dominated candidates (dominance.h): compares each candidate with the candidates writing
-// its first output, as node bitsets of what each reads and writes.
+// its first output, as node bitsets of what each reads, writes and takes blocked at once.
 #include "orchestrate/dominance.h"
 
 #include <cstdint>
@@ -11,8 +11,8 @@ std::vector<char> undominated(const KernelDag& dag, const std::vector<Candidate>
   const size_t words = (static_cast<size_t>(dag.size()) + 63) / 64;
   const size_t count = candidates.size();
   // touched: the blockable nodes each candidate reads or writes (with layouts)
-  std::vector<uint64_t> reads(count * words, 0), writes(count * words, 0), touched;
-  if (layouts) touched.assign(count * words, 0);
+  std::vector<uint64_t> reads(count * words, 0), writes(count * words, 0), touched, together;
+  if (layouts) touched.assign(count * words, 0), together.assign(count * words, 0);
   std::vector<std::vector<int>> writers(dag.size());
   for (size_t k = 0; k < count; ++k) {
     for (int u : candidates[k].inputs) reads[k * words + u / 64] |= uint64_t{1} << (u % 64);
@@ -20,11 +20,28 @@ std::vector<char> undominated(const KernelDag& dag, const std::vector<Candidate>
       writes[k * words + v / 64] |= uint64_t{1} << (v % 64);
       writers[v].push_back(static_cast<int>(k));
     }
-    if (layouts)
+    if (layouts) {
       for (const auto* nodes : {&candidates[k].inputs, &candidates[k].outputs})
         for (int u : *nodes)
           if (layouts->blockable[u]) touched[k * words + u / 64] |= uint64_t{1} << (u % 64);
+      if (!layouts->together.empty())
+        for (int u : layouts->together[k]) together[k * words + u / 64] |= uint64_t{1} << (u % 64);
+    }
   }
+  // With k flexible but not native: j allows k's two layout states (dominance.h).
+  auto allows_states = [&](size_t j, size_t k) {
+    if (!layouts->flexible[k]) return true;
+    if (layouts->native[k] || (layouts->flexible[j] && layouts->native[j])) return false;
+    bool inside = true, apart = true;
+    for (size_t w = 0; w < words; ++w) {
+      const uint64_t tj = together[j * words + w], tk = together[k * words + w];
+      const uint64_t seen = reads[j * words + w] | writes[j * words + w];
+      if (tk & seen & ~tj) return false;  // a node of k's that j keeps plain
+      inside = inside && !(tj & ~tk);
+      apart = apart && !(tj & tk);
+    }
+    return inside || apart;
+  };
   // j covers k: j writes all k writes, and reads only what k reads (and with layouts,
   // touches no blockable node k does not).
   auto covers = [&](size_t j, size_t k) {
@@ -33,11 +50,12 @@ std::vector<char> undominated(const KernelDag& dag, const std::vector<Candidate>
       if (reads[j * words + w] & ~reads[k * words + w]) return false;
       if (layouts && (touched[j * words + w] & ~touched[k * words + w])) return false;
     }
-    return true;
+    return !layouts || allows_states(j, k);
   };
   std::vector<char> keep(count, 1);
   for (size_t k = 0; k < count; ++k) {
-    if (candidates[k].outputs.empty() || (layouts && layouts->flexible[k])) continue;
+    if (candidates[k].outputs.empty() || (layouts && layouts->flexible[k] && layouts->native[k]))
+      continue;
     for (int j : writers[candidates[k].outputs.front()]) {
       const size_t jj = static_cast<size_t>(j);
       if (jj == k || !keep[jj] || cost[jj] > cost[k] || !covers(jj, k)) continue;

@@ -18,15 +18,24 @@ namespace kora {
 
 // With blocked layouts (orchestrate.h, LayoutProblem) a candidate's cost also depends on
 // the layouts of the nodes it touches. `flexible[k]`: k can take some node blocked (it has
-// a native implementation, or is layout-agnostic, and touches a node that may be
-// blocked); such candidates are always kept. `blockable[u]`: node u may be blocked. A
-// plain-only candidate k (not flexible) needs every blockable node it touches plain, so
-// j may replace it when, besides the above, every blockable node j touches k touches
-// too: in any plan with k those nodes are plain, and j runs on them plain, at its plain
-// cost.
+// a native implementation, or is layout-agnostic or on views, and touches a node that may
+// be blocked). `blockable[u]`: node u may be blocked. A plain-only candidate k (not
+// flexible) needs every blockable node it touches plain, so j may replace it when,
+// besides the above, every blockable node j touches k touches too: in any plan with k
+// those nodes are plain, and j runs on them plain, at its plain cost.
+//
+// A flexible candidate with a native implementation is always kept. One without
+// (`together[k]`: the nodes it takes blocked all at once or none, in one layout; all it
+// touches when agnostic, its views otherwise; its other blockable nodes stay plain)
+// allows two layout states of its nodes: all plain, or `together[k]` blocked and the rest
+// plain. j may replace it when, besides the above, j has no native implementation and
+// allows both states too: j's own all-at-once nodes are a part of k's or none of them,
+// and every node of k's that j touches is one of j's.
 struct LayoutFlexibility {
-  std::vector<char> flexible;   // per candidate
-  std::vector<char> blockable;  // per node
+  std::vector<char> flexible;              // per candidate
+  std::vector<char> blockable;             // per node
+  std::vector<char> native;                // per candidate: it has a native implementation
+  std::vector<std::vector<int>> together;  // per candidate (empty: plain only or native)
 };
 std::vector<char> undominated(const KernelDag& dag, const std::vector<Candidate>& candidates,
                               const std::vector<double>& cost,

@@ -238,4 +238,53 @@ TEST(LayoutProblem, RandomProblemsMatchABruteForce) {
   std::printf("[ info     ] %d problems, %d with blocked nodes\n", checked, with_blocked);
 }
 
+// Many kernels that take their nodes blocked all at once (agnostic, or on views) beside
+// native ones, io-shaped costs: a flexible kernel is dropped only for one at most as
+// costly that allows both of its layout states (dominance.h), so the optimum stays the
+// brute force's.
+TEST(LayoutProblem, DominanceAmongAgnosticAndViewKernelsKeepsTheOptimum) {
+  std::mt19937 rng(44);
+  int checked = 0, with_blocked = 0;
+  for (int i = 0; checked < 600 && i < 80000; ++i) {
+    const kora_test::TestDag t = kora_test::random_dag(rng, 3 + i % 3);
+    kora::CandidateOptions options;
+    options.max_size = 3;
+    const std::vector<Candidate> c = kora::enumerate_candidates(t.dag, options);
+    if (c.size() > 10) continue;
+    const std::vector<double> cost = kora_test::io_costs(rng, t.dag, c);
+    LayoutProblem layouts;
+    layouts.native.resize(c.size());
+    layouts.agnostic.assign(c.size(), 0);
+    layouts.views.resize(c.size());
+    for (size_t k = 0; k < c.size(); ++k) {
+      const double r = kora_test::uniform01(rng);
+      if (r < 0.35) {
+        NativeOption& o = layouts.native[k];
+        o.blocked_ms = cost[k] + kora_test::uniform_int(rng, -2, 3);
+        for (const auto* nodes : {&c[k].inputs, &c[k].outputs})
+          for (int u : *nodes) {
+            o.nodes.push_back(u);
+            o.layouts.push_back(0);
+            o.saved_ms.push_back(kora_test::uniform_int(rng, 2, 10));
+          }
+      } else if (r < 0.65) {
+        layouts.agnostic[k] = 1;
+      } else if (r < 0.9) {
+        for (const auto* nodes : {&c[k].inputs, &c[k].outputs})
+          for (int u : *nodes)
+            if (kora_test::uniform01(rng) < 0.5) layouts.views[k].push_back(u);
+      }
+    }
+    const double expected = kora_test::layout_brute_force(t.dag, c, cost, layouts);
+    ASSERT_TRUE(std::isfinite(expected));
+    const kora::Plan plan = kora::solve_optimal(t.dag, c, cost, {}, &layouts);
+    EXPECT_NEAR(plan.cost, expected, 1e-6) << "problem " << i << ", " << c.size() << " candidates";
+    if (HasFailure()) return;
+    ++checked;
+    with_blocked += !plan.blocked.empty();
+  }
+  EXPECT_EQ(checked, 600);
+  EXPECT_GT(with_blocked, 30);
+}
+
 }  // namespace
