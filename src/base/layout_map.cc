@@ -26,10 +26,23 @@ std::string channels_last_layout(size_t rank) {
   return rank == 3 ? "acb" : rank == 4 ? "acdb" : rank == 5 ? "acdeb" : "";
 }
 
-std::optional<LayoutMap> layout_map(const std::string& tag, const Shape& shape) {
-  // A bfloat16 tag ("acdb+bf16") stores its elements in the same order as its float32 one.
+namespace {
+
+// A bfloat16 tag ("acdb+bf16") stores its elements in the same order as its float32 one.
+std::string float32_tag(const std::string& tag) {
   constexpr std::string_view bf16 = "+bf16";
-  const std::string layout = tag.ends_with(bf16) ? tag.substr(0, tag.size() - bf16.size()) : tag;
+  return tag.ends_with(bf16) ? tag.substr(0, tag.size() - bf16.size()) : tag;
+}
+
+}  // namespace
+
+bool is_channels_last(const std::string& tag, size_t rank) {
+  const std::string name = channels_last_layout(rank);
+  return !name.empty() && float32_tag(tag) == name;
+}
+
+std::optional<LayoutMap> layout_map(const std::string& tag, const Shape& shape) {
+  const std::string layout = float32_tag(tag);
   const int64_t rank = static_cast<int64_t>(shape.size());
   size_t letters = 0;
   while (letters < layout.size() && std::isalpha(static_cast<unsigned char>(layout[letters])))

@@ -31,6 +31,8 @@ struct LayoutMap {
 // The channels-last layout of a rank ("acb", "acdb", "acdeb"; "" for other ranks): the
 // layout oneDNN's convolutions share with one another on AVX-512 machines.
 std::string channels_last_layout(size_t rank);
+// Whether `tag` is the channels-last layout of that rank, float32 or bfloat16 ("acdb+bf16").
+bool is_channels_last(const std::string& tag, size_t rank);
 
 // The map of `tag` for a tensor of `shape`; none for plain ("abcd"), for tags of
 // another rank and for the tags above.

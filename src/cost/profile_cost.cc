@@ -86,7 +86,8 @@ LayoutCost ProfileDbCost::layout_cost(const PrimGraph& graph, const KernelDag& d
   if (const auto cl = channels_last_.find(c.signature); cl != channels_last_.end()) {
     l.channels_last_ms = cl->second;
     for (const auto& [tensor, layout] : l.sides)
-      l.channels_last_sides[tensor] = channels_last_layout(graph.value(tensor).shape.size());
+      l.channels_last_sides[tensor] =
+          channels_last_layout(graph.value(tensor).shape.size()) + (bf16 ? kBf16 : "");
   }
   return l;
 }

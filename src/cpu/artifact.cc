@@ -233,14 +233,15 @@ int64_t assign_layouts(const PrimGraph& graph, const KernelDag& dag,
       native[i] = onednn_native_layouts(graph, dag, emitted[i].candidate, bf16);
       // The channels-last alternative, where the solver stored a side so.
       bool channels_last = false;
-      if (decided && !bf16)
+      if (decided)
         for (const auto& [t, layout] : native[i]) {
           const auto it = decided->find(t);
           channels_last =
               channels_last || (it != decided->end() && it->second != layout &&
-                                it->second == channels_last_layout(graph.value(t).shape.size()));
+                                is_channels_last(it->second, graph.value(t).shape.size()));
         }
-      if (channels_last) native[i] = onednn_channels_last_layouts(graph, dag, emitted[i].candidate);
+      if (channels_last)
+        native[i] = onednn_channels_last_layouts(graph, dag, emitted[i].candidate, bf16);
     }
     if (k.impl == "generated") native[i] = emitted[i].views;
     agnostic[i] =

@@ -95,10 +95,11 @@ std::unique_ptr<CpuLibraryKernel> make_onednn_kernel(const PrimGraph& graph, con
 // for matmuls, gemm-based convolutions and candidates oneDNN does not take.
 TensorLayouts onednn_native_layouts(const PrimGraph& graph, const KernelDag& dag,
                                     const Candidate& c, bool bf16 = false);
-// The sides of onednn_native_layouts (float32), each channels last, where one of them is
-// not and oneDNN has a direct (jit) implementation on channels-last sides; else empty.
+// The sides of onednn_native_layouts, each channels last, where one of them is not and
+// oneDNN has a direct (jit) implementation on channels-last sides; else empty. bf16: the
+// kernel computing in bf16, its sides bfloat16 ("acdb+bf16").
 TensorLayouts onednn_channels_last_layouts(const PrimGraph& graph, const KernelDag& dag,
-                                           const Candidate& c);
+                                           const Candidate& c, bool bf16 = false);
 // Whether generated code computes the candidate the same on any layout: elementwise
 // members only (so every tensor it touches has one shape, and element i of an output
 // depends on element i of the inputs alone), float32 throughout, no constants read. Its

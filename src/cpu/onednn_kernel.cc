@@ -759,20 +759,21 @@ TensorLayouts onednn_native_layouts(const PrimGraph& graph, const KernelDag& dag
 }
 
 TensorLayouts onednn_channels_last_layouts(const PrimGraph& graph, const KernelDag& dag,
-                                           const Candidate& c) {
-  const TensorLayouts native = onednn_native_layouts(graph, dag, c, false);
+                                           const Candidate& c, bool bf16) {
+  const TensorLayouts native = onednn_native_layouts(graph, dag, c, bf16);
   TensorLayouts layouts;
   bool differs = false;
   for (const auto& [tensor, layout] : native) {
-    const std::string name = channels_last_layout(graph.value(tensor).shape.size());
-    if (name.empty()) return {};
+    const std::string cl = channels_last_layout(graph.value(tensor).shape.size());
+    if (cl.empty()) return {};
+    const std::string name = cl + (bf16 ? kBf16 : "");
     differs = differs || layout != name;
     layouts[tensor] = name;
   }
   if (!differs) return {};
   try {
     std::string implementation;
-    onednn::make_kernel(graph, dag, c, onednn::ConvLayout::kAuto, &implementation, layouts);
+    onednn::make_kernel(graph, dag, c, onednn::ConvLayout::kAuto, &implementation, layouts, bf16);
     if (implementation.rfind("ref", 0) == 0 || implementation.find("gemm") != std::string::npos)
       return {};
   } catch (const dnnl::error&) {

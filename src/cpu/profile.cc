@@ -580,8 +580,8 @@ std::vector<Job> unknown_jobs(const PrimGraph& graph, const ModelCandidates& can
     job.dag = u.sub;
     job.candidate = &c;
     job.native_layouts = onednn_native_layouts(graph, *u.sub, c, options.bf16);
-    if (!options.bf16 && !job.native_layouts.empty())
-      job.channels_last = onednn_channels_last_layouts(graph, *u.sub, c);
+    if (!job.native_layouts.empty())
+      job.channels_last = onednn_channels_last_layouts(graph, *u.sub, c, options.bf16);
     if (db.known(summary.device, c.signature) && !again.count(c.signature)) {
       int native = 0;
       bool winograd = false, channels_last = false;
@@ -659,8 +659,8 @@ void add_library_kernels(const PrimGraph& graph, const ProfileOptions& options, 
     });
   }
   if (!job.channels_last.empty() && (!job.fill_in() || job.missing_channels_last))
-    add(kOnednnChannelsLast, [&graph, &d, &c, layouts = job.channels_last]() {
-      return make_onednn_kernel(graph, d, c, layouts, kOnednnChannelsLast);
+    add(kOnednnChannelsLast, [&graph, &d, &c, layouts = job.channels_last, bf16]() {
+      return make_onednn_kernel(graph, d, c, layouts, kOnednnChannelsLast + bf16);
     });
   if (job.fill_in() ? job.missing_winograd : !options.bf16 && onednn_winograd_supports(graph, d, c))
     add(kOnednnWinograd,

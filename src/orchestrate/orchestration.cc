@@ -130,7 +130,7 @@ LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& se
       if (node == node_of.end() || layout == native_layout.end() ||
           !layout_map(layout->second, graph.value(t).shape) ||
           (costs_of[k].views_channels_last &&
-           layout->second != channels_last_layout(graph.value(t).shape.size())))
+           !is_channels_last(layout->second, graph.value(t).shape.size())))
         break;  // a side that stays plain: all stay plain
       nodes.push_back(node->second);
     }

@@ -215,7 +215,9 @@ TEST(Artifact, GeneratedKernelsOnLayoutViewsShareChannelsLastTensorsWithConvolut
 // --bf16: the convolutions' native layouts hold bfloat16, and the generated kernels
 // between them (the ReLU, the squeeze-excitation's pool and Mul) read and write those
 // tensors through views, so that activations stay bfloat16 from the first convolution
-// to the last; the artifact computes what the interpreter does within bf16's tolerance.
+// to the last; likewise with every tensor channels last, the grouped convolution on its
+// bf16 channels-last alternative. Each artifact computes what the interpreter does within
+// bf16's tolerance.
 TEST(Artifact, GeneratedKernelsOnLayoutViewsReadAndWriteBfloat16BetweenConvolutions) {
   kora_test::TempDir dir;
   const PrimGraph g = excitation_model();
@@ -250,6 +252,24 @@ TEST(Artifact, GeneratedKernelsOnLayoutViewsReadAndWriteBfloat16BetweenConvoluti
     EXPECT_NE(k.impl, "interpreter");
   }
   EXPECT_GE(generated_on_bf16, 3);  // the ReLU, the pool and the Mul
+  // Every tensor channels last in bfloat16: the grouped convolution (oneDNN picks channel
+  // blocks for it) runs its bf16 channels-last alternative.
+  int alternatives = 0;
+  for (ChosenKernel& k : plan.kernels) {
+    const TensorLayouts cl =
+        onednn_channels_last_layouts(g, dag, make_candidate(dag, k.prims), true);
+    alternatives += !cl.empty();
+    for (const auto& [t, layout] : cl) EXPECT_EQ(layout, "acdb+bf16") << t;
+  }
+  EXPECT_GE(alternatives, 1);
+  for (auto& [t, layout] : plan.layouts) layout = "acdb+bf16";
+  const std::string cl_out = dir.file("bf16_channels_last");
+  write_cpu_artifact(g, plan, nullptr, cl_out, options);
+  expect_matches_interpreter(g, cl_out, kBf16Tolerance);
+  const Manifest cl_manifest = read_artifact_manifest(cl_out);
+  int stored = 0;
+  for (const auto& [name, t] : cl_manifest.tensors) stored += t.layout == "acdb+bf16";
+  EXPECT_EQ(stored, static_cast<int>(plan.layouts.size()));
 }
 
 // A 1x1 convolution, a 3x3 max pool (stride 1, pad 1) and a 3x3 convolution:
