@@ -60,19 +60,91 @@ float bf16_value(uint16_t bits) {
 }
 // A float32 tensor as the bfloat16 elements a "+bf16" layout stores (in a float32
 // tensor's buffer, the first half used), and back.
-Tensor to_bf16(const Tensor& t) {
+template <typename From, typename To, typename Convert>
+Tensor converted(const Tensor& t, Convert convert) {
   Tensor r(DType::kFloat32, t.shape());
-  const float* src = reinterpret_cast<const float*>(t.bytes());
-  uint16_t* dst = reinterpret_cast<uint16_t*>(r.mutable_bytes());
-  for (int64_t i = 0; i < t.numel(); ++i) dst[i] = bf16_bits(src[i]);
+  const From* src = reinterpret_cast<const From*>(t.bytes());
+  To* dst = reinterpret_cast<To*>(r.mutable_bytes());
+  for (int64_t i = 0; i < t.numel(); ++i) dst[i] = convert(src[i]);
   return r;
 }
-Tensor from_bf16(const Tensor& t) {
-  Tensor r(DType::kFloat32, t.shape());
-  const uint16_t* src = reinterpret_cast<const uint16_t*>(t.bytes());
-  float* dst = reinterpret_cast<float*>(r.mutable_bytes());
-  for (int64_t i = 0; i < t.numel(); ++i) dst[i] = bf16_value(src[i]);
-  return r;
+Tensor to_bf16(const Tensor& t) { return converted<float, uint16_t>(t, bf16_bits); }
+Tensor from_bf16(const Tensor& t) { return converted<uint16_t, float>(t, bf16_value); }
+
+// A generated kernel on views of a candidate, with the layouts it was generated for.
+struct ViewCase {
+  Candidate c;
+  TensorLayouts layouts;
+  GeneratedKernel kernel;
+};
+
+// A view case run on random inputs: the interpreter's value of every tensor of the
+// candidate (logical, float32) and what the kernel wrote, in its writes' order. `bf16`:
+// the sides in layouts are bfloat16, their inputs rounded so before both run.
+struct ViewRun {
+  std::map<std::string, Tensor> values;
+  std::vector<Tensor> outputs;
+  Tensor stored_value(const PrimGraph& g, const ViewCase& k, const std::string& t) const {
+    return k.layouts.count(t) ? stored(values.at(t), *layout_map(k.layouts.at(t), g.value(t).shape))
+                              : values.at(t);
+  }
+};
+ViewRun run_view_case(const PrimGraph& g, const KernelDag& dag, const ViewCase& k,
+                      const CompileResult& lib, std::mt19937& rng, bool bf16) {
+  ViewRun run;
+  for (const std::string& r : k.kernel.reads) {
+    Tensor t = kora_codegen_test::random_tensor(g.value(r).dtype, g.value(r).shape, rng);
+    run.values[r] = bf16 && k.layouts.count(r) ? from_bf16(to_bf16(t)) : t;
+  }
+  for (int v : k.c.members) {
+    const Primitive& p = g.prims[dag.prim[v]];
+    std::vector<const Tensor*> in;
+    for (const std::string& i : p.inputs) in.push_back(&run.values.at(i));
+    run.values[p.output()] = run_primitive(g, p, in).at(0);
+  }
+  std::vector<Tensor> inputs;
+  std::vector<const void*> in;
+  for (const std::string& r : k.kernel.reads) {
+    const Tensor t = run.stored_value(g, k, r);
+    inputs.push_back(bf16 && k.layouts.count(r) ? to_bf16(t) : t);
+  }
+  for (const Tensor& t : inputs) in.push_back(t.bytes());
+  std::vector<void*> out;
+  for (const std::string& t : k.kernel.writes)
+    run.outputs.emplace_back(DType::kFloat32, g.value(t).shape);
+  for (Tensor& t : run.outputs) out.push_back(t.mutable_bytes());
+  using Fn = void (*)(const void* const*, void* const*);
+  reinterpret_cast<Fn>(lib.library->symbol(k.kernel.symbol))(in.data(), out.data());
+  return run;
+}
+
+// Squeeze-excitation of x [N, C, H, W]: mean over H, W; sigmoid; x scaled by it.
+std::string squeeze_excitation(GraphBuilder& b, const std::string& x, const Shape& shape) {
+  const Shape narrow = {shape[0], shape[1], 1, 1};
+  const std::string mean =
+      b.prim(ReduceAttrs{ReduceOp::kMean, {2, 3}}, {x}, DType::kFloat32, narrow);
+  const std::string gate = b.prim(ElementwiseAttrs{ScalarOp::kSigmoid, {Operand{0, 0}}}, {mean},
+                                  DType::kFloat32, narrow);
+  const std::string wide = b.prim(BroadcastAttrs{}, {gate}, DType::kFloat32, shape);
+  return b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}}, {x, wide},
+                DType::kFloat32, shape);
+}
+
+// A 3x3 max pool of x [N, C, H, W], pad 1, as a window, a max over it and a reshape.
+std::string max_pool_3x3(GraphBuilder& b, const std::string& x, const Shape& shape,
+                         int64_t stride) {
+  layout::Window w;
+  w.strides = {stride, stride};
+  w.dilations = {1, 1};
+  w.pads_begin = {1, 1};
+  w.fill = -1e30;
+  const int64_t oh = (shape[2] + 2 - 3) / stride + 1, ow = (shape[3] + 2 - 3) / stride + 1;
+  const std::string windows =
+      b.prim(LayoutAttrs{w}, {x}, DType::kFloat32, {shape[0], shape[1], oh, ow, 3, 3});
+  const std::string pooled_6d = b.prim(ReduceAttrs{ReduceOp::kMax, {4, 5}}, {windows},
+                                       DType::kFloat32, {shape[0], shape[1], oh, ow, 1, 1});
+  return b.prim(LayoutAttrs{layout::Reshape{}}, {pooled_6d}, DType::kFloat32,
+                {shape[0], shape[1], oh, ow});
 }
 
 TEST(LayoutView, OneDnnTagsAsMaps) {
@@ -109,25 +181,9 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
   const std::string wide_bias = b.prim(BroadcastAttrs{}, {bias}, DType::kFloat32, shape);
   const std::string x = b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}},
                                {x0, wide_bias}, DType::kFloat32, shape);
-  // Squeeze-excitation: mean over H, W; sigmoid; scale x by it.
-  const std::string mean =
-      b.prim(ReduceAttrs{ReduceOp::kMean, {2, 3}}, {x}, DType::kFloat32, {1, 32, 1, 1});
-  const std::string gate = b.prim(ElementwiseAttrs{ScalarOp::kSigmoid, {Operand{0, 0}}}, {mean},
-                                  DType::kFloat32, {1, 32, 1, 1});
-  const std::string wide = b.prim(BroadcastAttrs{}, {gate}, DType::kFloat32, shape);
-  const std::string se = b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}},
-                                {x, wide}, DType::kFloat32, shape);
-  // A 3x3 max pool, stride 1, pad 1, as a window and a max over it.
-  layout::Window w;
-  w.strides = {1, 1};
-  w.dilations = {1, 1};
-  w.pads_begin = {1, 1};
-  w.fill = -1e30;
-  const std::string windows = b.prim(LayoutAttrs{w}, {se}, DType::kFloat32, {1, 32, 10, 10, 3, 3});
-  const std::string pooled_6d = b.prim(ReduceAttrs{ReduceOp::kMax, {4, 5}}, {windows},
-                                       DType::kFloat32, {1, 32, 10, 10, 1, 1});
-  const std::string pooled =
-      b.prim(LayoutAttrs{layout::Reshape{}}, {pooled_6d}, DType::kFloat32, shape);
+  // Squeeze-excitation, then a 3x3 max pool of stride 1.
+  const std::string se = squeeze_excitation(b, x, shape);
+  const std::string pooled = max_pool_3x3(b, se, shape, 1);
   // A channel concat of the pool and the excitation.
   const std::string cat = b.prim(LayoutAttrs{layout::Concat{1, {0, 32}}}, {pooled, se},
                                  DType::kFloat32, {1, 64, 10, 10});
@@ -145,12 +201,7 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
   CandidateOptions co;
   co.max_size = 4;
   std::string source = cpu_codegen_prelude();
-  struct Case {
-    Candidate c;
-    TensorLayouts layouts;
-    GeneratedKernel kernel;
-  };
-  std::vector<Case> cases;
+  std::vector<ViewCase> cases;
   int relabelled = 0, offered = 0, pools = 0;
   for (const Candidate& c : enumerate_candidates(dag, co)) {
     // Every wide activation it touches (also of kernels offered no views: windows and
@@ -188,9 +239,9 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
         }
         ++relabelled;
       }
-      Case k{c, layouts,
-             generate_cpu_kernel(view.graph, view.dag, view.candidate,
-                                 "view" + std::to_string(cases.size()))};
+      ViewCase k{c, layouts,
+                 generate_cpu_kernel(view.graph, view.dag, view.candidate,
+                                     "view" + std::to_string(cases.size()))};
       EXPECT_EQ(k.kernel.reads, kernel_reads(g, dag, c));
       EXPECT_EQ(k.kernel.writes, kernel_writes(g, dag, c));
       source += k.kernel.source;
@@ -204,36 +255,11 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
   kora_test::TempDir dir;
   const CompileResult lib =
       compile_shared(source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
-  for (const Case& k : cases) {
-    std::map<std::string, Tensor> values;
-    for (const std::string& r : k.kernel.reads)
-      values[r] = kora_codegen_test::random_tensor(g.value(r).dtype, g.value(r).shape, rng);
-    for (int v : k.c.members) {
-      const Primitive& p = g.prims[dag.prim[v]];
-      std::vector<const Tensor*> in;
-      for (const std::string& i : p.inputs) in.push_back(&values.at(i));
-      values[p.output()] = run_primitive(g, p, in).at(0);
-    }
-    std::vector<Tensor> inputs;
-    std::vector<const void*> in;
-    for (const std::string& r : k.kernel.reads)
-      inputs.push_back(k.layouts.count(r)
-                           ? stored(values.at(r), *layout_map(k.layouts.at(r), g.value(r).shape))
-                           : values.at(r));
-    for (const Tensor& t : inputs) in.push_back(t.bytes());
-    std::vector<Tensor> outputs;
-    std::vector<void*> out;
-    for (const std::string& t : k.kernel.writes)
-      outputs.emplace_back(DType::kFloat32, g.value(t).shape);
-    for (Tensor& t : outputs) out.push_back(t.mutable_bytes());
-    using Fn = void (*)(const void* const*, void* const*);
-    reinterpret_cast<Fn>(lib.library->symbol(k.kernel.symbol))(in.data(), out.data());
+  for (const ViewCase& k : cases) {
+    const ViewRun run = run_view_case(g, dag, k, lib, rng, false);
     for (size_t i = 0; i < k.kernel.writes.size(); ++i) {
       const std::string& t = k.kernel.writes[i];
-      const Tensor want = k.layouts.count(t)
-                              ? stored(values.at(t), *layout_map(k.layouts.at(t), g.value(t).shape))
-                              : values.at(t);
-      EXPECT_EQ(kora_codegen_test::compare(want, outputs[i].bytes()), "")
+      EXPECT_EQ(kora_codegen_test::compare(run.stored_value(g, k, t), run.outputs[i].bytes()), "")
           << kernel_name(g, dag, k.c) << ", output " << t << "\n"
           << k.kernel.source;
     }
@@ -280,39 +306,19 @@ TEST(LayoutView, KernelsOnBfloat16SidesMatchTheInterpreterToOneRounding) {
   const Shape shape = {1, 16, 6, 6};
   const std::string x = b.input(DType::kFloat32, shape);
   const std::string skip = b.input(DType::kFloat32, shape);
-  const std::string mean =
-      b.prim(ReduceAttrs{ReduceOp::kMean, {2, 3}}, {x}, DType::kFloat32, {1, 16, 1, 1});
-  const std::string gate = b.prim(ElementwiseAttrs{ScalarOp::kSigmoid, {Operand{0, 0}}}, {mean},
-                                  DType::kFloat32, {1, 16, 1, 1});
-  const std::string wide = b.prim(BroadcastAttrs{}, {gate}, DType::kFloat32, shape);
-  const std::string se = b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}},
-                                {x, wide}, DType::kFloat32, shape);
+  const std::string se = squeeze_excitation(b, x, shape);
   const std::string sum = b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}},
                                  {se, skip}, DType::kFloat32, shape);
   const std::string relu =
       b.prim(ElementwiseAttrs{ScalarOp::kRelu, {Operand{0, 0}}}, {sum}, DType::kFloat32, shape);
-  layout::Window w;
-  w.strides = {2, 2};
-  w.dilations = {1, 1};
-  w.pads_begin = {1, 1};
-  w.fill = -1e30;
-  const std::string windows = b.prim(LayoutAttrs{w}, {relu}, DType::kFloat32, {1, 16, 3, 3, 3, 3});
-  const std::string pooled_6d =
-      b.prim(ReduceAttrs{ReduceOp::kMax, {4, 5}}, {windows}, DType::kFloat32, {1, 16, 3, 3, 1, 1});
-  const std::string pooled =
-      b.prim(LayoutAttrs{layout::Reshape{}}, {pooled_6d}, DType::kFloat32, {1, 16, 3, 3});
+  const std::string pooled = max_pool_3x3(b, relu, shape, 2);
   b.g.outputs = {pooled};
   const PrimGraph& g = b.g;
   const KernelDag dag = kernel_dag_of(g);
   CandidateOptions co;
   co.max_size = 4;
   std::string source = cpu_codegen_prelude();
-  struct Case {
-    Candidate c;
-    TensorLayouts layouts;
-    GeneratedKernel kernel;
-  };
-  std::vector<Case> cases;
+  std::vector<ViewCase> cases;
   int agnostic = 0;
   for (const Candidate& c : enumerate_candidates(dag, co)) {
     const std::vector<std::string> views = layout_view_sides(g, dag, c, true);
@@ -326,9 +332,10 @@ TEST(LayoutView, KernelsOnBfloat16SidesMatchTheInterpreterToOneRounding) {
       const LayoutView view = layout_view(g, dag, c, layouts);
       EXPECT_EQ(view.bfloat16, std::set<std::string>(views.begin(), views.end()));
       for (const Primitive& p : view.graph.prims) EXPECT_NE(p.origin, "layout view");
-      Case k{c, layouts,
-             generate_cpu_kernel(view.graph, view.dag, view.candidate,
-                                 "bf16_view" + std::to_string(cases.size()), {}, view.bfloat16)};
+      ViewCase k{
+          c, layouts,
+          generate_cpu_kernel(view.graph, view.dag, view.candidate,
+                              "bf16_view" + std::to_string(cases.size()), {}, view.bfloat16)};
       source += k.kernel.source;
       cases.push_back(std::move(k));
     }
@@ -347,44 +354,17 @@ TEST(LayoutView, KernelsOnBfloat16SidesMatchTheInterpreterToOneRounding) {
   kora_test::TempDir dir;
   const CompileResult lib =
       compile_shared(source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
-  using Fn = void (*)(const void* const*, void* const*);
-  for (const Case& k : cases) {
-    std::map<std::string, Tensor> values;
-    for (const std::string& r : k.kernel.reads) {
-      Tensor t = kora_codegen_test::random_tensor(g.value(r).dtype, g.value(r).shape, rng);
-      values[r] = k.layouts.count(r) ? from_bf16(to_bf16(t)) : t;  // what bfloat16 holds
-    }
-    for (int v : k.c.members) {
-      const Primitive& p = g.prims[dag.prim[v]];
-      std::vector<const Tensor*> in;
-      for (const std::string& i : p.inputs) in.push_back(&values.at(i));
-      values[p.output()] = run_primitive(g, p, in).at(0);
-    }
-    auto stored_as = [&](const std::string& t) {
-      return k.layouts.count(t)
-                 ? stored(values.at(t), *layout_map(k.layouts.at(t), g.value(t).shape))
-                 : values.at(t);
-    };
-    std::vector<Tensor> inputs;
-    std::vector<const void*> in;
-    for (const std::string& r : k.kernel.reads)
-      inputs.push_back(k.layouts.count(r) ? to_bf16(stored_as(r)) : values.at(r));
-    for (const Tensor& t : inputs) in.push_back(t.bytes());
-    std::vector<Tensor> outputs;
-    std::vector<void*> out;
-    for (const std::string& t : k.kernel.writes)
-      outputs.emplace_back(DType::kFloat32, g.value(t).shape);
-    for (Tensor& t : outputs) out.push_back(t.mutable_bytes());
-    reinterpret_cast<Fn>(lib.library->symbol(k.kernel.symbol))(in.data(), out.data());
+  for (const ViewCase& k : cases) {
+    const ViewRun run = run_view_case(g, dag, k, lib, rng, true);
     for (size_t i = 0; i < k.kernel.writes.size(); ++i) {
       const std::string& t = k.kernel.writes[i];
       if (!k.layouts.count(t)) {  // a narrow output ([1, C, 1, 1]): float32, plain
-        EXPECT_EQ(kora_codegen_test::compare(values.at(t), outputs[i].bytes()), "")
+        EXPECT_EQ(kora_codegen_test::compare(run.values.at(t), run.outputs[i].bytes()), "")
             << kernel_name(g, dag, k.c) << ", output " << t;
         continue;
       }
-      const Tensor want = stored_as(t);
-      const Tensor got = from_bf16(outputs[i]);
+      const Tensor want = run.stored_value(g, k, t);
+      const Tensor got = from_bf16(run.outputs[i]);
       const float* a = reinterpret_cast<const float*>(want.bytes());
       const float* b16 = reinterpret_cast<const float*>(got.bytes());
       for (int64_t e = 0; e < want.numel(); ++e)
@@ -407,6 +387,7 @@ TEST(LayoutView, KernelsOnBfloat16SidesMatchTheInterpreterToOneRounding) {
   Tensor y(DType::kFloat32, shape);
   const void* copy_in[] = {sum_in.bytes()};
   void* copy_out[] = {y.mutable_bytes()};
+  using Fn = void (*)(const void* const*, void* const*);
   reinterpret_cast<Fn>(lib.library->symbol("bf16_copy"))(copy_in, copy_out);
   const Tensor relu_of = run_primitive(g, g.prims[dag.prim[relu_node]], {&sum_in}).at(0);
   const Tensor want = stored(relu_of, *layout_map("acdb", shape));

@@ -177,15 +177,35 @@ TEST(LayoutProblem, NodeLayoutsGivenOverrideTheFirstNamed) {
   EXPECT_EQ(sorted(plan.blocked), (std::vector<std::pair<int, int>>{{0, 0}, {1, 1}}));
 }
 
+// The candidates of at most `max_size` primitives of a DAG, or none when there are more
+// than 10 (the brute force's reach).
+std::vector<Candidate> brute_force_sized(const KernelDag& dag, int max_size) {
+  kora::CandidateOptions options;
+  options.max_size = max_size;
+  std::vector<Candidate> c = kora::enumerate_candidates(dag, options);
+  if (c.size() > 10) c.clear();
+  return c;
+}
+
+// solve_optimal's plan against the brute force's cost on random problem `i`.
+kora::Plan expect_brute_force_cost(const KernelDag& dag, const std::vector<Candidate>& c,
+                                   const std::vector<double>& cost, const LayoutProblem& layouts,
+                                   int i) {
+  const double expected = kora_test::layout_brute_force(dag, c, cost, layouts);
+  EXPECT_TRUE(std::isfinite(expected));
+  const kora::Plan plan = kora::solve_optimal(dag, c, cost, {}, &layouts);
+  EXPECT_NEAR(plan.cost, expected, 1e-6) << "problem " << i << ", " << c.size() << " candidates";
+  EXPECT_EQ(plan.gap, 0);
+  return plan;
+}
+
 TEST(LayoutProblem, RandomProblemsMatchABruteForce) {
   std::mt19937 rng(2026);
   int checked = 0, with_blocked = 0;
   for (int i = 0; checked < 250 && i < 20000; ++i) {
     const kora_test::TestDag t = kora_test::random_dag(rng, 3 + i % 4);
-    kora::CandidateOptions options;
-    options.max_size = 2;
-    const std::vector<Candidate> c = kora::enumerate_candidates(t.dag, options);
-    if (c.size() > 10) continue;
+    const std::vector<Candidate> c = brute_force_sized(t.dag, 2);
+    if (c.empty()) continue;
     // io-shaped costs (much is dominated) or random ones (fused kernels may be cheaper)
     const std::vector<double> cost =
         i % 2 ? kora_test::io_costs(rng, t.dag, c) : kora_test::random_costs(rng, t, c);
@@ -224,11 +244,7 @@ TEST(LayoutProblem, RandomProblemsMatchABruteForce) {
           if (layouts.layout_of[o.nodes[s]] < 0 || kora_test::uniform01(rng) < 0.5)
             layouts.layout_of[o.nodes[s]] = o.layouts[s];
     }
-    const double expected = kora_test::layout_brute_force(t.dag, c, cost, layouts);
-    ASSERT_TRUE(std::isfinite(expected));
-    const kora::Plan plan = kora::solve_optimal(t.dag, c, cost, {}, &layouts);
-    EXPECT_NEAR(plan.cost, expected, 1e-6) << "problem " << i << ", " << c.size() << " candidates";
-    EXPECT_EQ(plan.gap, 0);
+    const kora::Plan plan = expect_brute_force_cost(t.dag, c, cost, layouts, i);
     if (HasFailure()) return;
     ++checked;
     with_blocked += !plan.blocked.empty();
@@ -247,10 +263,8 @@ TEST(LayoutProblem, DominanceAmongAgnosticAndViewKernelsKeepsTheOptimum) {
   int checked = 0, with_blocked = 0;
   for (int i = 0; checked < 600 && i < 80000; ++i) {
     const kora_test::TestDag t = kora_test::random_dag(rng, 3 + i % 3);
-    kora::CandidateOptions options;
-    options.max_size = 3;
-    const std::vector<Candidate> c = kora::enumerate_candidates(t.dag, options);
-    if (c.size() > 10) continue;
+    const std::vector<Candidate> c = brute_force_sized(t.dag, 3);
+    if (c.empty()) continue;
     const std::vector<double> cost = kora_test::io_costs(rng, t.dag, c);
     LayoutProblem layouts;
     layouts.native.resize(c.size());
@@ -275,10 +289,7 @@ TEST(LayoutProblem, DominanceAmongAgnosticAndViewKernelsKeepsTheOptimum) {
             if (kora_test::uniform01(rng) < 0.5) layouts.views[k].push_back(u);
       }
     }
-    const double expected = kora_test::layout_brute_force(t.dag, c, cost, layouts);
-    ASSERT_TRUE(std::isfinite(expected));
-    const kora::Plan plan = kora::solve_optimal(t.dag, c, cost, {}, &layouts);
-    EXPECT_NEAR(plan.cost, expected, 1e-6) << "problem " << i << ", " << c.size() << " candidates";
+    const kora::Plan plan = expect_brute_force_cost(t.dag, c, cost, layouts, i);
     if (HasFailure()) return;
     ++checked;
     with_blocked += !plan.blocked.empty();
