@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <string_view>
 
 namespace kora {
 
@@ -30,8 +29,7 @@ namespace {
 
 // A bfloat16 tag ("acdb+bf16") stores its elements in the same order as its float32 one.
 std::string float32_tag(const std::string& tag) {
-  constexpr std::string_view bf16 = "+bf16";
-  return tag.ends_with(bf16) ? tag.substr(0, tag.size() - bf16.size()) : tag;
+  return has_bf16_suffix(tag) ? tag.substr(0, tag.size() - (sizeof(kBf16) - 1)) : tag;
 }
 
 }  // namespace

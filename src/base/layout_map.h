@@ -28,6 +28,14 @@ struct LayoutMap {
   Shape stored_shape(const Shape& logical) const;
 };
 
+// The suffix of a bfloat16 layout ("acdb+bf16") or of a oneDNN schedule computing in
+// bf16 ("onednn:native+bf16", src/cpu/library.h), and whether a name ends in it.
+inline constexpr char kBf16[] = "+bf16";
+inline bool has_bf16_suffix(const std::string& name) {
+  constexpr size_t n = sizeof(kBf16) - 1;
+  return name.size() > n && name.compare(name.size() - n, n, kBf16) == 0;
+}
+
 // The channels-last layout of a rank ("acb", "acdb", "acdeb"; "" for other ranks): the
 // layout oneDNN's convolutions share with one another on AVX-512 machines.
 std::string channels_last_layout(size_t rank);

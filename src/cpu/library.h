@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "base/layout_map.h"
 #include "kora/candidates.h"
 #include "kora/kernel_dag.h"
 #include "kora/primitive.h"
@@ -62,13 +63,8 @@ inline constexpr char kOnednnWinograd[] = "onednn:winograd";
 // A oneDNN schedule ending in kBf16 ("onednn+bf16", "onednn:native+bf16"): the same
 // kernel reading its source and weights as bfloat16 (TargetOptions::bf16, an explicit
 // option); the profile database stores it under its float32 name, in the bf16 device's
-// records, and an artifact's manifest names it with the suffix.
-inline constexpr char kBf16[] = "+bf16";
-// Whether a schedule or a layout name ends in kBf16.
-inline bool has_bf16_suffix(const std::string& name) {
-  constexpr size_t n = sizeof(kBf16) - 1;
-  return name.size() > n && name.compare(name.size() - n, n, kBf16) == 0;
-}
+// records, and an artifact's manifest names it with the suffix (kBf16, has_bf16_suffix:
+// src/base/layout_map.h, which bfloat16 layouts share).
 // The profile database's oneDNN schedules (without the bf16 suffix).
 inline bool is_onednn_schedule(const std::string& schedule) {
   return schedule == "onednn" || schedule == kOnednnNative || schedule == kOnednnBlocked ||
