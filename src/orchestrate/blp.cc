@@ -228,8 +228,10 @@ struct Program {
 };
 
 // Nodes that may be stored blocked: each in the layout LayoutProblem::layout_of gives it
-// where a native side takes it so, else the first side wanting it names (-1: plain only).
-std::vector<int> blockable_layouts(const KernelDag& dag, const LayoutProblem* layouts) {
+// where a native side takes it so or only views and agnostic kernels take it, else the
+// first side wanting it names (-1: plain only).
+std::vector<int> blockable_layouts(const KernelDag& dag, const std::vector<Candidate>& candidates,
+                                   const LayoutProblem* layouts) {
   std::vector<int> layout_of(dag.size(), -1);
   if (!layouts) return layout_of;
   if (!layouts->layout_of.empty()) {  // as given, where some side takes it so
@@ -238,6 +240,17 @@ std::vector<int> blockable_layouts(const KernelDag& dag, const LayoutProblem* la
         for (size_t i = 0; i < o.nodes.size(); ++i)
           if (!dag.required[o.nodes[i]] && layouts->layout_of[o.nodes[i]] == o.layouts[i])
             layout_of[o.nodes[i]] = o.layouts[i];
+    // Nodes only views or agnostic kernels take, in the layout given to them.
+    auto give = [&](int u) {
+      if (!dag.required[u] && layouts->layout_of[u] >= 0) layout_of[u] = layouts->layout_of[u];
+    };
+    for (size_t k = 0; k < layouts->views.size(); ++k)
+      for (int u : layouts->views[k]) give(u);
+    for (size_t k = 0; k < layouts->agnostic.size(); ++k)
+      if (layouts->agnostic[k]) {
+        for (int u : candidates[k].inputs) give(u);
+        for (int u : candidates[k].outputs) give(u);
+      }
     return layout_of;
   }
   for (const NativeOption& o : layouts->native)
@@ -281,7 +294,7 @@ LayoutFlexibility layout_flexibility(const KernelDag& dag, const std::vector<Can
 Program kernel_columns(const KernelDag& dag, const std::vector<Candidate>& candidates,
                        const std::vector<double>& cost, const LayoutProblem* layouts) {
   Program program;
-  program.layout_of = blockable_layouts(dag, layouts);
+  program.layout_of = blockable_layouts(dag, candidates, layouts);
   LayoutFlexibility flexibility;
   if (layouts) flexibility = layout_flexibility(dag, candidates, *layouts, program.layout_of);
   const std::vector<char> keep =

@@ -19,8 +19,9 @@
 #include <unordered_set>
 
 #include "base/interrupt.h"
-#include "base/layout_map.h"
 #include "kora/error.h"
+#include "orchestrate/boundary_layouts.h"
+#include "orchestrate/layout_problem.h"
 
 namespace kora {
 namespace {
@@ -45,98 +46,6 @@ std::string problem_key(const KernelDag& sub, const std::vector<double>& cost) {
   }
   put(cost.data(), cost.size() * sizeof(double));
   return key;
-}
-
-// The segment's LayoutProblem from the cost model's layout costs: each native side's
-// tensor mapped to the node writing it (a tensor from outside the segment stays plain),
-// the reorders the native implementation pays (blocked - native) shared among its sides
-// by bytes; agnostic only when every tensor it reads comes from inside. A candidate's
-// views (generated code on sides in oneDNN's layouts, src/cpu/layout_view.h) are offered
-// when a native implementation would store every one of those sides, inside the segment,
-// in a layout generated code can view (layout_map). Layout names get ids in `names`.
-// Empty when no candidate has a native implementation.
-LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& segment,
-                             CostModel& costs, std::vector<std::string>& names) {
-  const KernelDag& sub = segment.sub;
-  const std::vector<Candidate>& candidates = segment.candidates;
-  std::unordered_map<std::string, int> node_of;
-  for (int v = 0; v < sub.size(); ++v) node_of[graph.prims[sub.prim[v]].outputs.at(0)] = v;
-  auto id = [&](const std::string& name) {
-    const auto it = std::find(names.begin(), names.end(), name);
-    if (it != names.end()) return static_cast<int>(it - names.begin());
-    names.push_back(name);
-    return static_cast<int>(names.size()) - 1;
-  };
-  LayoutProblem p;
-  p.native.resize(candidates.size());
-  p.agnostic.resize(candidates.size());
-  std::vector<LayoutCost> costs_of(candidates.size());
-  // Each tensor's one layout: channels last where some native implementation takes it so
-  // (the layout most kernels share), else the first named.
-  std::unordered_map<std::string, std::string> native_layout;
-  for (size_t k = 0; k < candidates.size(); ++k) {
-    LayoutCost& l = costs_of[k] = costs.layout_cost(graph, sub, candidates[k]);
-    if (l.agnostic) {
-      bool inside = true;
-      for (const std::string& t : kernel_reads(graph, sub, candidates[k]))
-        inside = inside && node_of.count(t);
-      p.agnostic[k] = inside;
-    }
-    if (l.blocked_ms < 0) continue;
-    for (const auto& [t, layout] : l.sides) native_layout.emplace(t, layout);
-    for (const auto& [t, layout] : l.channels_last_sides) native_layout[t] = layout;
-  }
-  bool any = false;
-  for (size_t k = 0; k < candidates.size(); ++k) {
-    const LayoutCost& l = costs_of[k];
-    if (l.blocked_ms < 0 || l.sides.empty()) continue;
-    double bytes = 0;
-    for (const auto& [t, layout] : l.sides)
-      bytes += static_cast<double>(numel(graph.value(t).shape));
-    const double reorders = std::max(0.0, l.blocked_ms - l.native_ms);
-    // The implementation whose layouts the tensors take more often: oneDNN's own choice,
-    // or channels last (the same reorders at its boundary).
-    auto agree = [&](const std::map<std::string, std::string>& sides) {
-      int n = 0;
-      for (const auto& [t, layout] : sides) n += native_layout.at(t) == layout;
-      return n;
-    };
-    const bool channels_last =
-        l.channels_last_ms >= 0 && agree(l.channels_last_sides) > agree(l.sides);
-    NativeOption& o = p.native[k];
-    o.blocked_ms = channels_last ? l.channels_last_ms + reorders : l.blocked_ms;
-    for (const auto& [t, layout] : channels_last ? l.channels_last_sides : l.sides) {
-      auto node = node_of.find(t);
-      if (node == node_of.end()) continue;
-      o.nodes.push_back(node->second);
-      o.layouts.push_back(id(layout));
-      o.saved_ms.push_back(reorders * static_cast<double>(numel(graph.value(t).shape)) / bytes);
-    }
-    any = true;
-  }
-  if (!any) return {};
-  p.layout_of.assign(sub.size(), -1);
-  for (const auto& [t, layout] : native_layout)
-    if (const auto node = node_of.find(t); node != node_of.end())
-      p.layout_of[node->second] = id(layout);
-  p.views.resize(candidates.size());
-  for (size_t k = 0; k < candidates.size(); ++k) {
-    const std::vector<std::string>& views = costs_of[k].views;
-    if (views.empty() || (costs_of[k].blocked_ms >= 0 && !costs_of[k].sides.empty())) continue;
-    std::vector<int> nodes;
-    for (const std::string& t : views) {
-      const auto node = node_of.find(t);
-      const auto layout = native_layout.find(t);
-      if (node == node_of.end() || layout == native_layout.end() ||
-          !layout_map(layout->second, graph.value(t).shape) ||
-          (costs_of[k].views_channels_last &&
-           !is_channels_last(layout->second, graph.value(t).shape.size())))
-        break;  // a side that stays plain: all stay plain
-      nodes.push_back(node->second);
-    }
-    if (nodes.size() == views.size()) p.views[k] = std::move(nodes);
-  }
-  return p;
 }
 
 // One segment's runner-up plan (SolveOptions::runner_up) as the result would hold it: its
@@ -401,6 +310,17 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
   if (options.progress_line) std::cerr << "\r\033[K" << std::flush;  // clear the line
   result.unique_signatures = static_cast<int64_t>(cost_of_signature.size());
   result.cost_model = costs.describe();
+  if (options.strategy == "optimal") {
+    const auto start = std::chrono::steady_clock::now();
+    const CrossCutLayouts cut = layouts_across_cuts(graph, dag, costs, options.solve, result);
+    result.solve_seconds += seconds_since(start);
+    result.cross_cut_saved_ms = cut.saved_ms;
+    result.cross_cut_blocked = cut.crossing_blocked;
+    if (options.progress && cut.applied)
+      std::cerr << "layouts across segment cuts: " << cut.crossing_blocked
+                << " crossing tensors blocked, " << cut.saved_ms << " ms less (solved in "
+                << cut.solve_seconds << " s)" << std::endl;
+  }
   result.next_best = next_best_plans(result, runners_up, options.pool - 1);
   return result;
 }

@@ -1,0 +1,30 @@
+// Layouts across segment cuts. orchestrate() solves each segment on its own, so a tensor
+// that crosses a cut is stored plain: the segment writing it cannot know how later ones
+// read it. A dense block's concatenations read every earlier layer's output, across many
+// cuts, and pay a reorder on each side of each. In: the whole graph's DAG, every segment's
+// chosen kernels (OrchestrationResult), the cost model. Out: the same kernels, with the
+// blocked tensors and native implementations chosen over the whole graph at once: the
+// program of include/kora/orchestrate.h over the chosen kernels only (no other
+// candidate, so only their layout terms are free), kept when it is cheaper than the
+// segments' choices together. The kernels stay each segment's proven choice; only where
+// tensors are stored, and so the reorders, change.
+#pragma once
+
+#include "kora/cost.h"
+#include "kora/orchestrate.h"
+#include "kora/orchestration.h"
+
+namespace kora {
+
+struct CrossCutLayouts {
+  bool applied = false;
+  double saved_ms = 0;           // predicted: the segments' total minus the whole-graph one
+  int64_t crossing_blocked = 0;  // tensors that cross a cut and are now stored blocked
+  double solve_seconds = 0;
+};
+
+// Updates result.layouts, each kernel's `native` and total_cost_ms when applied.
+CrossCutLayouts layouts_across_cuts(const PrimGraph& graph, const KernelDag& dag, CostModel& costs,
+                                    const SolveOptions& solve, OrchestrationResult& result);
+
+}  // namespace kora
