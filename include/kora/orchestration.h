@@ -72,11 +72,11 @@ struct OrchestrationResult {
   // chose which tensors are stored blocked (tensor -> layout); the emitter follows it.
   bool layouts_decided = false;
   std::map<std::string, std::string> layouts;
-  // Segments store the tensors crossing their cuts plain; a pass over the whole graph then
-  // decides those with the chosen kernels fixed (src/orchestrate/boundary_layouts.h):
-  // what it saved of the predicted cost, and the crossing tensors it stores blocked.
-  double cross_cut_saved_ms = 0;
-  int64_t cross_cut_blocked = 0;
+  // After the segments, one program over the whole graph with the chosen kernels fixed
+  // decides where tensors are stored (src/orchestrate/whole_graph_layouts.h): what it saved
+  // of the predicted cost, and the tensors crossing segment cuts it stores blocked.
+  double whole_graph_layouts_saved_ms = 0;
+  int64_t cut_tensors_blocked = 0;
   // OrchestrationOptions::pool > 1: the next-best distinct plans, cheapest first, each the
   // optimum with one segment's plan replaced by that segment's runner-up (the best plan of
   // it with another set of kernels, SolveOptions::runner_up). The second best plan of the

@@ -68,7 +68,7 @@ void propagate_layouts(const PrimGraph& graph, const KernelDag& sub,
 // in a layout generated code can view (layout_map). Layout names get ids in `names`.
 // Empty when no candidate has a native implementation.
 LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& segment,
-                             CostModel& costs, std::vector<std::string>& names) {
+                             CostModel& costs, std::vector<std::string>& names, bool propagate) {
   const KernelDag& sub = segment.sub;
   const std::vector<Candidate>& candidates = segment.candidates;
   std::unordered_map<std::string, int> node_of;
@@ -98,7 +98,8 @@ LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& se
     for (const auto& [t, layout] : l.sides) native_layout.emplace(t, layout);
     for (const auto& [t, layout] : l.channels_last_sides) native_layout[t] = layout;
   }
-  propagate_layouts(graph, sub, candidates, costs_of, p.agnostic, node_of, native_layout);
+  if (propagate)
+    propagate_layouts(graph, sub, candidates, costs_of, p.agnostic, node_of, native_layout);
   bool any = false;
   for (size_t k = 0; k < candidates.size(); ++k) {
     const LayoutCost& l = costs_of[k];

@@ -4,7 +4,7 @@
 // inside, the reorders it saves per side), whether it is agnostic, its layout views, and
 // per node the one layout it may be stored in. Built per segment by orchestrate() and,
 // over the whole graph with the chosen kernels only, by the pass that decides layouts
-// across segment cuts (boundary_layouts.h). Layout names get ids in `names`.
+// across segment cuts (whole_graph_layouts.h). Layout names get ids in `names`.
 #pragma once
 
 #include <string>
@@ -17,6 +17,6 @@
 namespace kora {
 
 LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& segment,
-                             CostModel& costs, std::vector<std::string>& names);
+                             CostModel& costs, std::vector<std::string>& names, bool propagate);
 
 }  // namespace kora

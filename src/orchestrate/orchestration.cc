@@ -20,8 +20,8 @@
 
 #include "base/interrupt.h"
 #include "kora/error.h"
-#include "orchestrate/boundary_layouts.h"
 #include "orchestrate/layout_problem.h"
+#include "orchestrate/whole_graph_layouts.h"
 
 namespace kora {
 namespace {
@@ -194,7 +194,7 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
                     std::to_string(cost[k]) + " ms: not a finite non-negative number");
     }
     const LayoutProblem layouts = options.strategy == "optimal"
-                                      ? layout_problem(graph, segment, costs, layout_names)
+                                      ? layout_problem(graph, segment, costs, layout_names, false)
                                       : LayoutProblem{};
     result.cost_seconds += seconds_since(start);
 
@@ -312,14 +312,14 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
   result.cost_model = costs.describe();
   if (options.strategy == "optimal") {
     const auto start = std::chrono::steady_clock::now();
-    const CrossCutLayouts cut = layouts_across_cuts(graph, dag, costs, options.solve, result);
+    const WholeGraphLayouts pass = whole_graph_layouts(graph, dag, costs, options.solve, result);
     result.solve_seconds += seconds_since(start);
-    result.cross_cut_saved_ms = cut.saved_ms;
-    result.cross_cut_blocked = cut.crossing_blocked;
-    if (options.progress && cut.applied)
-      std::cerr << "layouts across segment cuts: " << cut.crossing_blocked
-                << " crossing tensors blocked, " << cut.saved_ms << " ms less (solved in "
-                << cut.solve_seconds << " s)" << std::endl;
+    result.whole_graph_layouts_saved_ms = pass.saved_ms;
+    result.cut_tensors_blocked = pass.cut_tensors_blocked;
+    if (options.progress && pass.applied)
+      std::cerr << "layouts over the whole graph: " << pass.saved_ms << " ms less, "
+                << pass.cut_tensors_blocked << " tensors crossing segment cuts blocked (solved in "
+                << pass.solve_seconds << " s)" << std::endl;
   }
   result.next_best = next_best_plans(result, runners_up, options.pool - 1);
   return result;

@@ -58,10 +58,10 @@ std::string format_orchestration(const PrimGraph& graph, const OrchestrationResu
     for (const ChosenKernel& k : r.kernels) native += k.native;
     os << "layouts      " << r.layouts.size() << " tensors blocked, " << native
        << " kernels native (their cost above is on plain tensors; the total counts the layouts)\n";
-    if (r.cross_cut_blocked)
-      os << "across cuts  " << r.cross_cut_blocked
-         << " tensors crossing segment cuts blocked, the chosen kernels fixed: "
-         << fmt_ms(r.cross_cut_saved_ms) << " ms less than the segments' plans\n";
+    if (r.whole_graph_layouts_saved_ms > 0)
+      os << "whole graph  layouts decided again with the kernels fixed: "
+         << fmt_ms(r.whole_graph_layouts_saved_ms) << " ms less, " << r.cut_tensors_blocked
+         << " tensors crossing segment cuts blocked\n";
   }
   os << "kernels by size";
   for (const auto& [size, n] : by_size) os << "  " << size << ":" << n;
@@ -109,8 +109,8 @@ std::string orchestration_json(const PrimGraph& graph, const OrchestrationResult
   j["cycle_cuts"] = r.cycle_cuts;
   if (r.layouts_decided) {
     j["layouts"] = r.layouts;
-    j["cross_cut_blocked"] = r.cross_cut_blocked;
-    j["cross_cut_saved_ms"] = r.cross_cut_saved_ms;
+    j["cut_tensors_blocked"] = r.cut_tensors_blocked;
+    j["whole_graph_layouts_saved_ms"] = r.whole_graph_layouts_saved_ms;
   }
   nlohmann::json kernels = nlohmann::json::array();
   for (const ChosenKernel& k : r.kernels) {

@@ -1,11 +1,12 @@
-// Layouts through views and across segment cuts (src/orchestrate/layout_problem.cc,
-// boundary_layouts.cc). On a chain of activations whose kernels a hand-written cost model
-// gives either a native implementation (0.4 ms on blocked sides, 1.0 ms with both
-// reordered), generated code on layout views or code that runs on any layout (1.0 ms),
-// orchestrate():
+// The whole-graph layout pass: layouts through views and across segment cuts
+// (src/orchestrate/whole_graph_layouts.cc, layout_problem.cc). On a chain of activations whose
+// kernels a hand-written cost model gives either a native implementation (0.4 ms on blocked
+// sides, 1.0 ms with both reordered), generated code on layout views or code that runs on any
+// layout (1.0 ms), orchestrate():
 // - stores blocked a tensor that only kernels on views (or agnostic ones) read and
 //   write, in the layout of a native neighbour, so that a run of such kernels between two
-//   native ones keeps its tensors blocked (the costs worked out by hand);
+//   native ones keeps its tensors blocked (the costs worked out by hand), one segment
+//   or several;
 // - with the chain cut into segments of at most three primitives, stores the tensors
 //   crossing the cuts as the one-segment solve does: the same layouts, native kernels and
 //   cost, the crossing tensors counted.
@@ -124,8 +125,9 @@ TEST(LayoutsAcrossCuts, CrossingTensorsAreStoredAsTheWholeGraphSolvedAtOnceStore
   }
   // One crossing tensor per cut, each blocked; the segments alone paid 0.3 ms or more
   // for each (a native side reordered, or a run of views kept plain).
-  EXPECT_EQ(pieces.cross_cut_blocked, pieces.segments - 1);
-  EXPECT_GE(pieces.cross_cut_saved_ms, 0.3 * static_cast<double>(pieces.segments - 1) - 1e-9);
+  EXPECT_EQ(pieces.cut_tensors_blocked, pieces.segments - 1);
+  EXPECT_GE(pieces.whole_graph_layouts_saved_ms,
+            0.3 * static_cast<double>(pieces.segments - 1) - 1e-9);
 }
 
 }  // namespace

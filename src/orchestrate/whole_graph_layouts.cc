@@ -1,8 +1,8 @@
-// Layouts across segment cuts (boundary_layouts.h): the chosen kernels of every segment as
-// the candidates of one program over the whole graph, their layout terms built as a
-// segment's are (layout_problem.h), solved; applied when it keeps every kernel and costs
-// less than the segments' plans.
-#include "orchestrate/boundary_layouts.h"
+// The whole-graph layout pass (whole_graph_layouts.h): the chosen kernels of every segment
+// as the candidates of one program over the whole graph, their layout terms built as a
+// segment's are, layouts passed along views and agnostic kernels (layout_problem.h),
+// solved; applied when it keeps every kernel and costs less than the segments' plans.
+#include "orchestrate/whole_graph_layouts.h"
 
 #include <algorithm>
 #include <chrono>
@@ -11,10 +11,11 @@
 
 namespace kora {
 
-CrossCutLayouts layouts_across_cuts(const PrimGraph& graph, const KernelDag& dag, CostModel& costs,
-                                    const SolveOptions& solve, OrchestrationResult& result) {
-  CrossCutLayouts out;
-  if (!result.layouts_decided || result.segments < 2 || result.kernels.empty()) return out;
+WholeGraphLayouts whole_graph_layouts(const PrimGraph& graph, const KernelDag& dag,
+                                      CostModel& costs, const SolveOptions& solve,
+                                      OrchestrationResult& result) {
+  WholeGraphLayouts out;
+  if (!result.layouts_decided || result.kernels.empty()) return out;
   const auto start = std::chrono::steady_clock::now();
   SegmentCandidates whole;
   whole.sub = dag;
@@ -27,7 +28,7 @@ CrossCutLayouts layouts_across_cuts(const PrimGraph& graph, const KernelDag& dag
     cost.push_back(k.cost_ms);
   }
   std::vector<std::string> names;
-  const LayoutProblem layouts = layout_problem(graph, whole, costs, names);
+  const LayoutProblem layouts = layout_problem(graph, whole, costs, names, true);
   if (layouts.native.empty()) return out;
   SolveOptions options = solve;
   options.runner_up = false;
@@ -55,7 +56,7 @@ CrossCutLayouts layouts_across_cuts(const PrimGraph& graph, const KernelDag& dag
       crosses = crosses || (result.kernels[k].segment != segment_of[node] &&
                             std::find(inputs.begin(), inputs.end(), node) != inputs.end());
     }
-    out.crossing_blocked += crosses;
+    out.cut_tensors_blocked += crosses;
   }
   out.applied = true;
   out.saved_ms = result.total_cost_ms - plan.cost;
