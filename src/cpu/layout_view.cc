@@ -181,6 +181,25 @@ std::optional<LayoutView> relabelled_channels_last(const PrimGraph& graph, const
   return view;
 }
 
+// The permutation that moves the channel dim (1) of a rank last: the order a channels-last
+// tensor is stored in ([0, 2, .., rank - 1, 1]); and its inverse.
+std::vector<int64_t> channels_last_perm(size_t rank) {
+  std::vector<int64_t> perm{0};
+  for (size_t d = 2; d < rank; ++d) perm.push_back(static_cast<int64_t>(d));
+  perm.push_back(1);
+  return perm;
+}
+std::vector<int64_t> channels_first_perm(size_t rank) {
+  std::vector<int64_t> perm{0, static_cast<int64_t>(rank) - 1};
+  for (size_t d = 1; d + 1 < rank; ++d) perm.push_back(static_cast<int64_t>(d));
+  return perm;
+}
+
+const layout::Transpose* transpose_of(const Primitive& p) {
+  const auto* layout = std::get_if<LayoutAttrs>(&p.attrs);
+  return layout ? std::get_if<layout::Transpose>(layout) : nullptr;
+}
+
 }  // namespace
 
 bool relabels_channels_last(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
@@ -220,8 +239,39 @@ bool relabels_channels_last(const PrimGraph& graph, const KernelDag& dag, const 
   return true;
 }
 
+std::vector<std::string> channels_last_transposed_sides(const PrimGraph& graph,
+                                                        const KernelDag& dag, const Candidate& c) {
+  std::vector<std::string> sides;
+  bool transposes = false;
+  for (int v : c.members) transposes = transposes || transpose_of(graph.prims[dag.prim[v]]);
+  if (!transposes) return sides;
+  for (const std::string& t : kernel_reads(graph, dag, c)) {
+    const size_t rank = graph.value(t).shape.size();
+    bool only_moved_last = true, read = false;
+    for (int v : c.members) {
+      const Primitive& p = graph.prims[dag.prim[v]];
+      if (std::find(p.inputs.begin(), p.inputs.end(), t) == p.inputs.end()) continue;
+      const layout::Transpose* transpose = transpose_of(p);
+      read = true;
+      only_moved_last = only_moved_last && transpose && transpose->perm == channels_last_perm(rank);
+    }
+    if (read && only_moved_last) sides.push_back(t);
+  }
+  for (const std::string& t : kernel_writes(graph, dag, c))
+    for (int v : c.members) {
+      const Primitive& p = graph.prims[dag.prim[v]];
+      const layout::Transpose* transpose = transpose_of(p);
+      if (p.output() == t && transpose &&
+          transpose->perm == channels_first_perm(graph.value(t).shape.size()))
+        sides.push_back(t);
+    }
+  return sides;
+}
+
 bool views_channels_last_only(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
-  return !relabels_in_stored_order(graph, dag, c) && relabels_channels_last(graph, dag, c);
+  return !relabels_in_stored_order(graph, dag, c) &&
+         (relabels_channels_last(graph, dag, c) ||
+          !channels_last_transposed_sides(graph, dag, c).empty());
 }
 
 LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
@@ -350,18 +400,24 @@ bool relabels_in_stored_order(const PrimGraph& graph, const KernelDag& dag, cons
 
 std::vector<std::string> layout_view_sides(const PrimGraph& graph, const KernelDag& dag,
                                            const Candidate& c, bool bf16) {
-  if (!(relabels_in_stored_order(graph, dag, c) || relabels_channels_last(graph, dag, c)) ||
-      (!bf16 && layout_agnostic(graph, dag, c)) || !cpu_codegen_supports(graph, dag, c))
-    return {};
+  if ((!bf16 && layout_agnostic(graph, dag, c)) || !cpu_codegen_supports(graph, dag, c)) return {};
+  const bool relabels =
+      relabels_in_stored_order(graph, dag, c) || relabels_channels_last(graph, dag, c);
+  std::vector<std::string> offered;  // every side, or those transposes move
+  if (relabels) {
+    offered = kernel_reads(graph, dag, c);
+    for (const std::string& t : kernel_writes(graph, dag, c)) offered.push_back(t);
+  } else {
+    offered = channels_last_transposed_sides(graph, dag, c);
+  }
   std::vector<std::string> sides;
-  for (const auto& list : {kernel_reads(graph, dag, c), kernel_writes(graph, dag, c)})
-    for (const std::string& t : list) {
-      const ValueInfo& info = graph.value(t);
-      if (graph.constant(t) || info.dtype != DType::kFloat32 || info.shape.size() < 3 ||
-          info.shape.size() > 5)
-        continue;
-      if (wide_dims(info.shape) > 1) sides.push_back(t);
-    }
+  for (const std::string& t : offered) {
+    const ValueInfo& info = graph.value(t);
+    if (graph.constant(t) || info.dtype != DType::kFloat32 || info.shape.size() < 3 ||
+        info.shape.size() > 5)
+      continue;
+    if (wide_dims(info.shape) > 1) sides.push_back(t);
+  }
   return sides;
 }
 

@@ -60,8 +60,15 @@ bool relabels_in_stored_order(const PrimGraph& graph, const KernelDag& dag, cons
 // between channels-last convolutions reads and writes their tensors with the channels
 // innermost. Only channels last: in channel blocks it reads through transposes.
 bool relabels_channels_last(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
-// A candidate offered views in channels last only (relabels_channels_last, and not
-// relabels_in_stored_order).
+// The sides of a candidate that only transpose members moving the channels last read
+// (timm's LayerNorm2d, a Swin block's permutes), or that a transpose moving them back to
+// dim 1 writes: stored channels last, the view's transpose and the member's cancel, and
+// the kernel reads or writes them in order, faster than on plain tensors. Other sides of
+// such a kernel stay plain.
+std::vector<std::string> channels_last_transposed_sides(const PrimGraph& graph,
+                                                        const KernelDag& dag, const Candidate& c);
+// A candidate offered views in channels last only (relabels_channels_last, or sides that
+// transposes move channels last; and not relabels_in_stored_order).
 bool views_channels_last_only(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 
 // The sides of a candidate that generated code can take in a stored layout: the
@@ -69,7 +76,8 @@ bool views_channels_last_only(const PrimGraph& graph, const KernelDag& dag, cons
 // [1, C, 1, 1] gate is a few bytes: it stays plain). Empty where the
 // candidate is not generated code's, is not relabelled in the stored order
 // (relabels_in_stored_order, or relabels_channels_last for pools: linear, opaque,
-// transpose, pad, gather or tile members), or is
+// transpose, pad, gather or tile members; where transposes move the channels last, the
+// sides they read or write: channels_last_transposed_sides), or is
 // layout-agnostic (layout_agnostic: it computes on any one float32 layout as it is, so
 // it needs no view) unless `bf16`: the layouts are then bfloat16 ones, which an
 // agnostic kernel reads through a view as any other.

@@ -402,4 +402,98 @@ TEST(LayoutView, KernelsOnBfloat16SidesMatchTheInterpreterToOneRounding) {
   }
 }
 
+// Transposes that move the channels last and back around a reduction over the channels,
+// as timm's LayerNorm2d and Swin's permutes are (x [N, C, H, W] -> [N, H, W, C], x -
+// mean(x) over C, -> [N, C, H, W]): every candidate holding a transpose is offered views
+// on exactly the sides such a transpose reads or writes, channels last only, and a
+// transpose by another permutation offers none. Each such kernel on those sides stored
+// channels last, float32 and bfloat16, matches the interpreter (bfloat16: to one
+// rounding of its output).
+TEST(LayoutView, TransposesMovingChannelsLastTakeChannelsLastSides) {
+  std::mt19937 rng(11);
+  GraphBuilder b(rng);
+  const Shape shape = {1, 16, 5, 6}, last = {1, 5, 6, 16};
+  const std::string x = b.input(DType::kFloat32, shape);
+  const std::string t =
+      b.prim(LayoutAttrs{layout::Transpose{{0, 2, 3, 1}}}, {x}, DType::kFloat32, last);
+  const std::string mean =
+      b.prim(ReduceAttrs{ReduceOp::kMean, {3}}, {t}, DType::kFloat32, {1, 5, 6, 1});
+  const std::string wide = b.prim(BroadcastAttrs{}, {mean}, DType::kFloat32, last);
+  const std::string centred =
+      b.prim(ElementwiseAttrs{ScalarOp::kSub, {Operand{0, 0}, Operand{1, 0}}}, {t, wide},
+             DType::kFloat32, last);
+  const std::string y =
+      b.prim(LayoutAttrs{layout::Transpose{{0, 3, 1, 2}}}, {centred}, DType::kFloat32, shape);
+  const std::string other = b.input(DType::kFloat32, shape);  // H and W swapped: no views
+  const std::string swapped =
+      b.prim(LayoutAttrs{layout::Transpose{{0, 1, 3, 2}}}, {other}, DType::kFloat32, {1, 16, 6, 5});
+  b.g.outputs = {y, swapped};
+  const PrimGraph& g = b.g;
+  const KernelDag dag = kernel_dag_of(g);
+  CandidateOptions co;
+  co.max_size = 5;
+  std::string source = cpu_codegen_prelude();
+  std::vector<std::pair<ViewCase, bool>> cases;  // and whether its sides are bfloat16
+  int offered = 0;
+  for (const Candidate& c : enumerate_candidates(dag, co)) {
+    bool transposes = false, swaps = false;
+    for (int v : c.members) {
+      const auto* l = std::get_if<LayoutAttrs>(&g.prims[dag.prim[v]].attrs);
+      const auto* tr = l ? std::get_if<layout::Transpose>(l) : nullptr;
+      transposes = transposes || (tr && tr->perm != std::vector<int64_t>{0, 1, 3, 2});
+      swaps = swaps || tr;
+    }
+    const std::vector<std::string> views = layout_view_sides(g, dag, c);
+    if (!transposes) {
+      if (swaps) {
+        EXPECT_TRUE(views.empty()) << kernel_name(g, dag, c);
+      }
+      continue;
+    }
+    EXPECT_EQ(layout_view_sides(g, dag, c, true), views);
+    std::vector<std::string> want;
+    for (const std::string& r : kernel_reads(g, dag, c))
+      if (r == x) want.push_back(x);
+    for (const std::string& w : kernel_writes(g, dag, c))
+      if (w == y) want.push_back(y);
+    EXPECT_EQ(views, want) << kernel_name(g, dag, c);
+    if (views.empty()) continue;
+    ++offered;
+    EXPECT_TRUE(views_channels_last_only(g, dag, c));
+    for (const bool bf16 : {false, true}) {
+      TensorLayouts layouts;
+      for (const std::string& side : views) layouts[side] = bf16 ? "acdb+bf16" : "acdb";
+      const LayoutView view = layout_view(g, dag, c, layouts);
+      ViewCase k{
+          c, layouts,
+          generate_cpu_kernel(view.graph, view.dag, view.candidate,
+                              "transposed" + std::to_string(cases.size()), {}, view.bfloat16)};
+      source += k.kernel.source;
+      cases.emplace_back(std::move(k), bf16);
+    }
+  }
+  EXPECT_GE(offered, 6);
+  kora_test::TempDir dir;
+  const CompileResult lib =
+      compile_shared(source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
+  for (const auto& [k, bf16] : cases) {
+    const ViewRun run = run_view_case(g, dag, k, lib, rng, bf16);
+    for (size_t i = 0; i < k.kernel.writes.size(); ++i) {
+      const std::string& w = k.kernel.writes[i];
+      const Tensor want = run.stored_value(g, k, w);
+      if (!bf16 || !k.layouts.count(w)) {
+        EXPECT_EQ(kora_codegen_test::compare(want, run.outputs[i].bytes()), "")
+            << kernel_name(g, dag, k.c) << ", output " << w;
+        continue;
+      }
+      const Tensor got = from_bf16(run.outputs[i]);
+      const float* a = reinterpret_cast<const float*>(want.bytes());
+      const float* r = reinterpret_cast<const float*>(got.bytes());
+      for (int64_t e = 0; e < want.numel(); ++e)
+        ASSERT_LE(std::fabs(a[e] - r[e]), std::fabs(a[e]) * 0x1p-7f + 1e-30f)
+            << kernel_name(g, dag, k.c) << ", output " << w << " element " << e;
+    }
+  }
+}
+
 }  // namespace
