@@ -61,7 +61,7 @@ void add_relabelled_tensors(const PrimGraph& graph, const Primitive& p, PrimGrap
 
 // The kernel relabelled into the stored order, where that is all it takes
 // (relabels_in_stored_order): every tensor gets its stored shape (channel blocks split
-// off), reduce, concat and slice axes are renumbered (a blocked dim's two; a concat or
+// off), reduce, concat, slice and gather axes are renumbered (a blocked dim's two; a concat or
 // slice of it in whole blocks only), constants keep their bytes. A
 // reduction over a channels-last tensor then keeps the channels innermost (a row of
 // accumulators) instead of reading them with a stride of C.
@@ -115,6 +115,9 @@ std::optional<LayoutView> relabelled(const PrimGraph& graph, const KernelDag& da
         }
         slice->starts = starts;
         slice->steps = steps;
+      } else if (auto* gather = std::get_if<layout::Gather>(layout)) {
+        if (gather->axis == m.split) return std::nullopt;  // elements of blocks
+        gather->axis = stored_dim[at(gather->axis)];
       }
     }
     g.prims.push_back(std::move(p));
@@ -387,7 +390,8 @@ bool relabels_in_stored_order(const PrimGraph& graph, const KernelDag& dag, cons
     if (p.kind() != PrimKind::kElementwise && p.kind() != PrimKind::kReduce &&
         p.kind() != PrimKind::kBroadcast &&
         !(layout && (std::holds_alternative<layout::Concat>(*layout) ||
-                     std::holds_alternative<layout::Slice>(*layout))))
+                     std::holds_alternative<layout::Slice>(*layout) ||
+                     std::holds_alternative<layout::Gather>(*layout))))
       return false;
     for (const auto* list : {&p.inputs, &p.outputs})
       for (const std::string& t : *list) {

@@ -5,16 +5,15 @@
 // shape ([N, H, W, C] for acdb, [N, C/8, H, W, 8] for aBcd8b), followed by a Transpose
 // (and a Reshape joining the blocks) back to the logical shape that the members read; a
 // written side becomes the members' value followed by the inverse maps. A kernel of
-// elementwise, reduce, broadcast, concat and slice members on sides all in one layout is
-// instead relabelled into the stored order (reduce axes renumbered), so that a reduction over a
-// channels-last tensor keeps the channels innermost, and so is a pool on sides all channels
-// last; only such kernels are offered views. The code
-// generator composes those index maps with the members' (no data moves twice), so a
-// squeeze-excitation's pooling and scaling, a global pool or any kernel with reductions,
-// broadcasts or layout members reads and writes the channels-last activations of the
-// oneDNN convolutions around it: the reorders at their boundaries disappear. The view
-// keeps the candidate's tensor names and their order (kernel_reads, kernel_writes), so it
-// takes the same arguments as the candidate.
+// elementwise, reduce, broadcast, concat, slice and gather members (a nearest resize) on sides all
+// in one layout is instead relabelled into the stored order (reduce axes renumbered), so that a
+// reduction over a channels-last tensor keeps the channels innermost, and so is a pool on sides all
+// channels last; only such kernels are offered views. The code generator composes those index maps
+// with the members' (no data moves twice), so a squeeze-excitation's pooling and scaling, a global
+// pool or any kernel with reductions, broadcasts or layout members reads and writes the
+// channels-last activations of the oneDNN convolutions around it: the reorders at their boundaries
+// disappear. The view keeps the candidate's tensor names and their order (kernel_reads,
+// kernel_writes), so it takes the same arguments as the candidate.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +43,7 @@ struct LayoutView {
 LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
                        const TensorLayouts& layouts);
 
-// Whether the candidate's members are elementwise, reduce, broadcast, concat and slice
+// Whether the candidate's members are elementwise, reduce, broadcast, concat, slice and gather
 // only, on tensors of one rank: then its kernel on sides all in one stored layout is the same
 // kernel relabelled into the stored order (every other tensor it reads or writes with at most one
 // dim above 1), which costs what the plain kernel costs. Other kernels read stored sides through

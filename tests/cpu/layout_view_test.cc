@@ -1,6 +1,7 @@
 // Generated kernels over sides stored in oneDNN's layouts (src/cpu/layout_view.h,
 // src/base/layout_map.h) against the interpreter: a squeeze-excitation (global mean,
-// sigmoid, broadcast scale), a max pool window, a channel concat and channel slices, every
+// sigmoid, broadcast scale), a max pool window, a channel concat, channel slices and a
+// nearest resize (a gather per axis), every
 // candidate with wide activations taken with all of them channels last, all in blocks of 8
 // channels, and only the first in blocks of 4; inputs stored so, outputs compared as stored; the
 // view takes the candidate's arguments; the kernels offered views are relabelled into the
@@ -195,6 +196,16 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
     outputs.push_back(b.prim(ElementwiseAttrs{ScalarOp::kExp, {Operand{0, 0}}}, {part},
                              DType::kFloat32, {1, end - start, 10, 10}));
   }
+  // A nearest resize of the excitation by 2 (a gather per axis, as fission makes it), then
+  // its exponential.
+  std::vector<int64_t> twice;
+  for (int64_t i = 0; i < 20; ++i) twice.push_back(i / 2);
+  const std::string tall =
+      b.prim(LayoutAttrs{layout::Gather{2, twice}}, {se}, DType::kFloat32, {1, 32, 20, 10});
+  const std::string resized =
+      b.prim(LayoutAttrs{layout::Gather{3, twice}}, {tall}, DType::kFloat32, {1, 32, 20, 20});
+  outputs.push_back(b.prim(ElementwiseAttrs{ScalarOp::kExp, {Operand{0, 0}}}, {resized},
+                           DType::kFloat32, {1, 32, 20, 20}));
   b.g.outputs = outputs;
   const PrimGraph& g = b.g;
   const KernelDag dag = kernel_dag_of(g);
@@ -202,7 +213,7 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
   co.max_size = 4;
   std::string source = cpu_codegen_prelude();
   std::vector<ViewCase> cases;
-  int relabelled = 0, offered = 0, pools = 0;
+  int relabelled = 0, offered = 0, pools = 0, gathers = 0;
   for (const Candidate& c : enumerate_candidates(dag, co)) {
     // Every wide activation it touches (also of kernels offered no views: windows and
     // concats read through transposes).
@@ -219,6 +230,10 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
     if (!views.empty()) {
       EXPECT_EQ(views, sides) << kernel_name(g, dag, c);
       pools += views_channels_last_only(g, dag, c);
+      for (int v : c.members) {
+        const auto* l = std::get_if<LayoutAttrs>(&g.prims[dag.prim[v]].attrs);
+        gathers += l && std::holds_alternative<layout::Gather>(*l);
+      }
     }
     // All sides channels last; all in blocks of 8 channels; the first in blocks of 4.
     for (const auto& [n, layout] : std::vector<std::pair<size_t, std::string>>{
@@ -250,7 +265,8 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
   }
   ASSERT_GE(cases.size(), 40u);
   EXPECT_GE(offered, 5);
-  EXPECT_GE(pools, 2);  // the window with its max (and its reshape, and the scale before)
+  EXPECT_GE(pools, 2);    // the window with its max (and its reshape, and the scale before)
+  EXPECT_GE(gathers, 4);  // each gather alone, both together, with the exponential
   EXPECT_EQ(relabelled, offered);
   kora_test::TempDir dir;
   const CompileResult lib =
