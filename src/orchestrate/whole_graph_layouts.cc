@@ -30,8 +30,11 @@ WholeGraphLayouts whole_graph_layouts(const PrimGraph& graph, const KernelDag& d
   std::vector<std::string> names;
   const LayoutProblem layouts = layout_problem(graph, whole, costs, names, true);
   if (layouts.native.empty()) return out;
+  // The kernels are fixed, so this program is small; a graph whose program CBC does not
+  // prove within a few seconds keeps the segments' layouts.
   SolveOptions options = solve;
   options.runner_up = false;
+  options.time_limit_seconds = std::min(solve.time_limit_seconds, 10.0);
   const Plan plan = solve_optimal(dag, whole.candidates, cost, options, &layouts);
   out.solve_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
