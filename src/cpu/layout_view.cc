@@ -184,18 +184,11 @@ std::optional<LayoutView> relabelled_channels_last(const PrimGraph& graph, const
   return view;
 }
 
-// The permutation that moves the channel dim (1) of a rank last: the order a channels-last
-// tensor is stored in ([0, 2, .., rank - 1, 1]); and its inverse.
-std::vector<int64_t> channels_last_perm(size_t rank) {
-  std::vector<int64_t> perm{0};
-  for (size_t d = 2; d < rank; ++d) perm.push_back(static_cast<int64_t>(d));
-  perm.push_back(1);
-  return perm;
-}
-std::vector<int64_t> channels_first_perm(size_t rank) {
-  std::vector<int64_t> perm{0, static_cast<int64_t>(rank) - 1};
-  for (size_t d = 1; d + 1 < rank; ++d) perm.push_back(static_cast<int64_t>(d));
-  return perm;
+// The permutation undoing `perm` (a transpose by it, then by this, is the identity).
+std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) inverse[perm[d]] = static_cast<int64_t>(d);
+  return inverse;
 }
 
 const layout::Transpose* transpose_of(const Primitive& p) {
@@ -248,26 +241,33 @@ std::vector<std::string> channels_last_transposed_sides(const PrimGraph& graph,
   bool transposes = false;
   for (int v : c.members) transposes = transposes || transpose_of(graph.prims[dag.prim[v]]);
   if (!transposes) return sides;
+  // The order a tensor of this shape is stored in channels last (its map's permutation).
+  auto stored_order = [&](const std::string& t) {
+    const Shape& shape = graph.value(t).shape;
+    const std::optional<LayoutMap> m = layout_map(channels_last_layout(shape.size()), shape);
+    return m ? m->perm : std::vector<int64_t>{};
+  };
   for (const std::string& t : kernel_reads(graph, dag, c)) {
-    const size_t rank = graph.value(t).shape.size();
-    bool only_moved_last = true, read = false;
+    const std::vector<int64_t> order = stored_order(t);
+    bool only_moved_last = !order.empty(), read = false;
     for (int v : c.members) {
       const Primitive& p = graph.prims[dag.prim[v]];
       if (std::find(p.inputs.begin(), p.inputs.end(), t) == p.inputs.end()) continue;
       const layout::Transpose* transpose = transpose_of(p);
       read = true;
-      only_moved_last = only_moved_last && transpose && transpose->perm == channels_last_perm(rank);
+      only_moved_last = only_moved_last && transpose && transpose->perm == order;
     }
     if (read && only_moved_last) sides.push_back(t);
   }
-  for (const std::string& t : kernel_writes(graph, dag, c))
+  for (const std::string& t : kernel_writes(graph, dag, c)) {
+    const std::vector<int64_t> order = stored_order(t);
     for (int v : c.members) {
       const Primitive& p = graph.prims[dag.prim[v]];
       const layout::Transpose* transpose = transpose_of(p);
-      if (p.output() == t && transpose &&
-          transpose->perm == channels_first_perm(graph.value(t).shape.size()))
+      if (!order.empty() && p.output() == t && transpose && transpose->perm == inverse_perm(order))
         sides.push_back(t);
     }
+  }
   return sides;
 }
 
@@ -345,8 +345,7 @@ LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candi
         const Shape& shape = graph.value(t).shape;
         const DType dtype = graph.value(t).dtype;
         g.values[t] = ValueInfo{graph.value(t).dtype, m.stored_shape(shape)};
-        std::vector<int64_t> inverse(m.perm.size());
-        for (size_t d = 0; d < inverse.size(); ++d) inverse[m.perm[d]] = static_cast<int64_t>(d);
+        const std::vector<int64_t> inverse = inverse_perm(m.perm);
         if (m.split < 0) {
           add(LayoutAttrs{layout::Transpose{inverse}}, t, logical(t), shape, dtype);
         } else {

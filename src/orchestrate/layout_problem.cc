@@ -65,8 +65,10 @@ void propagate_layouts(const PrimGraph& graph, const KernelDag& sub,
 // by bytes; agnostic only when every tensor it reads comes from inside. A candidate's
 // views (generated code on sides in oneDNN's layouts, src/cpu/layout_view.h) are offered
 // when a native implementation would store every one of those sides, inside the segment,
-// in a layout generated code can view (layout_map). Layout names get ids in `names`.
-// Empty when no candidate has a native implementation.
+// in a layout generated code can view (layout_map); with `propagate`, also tensors that
+// only views and agnostic kernels touch, in a native neighbour's layout
+// (propagate_layouts). Layout names get ids in `names`. Empty when no candidate has a
+// native implementation.
 LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& segment,
                              CostModel& costs, std::vector<std::string>& names, bool propagate) {
   const KernelDag& sub = segment.sub;

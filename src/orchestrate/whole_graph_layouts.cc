@@ -52,15 +52,11 @@ WholeGraphLayouts whole_graph_layouts(const PrimGraph& graph, const KernelDag& d
   std::vector<int> segment_of(dag.size(), -1);
   for (const ChosenKernel& k : result.kernels)
     for (int v : k.outputs) segment_of[v] = k.segment;
-  for (const auto& [node, layout] : plan.blocked) {
-    bool crosses = false;
-    for (size_t k = 0; k < result.kernels.size(); ++k) {
-      const std::vector<int>& inputs = whole.candidates[k].inputs;
-      crosses = crosses || (result.kernels[k].segment != segment_of[node] &&
-                            std::find(inputs.begin(), inputs.end(), node) != inputs.end());
-    }
-    out.cut_tensors_blocked += crosses;
-  }
+  std::vector<char> crosses(dag.size(), 0);
+  for (size_t k = 0; k < result.kernels.size(); ++k)
+    for (int u : whole.candidates[k].inputs)
+      crosses[u] = crosses[u] || result.kernels[k].segment != segment_of[u];
+  for (const auto& [node, layout] : plan.blocked) out.cut_tensors_blocked += crosses[node];
   out.applied = true;
   out.saved_ms = result.total_cost_ms - plan.cost;
   result.total_cost_ms = plan.cost;
