@@ -155,6 +155,7 @@ class CudaBackend : public ArtifactBackend {
     return 0;  // plain row-major tensors throughout
   }
 
+  bool kernels_overlap() const override { return true; }  // the runtime's graph of dependencies
   void finish(const PrimGraph& graph, Emitted& e, int index, ArtifactSummary& summary) override {
     if (e.kernel.impl == "interpreter") {
       e.kernel.graph = kernel_graph(graph, e.candidate, e.kernel, index);

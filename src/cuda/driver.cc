@@ -47,7 +47,8 @@ struct Driver {
 // clang-format off
 #define KORA_OPTIONAL_FUNCTIONS(X)                                                        \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamBeginCapture) X(cuStreamEndCapture)      \
-  X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy)
+  X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy)    \
+  X(cuGraphCreate) X(cuGraphAddChildGraphNode)
   // clang-format on
 #define KORA_MEMBER(f) decltype(&f) call_##f = nullptr;
   KORA_OPTIONAL_FUNCTIONS(KORA_MEMBER)
@@ -235,27 +236,51 @@ class CudaDevice::Graph {
   CUgraphExec exec;
 };
 
-std::shared_ptr<CudaDevice::Graph> CudaDevice::capture(const std::function<void()>& work) {
+std::shared_ptr<CudaDevice::Graph> CudaDevice::capture_dag(
+    const std::vector<std::vector<size_t>>& after, const std::function<void(size_t)>& prepare,
+    const std::function<void(size_t)>& work) {
   if (!stream_) throw Error("graph capture needs a stream (use_stream)");
   const Driver& d = driver();
-  check(d.call_cuStreamBeginCapture(static_cast<CUstream>(stream_),
-                                    CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-        "cuStreamBeginCapture");
-  CUgraph graph = nullptr;
-  try {
-    work();
-  } catch (...) {
-    d.call_cuStreamEndCapture(static_cast<CUstream>(stream_), &graph);
-    if (graph) d.call_cuGraphDestroy(graph);
-    throw;
+  const CUstream stream = static_cast<CUstream>(stream_);
+  CUgraph parent = nullptr;
+  check(d.call_cuGraphCreate(&parent, 0), "cuGraphCreate");
+  // The parent graph is destroyed on every way out; a child is copied into it when added.
+  struct Owned {
+    const Driver& d;
+    CUgraph graph;
+    ~Owned() {
+      if (graph) d.call_cuGraphDestroy(graph);
+    }
+  } owned{d, parent};
+  std::vector<CUgraphNode> nodes;
+  for (size_t i = 0; i < after.size(); ++i) {
+    prepare(i);
+    check(d.call_cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+          "cuStreamBeginCapture");
+    CUgraph child = nullptr;
+    try {
+      work(i);
+    } catch (...) {
+      d.call_cuStreamEndCapture(stream, &child);
+      if (child) d.call_cuGraphDestroy(child);
+      throw;
+    }
+    check(d.call_cuStreamEndCapture(stream, &child), "cuStreamEndCapture");
+    const Owned child_owned{d, child};
+    std::vector<CUgraphNode> deps;
+    for (size_t p : after[i]) {
+      if (p >= i) throw Error("graph node " + std::to_string(i) + " waits for a later node");
+      deps.push_back(nodes[p]);
+    }
+    CUgraphNode node = nullptr;
+    check(d.call_cuGraphAddChildGraphNode(&node, parent, deps.data(), deps.size(), child),
+          "cuGraphAddChildGraphNode");
+    nodes.push_back(node);
   }
-  check(d.call_cuStreamEndCapture(static_cast<CUstream>(stream_), &graph), "cuStreamEndCapture");
   CUgraphExec exec = nullptr;
-  if (const CUresult r = d.call_cuGraphInstantiateWithFlags(&exec, graph, 0); r != CUDA_SUCCESS) {
-    d.call_cuGraphDestroy(graph);
-    check(r, "cuGraphInstantiateWithFlags");
-  }
-  return std::make_shared<Graph>(graph, exec);
+  check(d.call_cuGraphInstantiateWithFlags(&exec, parent, 0), "cuGraphInstantiateWithFlags");
+  owned.graph = nullptr;
+  return std::make_shared<Graph>(parent, exec);
 }
 
 void CudaDevice::replay(Graph& graph) {
@@ -321,7 +346,9 @@ void CudaDevice::synchronize() {}
 bool CudaDevice::graphs_available() const { return false; }
 void CudaDevice::use_stream() {}
 class CudaDevice::Graph {};
-std::shared_ptr<CudaDevice::Graph> CudaDevice::capture(const std::function<void()>&) {
+std::shared_ptr<CudaDevice::Graph> CudaDevice::capture_dag(const std::vector<std::vector<size_t>>&,
+                                                           const std::function<void(size_t)>&,
+                                                           const std::function<void(size_t)>&) {
   throw Error("kora was built without CUDA");
 }
 void CudaDevice::replay(Graph&) { throw Error("kora was built without CUDA"); }

@@ -61,9 +61,14 @@ class CudaDevice {
   // cuBLAS and cuDNN must be told (CudaBlas/CudaDnn::set_stream(stream())).
   void use_stream();
   void* stream() const { return stream_; }  // CUstream; nullptr: the default stream
-  // An executable graph of what `work` enqueues on the stream (captured, not run).
+  // An executable graph of nodes, each captured alone on the stream (not run): for node i,
+  // prepare(i) runs before its capture begins (what must not happen during a capture, such
+  // as setting a library's workspace) and work(i) enqueues it. Node i starts once the
+  // nodes after[i] (earlier ones) are done; nodes with no path between them may overlap.
   class Graph;
-  std::shared_ptr<Graph> capture(const std::function<void()>& work);
+  std::shared_ptr<Graph> capture_dag(const std::vector<std::vector<size_t>>& after,
+                                     const std::function<void(size_t)>& prepare,
+                                     const std::function<void(size_t)>& work);
   // Enqueues the graph on the stream.
   void replay(Graph& graph);
   // Sets `bytes` bytes at `p` to `value` (on the default stream).

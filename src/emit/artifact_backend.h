@@ -51,6 +51,10 @@ class ArtifactBackend {
   virtual int64_t assign_layouts(const PrimGraph& graph, const KernelDag& dag,
                                  const std::vector<Emitted>& emitted, Manifest& m) = 0;
   virtual void finish(const PrimGraph& graph, Emitted& e, int index, ArtifactSummary& summary) = 0;
+  // Whether the runtime may run kernels of different steps side by side, each once the
+  // kernels it depends on are done (CUDA's graph): the arena then shares bytes only
+  // between tensors ordered by those dependencies in every run.
+  virtual bool kernels_overlap() const { return false; }
 };
 
 // The kernel's primitives as a graph of their own (ManifestKernel::graph), for a library

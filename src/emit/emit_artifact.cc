@@ -23,6 +23,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -70,11 +71,53 @@ std::vector<Emitted> implement_kernels(const PrimGraph& graph, const KernelDag& 
   return emitted;
 }
 
+// For kernels that overlap (kernels_overlap()): whether the arena tensors a and b (indices
+// into `tensors`) may be live at once in some run, where each kernel waits only for the
+// kernels that write what it reads. They may not when every writer of the later one comes
+// after every kernel that reads or writes the earlier one, in every run.
+std::function<bool(size_t, size_t)> live_in_some_order(const std::vector<Emitted>& emitted,
+                                                       const std::vector<std::string>& tensors,
+                                                       const std::vector<BufferLifetime>& life) {
+  const size_t n = emitted.size(), words = (n + 63) / 64;
+  // Row j of `before`: the kernels kernel j waits for, transitively; a tensor's row of
+  // `used`: the kernels that read or write it. Bitsets, `words` words a row.
+  std::vector<uint64_t> before(n * words, 0), used;
+  std::map<std::string, size_t> row;  // a tensor's row of `used`
+  std::map<std::string, std::vector<size_t>> writers;
+  auto bit = [](uint64_t* r, size_t i) { r[i / 64] |= uint64_t{1} << (i % 64); };
+  for (size_t j = 0; j < n; ++j) {
+    for (const std::string& t : emitted[j].kernel.reads) {
+      auto it = writers.find(t);
+      if (it == writers.end()) continue;
+      for (size_t w : it->second) {
+        bit(&before[j * words], w);
+        for (size_t k = 0; k < words; ++k) before[j * words + k] |= before[w * words + k];
+      }
+    }
+    for (const std::string& t : emitted[j].kernel.writes) writers[t].push_back(j);
+    for (const auto* list : {&emitted[j].kernel.reads, &emitted[j].kernel.writes})
+      for (const std::string& t : *list) {
+        auto [it, added] = row.try_emplace(t, used.size() / std::max<size_t>(words, 1));
+        if (added) used.resize(used.size() + words, 0);
+        bit(&used[it->second * words], j);
+      }
+  }
+  return [=](size_t a, size_t b) {
+    if (life[a].first > life[b].first) std::swap(a, b);  // a: the earlier
+    const uint64_t* u = &used[row.at(tensors[a]) * words];
+    for (size_t w : writers.at(tensors[b]))
+      for (size_t k = 0; k < words; ++k)
+        if (u[k] & ~before[w * words + k]) return true;
+    return false;
+  };
+}
+
 // Every tensor's storage: graph inputs, constants (listed in `constants` in the order the
-// weights hold them), outputs, and intermediates in one arena placed by lifetime.
+// weights hold them), outputs, and intermediates in one arena placed by lifetime (and,
+// where kernels overlap, by their dependencies).
 void place_tensors(const PrimGraph& graph, const KernelDag& dag,
                    const std::vector<Emitted>& emitted, Manifest& m,
-                   std::vector<std::string>& constants) {
+                   std::vector<std::string>& constants, bool kernels_overlap) {
   const std::set<std::string> graph_outputs(graph.outputs.begin(), graph.outputs.end());
   std::map<std::string, int> produced_at;
   std::vector<std::string> arena_tensors;
@@ -128,7 +171,8 @@ void place_tensors(const PrimGraph& graph, const KernelDag& dag,
   }
   std::vector<BufferLifetime> buffers;
   for (const std::string& t : arena_tensors) buffers.push_back(lifetimes.at(t));
-  const MemoryPlan memory = plan_memory(buffers, 64);
+  const MemoryPlan memory = plan_memory(
+      buffers, 64, kernels_overlap ? live_in_some_order(emitted, arena_tensors, buffers) : nullptr);
   for (size_t i = 0; i < arena_tensors.size(); ++i)
     m.tensors[arena_tensors[i]].offset = memory.offsets[i];
   m.arena_bytes = memory.arena_bytes;
@@ -272,7 +316,7 @@ ArtifactSummary write_artifact_with(const PrimGraph& graph, const OrchestrationR
     summary.compile_seconds = seconds_since(stage);
     stage = std::chrono::steady_clock::now();
     std::vector<std::string> constants;
-    place_tensors(graph, dag, emitted, m, constants);
+    place_tensors(graph, dag, emitted, m, constants, backend.kernels_overlap());
     summary.blocked_tensors = backend.assign_layouts(graph, dag, emitted, m);
     write_weights(graph, constants, tmp, m);
     for (size_t i = 0; i < emitted.size(); ++i) {

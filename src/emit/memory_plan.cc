@@ -24,7 +24,8 @@ struct Placed {
 
 }  // namespace
 
-MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers, int64_t alignment) {
+MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers, int64_t alignment,
+                       const std::function<bool(size_t, size_t)>& also_live) {
   if (alignment <= 0) throw Error("memory plan: alignment " + std::to_string(alignment));
   std::vector<int64_t> size(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
@@ -72,7 +73,9 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers, int64_t align
     // First fit: the lowest offset below every conflicting buffer's start or after its end.
     int64_t offset = 0;
     for (const Placed& p : placed) {
-      if (!lifetimes_intersect(buffers[p.buffer], buffers[i])) continue;
+      if (!lifetimes_intersect(buffers[p.buffer], buffers[i]) &&
+          !(also_live && also_live(p.buffer, i)))
+        continue;
       if (offset + size[i] <= p.begin) break;
       offset = std::max(offset, p.end);
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace kora {
@@ -23,9 +24,12 @@ struct MemoryPlan {
 
 // Each size is rounded up to `alignment` (> 0). Buffers are placed largest first (ties:
 // longer lifetime first, then earlier), each at the lowest aligned offset where it
-// overlaps no already placed buffer whose lifetime intersects its own. Zero-byte buffers
-// get offset 0 and take no space. O(n^2) time. Throws kora::Error on a negative size,
-// first > last, or alignment <= 0.
-MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers, int64_t alignment = 64);
+// overlaps no already placed buffer whose lifetime intersects its own, or that
+// `also_live(a, b)` says may be live with it (kernels that run side by side: buffers of
+// disjoint steps that are not ordered in every run). Zero-byte buffers get offset 0 and
+// take no space. O(n^2) time. Throws kora::Error on a negative size, first > last, or
+// alignment <= 0.
+MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers, int64_t alignment = 64,
+                       const std::function<bool(size_t, size_t)>& also_live = nullptr);
 
 }  // namespace kora

@@ -1,6 +1,12 @@
 // A CUDA artifact's plan on the GPU (src/runtime/cuda_plan.h): manifest, cubins and
 // weights in; device buffers, prepared kernels and, after a first checked run, a captured
-// CUDA Graph out; run() copies inputs in, replays, copies outputs out.
+// CUDA Graph out; run() copies inputs in, replays, copies outputs out. The graph holds the
+// plan's real dependencies (src/runtime/step_dependencies.h), not a chain: each kernel is
+// captured alone and waits only for the kernels whose memory it shares, so independent
+// kernels overlap on the GPU. Library kernels take their workspace from a few lanes used in
+// turn, so that two of them running side by side never share scratch memory.
+// $KORA_CUDA_GRAPH=chain: every kernel waits for the one before (the serial plan, to
+// compare against).
 #include "runtime/cuda_plan.h"
 
 #include <algorithm>
@@ -12,6 +18,7 @@
 #include "cuda/kernel_call.h"
 #include "kora/error.h"
 #include "runtime/library_kernel.h"
+#include "runtime/step_dependencies.h"
 
 namespace kora {
 
@@ -19,6 +26,16 @@ namespace {
 
 // cuBLAS's workspace on a stream of the session's own (its recommended size for Hopper).
 constexpr size_t kBlasWorkspace = 32u << 20;
+// Library kernels that may run side by side: each lane is one workspace.
+constexpr size_t kWorkspaceLanes = 4;
+
+// Whether $KORA_CUDA_GRAPH asks for the serial chain instead of the real dependencies.
+bool chain_requested() {
+  const char* v = std::getenv("KORA_CUDA_GRAPH");
+  if (!v || !*v || std::string(v) == "dag") return false;
+  if (std::string(v) == "chain") return true;
+  throw Error(std::string("KORA_CUDA_GRAPH is '") + v + "'; it takes 'dag' (default) or 'chain'");
+}
 
 }  // namespace
 
@@ -41,16 +58,22 @@ struct CudaPlan::Impl {
     std::vector<std::vector<char>> in_bytes, out_bytes;
     std::vector<const void*> in;  // the host kernel's arguments: in_bytes (null: constant)
     std::vector<void*> out;       // and out_bytes
+    int lane = -1;                // its workspace lane (-1: none)
+    bool blas = false;            // a cuBLAS(Lt) GEMM: stream and workspace set on the handle
+    StepAccess access;            // the device memory it reads and writes
   };
   std::vector<Step> steps;
   // The plan as runs of GPU steps (a CUDA graph each, once captured) between host steps.
   struct Run {
     size_t begin, end;
     std::shared_ptr<CudaDevice::Graph> graph;
+    std::vector<std::vector<size_t>> after;  // per step of the run, the run's steps it waits for
   };
   bool on_host(const Run& r) const { return !steps[r.begin].call; }
   std::vector<Run> runs;
-  CudaDevice::Ptr workspace = 0;
+  std::vector<CudaDevice::Ptr> lanes;  // workspaces of lane_bytes each
+  size_t lane_bytes = 0;
+  int blas_lane = -1;    // the lane cuBLAS's handle has as its workspace (-1: its own)
   bool checked = false;  // the first run went launch by launch
   std::string mode = "launches";
 
@@ -66,14 +89,25 @@ struct CudaPlan::Impl {
     for (size_t i = 0; i < s.host_out.size(); ++i)
       device->to_device(s.host_out[i], s.out_bytes[i].data(), s.out_bytes[i].size());
   }
+  // Gives cuBLAS's handle the step's lane (not while capturing: before).
+  void prepare(const Step& s) {
+    if (s.blas && device->stream() && blas_lane != s.lane) {
+      blas->set_stream(device->stream(), lanes.at(static_cast<size_t>(s.lane)), lane_bytes);
+      blas_lane = s.lane;
+    }
+  }
   void enqueue(Step& s) {
     if (s.call)
-      s.call->enqueue(s.args, workspace);
+      s.call->enqueue(s.args, s.lane >= 0 ? lanes.at(static_cast<size_t>(s.lane)) : 0);
     else
       run_host(s);
   }
+  void prepare_and_enqueue(Step& s) {
+    prepare(s);
+    enqueue(s);
+  }
   void enqueue(const Run& r) {
-    for (size_t i = r.begin; i < r.end; ++i) enqueue(steps[i]);
+    for (size_t i = r.begin; i < r.end; ++i) prepare_and_enqueue(steps[i]);
   }
   // The whole plan: graphs replayed where captured.
   void execute() {
@@ -130,7 +164,6 @@ CudaPlan::CudaPlan(const Manifest& m, const std::string& dir, const void* weight
   } else {
     s.device->use_stream();
     try {
-      if (s.blas) s.blas->set_stream(s.device->stream(), s.alloc(kBlasWorkspace), kBlasWorkspace);
       if (s.dnn) s.dnn->set_stream(s.device->stream());
       s.mode = "CUDA graph";
     } catch (const Error& e) {
@@ -168,7 +201,9 @@ CudaPlan::CudaPlan(const Manifest& m, const std::string& dir, const void* weight
     return it->second;
   };
 
-  size_t workspace = 0;
+  auto range = [&](CudaDevice::Ptr p, int64_t bytes) {
+    return ByteRange{p, p + static_cast<uint64_t>(std::max<int64_t>(bytes, 0))};
+  };
   for (size_t i = 0; i < m.kernels.size(); ++i) {
     const ManifestKernel& k = m.kernels[i];
     Impl::Step step;
@@ -207,16 +242,52 @@ CudaPlan::CudaPlan(const Manifest& m, const std::string& dir, const void* weight
       throw Error("artifact kernel " + std::to_string(i) + " (" + k.cuda.name + ", " + k.schedule +
                   "): " + e.what());
     }
-    workspace = std::max(workspace, step.call->workspace_bytes());
+    for (size_t j = 0; j < k.reads.size(); ++j)
+      step.access.reads.push_back(range(step.args[j], m.tensors.at(k.reads[j]).bytes()));
+    for (size_t j = 0; j < k.writes.size(); ++j)
+      step.access.writes.push_back(
+          range(step.args[k.reads.size() + j], m.tensors.at(k.writes[j]).bytes()));
+    // cuBLAS and cuBLASLt take the stream (and cuBLAS the workspace) from the handle.
+    step.blas = k.cuda.library == "cublas_gemm";
+    const bool handle_workspace = step.blas && s.device->stream();
+    if (step.call->workspace_bytes() || handle_workspace) {
+      s.lane_bytes = std::max({s.lane_bytes, step.call->workspace_bytes(),
+                               handle_workspace ? kBlasWorkspace : size_t{0}});
+      step.lane = 0;  // numbered below, once the lanes are counted
+    }
     s.steps.push_back(std::move(step));
   }
-  if (workspace) s.workspace = s.alloc(static_cast<int64_t>(workspace));
-  // Runs: each host step alone, the GPU steps between them together.
+  // Workspace lanes, used in turn; a lane's range is written by each step on it.
+  size_t users = 0;
+  for (const Impl::Step& step : s.steps) users += step.lane >= 0;
+  for (size_t l = 0; l < std::min(users, kWorkspaceLanes); ++l)
+    s.lanes.push_back(s.alloc(static_cast<int64_t>(s.lane_bytes)));
+  size_t user = 0;
+  for (Impl::Step& step : s.steps) {
+    if (step.lane < 0) continue;
+    step.lane = static_cast<int>(user++ % s.lanes.size());
+    step.access.writes.push_back(
+        range(s.lanes[static_cast<size_t>(step.lane)], static_cast<int64_t>(s.lane_bytes)));
+  }
+  // Runs: each host step alone, the GPU steps between them together, as a DAG.
   for (size_t i = 0; i < s.steps.size(); ++i) {
     if (!s.steps[i].call || s.runs.empty() || s.on_host(s.runs.back()))
-      s.runs.push_back({i, i + 1, nullptr});
+      s.runs.push_back({i, i + 1, nullptr, {}});
     else
       s.runs.back().end = i + 1;
+  }
+  const bool chain = chain_requested();
+  for (Impl::Run& r : s.runs) {
+    if (s.on_host(r)) continue;
+    if (chain) {
+      for (size_t i = r.begin; i < r.end; ++i)
+        r.after.push_back(i == r.begin ? std::vector<size_t>{}
+                                       : std::vector<size_t>{i - 1 - r.begin});
+    } else {
+      std::vector<StepAccess> access;
+      for (size_t i = r.begin; i < r.end; ++i) access.push_back(s.steps[i].access);
+      r.after = step_dependencies(access);
+    }
   }
 }
 
@@ -232,7 +303,7 @@ void CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<double>* kerne
     // The first run launch by launch, so that a failing kernel is named; then the graphs.
     for (size_t i = 0; i < s.steps.size(); ++i) {
       try {
-        s.enqueue(s.steps[i]);
+        s.prepare_and_enqueue(s.steps[i]);
       } catch (const Error& e) {
         throw Error("artifact kernel " + std::to_string(i) + ": " + e.what());
       }
@@ -241,13 +312,24 @@ void CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<double>* kerne
     s.checked = true;
     if (s.mode == "CUDA graph") {
       try {
-        for (Impl::Run& r : s.runs)
-          if (!s.on_host(r)) r.graph = s.device->capture([&] { s.enqueue(r); });
-        size_t host = 0;
-        for (const Impl::Run& r : s.runs) host += s.on_host(r);
-        if (host)
-          s.mode = "CUDA graphs (" + std::to_string(s.runs.size() - host) + ") around " +
-                   std::to_string(host) + " host kernels";
+        size_t host = 0, kernels = 0, chain = 0;
+        for (Impl::Run& r : s.runs) {
+          if (s.on_host(r)) {
+            ++host;
+            continue;
+          }
+          r.graph = s.device->capture_dag(
+              r.after, [&](size_t i) { s.prepare(s.steps[r.begin + i]); },
+              [&](size_t i) { s.enqueue(s.steps[r.begin + i]); });
+          kernels += r.end - r.begin;
+          chain += longest_chain(r.after);
+        }
+        const std::string n = std::to_string(kernels), longest = std::to_string(chain);
+        s.mode = host ? std::to_string(s.runs.size() - host) + " CUDA graphs of " + n +
+                            " kernels in all, " + longest + " on their longest chains, around " +
+                            std::to_string(host) + " host kernel" + (host > 1 ? "s" : "")
+                      : "CUDA graph of " + n + " kernels, " + longest + " on the longest chain";
+        if (chain_requested()) s.mode += " (KORA_CUDA_GRAPH=chain)";
       } catch (const Error& e) {
         for (Impl::Run& r : s.runs) r.graph.reset();
         s.mode = std::string("launches (capture failed: ") + e.what() + ")";
@@ -273,7 +355,8 @@ double CudaPlan::plan_ms() {
 std::vector<double> CudaPlan::kernel_ms() {
   Impl& s = *impl_;
   std::vector<double> ms;
-  for (Impl::Step& step : s.steps) ms.push_back(s.device->elapsed_ms([&] { s.enqueue(step); }));
+  for (Impl::Step& step : s.steps)
+    ms.push_back(s.device->elapsed_ms([&] { s.prepare_and_enqueue(step); }));
   return ms;
 }
 

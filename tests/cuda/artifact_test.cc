@@ -445,7 +445,7 @@ TEST(CudaArtifact, RunsOnAFakeDriverLikeTheInterpreter) {
     }
     std::string out;
     ASSERT_EQ(run(command, &out), 0) << out;
-    EXPECT_NE(out.find("Fake GPU, launches (this CUDA driver has no graph capture)"),
+    EXPECT_NE(out.find("Fake GPU, CUDA graph of " + std::to_string(m.kernels.size()) + " kernels"),
               std::string::npos)
         << out;
     EXPECT_NE(out.find("gpu median"), std::string::npos) << out;
@@ -479,7 +479,8 @@ std::vector<CudaKernel> two_schedule_job_kernels(const PrimGraph& g) {
 
 void fake_gpu_flow(const kora_test::TempDir& tmp, const std::string& model, const PrimGraph& g,
                    const std::map<std::string, Tensor>& inputs, const std::string& env_more,
-                   std::string* profiled, bool on_demand = false) {
+                   std::string* profiled, bool on_demand = false,
+                   std::string* checked_out = nullptr) {
   const std::vector<CudaKernel> job_kernels = two_schedule_job_kernels(g);
   const std::string env = fake_libraries() + "KORA_CUDA_WORKER=" + KORA_CUDA_WORKER_PATH +
                           " KORA_KERNEL_CACHE=" + tmp.file("cache") +
@@ -541,6 +542,20 @@ void fake_gpu_flow(const kora_test::TempDir& tmp, const std::string& model, cons
   ASSERT_EQ(run(command, &ran), 0) << ran;
   for (const auto& [name, value] : interpret(g, inputs))
     EXPECT_LT(relative_l2(read_npy(tmp.file("out") + "/" + name + ".npy"), value), 1e-5) << name;
+  // kora check compares the second run, the CUDA graph's replay (each kernel waiting only for
+  // those whose memory it shares, the fake running them in the reverse order where it may),
+  // with onnxruntime.
+  std::string checked;
+  ASSERT_EQ(run(env + "FAKE_CUDA_MODULE=" + artifact_emulation(art, g, tmp.file("emu")) + " " +
+                    KORA_CLI_PATH + " check " + art + " " + model,
+                &checked),
+            0)
+      << checked;
+  EXPECT_NE(checked.find("checked the second run (the first on other inputs), on Fake GPU, "),
+            std::string::npos)
+      << checked;
+  EXPECT_NE(checked.find(" CUDA graph"), std::string::npos) << checked;
+  if (checked_out) *checked_out = checked;
 }
 
 // The fake GPU without cuDNN, its GEMMs from the fake cuBLASLt's algorithms.
@@ -578,9 +593,15 @@ TEST(CudaArtifact, ProfileCompileAndRunOnAFakeGpu) {
   std::map<std::string, Tensor> inputs = random_inputs(g);
   for (int64_t i = 0; i < inputs.at("ids").numel(); ++i)  // the table has 10 rows
     set_element_int(inputs.at("ids"), i, (inputs.at("ids").int64_at(i) + 7) % 10);
-  std::string profiled;
-  fake_gpu_flow(tmp, model, g, inputs, without_cudnn(), &profiled);
+  std::string profiled, checked;
+  fake_gpu_flow(tmp, model, g, inputs, without_cudnn(), &profiled, false, &checked);
   EXPECT_NE(profiled.find(" stored, 0 failed"), std::string::npos) << profiled;
+  // The two branches are independent in the graph: its longest chain is shorter than the plan.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      checked, m, std::regex(R"(CUDA graph of (\d+) kernels, (\d+) on the longest chain)")))
+      << checked;
+  EXPECT_LT(std::stoi(m[2]), std::stoi(m[1])) << checked;
 }
 
 // Two matmuls with a relu between them, a residual add and a softmax into "s": the model
@@ -747,6 +768,45 @@ TEST(CudaArtifact, FusedConvolutionsOnAFakeGpu) {
 // semantics): one with a bias, a residual and a ReLU, one reading a transposed operand in
 // place and scaled; cuBLASLt's second algorithm refused throughout. All are measured,
 // checked against the interpreter, chosen and run.
+// An inception block (three branches of convolutions and a pool, concatenated): its
+// kernels overlap in the CUDA graph (the longest chain shorter than the plan; the
+// branches' intermediates placed apart in the arena), and kora check's replay, which the
+// fake runs in the reverse order wherever the dependencies allow, matches onnxruntime.
+TEST(CudaArtifact, InceptionBranchesOverlapOnAFakeGpu) {
+  kora_test::TempDir tmp;
+  kora_test::ModelBuilder mb;
+  auto values = [](size_t n, int seed) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 7919 + seed) % 17) / 17 - 0.5f;
+    return v;
+  };
+  const auto pad1 = kora_test::attr_is("pads", {1, 1, 1, 1});
+  mb.input("x", {1, 4, 9, 9});
+  mb.init_f32("w1", {3, 4, 1, 1}, values(12, 1)).init_f32("w2", {3, 4, 1, 1}, values(12, 2));
+  mb.init_f32("w3", {3, 3, 3, 3}, values(81, 3)).init_f32("w4", {2, 4, 1, 1}, values(8, 4));
+  mb.node("Conv", {"x", "w1"}, {"c1"});
+  mb.node("Relu", {"c1"}, {"b1"});
+  mb.node("Conv", {"x", "w2"}, {"c2"});
+  mb.node("Relu", {"c2"}, {"r2"});
+  mb.node("Conv", {"r2", "w3"}, {"b2"}, {pad1});
+  mb.node("MaxPool", {"x"}, {"p3"}, {kora_test::attr_is("kernel_shape", {3, 3}), pad1});
+  mb.node("Conv", {"p3", "w4"}, {"b3"});
+  mb.node("Concat", {"b1", "b2", "b3"}, {"cat"}, {kora_test::attr_i("axis", 1)});
+  mb.node("Relu", {"cat"}, {"y"});
+  mb.output("y");
+  const std::string model = mb.save(tmp);
+  const PrimGraph g = fission(import_onnx(model));
+  std::string profiled, checked;
+  fake_gpu_flow(tmp, model, g, random_inputs(g), std::string("KORA_CUDNN=") + KORA_FAKE_CUDA_PATH,
+                &profiled, false, &checked);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      checked, m, std::regex(R"(CUDA graph of (\d+) kernels, (\d+) on the longest chain)")))
+      << checked;
+  EXPECT_LT(std::stoi(m[2]), std::stoi(m[1])) << checked;
+  std::printf("[ info     ] %s\n", m[0].str().c_str());
+}
+
 TEST(CudaArtifact, FusedGemmsOnAFakeGpu) {
   kora_test::TempDir tmp;
   kora_test::ModelBuilder mb;
@@ -789,6 +849,9 @@ TEST(CudaArtifact, FusedGemmsOnAFakeGpu) {
 // ($KORA_PROFILE_DB, --gpu $KORA_EMULATE_GPU, else the database's only one), then `kora
 // check` against onnxruntime with the chosen schedules' generated kernels emulated and the
 // library calls on the fake cuBLAS, cuBLASLt and cuDNN: what that GPU would run, less the GPU.
+// $KORA_EMULATE_PROFILE=1: no GPU's database needed: each model is first measured on the
+// fake GPU itself, on demand, its candidates' default schedules emulated (the costs are the
+// emulation's: the plans are valid, not a GPU's).
 TEST(CudaZooEmulated, ChecksEachModelAgainstOnnxruntime) {
   const char* zoo = std::getenv("KORA_EMULATE_ZOO");
   if (!zoo || !*zoo) GTEST_SKIP() << "set KORA_EMULATE_ZOO=DIR to check its models on the fake GPU";
@@ -807,15 +870,38 @@ TEST(CudaZooEmulated, ChecksEachModelAgainstOnnxruntime) {
   const char* gpu = std::getenv("KORA_EMULATE_GPU");
   const std::string gpu_option = gpu && *gpu ? std::string(" --gpu '") + gpu + "'" : "";
   kora_test::TempDir tmp;
+  const char* fake_profile = std::getenv("KORA_EMULATE_PROFILE");
+  const bool profile_here = fake_profile && std::string(fake_profile) == "1";
   for (const std::string& name : models) {
     const std::string model = std::string(zoo) + "/" + name + ".onnx";
     const PrimGraph g = fission(import_onnx(model));
+    std::string env;
+    if (profile_here) {
+      std::vector<CudaKernel> kernels;
+      for_each_cuda_candidate(
+          g, CudaKernelsOptions{}, [&](const KernelDag& sub, const Candidate& c) {
+            if (!cuda_codegen_supports(g, sub, c)) return;
+            kernels.push_back(generate_cuda_kernel(g, sub, c, cuda_kernel_symbol(c.signature, 0),
+                                                   cuda_schedule_space(g, sub, c).at(0)));
+          });
+      env = fake_libraries() + "KORA_CUDNN=" + KORA_FAKE_CUDA_PATH +
+            " KORA_CUDA_WORKER=" + KORA_CUDA_WORKER_PATH +
+            " KORA_KERNEL_CACHE=" + tmp.file("cache") +
+            " KORA_PROFILE_DB=" + tmp.file(name + ".db") +
+            " FAKE_CUDA_MODULE=" + emulated_library(kernels, g, tmp.file("emu"), "-O1") + " ";
+      std::string out;
+      ASSERT_EQ(
+          run(env + KORA_CLI_PATH + " profile " + model + " --target cuda --schedules 1", &out), 0)
+          << out;
+      std::printf("[ info     ] %s: %zu generated candidates emulated; %s\n", name.c_str(),
+                  kernels.size(), out.substr(out.rfind('\n', out.size() - 2) + 1).c_str());
+    }
     for (const std::string& strategy : list("KORA_EMULATE_STRATEGIES", "optimal,greedy,unfused")) {
       SCOPED_TRACE(name + " " + strategy);
       const std::string art = tmp.file(name + "-" + strategy);
       std::string out;
-      ASSERT_EQ(run(std::string(KORA_CLI_PATH) + " compile " + model + " --target cuda" +
-                        gpu_option + " --strategy " + strategy + " -o " + art,
+      ASSERT_EQ(run(env + KORA_CLI_PATH + " compile " + model + " --target cuda" + gpu_option +
+                        " --strategy " + strategy + " -o " + art,
                     &out),
                 0)
           << out;
@@ -826,10 +912,13 @@ TEST(CudaZooEmulated, ChecksEachModelAgainstOnnxruntime) {
                                  " " + KORA_CLI_PATH + " check " + art + " " + model,
                              &out);
       EXPECT_EQ(status, 0) << out;
-      const size_t at = out.find("max_rel_l2");
-      std::printf("[ info     ] %s %s: %s\n", name.c_str(), strategy.c_str(),
-                  at == std::string::npos ? "no comparison"
-                                          : out.substr(at, out.find('\n', at) - at).c_str());
+      auto line = [&](const std::string& key) {
+        const size_t at = out.find(key);
+        return at == std::string::npos ? std::string("no ") + key
+                                       : out.substr(at, out.find('\n', at) - at);
+      };
+      std::printf("[ info     ] %s %s: %s; %s\n", name.c_str(), strategy.c_str(),
+                  line("max_rel_l2").c_str(), line("checked the second run").c_str());
       std::fflush(stdout);
     }
   }

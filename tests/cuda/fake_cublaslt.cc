@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cuda/fake_stream.h"
 #include "cuda/textbook_gemm.h"
 
 struct cublasLtContext {};
@@ -230,7 +231,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
                               cublasLtMatrixLayout_t bd, const void* beta, const void* c,
                               cublasLtMatrixLayout_t cd, void* d, cublasLtMatrixLayout_t dd,
                               const cublasLtMatmulAlgo_t* algo, void* workspace,
-                              size_t workspace_bytes, cudaStream_t) {
+                              size_t workspace_bytes, cudaStream_t stream) {
   if (!algo || !alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
   const uint64_t index = algo->data[0];
   if (env_int("FAKE_CUBLASLT_REFUSE", -1) == static_cast<int64_t>(index))
@@ -251,10 +252,15 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
   g.stride_a = p.a->stride, g.stride_b = p.b->stride, g.stride_c = p.c->stride;
   g.stride_d = p.d->stride, g.stride_bias = p.op->bias_stride;
   g.alpha = al, g.beta = be, g.relu = relu;
-  kora_cuda_test::textbook_gemm(g, static_cast<const float*>(a), static_cast<const float*>(b),
-                                static_cast<const float*>(c), has_bias ? p.op->bias : nullptr,
-                                static_cast<float*>(d));
-  return CUBLAS_STATUS_SUCCESS;
+  const float* bias = has_bias ? p.op->bias : nullptr;
+  return kora_fake::enqueue(stream,
+                            [=] {
+                              kora_cuda_test::textbook_gemm(
+                                  g, static_cast<const float*>(a), static_cast<const float*>(b),
+                                  static_cast<const float*>(c), bias, static_cast<float*>(d));
+                            }) == kora_fake::Enqueued::kRefused
+             ? CUBLAS_STATUS_EXECUTION_FAILED
+             : CUBLAS_STATUS_SUCCESS;
 }
 
 }  // extern "C"

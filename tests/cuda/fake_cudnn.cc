@@ -12,9 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "cuda/fake_stream.h"
 #include "cuda/textbook_conv.h"
 
-struct cudnnContext {};
+struct cudnnContext {
+  cudaStream_t stream = nullptr;
+};
 struct cudnnTensorStruct {
   std::vector<int> dims, strides;
 };
@@ -36,11 +39,12 @@ bool refused(cudnnConvolutionFwdAlgo_t algo) {
   return v && *v && std::atoi(v) == static_cast<int>(algo);
 }
 
-// The descriptors' convolution by its definition (tests/cuda/textbook_conv.h).
-cudnnStatus_t convolve(const cudnnTensorStruct& xd, const float* x, const cudnnFilterStruct& wd,
-                       const float* w, const cudnnConvolutionStruct& c, double alpha, double beta,
-                       const float* z, const float* bias, cudnnActivationMode_t act,
-                       const cudnnTensorStruct& yd, float* y) {
+// The descriptors' convolution by its definition (tests/cuda/textbook_conv.h), on the
+// handle's stream: checked now, computed now or when the captured graph runs.
+cudnnStatus_t convolve(cudnnHandle_t handle, const cudnnTensorStruct& xd, const float* x,
+                       const cudnnFilterStruct& wd, const float* w, const cudnnConvolutionStruct& c,
+                       double alpha, double beta, const float* z, const float* bias,
+                       cudnnActivationMode_t act, const cudnnTensorStruct& yd, float* y) {
   if (xd.dims.size() != 4 || wd.dims.size() != 4 || yd.dims.size() != 4 || c.pads.size() != 2)
     return CUDNN_STATUS_NOT_SUPPORTED;
   kora_cuda_test::Conv2d d;
@@ -51,8 +55,13 @@ cudnnStatus_t convolve(const cudnnTensorStruct& xd, const float* x, const cudnnF
     d.stride[i] = c.strides[i], d.pad[i] = c.pads[i], d.dilation[i] = c.dilations[i];
   if (wd.dims[1] != d.c / d.groups || yd.dims[1] != d.m || yd.dims[0] != d.n)
     return CUDNN_STATUS_BAD_PARAM;
-  kora_cuda_test::textbook_conv2d(d, x, w, y, alpha, beta, z, bias, act == CUDNN_ACTIVATION_RELU);
-  return CUDNN_STATUS_SUCCESS;
+  const bool relu = act == CUDNN_ACTIVATION_RELU;
+  return kora_fake::enqueue(
+             handle->stream,
+             [=] { kora_cuda_test::textbook_conv2d(d, x, w, y, alpha, beta, z, bias, relu); }) ==
+                 kora_fake::Enqueued::kRefused
+             ? CUDNN_STATUS_EXECUTION_FAILED
+             : CUDNN_STATUS_SUCCESS;
 }
 
 }  // namespace
@@ -71,7 +80,10 @@ size_t cudnnGetVersion(void) { return 91400; }
 const char* cudnnGetErrorString(cudnnStatus_t status) {
   return status == CUDNN_STATUS_NOT_SUPPORTED ? "CUDNN_STATUS_NOT_SUPPORTED (fake)" : "fake error";
 }
-cudnnStatus_t cudnnSetStream(cudnnHandle_t, cudaStream_t) { return CUDNN_STATUS_SUCCESS; }
+cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {
+  handle->stream = stream;
+  return CUDNN_STATUS_SUCCESS;
+}
 
 cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t* d) {
   *d = new cudnnTensorStruct;
@@ -139,7 +151,7 @@ cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t, const cudnn
   *bytes = 256;
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t, const void* alpha,
+cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void* alpha,
                                       const cudnnTensorDescriptor_t xd, const void* x,
                                       const cudnnFilterDescriptor_t wd, const void* w,
                                       const cudnnConvolutionDescriptor_t cd,
@@ -147,7 +159,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t, const void* alpha,
                                       const void* beta, const cudnnTensorDescriptor_t yd, void* y) {
   if (refused(algo)) return CUDNN_STATUS_NOT_SUPPORTED;
   if (!workspace || bytes < 256) return CUDNN_STATUS_BAD_PARAM;
-  return convolve(*xd, static_cast<const float*>(x), *wd, static_cast<const float*>(w), *cd,
+  return convolve(handle, *xd, static_cast<const float*>(x), *wd, static_cast<const float*>(w), *cd,
                   *static_cast<const float*>(alpha), *static_cast<const float*>(beta), nullptr,
                   nullptr, CUDNN_ACTIVATION_IDENTITY, *yd, static_cast<float*>(y));
 }
@@ -166,7 +178,7 @@ cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t d,
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t cudnnConvolutionBiasActivationForward(
-    cudnnHandle_t, const void* alpha1, const cudnnTensorDescriptor_t xd, const void* x,
+    cudnnHandle_t handle, const void* alpha1, const cudnnTensorDescriptor_t xd, const void* x,
     const cudnnFilterDescriptor_t wd, const void* w, const cudnnConvolutionDescriptor_t cd,
     cudnnConvolutionFwdAlgo_t algo, void* workspace, size_t bytes, const void* alpha2,
     const cudnnTensorDescriptor_t zd, const void* z, const cudnnTensorDescriptor_t bd,
@@ -181,7 +193,7 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
   if (zd->dims != yd->dims || bd->dims.size() != 4 || bd->dims[1] != yd->dims[1] ||
       bd->dims[0] * bd->dims[2] * bd->dims[3] != 1)
     return CUDNN_STATUS_BAD_PARAM;
-  return convolve(*xd, static_cast<const float*>(x), *wd, static_cast<const float*>(w), *cd,
+  return convolve(handle, *xd, static_cast<const float*>(x), *wd, static_cast<const float*>(w), *cd,
                   *static_cast<const float*>(alpha1), *static_cast<const float*>(alpha2),
                   static_cast<const float*>(z), static_cast<const float*>(bias), ad->mode, *yd,
                   static_cast<float*>(y));

@@ -8,7 +8,11 @@
 // inject, by function name: $FAKE_CUDA_CRASH_ON aborts the process in the launch,
 // $FAKE_CUDA_FAIL_ON returns CUDA_ERROR_LAUNCH_FAILED. $FAKE_CUDA_MODULE, when set, is loaded for
 // every module image (kora's own NVRTC cubins then stand for the emulated kernels of the same
-// names). $FAKE_CUDA_ARCH=sm_XY: the compute capability (default sm_80).
+// names). $FAKE_CUDA_ARCH=sm_XY: the compute capability (default sm_80). Streams and graphs:
+// work on a stream being captured is recorded (tests/cuda/fake_stream.h); a graph of child
+// graph nodes launches its nodes in the order that keeps their dependencies and otherwise
+// runs the latest-added ready node first, the reverse of the order they were added in
+// wherever it may, so that a dependency the runtime forgot changes the result.
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -16,9 +20,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "cuda/fake_stream.h"
 #include "cuda/textbook_gemm.h"
 
 namespace {
@@ -34,7 +41,59 @@ bool named(const char* env, const std::string& name) {
   return v && name == v;
 }
 
+// A captured sequence of work (ops), or a graph of child graphs (nodes) with the nodes each
+// waits for.
+struct Graph {
+  std::vector<std::function<void()>> ops;
+  struct Node {
+    std::shared_ptr<const Graph> child;
+    std::vector<size_t> after;
+  };
+  std::vector<Node> nodes;
+
+  void run() const {
+    for (const auto& op : ops) op();
+    // Ready nodes, the latest first.
+    std::vector<size_t> waiting(nodes.size());
+    std::vector<bool> done(nodes.size(), false);
+    for (size_t i = 0; i < nodes.size(); ++i) waiting[i] = nodes[i].after.size();
+    for (size_t finished = 0; finished < nodes.size(); ++finished) {
+      size_t next = nodes.size();
+      for (size_t i = nodes.size(); i-- > 0;)
+        if (!done[i] && waiting[i] == 0) {
+          next = i;
+          break;
+        }
+      if (next == nodes.size()) std::abort();  // a cycle: cannot be built through the API
+      nodes[next].child->run();
+      done[next] = true;
+      for (size_t i = 0; i < nodes.size(); ++i)
+        for (size_t a : nodes[i].after) waiting[i] -= a == next;
+    }
+  }
+};
+
+std::map<CUstream, std::shared_ptr<Graph>>& captures() {
+  static std::map<CUstream, std::shared_ptr<Graph>> open;
+  return open;
+}
+
 }  // namespace
+
+namespace kora_fake {
+
+Enqueued enqueue(void* stream, const std::function<void()>& op) {
+  auto it = captures().find(static_cast<CUstream>(stream));
+  if (it != captures().end()) {
+    it->second->ops.push_back(op);
+    return Enqueued::kRecorded;
+  }
+  if (!stream && !captures().empty()) return Enqueued::kRefused;
+  op();
+  return Enqueued::kRan;
+}
+
+}  // namespace kora_fake
 
 extern "C" {
 
@@ -132,14 +191,75 @@ CUresult cuModuleGetFunction(CUfunction* function, CUmodule module, const char* 
   return CUDA_SUCCESS;
 }
 CUresult cuLaunchKernel(CUfunction f, unsigned int grid, unsigned int, unsigned int,
-                        unsigned int block, unsigned int, unsigned int, unsigned int, CUstream,
-                        void** params, void**) {
+                        unsigned int block, unsigned int, unsigned int, unsigned int,
+                        CUstream stream, void** params, void**) {
   const Function& fn = *reinterpret_cast<const Function*>(f);
   if (named("FAKE_CUDA_CRASH_ON", fn.name)) std::abort();
   if (named("FAKE_CUDA_FAIL_ON", fn.name)) return CUDA_ERROR_LAUNCH_FAILED;
   std::vector<void*> args;
   for (int i = 0; i < fn.arity; ++i) args.push_back(*static_cast<void**>(params[i]));
-  fn.entry(grid, static_cast<int>(block), args.data());
+  const auto entry = fn.entry;
+  return kora_fake::enqueue(stream,
+                            [=]() mutable { entry(grid, static_cast<int>(block), args.data()); }) ==
+                 kora_fake::Enqueued::kRefused
+             ? CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+             : CUDA_SUCCESS;
+}
+CUresult cuStreamCreate(CUstream* stream, unsigned int) {
+  *stream = reinterpret_cast<CUstream>(new int(0));
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamDestroy(CUstream stream) {
+  delete reinterpret_cast<int*>(stream);
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode) {
+  if (!stream || captures().count(stream)) return CUDA_ERROR_ILLEGAL_STATE;
+  captures()[stream] = std::make_shared<Graph>();
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamEndCapture(CUstream stream, CUgraph* graph) {
+  auto it = captures().find(stream);
+  if (it == captures().end()) return CUDA_ERROR_ILLEGAL_STATE;
+  *graph = reinterpret_cast<CUgraph>(new Graph(std::move(*it->second)));
+  captures().erase(it);
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphCreate(CUgraph* graph, unsigned int) {
+  *graph = reinterpret_cast<CUgraph>(new Graph);
+  return CUDA_SUCCESS;
+}
+// A node is its index in the graph, plus one.
+CUresult cuGraphAddChildGraphNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* after,
+                                  size_t count, CUgraph child) {
+  Graph& g = *reinterpret_cast<Graph*>(graph);
+  Graph::Node n;
+  n.child = std::make_shared<const Graph>(*reinterpret_cast<const Graph*>(child));  // a copy
+  for (size_t i = 0; i < count; ++i) {
+    const size_t index = reinterpret_cast<size_t>(after[i]) - 1;
+    if (index >= g.nodes.size()) return CUDA_ERROR_INVALID_VALUE;
+    n.after.push_back(index);
+  }
+  g.nodes.push_back(std::move(n));
+  *node = reinterpret_cast<CUgraphNode>(g.nodes.size());
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long) {
+  *exec = reinterpret_cast<CUgraphExec>(new Graph(*reinterpret_cast<const Graph*>(graph)));
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+  const Graph* g = reinterpret_cast<const Graph*>(exec);
+  return kora_fake::enqueue(stream, [g] { g->run(); }) == kora_fake::Enqueued::kRefused
+             ? CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+             : CUDA_SUCCESS;
+}
+CUresult cuGraphDestroy(CUgraph graph) {
+  delete reinterpret_cast<Graph*>(graph);
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  delete reinterpret_cast<Graph*>(exec);
   return CUDA_SUCCESS;
 }
 CUresult cuEventCreate(CUevent* event, unsigned int) {
@@ -173,6 +293,17 @@ cublasStatus_t cublasGetVersion_v2(cublasHandle_t, int* version) {
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
+cudaStream_t& blas_stream() {  // the one handle's
+  static cudaStream_t stream = nullptr;
+  return stream;
+}
+cublasStatus_t cublasSetStream_v2(cublasHandle_t, cudaStream_t stream) {
+  blas_stream() = stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t, void* workspace, size_t bytes) {
+  return workspace || bytes == 0 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+}
 cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb,
                                          int m, int n, int k, const float* alpha, const float* a,
                                          int lda, long long sa, const float* b, int ldb,
@@ -184,8 +315,11 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOperation_t ta, c
   g.lda = lda, g.ldb = ldb, g.ldc = g.ldd = ldc;
   g.stride_a = sa, g.stride_b = sb, g.stride_c = g.stride_d = sc;
   g.alpha = *alpha, g.beta = *beta;
-  kora_cuda_test::textbook_gemm(g, a, b, c, nullptr, c);
-  return CUBLAS_STATUS_SUCCESS;
+  return kora_fake::enqueue(blas_stream(),
+                            [=] { kora_cuda_test::textbook_gemm(g, a, b, c, nullptr, c); }) ==
+                 kora_fake::Enqueued::kRefused
+             ? CUBLAS_STATUS_EXECUTION_FAILED
+             : CUBLAS_STATUS_SUCCESS;
 }
 
 }  // extern "C"
