@@ -33,6 +33,25 @@ std::string KernelWriter::scratch(DType t, int64_t n) {
   return name;
 }
 
+std::string KernelWriter::unit_dims_reshape_written(int v) const {
+  if (dag_.succ[v].size() != 1) return "";
+  const int r = dag_.succ[v][0];
+  if (std::find(c_.members.begin(), c_.members.end(), r) == c_.members.end()) return "";
+  const Primitive& p = graph_.prims[dag_.prim[r]];
+  const auto* layout = std::get_if<LayoutAttrs>(&p.attrs);
+  if (!layout || !std::holds_alternative<layout::Reshape>(*layout)) return "";
+  if (std::find(writes_.begin(), writes_.end(), p.output()) == writes_.end()) return "";
+  auto squeezed = [](const Shape& s) {
+    Shape out;
+    for (int64_t d : s)
+      if (d != 1) out.push_back(d);
+    return out;
+  };
+  const ValueInfo &in = graph_.value(p.inputs.at(0)), &out = graph_.value(p.output());
+  if (in.dtype != out.dtype || squeezed(in.shape) != squeezed(out.shape)) return "";
+  return p.output();
+}
+
 GeneratedKernel KernelWriter::run(const std::string& symbol) {
   std::ostringstream head;
   head << "extern \"C\" void " << symbol << "(const void* const* in, void* const* out) {\n";
@@ -70,9 +89,14 @@ GeneratedKernel KernelWriter::run(const std::string& symbol) {
     const Primitive& p = graph_.prims[dag_.prim[v]];
     const std::string& t = p.output();
     if (const auto* r = std::get_if<ReduceAttrs>(&p.attrs)) {
-      buffer_[t] = written(t) ? out_ptr_.at(t)
-                              : scratch(graph_.value(t).dtype, numel(graph_.value(t).shape));
+      // Read only by a reshape of unit dims that the kernel writes (a pool's [N, C, H, W, 1,
+      // 1] to [N, C, H, W]): the same elements in the same order, stored there directly.
+      const std::string into = written(t) ? "" : unit_dims_reshape_written(v);
+      buffer_[t] = written(t)     ? out_ptr_.at(t)
+                   : into.empty() ? scratch(graph_.value(t).dtype, numel(graph_.value(t).shape))
+                                  : out_ptr_.at(into);
       reduce_phase(p, *r);
+      if (!into.empty()) done_.insert(into);
     } else if (const auto* l = std::get_if<LinearAttrs>(&p.attrs)) {
       if (graph_.value(t).dtype != DType::kFloat32 && graph_.value(t).dtype != DType::kInt32)
         throw Error("cpu codegen: " + p.describe() +

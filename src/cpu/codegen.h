@@ -37,7 +37,9 @@ namespace kora {
 //   2: pooling windows (max, sum) as rows of accumulators, or padded planes for 2-D
 //      windows of stride 1.
 //   3: pointwise phases through a concat split its axis, one loop nest per input.
-constexpr int kCpuCodegenRevision = 3;
+//   4: a reduction read only by a reshape of unit dims that the kernel writes is stored
+//      there directly (a pool's [N, C, H, W, 1, 1]: no scratch, no copy).
+constexpr int kCpuCodegenRevision = 4;
 
 // Whether generate_cpu_kernel can compute this candidate.
 bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);

@@ -107,9 +107,12 @@ class KernelWriter : public codegen::ValueWriter {
   }
 
   CpuSchedule schedule_;
-  std::set<std::string> bfloat16_;            // sides stored as bfloat16
-  Part part_;                                 // open_loops' restricted dim, if any
-  std::set<std::string> done_;                // written tensors stored already
+  std::set<std::string> bfloat16_;  // sides stored as bfloat16
+  Part part_;                       // open_loops' restricted dim, if any
+  std::set<std::string> done_;      // written tensors stored already
+  // The tensor member v's only reader writes when it is a reshape of unit dims in the
+  // kernel ("" otherwise): v's value can be stored there directly.
+  std::string unit_dims_reshape_written(int v) const;
   std::vector<std::string> epilogue_writes_;  // of the linear member being generated
   bool linear_needs_buffer_ = true;
   std::ostringstream statics_;

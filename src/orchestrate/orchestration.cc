@@ -310,18 +310,22 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
   if (options.progress_line) std::cerr << "\r\033[K" << std::flush;  // clear the line
   result.unique_signatures = static_cast<int64_t>(cost_of_signature.size());
   result.cost_model = costs.describe();
+  bool kernels_moved = false;  // across segments: their runners-up no longer fit
   if (options.strategy == "optimal") {
     const auto start = std::chrono::steady_clock::now();
     const WholeGraphLayouts pass = whole_graph_layouts(graph, dag, costs, options.solve, result);
+    kernels_moved = pass.reshapes_moved > 0;
     result.solve_seconds += seconds_since(start);
     result.whole_graph_layouts_saved_ms = pass.saved_ms;
     result.cut_tensors_blocked = pass.cut_tensors_blocked;
     if (options.progress && pass.applied)
       std::cerr << "layouts over the whole graph: " << pass.saved_ms << " ms less, "
-                << pass.cut_tensors_blocked << " tensors crossing segment cuts blocked (solved in "
+                << pass.cut_tensors_blocked << " tensors crossing segment cuts blocked, "
+                << pass.reshapes_moved
+                << " kernels with a unit-dims reshape moved in or out (solved in "
                 << pass.solve_seconds << " s)" << std::endl;
   }
-  result.next_best = next_best_plans(result, runners_up, options.pool - 1);
+  if (!kernels_moved) result.next_best = next_best_plans(result, runners_up, options.pool - 1);
   return result;
 }
 

@@ -9,8 +9,11 @@
 // and native implementations chosen over the whole graph at once, layouts passed along:
 // the program of include/kora/orchestrate.h over the chosen kernels only (no other
 // candidate, so only their layout terms are free), kept when it is cheaper than the
-// segments' choices together. The kernels stay each segment's proven choice; only where
-// tensors are stored, and so the reorders, change.
+// segments' choices together. The kernels stay each segment's proven choice, except that a
+// reshape of unit dims between two kernels may move from one to the other (the same work:
+// a pool writing [N, C, H, W, 1, 1] for the convolution after it to reshape can write [N,
+// C, H, W], which both can store blocked); otherwise only where tensors are stored, and so
+// the reorders, change.
 #pragma once
 
 #include "kora/cost.h"
@@ -23,6 +26,7 @@ struct WholeGraphLayouts {
   bool applied = false;
   double saved_ms = 0;              // predicted: the segments' total minus the pass's
   int64_t cut_tensors_blocked = 0;  // tensors crossing a segment cut, stored blocked
+  int64_t reshapes_moved = 0;       // kernels that gained or lost a unit-dims reshape
   double solve_seconds = 0;
 };
 

@@ -9,7 +9,12 @@
 //   or several;
 // - with the chain cut into segments of at most three primitives, stores the tensors
 //   crossing the cuts as the one-segment solve does: the same layouts, native kernels and
-//   cost, the crossing tensors counted.
+//   cost, the crossing tensors counted;
+// - given a plan whose pool kernel writes [N, C, H, W, 1, 1] for the next kernel to
+//   reshape (no views: that rank cannot be stored blocked), moves the reshape into the
+//   pool, so that the pool takes views and both convolutions around it run native.
+#include "orchestrate/whole_graph_layouts.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -19,6 +24,7 @@
 #include "kora/candidates.h"
 #include "kora/cost.h"
 #include "kora/fission.h"
+#include "kora/kernel_dag.h"
 #include "kora/orchestration.h"
 
 namespace kora_test {
@@ -128,6 +134,104 @@ TEST(LayoutsAcrossCuts, CrossingTensorsAreStoredAsTheWholeGraphSolvedAtOnceStore
   EXPECT_EQ(pieces.cut_tensors_blocked, pieces.segments - 1);
   EXPECT_GE(pieces.whole_graph_layouts_saved_ms,
             0.3 * static_cast<double>(pieces.segments - 1) - 1e-9);
+}
+
+// r0 = relu(x) [1, 4, 8, 8]; a 3x3 max pool of it as a window W, a max M [.., 1, 1] and a
+// reshape R; r1 = relu(R), the output. Prims 0..4 in that order.
+PrimGraph relu_pool_relu() {
+  PrimGraph g;
+  g.name = "pool";
+  const Shape s = {1, 4, 8, 8};
+  g.values["x"] = {DType::kFloat32, s};
+  g.inputs = {"x"};
+  auto add = [&](const std::string& name, PrimAttrs attrs, const std::string& in,
+                 const Shape& shape) {
+    Primitive p;
+    p.name = p.origin = name;
+    p.attrs = std::move(attrs);
+    p.inputs = {in};
+    p.outputs = {name};
+    g.values[name] = {DType::kFloat32, shape};
+    g.prims.push_back(p);
+  };
+  const ElementwiseAttrs relu{ScalarOp::kRelu, {Operand{0, 0}}};
+  layout::Window w;
+  w.strides = {1, 1};
+  w.dilations = {1, 1};
+  w.pads_begin = {1, 1};
+  w.fill = -1e30;
+  add("r0", relu, "x", s);
+  add("W", LayoutAttrs{w}, "r0", {1, 4, 8, 8, 3, 3});
+  add("M", ReduceAttrs{ReduceOp::kMax, {4, 5}}, "W", {1, 4, 8, 8, 1, 1});
+  add("R", LayoutAttrs{layout::Reshape{}}, "M", s);
+  add("r1", relu, "R", s);
+  g.outputs = {"r1"};
+  return g;
+}
+
+// The relus are native (0.4 ms on blocked sides, 1.0 reordered); the pool costs 1.0 ms as
+// {W, M} or {W, M, R} (a hair more: the segments chose the former), and takes views only
+// where every side is [1, 4, 8, 8]; R costs 1.0 ms alone or with r1 (no native option:
+// its input's rank cannot be blocked). Anything else: 100 ms.
+class PoolBetweenNatives : public CostModel {
+ public:
+  double cost_ms(const PrimGraph&, const KernelDag&, const Candidate& c) override {
+    const std::vector<int>& m = c.members;
+    if (m == std::vector<int>{1, 2, 3}) return 1.0 + 1e-6;
+    if (m.size() == 1 && (m[0] == 0 || m[0] == 3 || m[0] == 4)) return 1.0;
+    if (m == std::vector<int>{1, 2} || m == std::vector<int>{3, 4}) return 1.0;
+    return 100.0;
+  }
+  LayoutCost layout_cost(const PrimGraph& graph, const KernelDag& dag,
+                         const Candidate& c) override {
+    LayoutCost l;
+    std::vector<std::string> sides = kernel_reads(graph, dag, c);
+    for (const std::string& t : kernel_writes(graph, dag, c)) sides.push_back(t);
+    if (c.members.size() == 1 && (c.members[0] == 0 || c.members[0] == 4)) {
+      l.blocked_ms = 1.0;
+      l.native_ms = 0.4;
+      for (const std::string& t : sides) l.sides[t] = "acdb";
+    } else if (c.members.front() == 1) {
+      for (const std::string& t : sides)
+        if (graph.value(t).shape.size() != 4) return l;
+      l.views = sides;
+      l.views_channels_last = true;
+    }
+    return l;
+  }
+  std::string describe() const override { return "pool between natives"; }
+};
+
+TEST(LayoutsAcrossCuts, AReshapeOfUnitDimsMovesIntoThePoolSoThatItsSidesAreBlocked) {
+  const PrimGraph g = relu_pool_relu();
+  const KernelDag dag = kernel_dag_of(g);
+  PoolBetweenNatives costs;
+  // The segments' plan: r0 | {W, M} | {R, r1}, everything plain (3 ms).
+  OrchestrationResult r;
+  r.strategy = "optimal";
+  r.layouts_decided = true;
+  for (const std::vector<int>& members : {std::vector<int>{0}, {1, 2}, {3, 4}}) {
+    const Candidate c = make_candidate(dag, members);
+    ChosenKernel k;
+    k.prims = members;
+    k.outputs = c.outputs;
+    k.cost_ms = costs.cost_ms(g, dag, c);
+    k.segment = static_cast<int>(r.kernels.size());
+    r.kernels.push_back(k);
+    r.total_cost_ms += k.cost_ms;
+  }
+  const WholeGraphLayouts pass = whole_graph_layouts(g, dag, costs, SolveOptions{}, r);
+  ASSERT_TRUE(pass.applied);
+  EXPECT_EQ(pass.reshapes_moved, 2);
+  ASSERT_EQ(r.kernels.size(), 3u);
+  EXPECT_EQ(r.kernels[1].prims, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(r.kernels[2].prims, (std::vector<int>{4}));
+  EXPECT_TRUE(r.kernels[0].native);
+  EXPECT_TRUE(r.kernels[2].native);
+  // 0.7 + (1.0 + 1e-6) + 0.7: r0's output and the pool's blocked, channels last.
+  EXPECT_NEAR(r.total_cost_ms, 2.4 + 1e-6, 1e-9);
+  const std::map<std::string, std::string> want{{"r0", "acdb"}, {"R", "acdb"}};
+  EXPECT_EQ(r.layouts, want);
 }
 
 }  // namespace
