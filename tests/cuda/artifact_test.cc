@@ -712,6 +712,13 @@ TEST(CudaArtifact, HostKernelsBetweenGpuKernelsOnAFakeGpu) {
   EXPECT_GE(gpu, 2);  // before and after it
 }
 
+// n small weights in [-0.5, 0.5), varied by seed.
+std::vector<float> values(size_t n, int seed) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 7919 + seed) % 17) / 17 - 0.5f;
+  return v;
+}
+
 // Convolutions on the fake cuDNN (tests/cuda/fake_cudnn.cc, cuDNN's documented
 // semantics): one with a bias, a residual and a ReLU, one strided with a bias only (cuDNN
 // fuses an identity activation with algorithm 1 only), a pointwise one (also measured as
@@ -720,11 +727,6 @@ TEST(CudaArtifact, HostKernelsBetweenGpuKernelsOnAFakeGpu) {
 TEST(CudaArtifact, FusedConvolutionsOnAFakeGpu) {
   kora_test::TempDir tmp;
   kora_test::ModelBuilder mb;
-  auto values = [](size_t n, int seed) {
-    std::vector<float> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 7919 + seed) % 17) / 17 - 0.5f;
-    return v;
-  };
   mb.input("x", {1, 4, 9, 9}).input("res", {1, 6, 9, 9});
   mb.init_f32("w1", {6, 4, 3, 3}, values(216, 1)).init_f32("b1", {6}, values(6, 2));
   mb.init_f32("w2", {3, 4, 3, 3}, values(108, 3)).init_f32("b2", {3}, values(3, 4));
@@ -764,10 +766,6 @@ TEST(CudaArtifact, FusedConvolutionsOnAFakeGpu) {
   EXPECT_EQ(gemm, 1);
 }
 
-// Matrix products on the fake cuBLASLt (tests/cuda/fake_cublaslt.cc, cuBLASLt's documented
-// semantics): one with a bias, a residual and a ReLU, one reading a transposed operand in
-// place and scaled; cuBLASLt's second algorithm refused throughout. All are measured,
-// checked against the interpreter, chosen and run.
 // An inception block (three branches of convolutions and a pool, concatenated): its
 // kernels overlap in the CUDA graph (the longest chain shorter than the plan; the
 // branches' intermediates placed apart in the arena), and kora check's replay, which the
@@ -775,11 +773,6 @@ TEST(CudaArtifact, FusedConvolutionsOnAFakeGpu) {
 TEST(CudaArtifact, InceptionBranchesOverlapOnAFakeGpu) {
   kora_test::TempDir tmp;
   kora_test::ModelBuilder mb;
-  auto values = [](size_t n, int seed) {
-    std::vector<float> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 7919 + seed) % 17) / 17 - 0.5f;
-    return v;
-  };
   const auto pad1 = kora_test::attr_is("pads", {1, 1, 1, 1});
   mb.input("x", {1, 4, 9, 9});
   mb.init_f32("w1", {3, 4, 1, 1}, values(12, 1)).init_f32("w2", {3, 4, 1, 1}, values(12, 2));
@@ -807,6 +800,10 @@ TEST(CudaArtifact, InceptionBranchesOverlapOnAFakeGpu) {
   std::printf("[ info     ] %s\n", m[0].str().c_str());
 }
 
+// Matrix products on the fake cuBLASLt (tests/cuda/fake_cublaslt.cc, cuBLASLt's documented
+// semantics): one with a bias, a residual and a ReLU, one reading a transposed operand in
+// place and scaled; cuBLASLt's second algorithm refused throughout. All are measured,
+// checked against the interpreter, chosen and run.
 TEST(CudaArtifact, FusedGemmsOnAFakeGpu) {
   kora_test::TempDir tmp;
   kora_test::ModelBuilder mb;
