@@ -566,12 +566,13 @@ Plan solve_with_cycle_cuts(const KernelDag& dag, const std::vector<Candidate>& c
     ++solves;
     for (int& k : out.chosen) k = program.active[k];
     if (!out.found) {
-      if (!out.infeasible) {
-        // Out of time without a plan (CBC's limit, which may come before this loop's).
-        plan = greedy_fallback(dag, candidates, cost, out.bound);
-        break;
-      }
-      throw Error("orchestration: the binary linear program has no solution");
+      // Out of time without a plan (CBC's limit, which may come before this loop's). CBC
+      // also reports a program infeasible when its limit stops it in preprocessing without
+      // saying so (Inception-v3's 45,714 rows, sometimes, at the first solve): the program
+      // always has a solution (every primitive alone, plain), so that claim is not trusted
+      // either. The greedy plan is schedulable; its gap says it is not proven.
+      plan = greedy_fallback(dag, candidates, cost, out.infeasible ? 0.0 : out.bound);
+      break;
     }
     std::vector<int> stuck;
     std::vector<int> order = run_until_stuck(dag, candidates, out.chosen, &stuck);
@@ -618,7 +619,8 @@ Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidate
   program.rows.push_back(std::move(no_good));
   try {
     Plan next = solve_with_cycle_cuts(dag, candidates, cost, options, program, start);
-    if (next.gap == 0) plan.runner_up.push_back(std::move(next));
+    // Proven, and another kernel set (no other plan: the greedy fallback, not proven).
+    if (next.gap == 0 && next.kernels != plan.kernels) plan.runner_up.push_back(std::move(next));
   } catch (const Error&) {
     // No other plan: the first is the only one.
   }
