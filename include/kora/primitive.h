@@ -239,4 +239,8 @@ int64_t prim_flops(const PrimGraph& graph, const Primitive& prim);
 int64_t prim_bytes_read(const PrimGraph& graph, const Primitive& prim);
 int64_t prim_bytes_written(const PrimGraph& graph, const Primitive& prim);
 
+// Whether `prim` is a layout reshape that only drops or adds dims of size 1: the same
+// elements in the same order (a pool's [N, C, H, W, 1, 1] to [N, C, H, W]).
+bool unit_dims_reshape(const PrimGraph& graph, const Primitive& prim);
+
 }  // namespace kora

@@ -38,17 +38,10 @@ std::string KernelWriter::unit_dims_reshape_written(int v) const {
   const int r = dag_.succ[v][0];
   if (std::find(c_.members.begin(), c_.members.end(), r) == c_.members.end()) return "";
   const Primitive& p = graph_.prims[dag_.prim[r]];
-  const auto* layout = std::get_if<LayoutAttrs>(&p.attrs);
-  if (!layout || !std::holds_alternative<layout::Reshape>(*layout)) return "";
-  if (std::find(writes_.begin(), writes_.end(), p.output()) == writes_.end()) return "";
-  auto squeezed = [](const Shape& s) {
-    Shape out;
-    for (int64_t d : s)
-      if (d != 1) out.push_back(d);
-    return out;
-  };
-  const ValueInfo &in = graph_.value(p.inputs.at(0)), &out = graph_.value(p.output());
-  if (in.dtype != out.dtype || squeezed(in.shape) != squeezed(out.shape)) return "";
+  if (!unit_dims_reshape(graph_, p) ||
+      std::find(writes_.begin(), writes_.end(), p.output()) == writes_.end() ||
+      graph_.value(p.inputs[0]).dtype != graph_.value(p.output()).dtype)
+    return "";
   return p.output();
 }
 

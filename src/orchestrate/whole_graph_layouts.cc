@@ -16,19 +16,6 @@
 namespace kora {
 namespace {
 
-// A reshape that only drops or adds dims of size 1: the same bytes in any layout.
-bool unit_dims_reshape(const PrimGraph& graph, const Primitive& p) {
-  const auto* layout = std::get_if<LayoutAttrs>(&p.attrs);
-  if (!layout || !std::holds_alternative<layout::Reshape>(*layout)) return false;
-  auto squeezed = [](const Shape& s) {
-    Shape r;
-    for (int64_t d : s)
-      if (d != 1) r.push_back(d);
-    return r;
-  };
-  return squeezed(graph.value(p.inputs.at(0)).shape) == squeezed(graph.value(p.output()).shape);
-}
-
 // For kernels a and b of `kernels` where a writes the value that only a unit-dims reshape r
 // reads and r is a member of b (or r is a member of a whose value only b reads): the
 // member sets with r moved to the other kernel, a's first. None where a side would be left
@@ -39,42 +26,31 @@ std::vector<std::pair<std::vector<int>, std::vector<int>>> reshapes_moved(
   for (size_t k = 0; k < kernels.size(); ++k)
     for (int v : kernels[k].prims) kernel_of[v] = static_cast<int>(k);
   const std::set<std::string> outputs(graph.outputs.begin(), graph.outputs.end());
+  // Kernel k's members without v, and kernel l's with it (sorted).
+  auto move = [&](int k, int l, int v) {
+    std::vector<int> from = kernels[k].prims, to = kernels[l].prims;
+    from.erase(std::find(from.begin(), from.end(), v));
+    to.insert(std::upper_bound(to.begin(), to.end(), v), v);
+    return std::pair{std::move(from), std::move(to)};
+  };
   std::vector<std::pair<std::vector<int>, std::vector<int>>> moved;
   for (int r = 0; r < dag.size(); ++r) {
     const Primitive& p = graph.prims[dag.prim[r]];
-    if (dag.pred[r].size() != 1 || !unit_dims_reshape(graph, p)) continue;
-    const int x = dag.pred[r][0];
-    if (kernel_of[x] < 0 || kernel_of[r] < 0 || kernel_of[x] == kernel_of[r]) continue;
-    const int a = kernel_of[x], b = kernel_of[r];
-    auto without = [&](int k, int v) {
-      std::vector<int> m = kernels[k].prims;
-      m.erase(std::find(m.begin(), m.end(), v));
-      return m;
-    };
-    auto with = [&](int k, int v) {
-      std::vector<int> m = kernels[k].prims;
-      m.insert(std::upper_bound(m.begin(), m.end(), v), v);
-      return m;
-    };
-    // Into the producer: x leaves a only for r.
-    if (dag.succ[x].size() == 1 && !outputs.count(graph.prims[dag.prim[x]].output()) &&
-        kernels[b].prims.size() > 1)
-      moved.push_back({with(a, r), without(b, r)});
-  }
-  // Reshapes at the end of a kernel, moved into the one kernel reading them.
-  for (int r = 0; r < dag.size(); ++r) {
-    const Primitive& p = graph.prims[dag.prim[r]];
-    if (kernel_of[r] < 0 || dag.succ[r].empty() || outputs.count(p.output()) ||
-        !unit_dims_reshape(graph, p))
-      continue;
-    const int a = kernel_of[r], b = kernel_of[dag.succ[r][0]];
-    bool one_reader = a != b && kernels[a].prims.size() > 1;
-    for (int s : dag.succ[r]) one_reader = one_reader && kernel_of[s] == b;
-    if (!one_reader) continue;
-    std::vector<int> from = kernels[a].prims, to = kernels[b].prims;
-    from.erase(std::find(from.begin(), from.end(), r));
-    to.insert(std::upper_bound(to.begin(), to.end(), r), r);
-    moved.push_back({from, to});
+    if (kernel_of[r] < 0 || !unit_dims_reshape(graph, p)) continue;
+    // Into the producer: x leaves its kernel a only for r, in kernel b.
+    const int x = dag.pred[r].size() == 1 ? dag.pred[r][0] : -1;
+    const int a = x >= 0 ? kernel_of[x] : -1, b = kernel_of[r];
+    if (a >= 0 && a != b && dag.succ[x].size() == 1 &&
+        !outputs.count(graph.prims[dag.prim[x]].output()) && kernels[b].prims.size() > 1) {
+      auto [to, from] = move(b, a, r);
+      moved.push_back({std::move(from), std::move(to)});
+    }
+    // Into the reader: r ends kernel b, and one other kernel c reads it.
+    if (dag.succ[r].empty() || outputs.count(p.output()) || kernels[b].prims.size() < 2) continue;
+    const int c = kernel_of[dag.succ[r][0]];
+    bool one_reader = c != b;
+    for (int s : dag.succ[r]) one_reader = one_reader && kernel_of[s] == c;
+    if (one_reader) moved.push_back(move(b, c, r));
   }
   return moved;
 }

@@ -189,4 +189,17 @@ int64_t prim_bytes_written(const PrimGraph& g, const Primitive& p) {
   return bytes;
 }
 
+bool unit_dims_reshape(const PrimGraph& graph, const Primitive& prim) {
+  const auto* layout = std::get_if<LayoutAttrs>(&prim.attrs);
+  if (!layout || !std::holds_alternative<layout::Reshape>(*layout) || prim.inputs.size() != 1)
+    return false;
+  auto squeezed = [](const Shape& s) {
+    Shape r;
+    for (int64_t d : s)
+      if (d != 1) r.push_back(d);
+    return r;
+  };
+  return squeezed(graph.value(prim.inputs[0]).shape) == squeezed(graph.value(prim.output()).shape);
+}
+
 }  // namespace kora
