@@ -74,6 +74,7 @@ struct CudaPlan::Impl {
   std::vector<CudaDevice::Ptr> lanes;  // workspaces of lane_bytes each
   size_t lane_bytes = 0;
   int blas_lane = -1;    // the lane cuBLAS's handle has as its workspace (-1: its own)
+  bool chain = false;    // $KORA_CUDA_GRAPH=chain: every step after the one before
   bool checked = false;  // the first run went launch by launch
   std::string mode = "launches";
 
@@ -276,10 +277,10 @@ CudaPlan::CudaPlan(const Manifest& m, const std::string& dir, const void* weight
     else
       s.runs.back().end = i + 1;
   }
-  const bool chain = chain_requested();
+  s.chain = chain_requested();
   for (Impl::Run& r : s.runs) {
     if (s.on_host(r)) continue;
-    if (chain) {
+    if (s.chain) {
       for (size_t i = r.begin; i < r.end; ++i)
         r.after.push_back(i == r.begin ? std::vector<size_t>{}
                                        : std::vector<size_t>{i - 1 - r.begin});
@@ -329,7 +330,7 @@ void CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<double>* kerne
                             " kernels in all, " + longest + " on their longest chains, around " +
                             std::to_string(host) + " host kernel" + (host > 1 ? "s" : "")
                       : "CUDA graph of " + n + " kernels, " + longest + " on the longest chain";
-        if (chain_requested()) s.mode += " (KORA_CUDA_GRAPH=chain)";
+        if (s.chain) s.mode += " (KORA_CUDA_GRAPH=chain)";
       } catch (const Error& e) {
         for (Impl::Run& r : s.runs) r.graph.reset();
         s.mode = std::string("launches (capture failed: ") + e.what() + ")";
