@@ -3,6 +3,9 @@
 // value leaves the kernel or is required) and inputs (non-members it reads). Rules: at
 // most one linear primitive, opaque primitives alone, at most `max_size` members, and a
 // backend capability hook. Every single node is always a candidate, so a plan exists.
+// Horizontal fusion (DESIGN.md, "Concurrency"), where a backend asks for it: pairs of
+// independent candidates as one candidate each (two kernels in one launch), which are
+// convex but not connected; candidate_parts() gives a candidate's independent parts.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +39,13 @@ struct CandidateOptions {
   int64_t max_per_segment = 10000;
   // Backend capability: false rejects a node set (called on convex sets passing the rules).
   std::function<bool(const KernelDag&, const std::vector<int>&)> capable;
+  // Horizontal fusion (horizontal_candidates): up to this many pairs per enumeration of two
+  // independent candidates next to a common node (both read it, or it reads both), each
+  // part of at most horizontal_part_size elementwise, broadcast, layout and reduce
+  // primitives (kernels a code generator writes), the pair accepted by `capable`. The
+  // pairs with the fewest members come first. 0: none (the default).
+  int horizontal_pairs = 0;
+  int horizontal_part_size = 4;
 };
 
 struct CandidateStats {
@@ -44,6 +54,7 @@ struct CandidateStats {
   int64_t seeds_capped = 0;    // seeds whose growth hit max_sets_per_seed
   int max_size = 0;            // the size bound the candidates were enumerated with
   bool over_budget = false;    // max_size came down to keep within max_per_segment
+  int64_t horizontal = 0;      // horizontal pairs among the candidates
 };
 
 std::vector<Candidate> enumerate_candidates(const KernelDag& dag,
@@ -52,6 +63,17 @@ std::vector<Candidate> enumerate_candidates(const KernelDag& dag,
 
 // Outputs and inputs of a member set (members ascending).
 Candidate make_candidate(const KernelDag& dag, std::vector<int> members);
+
+// The pairs horizontal fusion adds to `connected` (the enumerated candidates of `dag`), as
+// CandidateOptions::horizontal_pairs says; enumerate_candidates appends them.
+std::vector<Candidate> horizontal_candidates(const KernelDag& dag,
+                                             const std::vector<Candidate>& connected,
+                                             const CandidateOptions& options);
+
+// A candidate's independent parts: its members split into the sets connected by the DAG's
+// edges among them, ordered by their first member (one part for every enumerated candidate
+// but the horizontal pairs).
+std::vector<Candidate> candidate_parts(const KernelDag& dag, const Candidate& c);
 
 // True when no path leaves `members` and comes back (members ascending).
 bool is_convex(const KernelDag& dag, const std::vector<int>& members);

@@ -50,6 +50,9 @@ struct TargetOptions {
   std::string gpu, arch;
   bool tf32 = false;       // cuBLAS / cuDNN with TF32 tensor-core math (explicit; ~1e-3 error)
   bool bf16 = false;       // cpu: oneDNN convolutions and matmuls in bf16 (explicit; ~1e-2)
+  // cuda: horizontal fusion, pairs of independent generated kernels in one launch offered
+  // per segment (CandidateOptions::horizontal_pairs); 0: none.
+  int horizontal = 0;
   int schedules = -1;      // generated kernels' schedules measured: first N, 0 all, -1 tuned
   double tune_ms = 0.01;   // -1 tuning: all schedules of kernels whose default took this long
   std::string job_dir;     // the measuring job's directory (empty: next to the database)

@@ -20,47 +20,15 @@
 // own candidate only; a linear primitive joins a set only when the set holds no other.
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 
+#include "candidates/reach.h"
 #include "kora/candidates.h"
 #include "kora/error.h"
 
 namespace kora {
 namespace {
-
-using Bits = std::vector<uint64_t>;
-
-struct Reach {
-  std::vector<Bits> desc, anc;  // strict descendants / ancestors of each node
-};
-
-Reach reachability(const KernelDag& dag) {
-  const int n = dag.size();
-  const size_t words = (static_cast<size_t>(n) + 63) / 64;
-  Reach r{std::vector<Bits>(n, Bits(words, 0)), std::vector<Bits>(n, Bits(words, 0))};
-  for (int v = n - 1; v >= 0; --v)
-    for (int s : dag.succ[v]) {
-      r.desc[v][s / 64] |= uint64_t{1} << (s % 64);
-      for (size_t w = 0; w < words; ++w) r.desc[v][w] |= r.desc[s][w];
-    }
-  for (int v = 0; v < n; ++v)
-    for (int p : dag.pred[v]) {
-      r.anc[v][p / 64] |= uint64_t{1} << (p % 64);
-      for (size_t w = 0; w < words; ++w) r.anc[v][w] |= r.anc[p][w];
-    }
-  return r;
-}
-
-bool convex_with(const Reach& r, const std::vector<int>& members) {
-  const size_t words = r.desc.empty() ? 0 : r.desc[0].size();
-  Bits desc(words, 0), anc(words, 0), in(words, 0);
-  for (int v : members) {
-    in[v / 64] |= uint64_t{1} << (v % 64);
-    for (size_t w = 0; w < words; ++w) desc[w] |= r.desc[v][w], anc[w] |= r.anc[v][w];
-  }
-  for (size_t w = 0; w < words; ++w)
-    if (desc[w] & anc[w] & ~in[w]) return false;
-  return true;
-}
+using namespace candidates_internal;
 
 class Enumerator {
  public:
@@ -170,7 +138,12 @@ std::vector<Candidate> enumerate_candidates(const KernelDag& dag, const Candidat
   if (options.max_size < 1) throw Error("candidate size bound must be at least 1");
   CandidateStats local;
   std::vector<Candidate> out;
-  Enumerator(dag, options, stats ? *stats : local).run(out);
+  CandidateStats& counted = stats ? *stats : local;
+  Enumerator(dag, options, counted).run(out);
+  std::vector<Candidate> pairs = horizontal_candidates(dag, out, options);
+  counted.horizontal = static_cast<int64_t>(pairs.size());
+  out.insert(out.end(), std::make_move_iterator(pairs.begin()),
+             std::make_move_iterator(pairs.end()));
   return out;
 }
 

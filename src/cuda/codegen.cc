@@ -4,7 +4,8 @@
 // are long enough), else a launch per reduce member in topological order (writing the
 // output, or module-scope scratch when only the kernel reads it), then one launch per
 // shape of the remaining written tensors, each element's value expanded through the fused
-// members. Also: what is supported, the schedule space and schedule keys.
+// members; a candidate of independent parts is a horizontal kernel (codegen_horizontal.cc).
+// Also: what is supported, the schedule space and schedule keys.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -158,6 +159,11 @@ const Primitive* lone_opaque(const PrimGraph& graph, const KernelDag& dag, const
 
 bool cuda_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
   if (c.members.empty()) return false;
+  const std::vector<Candidate> parts = candidate_parts(dag, c);
+  if (parts.size() > 1)  // horizontal: parts the kernel writer generates
+    return std::all_of(parts.begin(), parts.end(), [&](const Candidate& p) {
+      return !lone_opaque(graph, dag, p) && cuda_codegen_supports(graph, dag, p);
+    });
   if (lone_opaque(graph, dag, c)) return true;
   for (int v : c.members)
     if (!member_supported(graph, graph.prims[dag.prim[v]])) return false;
@@ -240,6 +246,10 @@ std::vector<CudaSchedule> cuda_schedule_space(const PrimGraph& graph, const Kern
     const CudaSchedule s{block, items, reduce};
     if (std::find(space.begin(), space.end(), s) == space.end()) space.push_back(s);
   };
+  if (candidate_parts(dag, c).size() > 1) {  // horizontal: one block size for every part
+    for (int block : {128, 512}) add(block, 1, CudaReduce::kAuto);
+    return space;
+  }
   if (!has_reduce(graph, dag, c)) {
     for (int block : {128, 256, 512})
       for (int items : {1, 2, 4}) add(block, items, CudaReduce::kAuto);
@@ -261,7 +271,7 @@ std::vector<CudaSchedule> cuda_schedule_space(const PrimGraph& graph, const Kern
 }
 
 bool cuda_row_fusible(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
-  if (!cuda_codegen_supports(graph, dag, c)) return false;
+  if (!cuda_codegen_supports(graph, dag, c) || candidate_parts(dag, c).size() > 1) return false;
   return cuda_gen::KernelWriter(graph, dag, c, CudaSchedule{}, "k").row_fusible();
 }
 
@@ -279,6 +289,10 @@ CudaKernel generate_cuda_kernel(const PrimGraph& graph, const KernelDag& dag, co
     if (!member_supported(graph, p))
       throw Error("cuda codegen: " + p.describe() + " is not generated (kind or dtypes)");
   }
+  const std::vector<Candidate> parts = candidate_parts(dag, c);
+  if (parts.size() > 1)
+    return cuda_gen::horizontal_kernel(graph, dag, parts, kernel_reads(graph, dag, c),
+                                       kernel_writes(graph, dag, c), schedule, symbol);
   return cuda_gen::KernelWriter(graph, dag, c, schedule, symbol).run();
 }
 

@@ -82,6 +82,10 @@ class KernelWriter : public codegen::ValueWriter {
   KernelWriter(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
                const CudaSchedule& schedule, const std::string& symbol);
   CudaKernel run();
+  // Writes __device__ functions instead of __global__ ones, each taking the block index as
+  // its first parameter (kora_block_index blockIdx, which the body reads in place of the
+  // built-in): the parts of a horizontal kernel (codegen_horizontal.cc).
+  void as_device_body() { device_body_ = true; }
   // Whether one launch can compute the whole kernel a row at a time (CudaReduce::kRowWarp,
   // kRowBlock): its reduce members reduce one shape over the same axes, every written
   // tensor has that shape or the reduced one, and values read the reduce results only at
@@ -137,6 +141,15 @@ class KernelWriter : public codegen::ValueWriter {
   std::ostringstream functions_;  // the __global__ functions
   std::vector<CudaLaunch> launches_;
   std::string function_;  // the function being written
+  bool device_body_ = false;
 };
+
+// A candidate of several independent parts (candidate_parts) as one kernel: each launch
+// runs the parts' launches of that rank, each part on its own range of blocks, all at the
+// schedule's block size (codegen_horizontal.cc).
+CudaKernel horizontal_kernel(const PrimGraph& graph, const KernelDag& dag,
+                             const std::vector<Candidate>& parts, const std::vector<std::string>& reads,
+                             const std::vector<std::string>& writes, const CudaSchedule& schedule,
+                             const std::string& symbol);
 
 }  // namespace kora::cuda_gen

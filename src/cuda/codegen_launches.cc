@@ -35,8 +35,13 @@ void KernelWriter::begin_function(const std::string& comment) {
 }
 
 void KernelWriter::end_function(int64_t work, int64_t per_block) {
-  functions_ << "extern \"C\" __global__ void __launch_bounds__(" << schedule_.block << ") "
-             << function_ << "(" << params_ << ") {\n"
+  if (device_body_)  // a part of a horizontal kernel, its block index given
+    functions_ << "__device__ __forceinline__ void " << function_
+               << "(const kora_block_index blockIdx, " << params_ << ") {\n";
+  else
+    functions_ << "extern \"C\" __global__ void __launch_bounds__(" << schedule_.block << ") "
+               << function_ << "(" << params_ << ") {\n";
+  functions_
              << scope().os.str() << "}\n";
   launches_.push_back({function_, work, per_block, schedule_.block});
   scopes_.clear();

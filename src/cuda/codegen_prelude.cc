@@ -1,7 +1,8 @@
 // The prelude of generated CUDA kernels (cuda_codegen_prelude()): what the kernels of one
 // NVRTC program share, written once before them. No headers (NVRTC needs none and parses
 // faster without): the fixed-width integer types and limits the shared scalar code names,
-// KORA_FN as an inline device function (unused ones draw no warning), the math functions as CUDA's
+// KORA_FN as an inline device function (unused ones draw no warning), the block index a
+// horizontal kernel's parts take (codegen_horizontal.cc), the math functions as CUDA's
 // (kora_exp, kora_log, ... for float and double), then the backend-neutral kora_* helpers
 // (src/codegen/scalar.cc).
 #include "codegen/scalar.h"
@@ -20,6 +21,7 @@ typedef unsigned char uint8_t;
 #define INT32_MAX 2147483647
 #define INT32_MIN (-INT32_MAX - 1)
 #define KORA_FN __device__ __forceinline__
+struct kora_block_index { unsigned x; };
 #define KORA_INF (__int_as_float(0x7f800000))
 #define KORA_NAN (__int_as_float(0x7fffffff))
 #define KORA_MATH1(name, f32, f64)                          \

@@ -63,6 +63,7 @@ int64_t CudaTarget::merge_results(const PrimGraph& graph, ProfileDb& db,
 std::string CudaTarget::describe() const { return "cuda" + (arch_.empty() ? "" : ", " + arch_); }
 
 CandidateOptions CudaTarget::candidates(const PrimGraph& graph, CandidateOptions options) const {
+  options.horizontal_pairs = options_.horizontal;
   return cuda_candidate_options(graph, options);
 }
 

@@ -118,7 +118,9 @@ ProfileReport measure_candidates(const PrimGraph& graph, Target& target, Profile
                                  ScheduleSearch search, std::shared_ptr<ProfileScratch> scratch,
                                  const ModelCandidates* enumerated) {
   TargetProfileOptions p;
-  p.candidates = options.orchestration.candidates;
+  // The target's candidates, as the solver enumerates them (its capability filter and
+  // horizontal pairs), so that a round measures the kernels a solve asks for.
+  p.candidates = target.candidates(graph, options.orchestration.candidates);
   p.partition = options.orchestration.partition;
   p.model_path = options.model_path.empty() ? graph.name : options.model_path;
   p.progress = options.progress;

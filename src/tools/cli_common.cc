@@ -68,6 +68,11 @@ void add_device_options(CLI::App* cmd, TargetOptions& t) {
                 "--target cuda: cuBLAS, cuBLASLt and cuDNN with TF32 tensor-core math (an "
                 "explicit option: about 1e-3 relative error; measured and stored apart from "
                 "full float32)");
+  cmd->add_option("--horizontal", t.horizontal,
+                  "--target cuda: horizontal fusion, up to N pairs of independent generated "
+                  "kernels per segment offered as one launch each (the solver takes a pair "
+                  "where it measured faster than its two kernels; default 0: none)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--bf16", t.bf16,
                 "--target cpu: oneDNN convolutions and matmuls read bfloat16 source and "
                 "weights and accumulate in float32 (an explicit option: up to about 1e-2 "

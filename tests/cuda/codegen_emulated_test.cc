@@ -21,8 +21,10 @@ namespace {
 using namespace kora;
 using kora_cuda_test::Stats;
 
-void run_emulated(const PrimGraph& g, int max_size, std::mt19937& rng, Stats& stats) {
-  const kora_cuda_test::Generated gen = kora_cuda_test::generate_all(g, max_size, stats);
+void run_emulated(const PrimGraph& g, int max_size, std::mt19937& rng, Stats& stats,
+                  int horizontal = 0) {
+  const kora_cuda_test::Generated gen =
+      kora_cuda_test::generate_all(g, max_size, stats, true, horizontal);
   if (gen.kernels.empty()) return;
   kora_test::TempDir dir;
   CxxCompileOptions options;
@@ -115,6 +117,22 @@ TEST(CudaCodegenEmulated, ReductionGraphsMatchTheInterpreter) {
   run_emulated(kora_cuda_test::strided_reductions_graph(rng), 2, rng, stats);
   EXPECT_GT(stats.checked, 100);
   report("reductions", stats);
+}
+
+// Horizontal pairs (codegen_horizontal.cc): two independent parts in one launch, each on
+// its own blocks, of every kind the generator writes: pointwise, reductions of every
+// strategy (several launches for multi-block), row-fused softmax beside a transpose.
+TEST(CudaCodegenEmulated, HorizontalPairsMatchTheInterpreter) {
+  std::mt19937 rng(1129);
+  Stats stats;
+  for (int round = 0; round < 4 && !HasFatalFailure(); ++round)
+    run_emulated(kora_codegen_test::random_layout_graph(rng, round), 2, rng, stats, 12);
+  if (HasFatalFailure()) return;
+  run_emulated(kora_cuda_test::two_branch_reduce_graph(rng), 4, rng, stats, 40);
+  EXPECT_GT(stats.checked, 60);
+  EXPECT_EQ(stats.horizontal, stats.candidates);
+  EXPECT_GT(stats.multi_launch, 0);
+  report("horizontal pairs", stats);
 }
 
 TEST(CudaCodegenEmulated, ArgExtremesMatchTheInterpreter) {

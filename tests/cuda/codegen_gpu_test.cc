@@ -71,6 +71,19 @@ TEST_F(CudaCodegenGpu, ReductionGraphsMatchTheInterpreter) {
   report("reductions", stats);
 }
 
+TEST_F(CudaCodegenGpu, HorizontalPairsMatchTheInterpreter) {
+  std::mt19937 rng(1129);
+  Stats stats;
+  for (int round = 0; round < 4 && !HasFatalFailure(); ++round)
+    kora_cuda_test::run_graph(*device_, kora_codegen_test::random_layout_graph(rng, round), 2, rng,
+                              stats, true, 12);
+  if (HasFatalFailure()) return;
+  kora_cuda_test::run_graph(*device_, kora_cuda_test::two_branch_reduce_graph(rng), 4, rng, stats,
+                            true, 40);
+  EXPECT_GT(stats.checked, 60);
+  report("horizontal pairs", stats);
+}
+
 TEST_F(CudaCodegenGpu, ArgExtremesMatchTheInterpreter) {
   std::mt19937 rng(21);
   Stats stats;

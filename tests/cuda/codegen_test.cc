@@ -54,6 +54,23 @@ TEST(CudaCodegen, LayoutAndReduceGraphsCompileForSm80AndSm90) {
   report("layout and reduce", stats);
 }
 
+// Horizontal pairs: each part a __device__ function taking its block index (a parameter
+// named blockIdx, shadowing the built-in), called from one __global__ per launch rank.
+TEST(CudaCodegen, HorizontalPairsCompileForSm80AndSm90) {
+  if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
+  std::mt19937 rng(1129);
+  Stats stats;
+  for (int round = 0; round < 4; ++round)
+    kora_cuda_test::compile_graph(kora_codegen_test::random_layout_graph(rng, round), 2, kArchs,
+                                  stats, true, 12);
+  kora_cuda_test::compile_graph(kora_cuda_test::two_branch_reduce_graph(rng), 4, kArchs, stats,
+                                true, 40);
+  EXPECT_GT(stats.kernels, 60);
+  EXPECT_EQ(stats.horizontal, stats.candidates);
+  EXPECT_EQ(stats.compiled, 2 * stats.kernels);
+  report("horizontal pairs", stats);
+}
+
 TEST(CudaCodegen, MixedDtypeGraphsCompileForSm80AndSm90) {
   if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
   std::mt19937 rng(5);

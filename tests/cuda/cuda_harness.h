@@ -38,6 +38,7 @@ struct Stats {
   int kernels = 0;       // (candidate, schedule) pairs generated
   int launches = 0;      // their launches
   int multi_launch = 0;  // kernels of several launches (reduce members)
+  int horizontal = 0;    // kernels of two independent parts (horizontal pairs)
   int compiled = 0;      // kernels compiled to a cubin, summed over architectures
   int checked = 0;       // kernels run on a GPU and compared with the interpreter
   double nvrtc_seconds = 0;
@@ -52,15 +53,20 @@ struct Generated {
   std::string source;                // the prelude and every kernel
 };
 
-// Every supported candidate (up to max_size members) x every schedule of `g`.
+// Every supported candidate (up to max_size members) x every schedule of `g`; with
+// `horizontal`, only the horizontal pairs (up to that many, CandidateOptions).
 inline Generated generate_all(const PrimGraph& g, int max_size, Stats& stats,
-                              bool expect_supported = true) {
+                              bool expect_supported = true, int horizontal = 0) {
   Generated gen{kernel_dag_of(g), {}, {}, {}, {}, cuda_codegen_prelude()};
   CandidateOptions co;
   co.max_size = max_size;
+  co.horizontal_pairs = horizontal;
   gen.candidates = enumerate_candidates(gen.dag, co);
   for (size_t i = 0; i < gen.candidates.size(); ++i) {
     const Candidate& c = gen.candidates[i];
+    const bool pair = candidate_parts(gen.dag, c).size() > 1;
+    if (horizontal > 0 && !pair) continue;
+    stats.horizontal += pair;
     if (!cuda_codegen_supports(g, gen.dag, c)) {
       EXPECT_FALSE(expect_supported) << "candidate refused";
       ++stats.refused;
@@ -124,16 +130,16 @@ inline std::map<std::string, std::string> compile_all(const Generated& gen,
 }
 
 inline void compile_graph(const PrimGraph& g, int max_size, const std::vector<std::string>& archs,
-                          Stats& stats, bool expect_supported = true) {
-  const Generated gen = generate_all(g, max_size, stats, expect_supported);
+                          Stats& stats, bool expect_supported = true, int horizontal = 0) {
+  const Generated gen = generate_all(g, max_size, stats, expect_supported, horizontal);
   kora_test::TempDir dir;
   compile_all(gen, archs, dir.file("cubins"), stats);
 }
 
 // Runs every kernel of `g` on `device` and compares it with the interpreter.
 inline void run_graph(CudaDevice& device, const PrimGraph& g, int max_size, std::mt19937& rng,
-                      Stats& stats, bool expect_supported = true) {
-  const Generated gen = generate_all(g, max_size, stats, expect_supported);
+                      Stats& stats, bool expect_supported = true, int horizontal = 0) {
+  const Generated gen = generate_all(g, max_size, stats, expect_supported, horizontal);
   if (gen.kernels.empty()) return;
   kora_test::TempDir dir;
   const auto cubins = compile_all(gen, {device.arch()}, dir.file("cubins"), stats);

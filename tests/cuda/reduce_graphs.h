@@ -115,6 +115,31 @@ inline kora::PrimGraph strided_reductions_graph(std::mt19937& rng) {
   return b.g;
 }
 
+// Independent branches for horizontal pairs (two kernels in one launch): x [3, 9000] read
+// by a softmax over its rows (few long rows: several blocks per row), by a sum over its
+// strided outer axis (a thread per row) and by a max of exp over its rows; y [4, 1000]
+// read by a softmax (a warp per row, row-fused) and by a pointwise scaling.
+inline kora::PrimGraph two_branch_reduce_graph(std::mt19937& rng) {
+  using namespace kora;
+  GraphBuilder b(rng);
+  const DType F = DType::kFloat32;
+  auto scaled = [&](const std::string& t, double k) {
+    return b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{-1, k}}}, {t}, F,
+                  b.info(t).shape);
+  };
+  // (computed, so that the branches share a node: graph inputs are not nodes)
+  const std::string x = scaled(b.input(F, {3, 9000}), 0.5);
+  const std::string y = scaled(b.input(F, {4, 1000}), 0.5);
+  std::vector<std::string> outs = {softmax_rows(b, x)};
+  outs.push_back(b.prim(ReduceAttrs{ReduceOp::kSum, {0}}, {scaled(x, 2)}, F, {1, 9000}));
+  const std::string e = b.prim(ElementwiseAttrs{ScalarOp::kExp, {Operand{0, 0}}}, {x}, F, {3, 9000});
+  outs.push_back(b.prim(ReduceAttrs{ReduceOp::kMax, {1}}, {e}, F, {3, 1}));
+  outs.push_back(softmax_rows(b, y));
+  outs.push_back(scaled(y, 3));
+  b.g.outputs = outs;
+  return b.g;
+}
+
 // ArgMax and ArgMin of a float constant [3, 5, 4] with ties (values of -2..2) and NaNs, and
 // of an int32 input (small random integers: ties everywhere), over every axis, with and
 // without keepdims and select_last_index: 24 primitives, each its own kernel.

@@ -143,11 +143,13 @@ struct Tally {
   int problems = 0, traps = 0, trap_bites = 0, bites = 0, runners_up = 0;
 };
 
-// One problem: candidates (sometimes thinned), costs, exact search, the three plans.
+// One problem: candidates (sometimes thinned), costs, exact search, the three plans;
+// `horizontal` pairs of independent kernels among the candidates (horizontal fusion).
 void check_problem(std::mt19937& rng, const kora_test::TestDag& t, const std::string& name,
-                   Tally& tally) {
+                   Tally& tally, int horizontal = 0) {
   const KernelDag& dag = t.dag;
   kora::CandidateOptions options;
+  options.horizontal_pairs = horizontal;
   const int sizes[] = {16, 6, 3};
   options.max_size = sizes[kora_test::uniform_int(rng, 0, 2)];
   std::vector<Candidate> candidates = kora::enumerate_candidates(dag, options);
@@ -224,6 +226,25 @@ TEST(OrchestrationSolver, OptimalEqualsExactSearchOnRandomDags) {
       << tally.trap_bites << " of " << tally.traps << " traps bite";
   std::printf("[ info     ] %d problems, %d traps, %d where ignoring schedulability is cheaper\n",
               tally.problems, tally.traps, tally.bites);
+}
+
+// Horizontal pairs (two independent kernels as one candidate, not connected) are
+// candidates like any: the solver's plan is still the exact optimum and runs in order.
+TEST(OrchestrationSolver, OptimalEqualsExactSearchWithHorizontalPairs) {
+  std::mt19937 rng(20261129);
+  Tally tally;
+  int64_t pairs = 0;
+  for (int i = 0; i < 160; ++i) {
+    const kora_test::TestDag t = kora_test::random_dag(rng, 3 + i % 11);
+    kora::CandidateOptions options;
+    options.horizontal_pairs = 6;
+    kora::CandidateStats stats;
+    kora::enumerate_candidates(t.dag, options, &stats);
+    pairs += stats.horizontal;
+    check_problem(rng, t, "random dag " + std::to_string(i) + " with horizontal pairs", tally, 6);
+    if (HasFailure()) return;
+  }
+  EXPECT_GE(pairs, 100) << "the random DAGs offer horizontal pairs";
 }
 
 // The k = 2 trap spelled out: a = 0, c = 1, b = 2, d = 3; a -> b, c -> d, a -> d, c -> b;
