@@ -171,6 +171,7 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
     result.enumerate_seconds += seconds_since(start);
     result.candidates += static_cast<int64_t>(candidates.size());
     result.seeds_capped += segment.stats.seeds_capped;
+    result.horizontal_pairs += segment.stats.horizontal;
     if (segment.stats.over_budget) {
       ++result.segments_over_budget;
       result.budget_max_size = result.budget_max_size

@@ -75,6 +75,8 @@ std::string format_orchestration(const PrimGraph& graph, const OrchestrationResu
   os << "\n";
   os << "candidates   " << r.candidates << " (" << r.unique_signatures << " unique signatures"
      << (r.seeds_capped ? ", " + std::to_string(r.seeds_capped) + " seeds hit the bound" : "")
+     << (r.horizontal_pairs ? ", " + std::to_string(r.horizontal_pairs) + " horizontal pairs"
+                            : "")
      << (r.segments_over_budget ? ", " + std::to_string(r.segments_over_budget) +
                                       " segments over the budget: kernels of at most " +
                                       std::to_string(r.budget_max_size) + " primitives there"

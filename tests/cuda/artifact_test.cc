@@ -104,11 +104,13 @@ PrimGraph artifact_graph(bool convolutions, bool lopsided = false) {
   return b.g;
 }
 
-OrchestrationResult cuda_plan(const PrimGraph& g, const std::string& strategy = "optimal") {
+OrchestrationResult cuda_plan(const PrimGraph& g, const std::string& strategy = "optimal",
+                              int horizontal = 0) {
   RooflineCost costs(device_params("h100"));
   OrchestrationOptions o;
   o.strategy = strategy;
   o.candidates.max_size = 5;
+  o.candidates.horizontal_pairs = horizontal;
   o.candidates = cuda_candidate_options(g, o.candidates);
   return orchestrate(g, costs, o);
 }
@@ -465,9 +467,12 @@ TEST(CudaArtifact, RunsOnAFakeDriverLikeTheInterpreter) {
 // library of the kernels the step launches (FAKE_CUDA_MODULE); `env`: more variables.
 // The generated kernels of a measuring job with --schedules 2, named as
 // compile_cuda_kernels names them.
-std::vector<CudaKernel> two_schedule_job_kernels(const PrimGraph& g) {
+std::vector<CudaKernel> two_schedule_job_kernels(const PrimGraph& g, int horizontal = 0) {
   std::vector<CudaKernel> job_kernels;
-  for_each_cuda_candidate(g, CudaKernelsOptions{}, [&](const KernelDag& sub, const Candidate& c) {
+  CudaKernelsOptions options;
+  options.candidates = cuda_candidate_options(g, options.candidates);
+  options.candidates.horizontal_pairs = horizontal;
+  for_each_cuda_candidate(g, options, [&](const KernelDag& sub, const Candidate& c) {
     if (!cuda_codegen_supports(g, sub, c)) return;
     const std::vector<CudaSchedule> space = cuda_schedule_space(g, sub, c);
     for (size_t k = 0; k < std::min<size_t>(2, space.size()); ++k)
@@ -480,8 +485,8 @@ std::vector<CudaKernel> two_schedule_job_kernels(const PrimGraph& g) {
 void fake_gpu_flow(const kora_test::TempDir& tmp, const std::string& model, const PrimGraph& g,
                    const std::map<std::string, Tensor>& inputs, const std::string& env_more,
                    std::string* profiled, bool on_demand = false,
-                   std::string* checked_out = nullptr) {
-  const std::vector<CudaKernel> job_kernels = two_schedule_job_kernels(g);
+                   std::string* checked_out = nullptr, int horizontal = 0) {
+  const std::vector<CudaKernel> job_kernels = two_schedule_job_kernels(g, horizontal);
   const std::string env = fake_libraries() + "KORA_CUDA_WORKER=" + KORA_CUDA_WORKER_PATH +
                           " KORA_KERNEL_CACHE=" + tmp.file("cache") +
                           " KORA_PROFILE_DB=" + tmp.file("profiles.db") + " " + env_more + " ";
@@ -490,7 +495,8 @@ void fake_gpu_flow(const kora_test::TempDir& tmp, const std::string& model, cons
       "FAKE_CUDA_MODULE=" + emulated_library(job_kernels, g, tmp.file("emu")) + " ";
   // Every candidate measured first (--all), or on demand: only the kernels of the plans the
   // solver chooses, each round's job holding what it asks for.
-  const std::string all = on_demand ? "" : " --all";
+  const std::string all = (on_demand ? "" : " --all") +
+                          (horizontal ? " --horizontal " + std::to_string(horizontal) : "");
   ASSERT_EQ(run(env + job_module + KORA_CLI_PATH + " profile " + model +
                     " --target cuda --schedules 2" + all,
                 &out),
@@ -797,6 +803,76 @@ TEST(CudaArtifact, InceptionBranchesOverlapOnAFakeGpu) {
       checked, m, std::regex(R"(CUDA graph of (\d+) kernels, (\d+) on the longest chain)")))
       << checked;
   EXPECT_LT(std::stoi(m[2]), std::stoi(m[1])) << checked;
+  std::printf("[ info     ] %s\n", m[0].str().c_str());
+}
+
+// A matrix product read by three independent branches (a softmax, a tanh, a transpose):
+// horizontal pairs of their kernels (two kernels in one launch, each on its own blocks).
+kora_test::ModelBuilder three_branch_model() {
+  kora_test::ModelBuilder mb;
+  mb.input("x", {6, 40}).init_f32("w", {40, 40}, values(1600, 5));
+  mb.node("MatMul", {"x", "w"}, {"p"});
+  mb.node("Softmax", {"p"}, {"y1"}, {kora_test::attr_i("axis", -1)});
+  mb.node("Tanh", {"p"}, {"y2"});
+  mb.node("Transpose", {"p"}, {"y3"}, {kora_test::attr_is("perm", {1, 0})});
+  mb.output("y1").output("y2").output("y3");
+  return mb;
+}
+
+// A plan taking horizontal pairs (the roofline's launch overhead makes one launch cheaper
+// than two) runs on the fake driver like the interpreter: the pair's launches dispatch
+// each block to its part.
+TEST(CudaArtifact, HorizontalPairsRunOnAFakeDriverLikeTheInterpreter) {
+  kora_test::TempDir tmp;
+  const std::string model = three_branch_model().save(tmp);
+  const PrimGraph g = fission(import_onnx(model));
+  const OrchestrationResult plan = cuda_plan(g, "optimal", 16);
+  const KernelDag dag = kernel_dag_of(g);
+  int pairs = 0;
+  for (const ChosenKernel& k : plan.kernels)
+    pairs += candidate_parts(dag, make_candidate(dag, k.prims)).size() > 1;
+  ASSERT_GE(pairs, 1) << format_orchestration(g, plan);
+  CudaArtifactOptions options;
+  options.arch = "sm_80";
+  options.cache_dir = tmp.file("cubins");
+  const std::string art = tmp.file("art");
+  write_cuda_artifact(g, plan, nullptr, art, options);
+  const Manifest m = read_manifest(art);
+  const std::string lib = artifact_emulation(art, g, tmp.file("emulated"));
+  for (const std::string& cubin : m.libraries) std::ofstream(art + "/" + cubin) << lib << '\0';
+  record_replaced_cubins(art, m);
+  const std::map<std::string, Tensor> inputs = random_inputs(g);
+  std::string command = fake_libraries() + without_cudnn() + " " + KORA_CLI_PATH + " run " + art +
+                        " --iters 3 --output-dir " + tmp.file("out");
+  for (const auto& [name, value] : inputs) {
+    write_npy(tmp.file(name + ".npy"), value);
+    command += " --input " + name + "=" + tmp.file(name + ".npy");
+  }
+  std::string out;
+  ASSERT_EQ(run(command, &out), 0) << out;
+  for (const auto& [name, value] : interpret(g, inputs))
+    EXPECT_LT(relative_l2(read_npy(tmp.file("out") + "/" + name + ".npy"), value), 1e-5) << name;
+  std::printf("[ info     ] %d horizontal pairs among %zu kernels\n", pairs, plan.kernels.size());
+}
+
+// The whole flow with --horizontal, measuring on demand: the pairs are candidates with
+// lower bounds like any, measured when a plan takes one; the solver weighs them against
+// their kernels apart, and whatever it emits passes kora check on the replayed CUDA graph.
+TEST(CudaArtifact, HorizontalPairsProfiledAndCheckedOnAFakeGpu) {
+  kora_test::TempDir tmp;
+  const std::string model = three_branch_model().save(tmp);
+  const PrimGraph g = fission(import_onnx(model));
+  std::string profiled, checked;
+  fake_gpu_flow(tmp, model, g, random_inputs(g), without_cudnn(), &profiled, true, &checked, 16);
+  std::ifstream in(tmp.file("art") + "/plan.json");
+  const std::string plan((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      plan, m,
+      std::regex(
+          R"(horizontal fusion: (\d+) pairs of independent kernels offered as one launch each)")))
+      << plan.substr(0, 2000);
+  EXPECT_GT(std::stoi(m[1]), 0);
   std::printf("[ info     ] %s\n", m[0].str().c_str());
 }
 
