@@ -924,7 +924,8 @@ TEST(CudaArtifact, FusedGemmsOnAFakeGpu) {
 // library calls on the fake cuBLAS, cuBLASLt and cuDNN: what that GPU would run, less the GPU.
 // $KORA_EMULATE_PROFILE=1: no GPU's database needed: each model is first measured on the
 // fake GPU itself, on demand, its candidates' default schedules emulated (the costs are the
-// emulation's: the plans are valid, not a GPU's).
+// emulation's: the plans are valid, not a GPU's). $KORA_EMULATE_HORIZONTAL=N: compiled (and
+// profiled) with --horizontal N, the horizontal pairs among the candidates.
 TEST(CudaZooEmulated, ChecksEachModelAgainstOnnxruntime) {
   const char* zoo = std::getenv("KORA_EMULATE_ZOO");
   if (!zoo || !*zoo) GTEST_SKIP() << "set KORA_EMULATE_ZOO=DIR to check its models on the fake GPU";
@@ -945,14 +946,21 @@ TEST(CudaZooEmulated, ChecksEachModelAgainstOnnxruntime) {
   kora_test::TempDir tmp;
   const char* fake_profile = std::getenv("KORA_EMULATE_PROFILE");
   const bool profile_here = fake_profile && std::string(fake_profile) == "1";
+  const char* horizontal_env = std::getenv("KORA_EMULATE_HORIZONTAL");
+  const int horizontal = horizontal_env && *horizontal_env ? std::stoi(horizontal_env) : 0;
+  const std::string horizontal_option =
+      horizontal ? " --horizontal " + std::to_string(horizontal) : "";
   for (const std::string& name : models) {
     const std::string model = std::string(zoo) + "/" + name + ".onnx";
     const PrimGraph g = fission(import_onnx(model));
     std::string env;
     if (profile_here) {
       std::vector<CudaKernel> kernels;
+      CudaKernelsOptions options;  // the candidates kora profile enumerates
+      options.candidates = cuda_candidate_options(g, options.candidates);
+      options.candidates.horizontal_pairs = horizontal;
       for_each_cuda_candidate(
-          g, CudaKernelsOptions{}, [&](const KernelDag& sub, const Candidate& c) {
+          g, options, [&](const KernelDag& sub, const Candidate& c) {
             if (!cuda_codegen_supports(g, sub, c)) return;
             kernels.push_back(generate_cuda_kernel(g, sub, c, cuda_kernel_symbol(c.signature, 0),
                                                    cuda_schedule_space(g, sub, c).at(0)));
@@ -964,7 +972,10 @@ TEST(CudaZooEmulated, ChecksEachModelAgainstOnnxruntime) {
             " FAKE_CUDA_MODULE=" + emulated_library(kernels, g, tmp.file("emu"), "-O1") + " ";
       std::string out;
       ASSERT_EQ(
-          run(env + KORA_CLI_PATH + " profile " + model + " --target cuda --schedules 1", &out), 0)
+          run(env + KORA_CLI_PATH + " profile " + model + " --target cuda --schedules 1" +
+                  horizontal_option,
+              &out),
+          0)
           << out;
       std::printf("[ info     ] %s: %zu generated candidates emulated; %s\n", name.c_str(),
                   kernels.size(), out.substr(out.rfind('\n', out.size() - 2) + 1).c_str());
@@ -974,7 +985,7 @@ TEST(CudaZooEmulated, ChecksEachModelAgainstOnnxruntime) {
       const std::string art = tmp.file(name + "-" + strategy);
       std::string out;
       ASSERT_EQ(run(env + KORA_CLI_PATH + " compile " + model + " --target cuda" + gpu_option +
-                        " --strategy " + strategy + " -o " + art,
+                        horizontal_option + " --strategy " + strategy + " -o " + art,
                     &out),
                 0)
           << out;

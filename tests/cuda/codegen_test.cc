@@ -178,21 +178,31 @@ TEST(CudaCodegen, LaunchGeometryOfASoftmax) {
 }
 
 // Row fusion needs every reduce over the same shape and axes: sums over both axes of one
-// tensor are two launches whatever the schedule asks.
+// tensor are two launches whatever the schedule asks. The two sums alone (reading a graph
+// input, so not connected) are a horizontal pair: one launch, each part on its own blocks.
 TEST(CudaCodegen, RowFusionNeedsOneRowShape) {
   std::mt19937 rng(2);
   kora_codegen_test::GraphBuilder b(rng);
-  const std::string x = b.input(DType::kFloat32, {40, 60});
+  const std::string in = b.input(DType::kFloat32, {40, 60});
+  const std::string x = b.prim(ElementwiseAttrs{ScalarOp::kTanh, {Operand{0, 0}}}, {in},
+                               DType::kFloat32, {40, 60});
   const std::string rows = b.prim(ReduceAttrs{ReduceOp::kSum, {1}}, {x}, DType::kFloat32, {40, 1});
   const std::string cols = b.prim(ReduceAttrs{ReduceOp::kSum, {0}}, {x}, DType::kFloat32, {1, 60});
   b.g.outputs = {rows, cols};
   const KernelDag dag = kernel_dag_of(b.g);
-  const Candidate both = make_candidate(dag, {0, 1});
-  EXPECT_FALSE(cuda_row_fusible(b.g, dag, both));
-  EXPECT_TRUE(cuda_row_fusible(b.g, dag, make_candidate(dag, {0})));
+  const Candidate all = make_candidate(dag, {0, 1, 2});
+  EXPECT_FALSE(cuda_row_fusible(b.g, dag, all));
+  EXPECT_TRUE(cuda_row_fusible(b.g, dag, make_candidate(dag, {0, 1})));
   EXPECT_EQ(
-      generate_cuda_kernel(b.g, dag, both, "k", {256, 1, CudaReduce::kRowBlock}).launches.size(),
+      generate_cuda_kernel(b.g, dag, all, "k", {256, 1, CudaReduce::kRowBlock}).launches.size(),
       2u);
+  const Candidate sums = make_candidate(dag, {1, 2});
+  ASSERT_EQ(candidate_parts(dag, sums).size(), 2u);
+  EXPECT_FALSE(cuda_row_fusible(b.g, dag, sums));
+  EXPECT_EQ(cuda_schedule_space(b.g, dag, sums).size(), 3u);
+  const CudaKernel pair = generate_cuda_kernel(b.g, dag, sums, "k", {256, 1, CudaReduce::kRowBlock});
+  ASSERT_EQ(pair.launches.size(), 1u);
+  EXPECT_EQ(pair.launches[0].grid(), 40 + 60);  // a block per row of each sum
 }
 
 // A global mean of 15,000 elements: one row, so several blocks fold chunks of it into
