@@ -58,7 +58,9 @@ struct OrchestrationResult {
   double enumerate_seconds = 0, cost_seconds = 0, solve_seconds = 0;
   int64_t primitives = 0, candidates = 0, unique_signatures = 0, segments = 0;
   int64_t seeds_capped = 0, cycle_cuts = 0;
-  int64_t horizontal_pairs = 0;  // candidates that are two independent kernels in one launch
+  // Horizontal pairs (two independent kernels in one launch) among the candidates, and
+  // among the chosen kernels.
+  int64_t horizontal_pairs = 0, horizontal_chosen = 0;
   int64_t segments_reused = 0;  // segments whose problem equalled an earlier one's
   // Segments over the candidate budget (CandidateOptions::max_per_segment), and the
   // smallest kernel size bound that kept one within it.

@@ -48,8 +48,8 @@ struct TargetOptions {
   // cuda: the GPU whose fingerprint in the database contains `gpu` (empty: the GPU here,
   // else the database's only one); its architecture (empty: that GPU's, else sm_80).
   std::string gpu, arch;
-  bool tf32 = false;       // cuBLAS / cuDNN with TF32 tensor-core math (explicit; ~1e-3 error)
-  bool bf16 = false;       // cpu: oneDNN convolutions and matmuls in bf16 (explicit; ~1e-2)
+  bool tf32 = false;  // cuBLAS / cuDNN with TF32 tensor-core math (explicit; ~1e-3 error)
+  bool bf16 = false;  // cpu: oneDNN convolutions and matmuls in bf16 (explicit; ~1e-2)
   // cuda: horizontal fusion, pairs of independent generated kernels in one launch offered
   // per segment (CandidateOptions::horizontal_pairs); 0: none.
   int horizontal = 0;

@@ -51,8 +51,7 @@ inline bool convex_with(const Reach& r, const std::vector<int>& members) {
 inline bool independent(const Reach& r, const std::vector<int>& a, const std::vector<int>& b) {
   for (int u : a)
     for (int v : b)
-      if ((r.desc[u][v / 64] >> (v % 64) & 1) || (r.desc[v][u / 64] >> (u % 64) & 1))
-        return false;
+      if ((r.desc[u][v / 64] >> (v % 64) & 1) || (r.desc[v][u / 64] >> (u % 64) & 1)) return false;
   return true;
 }
 

@@ -24,7 +24,8 @@ namespace {
 
 size_t index_of(const std::vector<std::string>& v, const std::string& x) {
   const auto it = std::find(v.begin(), v.end(), x);
-  if (it == v.end()) throw Error("cuda codegen: horizontal part's tensor " + x + " is not the kernel's");
+  if (it == v.end())
+    throw Error("cuda codegen: horizontal part's tensor " + x + " is not the kernel's");
   return static_cast<size_t>(it - v.begin());
 }
 
@@ -69,8 +70,7 @@ CudaKernel horizontal_kernel(const PrimGraph& graph, const KernelDag& dag,
         throw Error("cuda codegen: horizontal part launches " + std::to_string(l.block) +
                     " threads, not the schedule's " + std::to_string(schedule.block));
       std::string args;
-      for (const std::string& r : part.reads)
-        args += ", in" + std::to_string(index_of(reads, r));
+      for (const std::string& r : part.reads) args += ", in" + std::to_string(index_of(reads, r));
       for (const std::string& w : part.writes)
         args += ", out" + std::to_string(index_of(writes, w));
       const int64_t end = first + l.grid();

@@ -148,7 +148,8 @@ class KernelWriter : public codegen::ValueWriter {
 // runs the parts' launches of that rank, each part on its own range of blocks, all at the
 // schedule's block size (codegen_horizontal.cc).
 CudaKernel horizontal_kernel(const PrimGraph& graph, const KernelDag& dag,
-                             const std::vector<Candidate>& parts, const std::vector<std::string>& reads,
+                             const std::vector<Candidate>& parts,
+                             const std::vector<std::string>& reads,
                              const std::vector<std::string>& writes, const CudaSchedule& schedule,
                              const std::string& symbol);
 

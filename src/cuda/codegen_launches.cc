@@ -41,8 +41,7 @@ void KernelWriter::end_function(int64_t work, int64_t per_block) {
   else
     functions_ << "extern \"C\" __global__ void __launch_bounds__(" << schedule_.block << ") "
                << function_ << "(" << params_ << ") {\n";
-  functions_
-             << scope().os.str() << "}\n";
+  functions_ << scope().os.str() << "}\n";
   launches_.push_back({function_, work, per_block, schedule_.block});
   scopes_.clear();
   known_offsets_.clear();

@@ -55,14 +55,10 @@ void note_plan(const PrimGraph& graph, const OrchestrationResult& plan, const Ta
                       "(wide fan-outs or fan-ins): their kernels were limited to " +
                       std::to_string(plan.budget_max_size) + " primitives");
   const KernelDag dag = kernel_dag_of(graph);
-  if (plan.horizontal_pairs > 0) {
-    int64_t chosen = 0;
-    for (const ChosenKernel& k : plan.kernels)
-      chosen += candidate_parts(dag, make_candidate(dag, k.prims)).size() > 1;
+  if (plan.horizontal_pairs > 0)
     s.notes.push_back("horizontal fusion: " + std::to_string(plan.horizontal_pairs) +
                       " pairs of independent kernels offered as one launch each, " +
-                      std::to_string(chosen) + " in the plan");
-  }
+                      std::to_string(plan.horizontal_chosen) + " in the plan");
   std::vector<std::pair<std::string, std::string>> noted;  // (note, kernels)
   for (const ChosenKernel& k : plan.kernels) {
     const std::string note = target.kernel_note(graph, dag, make_candidate(dag, k.prims));

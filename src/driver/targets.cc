@@ -15,8 +15,9 @@ std::unique_ptr<Target> make_target(const std::string& name, const TargetOptions
   if (name == "cuda" && options.bf16)
     throw Error("--bf16 is for the cpu target; on cuda use --tf32");
   if (name == "cpu" && options.horizontal)
-    throw Error("--horizontal fuses CUDA launches; the cpu target runs branches side by side "
-                "with --schedule parallel");
+    throw Error(
+        "--horizontal fuses CUDA launches; the cpu target runs branches side by side "
+        "with --schedule parallel");
   if (name == "cpu") return std::make_unique<CpuTarget>(options);
   if (name == "cuda") return std::make_unique<CudaTarget>(options);
   throw Error("unknown target '" + name + "' (known: cpu, cuda)");

@@ -287,6 +287,9 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
     };
     std::map<std::string, std::string> blocked;
     chosen(plan, result.kernels, blocked);
+    if (segment.stats.horizontal > 0)
+      for (int k : plan.kernels)
+        result.horizontal_chosen += candidate_parts(sub, candidates[k]).size() > 1;
     if (!layouts.native.empty()) result.layouts_decided = true;
     result.layouts.insert(blocked.begin(), blocked.end());
     if (!plan.runner_up.empty()) {

@@ -75,7 +75,8 @@ std::string format_orchestration(const PrimGraph& graph, const OrchestrationResu
   os << "\n";
   os << "candidates   " << r.candidates << " (" << r.unique_signatures << " unique signatures"
      << (r.seeds_capped ? ", " + std::to_string(r.seeds_capped) + " seeds hit the bound" : "")
-     << (r.horizontal_pairs ? ", " + std::to_string(r.horizontal_pairs) + " horizontal pairs"
+     << (r.horizontal_pairs ? ", " + std::to_string(r.horizontal_pairs) + " horizontal pairs (" +
+                                  std::to_string(r.horizontal_chosen) + " chosen)"
                             : "")
      << (r.segments_over_budget ? ", " + std::to_string(r.segments_over_budget) +
                                       " segments over the budget: kernels of at most " +
@@ -93,6 +94,8 @@ std::string orchestration_json(const PrimGraph& graph, const OrchestrationResult
   nlohmann::json j;
   j["strategy"] = r.strategy;
   j["cost_model"] = r.cost_model;
+  j["horizontal_pairs"] = r.horizontal_pairs;
+  j["horizontal_chosen"] = r.horizontal_chosen;
   j["total_cost_ms"] = r.total_cost_ms;
   j["gap"] = r.strategy == "optimal" ? nlohmann::json(r.gap_ms) : nlohmann::json(nullptr);
   j["proven_optimal"] = r.strategy == "optimal" && r.proven_optimal;

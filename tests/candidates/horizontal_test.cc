@@ -126,11 +126,13 @@ TEST(HorizontalCandidates, EqualBruteForceOnRandomDags) {
       return kora_test::connected(dag, s);  // connected sets only: every pair refused
     };
     EXPECT_EQ(kora::enumerate_candidates(d.dag, options).size(),
-              kora::enumerate_candidates(d.dag, [&] {
-                kora::CandidateOptions o = options;
-                o.horizontal_pairs = 0;
-                return o;
-              }()).size());
+              kora::enumerate_candidates(d.dag,
+                                         [&] {
+                                           kora::CandidateOptions o = options;
+                                           o.horizontal_pairs = 0;
+                                           return o;
+                                         }())
+                  .size());
   }
   EXPECT_GE(total, 150) << "the random DAGs have pairs";
 }

@@ -926,6 +926,8 @@ TEST(CudaArtifact, FusedGemmsOnAFakeGpu) {
 // fake GPU itself, on demand, its candidates' default schedules emulated (the costs are the
 // emulation's: the plans are valid, not a GPU's). $KORA_EMULATE_HORIZONTAL=N: compiled (and
 // profiled) with --horizontal N, the horizontal pairs among the candidates.
+// $KORA_EMULATE_ROOFLINE=1: no database at all: each model compiled for the fake GPU at the
+// H100 roofline's costs (--no-measure --no-verify), the plan a launch-bound model prefers.
 TEST(CudaZooEmulated, ChecksEachModelAgainstOnnxruntime) {
   const char* zoo = std::getenv("KORA_EMULATE_ZOO");
   if (!zoo || !*zoo) GTEST_SKIP() << "set KORA_EMULATE_ZOO=DIR to check its models on the fake GPU";
@@ -950,32 +952,37 @@ TEST(CudaZooEmulated, ChecksEachModelAgainstOnnxruntime) {
   const int horizontal = horizontal_env && *horizontal_env ? std::stoi(horizontal_env) : 0;
   const std::string horizontal_option =
       horizontal ? " --horizontal " + std::to_string(horizontal) : "";
+  const char* roofline_env = std::getenv("KORA_EMULATE_ROOFLINE");
+  const bool roofline = roofline_env && std::string(roofline_env) == "1";
   for (const std::string& name : models) {
     const std::string model = std::string(zoo) + "/" + name + ".onnx";
     const PrimGraph g = fission(import_onnx(model));
-    std::string env;
-    if (profile_here) {
+    std::string env, compile_options;
+    if (roofline) {
+      env = fake_libraries() + "KORA_CUDNN=" + KORA_FAKE_CUDA_PATH +
+            " KORA_KERNEL_CACHE=" + tmp.file("cache") +
+            " KORA_PROFILE_DB=" + tmp.file(name + ".db") + " ";
+      compile_options = " --no-measure --no-verify";
+    } else if (profile_here) {
       std::vector<CudaKernel> kernels;
       CudaKernelsOptions options;  // the candidates kora profile enumerates
       options.candidates = cuda_candidate_options(g, options.candidates);
       options.candidates.horizontal_pairs = horizontal;
-      for_each_cuda_candidate(
-          g, options, [&](const KernelDag& sub, const Candidate& c) {
-            if (!cuda_codegen_supports(g, sub, c)) return;
-            kernels.push_back(generate_cuda_kernel(g, sub, c, cuda_kernel_symbol(c.signature, 0),
-                                                   cuda_schedule_space(g, sub, c).at(0)));
-          });
+      for_each_cuda_candidate(g, options, [&](const KernelDag& sub, const Candidate& c) {
+        if (!cuda_codegen_supports(g, sub, c)) return;
+        kernels.push_back(generate_cuda_kernel(g, sub, c, cuda_kernel_symbol(c.signature, 0),
+                                               cuda_schedule_space(g, sub, c).at(0)));
+      });
       env = fake_libraries() + "KORA_CUDNN=" + KORA_FAKE_CUDA_PATH +
             " KORA_CUDA_WORKER=" + KORA_CUDA_WORKER_PATH +
             " KORA_KERNEL_CACHE=" + tmp.file("cache") +
             " KORA_PROFILE_DB=" + tmp.file(name + ".db") +
             " FAKE_CUDA_MODULE=" + emulated_library(kernels, g, tmp.file("emu"), "-O1") + " ";
       std::string out;
-      ASSERT_EQ(
-          run(env + KORA_CLI_PATH + " profile " + model + " --target cuda --schedules 1" +
-                  horizontal_option,
-              &out),
-          0)
+      ASSERT_EQ(run(env + KORA_CLI_PATH + " profile " + model + " --target cuda --schedules 1" +
+                        horizontal_option,
+                    &out),
+                0)
           << out;
       std::printf("[ info     ] %s: %zu generated candidates emulated; %s\n", name.c_str(),
                   kernels.size(), out.substr(out.rfind('\n', out.size() - 2) + 1).c_str());
@@ -984,10 +991,11 @@ TEST(CudaZooEmulated, ChecksEachModelAgainstOnnxruntime) {
       SCOPED_TRACE(name + " " + strategy);
       const std::string art = tmp.file(name + "-" + strategy);
       std::string out;
-      ASSERT_EQ(run(env + KORA_CLI_PATH + " compile " + model + " --target cuda" + gpu_option +
-                        horizontal_option + " --strategy " + strategy + " -o " + art,
-                    &out),
-                0)
+      ASSERT_EQ(
+          run(env + KORA_CLI_PATH + " compile " + model + " --target cuda" + gpu_option +
+                  horizontal_option + compile_options + " --strategy " + strategy + " -o " + art,
+              &out),
+          0)
           << out;
       const std::string lib = artifact_emulation(art, g, tmp.file("emu"), "-O1");
       out.clear();

@@ -184,8 +184,8 @@ TEST(CudaCodegen, RowFusionNeedsOneRowShape) {
   std::mt19937 rng(2);
   kora_codegen_test::GraphBuilder b(rng);
   const std::string in = b.input(DType::kFloat32, {40, 60});
-  const std::string x = b.prim(ElementwiseAttrs{ScalarOp::kTanh, {Operand{0, 0}}}, {in},
-                               DType::kFloat32, {40, 60});
+  const std::string x =
+      b.prim(ElementwiseAttrs{ScalarOp::kTanh, {Operand{0, 0}}}, {in}, DType::kFloat32, {40, 60});
   const std::string rows = b.prim(ReduceAttrs{ReduceOp::kSum, {1}}, {x}, DType::kFloat32, {40, 1});
   const std::string cols = b.prim(ReduceAttrs{ReduceOp::kSum, {0}}, {x}, DType::kFloat32, {1, 60});
   b.g.outputs = {rows, cols};
@@ -200,7 +200,8 @@ TEST(CudaCodegen, RowFusionNeedsOneRowShape) {
   ASSERT_EQ(candidate_parts(dag, sums).size(), 2u);
   EXPECT_FALSE(cuda_row_fusible(b.g, dag, sums));
   EXPECT_EQ(cuda_schedule_space(b.g, dag, sums).size(), 3u);
-  const CudaKernel pair = generate_cuda_kernel(b.g, dag, sums, "k", {256, 1, CudaReduce::kRowBlock});
+  const CudaKernel pair =
+      generate_cuda_kernel(b.g, dag, sums, "k", {256, 1, CudaReduce::kRowBlock});
   ASSERT_EQ(pair.launches.size(), 1u);
   EXPECT_EQ(pair.launches[0].grid(), 40 + 60);  // a block per row of each sum
 }

@@ -132,7 +132,8 @@ inline kora::PrimGraph two_branch_reduce_graph(std::mt19937& rng) {
   const std::string y = scaled(b.input(F, {4, 1000}), 0.5);
   std::vector<std::string> outs = {softmax_rows(b, x)};
   outs.push_back(b.prim(ReduceAttrs{ReduceOp::kSum, {0}}, {scaled(x, 2)}, F, {1, 9000}));
-  const std::string e = b.prim(ElementwiseAttrs{ScalarOp::kExp, {Operand{0, 0}}}, {x}, F, {3, 9000});
+  const std::string e =
+      b.prim(ElementwiseAttrs{ScalarOp::kExp, {Operand{0, 0}}}, {x}, F, {3, 9000});
   outs.push_back(b.prim(ReduceAttrs{ReduceOp::kMax, {1}}, {e}, F, {3, 1}));
   outs.push_back(softmax_rows(b, y));
   outs.push_back(scaled(y, 3));
