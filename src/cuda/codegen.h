@@ -25,9 +25,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cuda/kernel_spec.h"
 #include "kora/candidates.h"
 #include "kora/kernel_dag.h"
 #include "kora/primitive.h"
@@ -130,6 +132,24 @@ struct CudaKernel {
 // share one program.
 CudaKernel generate_cuda_kernel(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
                                 const std::string& symbol, const CudaSchedule& schedule = {});
+
+// A tensor-core GEMM kora generates (TF32 WMMA, src/cuda/codegen_mma.cc): a block computes
+// a bm x bn tile of D with bm/32 x bn/32 warps. key(): its schedule, "mma:64x64".
+struct CudaMmaTile {
+  int bm = 64, bn = 64;
+  std::string key() const;
+};
+// The tiles measured: 64 x 64 (4 warps), 32 x 32 (1 warp, for small products).
+std::vector<CudaMmaTile> cuda_mma_tiles();
+// The tile of a schedule key (nullopt: not an mma schedule).
+std::optional<CudaMmaTile> cuda_mma_tile(const std::string& key);
+// The GEMM `g` (kernel_spec.h: batch, strides, transposes, alpha, bias, residual, ReLU) as
+// one generated launch (SYMBOL_0) taking the kernel's float32 `reads` (g's read_* index
+// them) and its one written D; TF32 multiplies, float32 accumulation (an explicit option,
+// --tf32). Needs mma.h: nvrtc_compile adds the toolkit's include directory.
+CudaKernel generate_mma_gemm(const CudaGemm& g, const std::vector<std::string>& reads,
+                             const std::vector<std::string>& writes, const std::string& symbol,
+                             const CudaMmaTile& tile = {});
 
 // Types, limits and helpers the generated functions use (no headers: NVRTC needs none).
 std::string cuda_codegen_prelude();

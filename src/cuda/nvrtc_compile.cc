@@ -107,6 +107,11 @@ CubinResult compile_cubin(const std::string& source, const NvrtcOptions& options
   // 177: a generated value left unused by one schedule (the compiler drops it).
   std::vector<std::string> opts = {"-arch=" + options.arch, "-std=c++17", "-default-device",
                                    "-diag-suppress=177"};
+  if (source.find("#include <mma.h>") != std::string::npos) {  // the toolkit's headers
+    std::stringstream dirs(KORA_CUDA_INCLUDE_DIRS);
+    for (std::string dir; std::getline(dirs, dir, ';');)
+      if (!dir.empty()) opts.push_back("--include-path=" + dir);
+  }
   opts.insert(opts.end(), options.flags.begin(), options.flags.end());
   FnvHash hash;
   hash.str(nvrtc_version());

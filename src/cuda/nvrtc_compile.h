@@ -34,7 +34,8 @@ struct CubinResult {
 };
 
 // Compiles `source` (or takes it from the cache). Options: -arch=ARCH -std=c++17
-// -default-device -diag-suppress=177 (unused values), then `flags`. An NVRTC error throws
+// -default-device -diag-suppress=177 (unused values), the toolkit's include directories
+// (as found when kora was built) where the source includes <mma.h>, then `flags`. An NVRTC error throws
 // kora::Error with its log's first lines and the path of the kept source.
 CubinResult compile_cubin(const std::string& source, const NvrtcOptions& options = {});
 

@@ -8,6 +8,11 @@
 // (double-buffered, so a lane running ahead cannot overwrite a value not yet read). Blocks
 // run one after another; threadIdx and blockIdx are set before a fiber resumes. Each
 // launched function gets a host entry point kora_emu_<function>(grid, block, args).
+// Tensor cores (nvcuda::wmma, the generated GEMM): every lane of a warp holds a whole
+// fragment and computes it whole, so loads, stores and products give what the warp's
+// collective operation gives whatever the hardware's split of a fragment among lanes
+// (code that reads a fragment's elements one by one is not emulated); TF32 rounding is
+// cvt.rna's (to nearest, ties away from zero).
 #pragma once
 
 #include <string>
@@ -140,6 +145,59 @@ static inline float __int_as_float(int i) {
   memcpy(&f, &i, sizeof f);
   return f;
 }
+namespace nvcuda {
+namespace wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+namespace precision {
+struct tf32 {};
+}
+enum layout_t { mem_row_major, mem_col_major };
+template <class Use, int M, int N, int K, class T, class Layout = void>
+struct fragment {
+  static constexpr bool kA = __is_same(Use, matrix_a), kB = __is_same(Use, matrix_b);
+  static constexpr int rows = kB ? K : M, cols = kA ? K : N;
+  static constexpr bool col_stored = __is_same(Layout, col_major);
+  float x[rows * cols];  // the whole fragment, row-major
+};
+template <class F> static inline void fill_fragment(F& f, float v) {
+  for (float& e : f.x) e = v;
+}
+template <class F> static inline void load_matrix_sync(F& f, const float* p, unsigned ldm) {
+  for (int r = 0; r < F::rows; ++r)
+    for (int c = 0; c < F::cols; ++c)
+      f.x[r * F::cols + c] = F::col_stored ? p[c * ldm + r] : p[r * ldm + c];
+}
+template <class F>
+static inline void store_matrix_sync(float* p, const F& f, unsigned ldm, layout_t l) {
+  for (int r = 0; r < F::rows; ++r)
+    for (int c = 0; c < F::cols; ++c)
+      (l == mem_col_major ? p[c * ldm + r] : p[r * ldm + c]) = f.x[r * F::cols + c];
+}
+template <class D, class A, class B>
+static inline void mma_sync(D& d, const A& a, const B& b, const D& c) {
+  D out;
+  for (int i = 0; i < D::rows; ++i)
+    for (int j = 0; j < D::cols; ++j) {
+      float v = c.x[i * D::cols + j];
+      for (int l = 0; l < A::cols; ++l) v += a.x[i * A::cols + l] * b.x[l * B::cols + j];
+      out.x[i * D::cols + j] = v;
+    }
+  d = out;
+}
+static inline float __float_to_tf32(float v) {
+  unsigned u;
+  memcpy(&u, &v, sizeof u);
+  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;  // finite values
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+}  // namespace wmma
+}  // namespace nvcuda
+#define __align__(n) __attribute__((aligned(n)))
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -165,7 +223,10 @@ inline std::string emulated_program(const std::vector<kora::CudaKernel>& kernels
   }
   std::string source = emulator_runtime() + prelude;
   for (const kora::CudaKernel& k : kernels) {
-    source += k.source;
+    std::string code = k.source;  // the emulation stands for the toolkit's mma.h
+    for (size_t at; (at = code.find("#include <mma.h>\n")) != std::string::npos;)
+      code.erase(at, std::string("#include <mma.h>\n").size());
+    source += code;
     std::string args;
     for (size_t i = 0; i < k.reads.size(); ++i)
       args += std::string(i ? ", " : "") + "(const " +

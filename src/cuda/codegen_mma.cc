@@ -1,0 +1,120 @@
+// A tensor-core GEMM that kora generates (issue 27: the Tensor-core half of Tacker's
+// horizontal fusion needs a GEMM kora writes, not cuBLAS's): a CudaGemm (batch, strides,
+// transposed operands, alpha, a bias of n values, a residual of D's layout, a ReLU: what
+// cuBLASLt fuses) and a tile in; one __global__ function out, TF32 WMMA (nvcuda::wmma,
+// m16n16k8) through NVRTC. Each block computes a BM x BN tile of one batch element's D
+// with BM/32 x BN/32 warps, each warp a 32 x 32 sub-tile as 2 x 2 accumulator fragments:
+//   for each K step of 16: the block stages A's BM x 16 and B's 16 x BN elements in shared
+//   memory, rounded to TF32 (zeros beyond the matrix edges, so any m, n, k works), then
+//   each warp multiplies its fragments twice (k = 8 each);
+//   then the accumulators go through shared memory, and each thread applies the epilogue
+//   (alpha, + bias[j], + C[i][j], ReLU, in cuBLASLt's order) to elements of the tile and
+//   stores those inside D.
+// TF32 multiplies (10-bit mantissas) with float32 accumulation: an explicit option (--tf32),
+// checked to kTf32Tolerance like cuBLAS's TF32 math. Functions take the kernel's reads and
+// writes as generated kernels do (in0.., out0); D is out0.
+#include <sstream>
+
+#include "codegen/scalar.h"
+#include "cuda/codegen_internal.h"
+#include "kora/error.h"
+
+namespace kora {
+
+std::vector<CudaMmaTile> cuda_mma_tiles() { return {{64, 64}, {32, 32}}; }
+
+std::string CudaMmaTile::key() const {
+  return "mma:" + std::to_string(bm) + "x" + std::to_string(bn);
+}
+
+std::optional<CudaMmaTile> cuda_mma_tile(const std::string& key) {
+  for (const CudaMmaTile& t : cuda_mma_tiles())
+    if (t.key() == key) return t;
+  return std::nullopt;
+}
+
+CudaKernel generate_mma_gemm(const CudaGemm& g, const std::vector<std::string>& reads,
+                             const std::vector<std::string>& writes, const std::string& symbol,
+                             const CudaMmaTile& tile) {
+  if (tile.bm % 32 || tile.bn % 32 || tile.bm < 32 || tile.bn < 32 || g.m <= 0 || g.n <= 0 ||
+      g.k <= 0 || writes.size() != 1)
+    throw Error("cuda codegen: mma GEMM of tile " + tile.key() + " does not fit");
+  const int threads = tile.bm / 32 * (tile.bn / 32) * 32;
+  const int64_t tiles_m = (g.m + tile.bm - 1) / tile.bm, tiles_n = (g.n + tile.bn - 1) / tile.bn;
+  auto in = [](int i) { return "in" + std::to_string(i); };
+  std::ostringstream os;
+  os << "#include <mma.h>\n";
+  os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << symbol << "_0(";
+  for (size_t i = 0; i < reads.size(); ++i) os << "const float* __restrict__ in" << i << ", ";
+  os << "float* __restrict__ out0) {\n"
+     << "  using namespace nvcuda;\n"
+     << "  constexpr int BM = " << tile.bm << ", BN = " << tile.bn << ", BK = 16, T = " << threads
+     << ";\n"
+     << "  __shared__ __align__(32) float As[BM][BK + 4];\n"
+     << "  __shared__ __align__(32) float Bs[BK][BN + 4];\n"
+     << "  __shared__ __align__(32) float Cs[BM][BN + 4];\n"
+     << "  const long long t = blockIdx.x % " << tiles_m * tiles_n << "LL;\n"
+     << "  const long long batch = blockIdx.x / " << tiles_m * tiles_n << "LL;\n"
+     << "  const long long i0 = t / " << tiles_n << " * BM, j0 = t % " << tiles_n << " * BN;\n"
+     << "  const float* A = " << in(g.read_a) << " + batch * " << g.stride_a << "LL;\n"
+     << "  const float* B = " << in(g.read_b) << " + batch * " << g.stride_b << "LL;\n"
+     << "  const int warp = threadIdx.x >> 5;\n"
+     << "  const int wi = warp / (BN / 32) * 32, wj = warp % (BN / 32) * 32;\n"
+     << "  wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[2][2];\n"
+     << "  for (int x = 0; x < 2; ++x)\n"
+     << "    for (int y = 0; y < 2; ++y) wmma::fill_fragment(acc[x][y], 0.0f);\n"
+     << "  for (long long k0 = 0; k0 < " << g.k << "LL; k0 += BK) {\n"
+     << "    for (int e = threadIdx.x; e < BM * BK; e += T) {\n"
+     << "      const long long i = i0 + e / BK, l = k0 + e % BK;\n"
+     << "      As[e / BK][e % BK] = i < " << g.m << "LL && l < " << g.k << "LL ? wmma::__float_to_tf32(A["
+     << (g.trans_a ? "l * " + std::to_string(g.lda()) + "LL + i" : "i * " + std::to_string(g.lda()) + "LL + l")
+     << "]) : 0.0f;\n"
+     << "    }\n"
+     << "    for (int e = threadIdx.x; e < BK * BN; e += T) {\n"
+     << "      const long long l = k0 + e / BN, j = j0 + e % BN;\n"
+     << "      Bs[e / BN][e % BN] = l < " << g.k << "LL && j < " << g.n << "LL ? wmma::__float_to_tf32(B["
+     << (g.trans_b ? "j * " + std::to_string(g.ldb()) + "LL + l" : "l * " + std::to_string(g.ldb()) + "LL + j")
+     << "]) : 0.0f;\n"
+     << "    }\n"
+     << "    __syncthreads();\n"
+     << "    for (int kk = 0; kk < BK; kk += 8) {\n"
+     << "      wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a[2];\n"
+     << "      wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b[2];\n"
+     << "      for (int x = 0; x < 2; ++x) wmma::load_matrix_sync(a[x], &As[wi + 16 * x][kk], BK + 4);\n"
+     << "      for (int y = 0; y < 2; ++y) wmma::load_matrix_sync(b[y], &Bs[kk][wj + 16 * y], BN + 4);\n"
+     << "      for (int x = 0; x < 2; ++x)\n"
+     << "        for (int y = 0; y < 2; ++y) wmma::mma_sync(acc[x][y], a[x], b[y], acc[x][y]);\n"
+     << "    }\n"
+     << "    __syncthreads();\n"
+     << "  }\n"
+     << "  for (int x = 0; x < 2; ++x)\n"
+     << "    for (int y = 0; y < 2; ++y)\n"
+     << "      wmma::store_matrix_sync(&Cs[wi + 16 * x][wj + 16 * y], acc[x][y], BN + 4,\n"
+     << "                              wmma::mem_row_major);\n"
+     << "  __syncthreads();\n"
+     << "  for (int e = threadIdx.x; e < BM * BN; e += T) {\n"
+     << "    const long long i = i0 + e / BN, j = j0 + e % BN;\n"
+     << "    if (i >= " << g.m << "LL || j >= " << g.n << "LL) continue;\n"
+     << "    const long long at = batch * " << g.stride_c << "LL + i * " << g.n << "LL + j;\n"
+     << "    float v = " << codegen::literal(g.alpha, DType::kFloat32) << " * Cs[e / BN][e % BN];\n";
+  if (g.read_c >= 0) os << "    v += " << in(g.read_c) << "[at];\n";
+  if (g.read_bias >= 0) os << "    v += " << in(g.read_bias) << "[j];\n";
+  if (g.relu) os << "    v = v > 0.0f ? v : 0.0f;\n";
+  os << "    out0[at] = v;\n"
+     << "  }\n"
+     << "}\n";
+  CudaKernel k;
+  k.symbol = symbol;
+  k.reads = reads;
+  k.writes = writes;
+  k.source = os.str();
+  CudaLaunch l;
+  l.function = symbol + "_0";
+  l.work = g.batch * tiles_m * tiles_n;
+  l.per_block = 1;
+  l.block = threads;
+  k.launches.push_back(l);
+  return k;
+}
+
+}  // namespace kora

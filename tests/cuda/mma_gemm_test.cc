@@ -1,0 +1,159 @@
+// The generated tensor-core GEMM (src/cuda/codegen_mma.cc) against a brute-force product:
+// random CudaGemms (batches, sizes across tile edges, transposed and strided operands, a
+// broadcast operand, alpha, bias, residual, ReLU), every tile, run in the emulator
+// (tests/cuda/emulator.h: nvcuda::wmma emulated whole-fragment per lane) on inputs already
+// rounded to TF32, so only the order of float32 accumulation differs from the reference;
+// and compiled by NVRTC for sm_80 and sm_90 (the toolkit's mma.h on its include path).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "cpu/compile.h"
+#include "cuda/emulator.h"
+#include "cuda/nvrtc_compile.h"
+#include "frontend/model_builder.h"
+
+namespace {
+
+using namespace kora;
+
+float tf32(float v) {  // to nearest, ties away (cvt.rna.tf32.f32)
+  uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  u = (u + 0x1000u) & 0xffffe000u;
+  std::memcpy(&v, &u, sizeof v);
+  return v;
+}
+
+struct Case {
+  CudaGemm g;
+  std::vector<std::string> reads;
+  std::vector<float> a, b, bias, c;
+  int64_t d_size = 0;
+};
+
+// A random GEMM reading a, b (and bias, c) from tensors sized for its strides.
+Case random_case(std::mt19937& rng) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::uniform_real_distribution<float> u(-1, 1);
+  Case k;
+  CudaGemm& g = k.g;
+  g.batch = pick(1, 3);
+  g.m = pick(1, 80), g.n = pick(1, 80), g.k = pick(1, 70);
+  g.trans_a = pick(0, 1), g.trans_b = pick(0, 1);
+  g.ld_a = (g.trans_a ? g.m : g.k) + pick(0, 1) * pick(1, 5);
+  g.ld_b = (g.trans_b ? g.k : g.n) + pick(0, 1) * pick(1, 5);
+  const int64_t a_rows = g.trans_a ? g.k : g.m, b_rows = g.trans_b ? g.n : g.k;
+  g.stride_a = pick(0, 3) == 0 ? 0 : a_rows * g.ld_a;  // sometimes one A for every batch
+  g.stride_b = pick(0, 3) == 0 ? 0 : b_rows * g.ld_b;
+  g.stride_c = g.m * g.n;
+  g.alpha = pick(0, 1) ? 1.0f : u(rng);
+  g.relu = pick(0, 1);
+  k.reads = {"a", "b"};
+  g.read_a = 0, g.read_b = 1;
+  auto fill = [&](std::vector<float>& v, int64_t n) {
+    v.resize(n);
+    for (float& x : v) x = tf32(u(rng));
+  };
+  fill(k.a, a_rows * g.ld_a * (g.stride_a ? g.batch : 1));
+  fill(k.b, b_rows * g.ld_b * (g.stride_b ? g.batch : 1));
+  if (pick(0, 1)) g.read_bias = static_cast<int>(k.reads.size()), k.reads.push_back("bias"),
+                  fill(k.bias, g.n);
+  if (pick(0, 1)) g.read_c = static_cast<int>(k.reads.size()), k.reads.push_back("c"),
+                  fill(k.c, g.batch * g.m * g.n);
+  k.d_size = g.batch * g.m * g.n;
+  return k;
+}
+
+std::vector<double> reference(const Case& k) {
+  const CudaGemm& g = k.g;
+  std::vector<double> d(k.d_size);
+  for (int64_t p = 0; p < g.batch; ++p)
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        double s = 0;
+        for (int64_t l = 0; l < g.k; ++l)
+          s += double(k.a[p * g.stride_a + (g.trans_a ? l * g.lda() + i : i * g.lda() + l)]) *
+               k.b[p * g.stride_b + (g.trans_b ? j * g.ldb() + l : l * g.ldb() + j)];
+        double v = g.alpha * s;
+        const int64_t at = p * g.stride_c + i * g.n + j;
+        if (g.read_c >= 0) v += k.c[at];
+        if (g.read_bias >= 0) v += k.bias[j];
+        if (g.relu) v = std::max(v, 0.0);
+        d[at] = v;
+      }
+  return d;
+}
+
+PrimGraph value_graph() {  // the tensors' dtypes, as emulated_program reads them
+  PrimGraph g;
+  for (const char* t : {"a", "b", "bias", "c", "d"}) g.values[t] = {DType::kFloat32, {1}};
+  return g;
+}
+
+TEST(CudaMmaGemm, MatchesABruteForceProductInTheEmulator) {
+  std::mt19937 rng(1129);
+  const PrimGraph graph = value_graph();
+  std::vector<Case> cases;
+  std::vector<CudaKernel> kernels;
+  for (int t = 0; t < 24; ++t) {
+    cases.push_back(random_case(rng));
+    for (const CudaMmaTile& tile : cuda_mma_tiles())
+      kernels.push_back(generate_mma_gemm(cases.back().g, cases.back().reads, {"d"},
+                                          "gemm" + std::to_string(kernels.size()), tile));
+  }
+  kora_test::TempDir dir;
+  CxxCompileOptions options;
+  options.cache_dir = dir.file("kernels");
+  options.flags = {"-O1", "-fPIC", "-shared", "-std=c++17", "-w"};
+  const CompileResult lib =
+      compile_shared(kora_cuda_test::emulated_program(kernels, graph), options);
+  using Entry = void (*)(long long, int, void**);
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const Case& c = cases[k / cuda_mma_tiles().size()];
+    std::vector<float> d(c.d_size + 1, 12345.f);  // one past the end, to catch overruns
+    std::vector<void*> args;
+    for (const std::string& r : c.reads)
+      args.push_back(const_cast<float*>(r == "a"      ? c.a.data()
+                                        : r == "b"    ? c.b.data()
+                                        : r == "bias" ? c.bias.data()
+                                                      : c.c.data()));
+    args.push_back(d.data());
+    const CudaLaunch& l = kernels[k].launches.at(0);
+    reinterpret_cast<Entry>(lib.library->symbol("kora_emu_" + l.function))(l.grid(), l.block,
+                                                                           args.data());
+    const std::vector<double> want = reference(c);
+    double err = 0, norm = 0;
+    for (int64_t i = 0; i < c.d_size; ++i)
+      err += (d[i] - want[i]) * (d[i] - want[i]), norm += want[i] * want[i];
+    EXPECT_LE(std::sqrt(err / std::max(norm, 1e-30)), 1e-5)
+        << "case " << k / 2 << " m " << c.g.m << " n " << c.g.n << " k " << c.g.k << " batch "
+        << c.g.batch << " trans " << c.g.trans_a << c.g.trans_b << " tile "
+        << cuda_mma_tiles()[k % 2].key();
+    EXPECT_EQ(d[c.d_size], 12345.f) << "writes past D";
+  }
+}
+
+TEST(CudaMmaGemm, CompilesForSm80AndSm90) {
+  if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
+  std::mt19937 rng(7);
+  std::string source = cuda_codegen_prelude();
+  for (int t = 0; t < 3; ++t) {
+    const Case c = random_case(rng);
+    for (const CudaMmaTile& tile : cuda_mma_tiles())
+      source += generate_mma_gemm(c.g, c.reads, {"d"}, "g" + std::to_string(t) + "_" +
+                                                          std::to_string(tile.bm), tile)
+                    .source;
+  }
+  kora_test::TempDir dir;
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    NvrtcOptions o;
+    o.arch = arch;
+    o.cache_dir = dir.file("cubins");
+    EXPECT_FALSE(compile_cubin(source, o).cubin.empty()) << arch;
+  }
+}
+
+}  // namespace
