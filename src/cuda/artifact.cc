@@ -72,6 +72,15 @@ class CudaBackend : public ArtifactBackend {
         k.library = "cublas_gemm";
         k.gemm = *g;
         k.gemm.tf32 = options_.tf32;
+      } else if (const std::optional<CudaMmaTile> tile =
+                     gemm && options_.tf32 ? cuda_mma_tile(s) : std::nullopt) {
+        // kora's tensor-core GEMM (TF32, as the measurement that chose it)
+        const CudaKernel kernel =
+            generate_mma_gemm(*gemm, kernel_reads(graph, dag, c), kernel_writes(graph, dag, c),
+                              cuda_mma_symbol(chosen.signature, *tile), *tile);
+        e.source = kernel.source;
+        for (const CudaLaunch& l : kernel.launches)
+          if (l.grid() > 0) k.launches.push_back({l.function, l.grid(), l.block});
       } else if (s.rfind("cudnn:", 0) == 0 && conv) {
         k.library = "cudnn_conv";
         k.conv = *conv;

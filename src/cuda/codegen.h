@@ -139,6 +139,8 @@ struct CudaMmaTile {
   int bm = 64, bn = 64;
   std::string key() const;
 };
+// The symbol of a kernel's tensor-core GEMM of `tile`: kora_<signature>_mma64x64.
+std::string cuda_mma_symbol(uint64_t signature, const CudaMmaTile& tile);
 // The tiles measured: 64 x 64 (4 warps), 32 x 32 (1 warp, for small products).
 std::vector<CudaMmaTile> cuda_mma_tiles();
 // The tile of a schedule key (nullopt: not an mma schedule).

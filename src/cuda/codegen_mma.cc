@@ -27,6 +27,11 @@ std::string CudaMmaTile::key() const {
   return "mma:" + std::to_string(bm) + "x" + std::to_string(bn);
 }
 
+std::string cuda_mma_symbol(uint64_t signature, const CudaMmaTile& tile) {
+  return "kora_" + signature_hex(signature) + "_mma" + std::to_string(tile.bm) + "x" +
+         std::to_string(tile.bn);
+}
+
 std::optional<CudaMmaTile> cuda_mma_tile(const std::string& key) {
   for (const CudaMmaTile& t : cuda_mma_tiles())
     if (t.key() == key) return t;
@@ -66,22 +71,30 @@ CudaKernel generate_mma_gemm(const CudaGemm& g, const std::vector<std::string>& 
      << "  for (long long k0 = 0; k0 < " << g.k << "LL; k0 += BK) {\n"
      << "    for (int e = threadIdx.x; e < BM * BK; e += T) {\n"
      << "      const long long i = i0 + e / BK, l = k0 + e % BK;\n"
-     << "      As[e / BK][e % BK] = i < " << g.m << "LL && l < " << g.k << "LL ? wmma::__float_to_tf32(A["
-     << (g.trans_a ? "l * " + std::to_string(g.lda()) + "LL + i" : "i * " + std::to_string(g.lda()) + "LL + l")
+     << "      As[e / BK][e % BK] = i < " << g.m << "LL && l < " << g.k
+     << "LL ? wmma::__float_to_tf32(A["
+     << (g.trans_a ? "l * " + std::to_string(g.lda()) + "LL + i"
+                   : "i * " + std::to_string(g.lda()) + "LL + l")
      << "]) : 0.0f;\n"
      << "    }\n"
      << "    for (int e = threadIdx.x; e < BK * BN; e += T) {\n"
      << "      const long long l = k0 + e / BN, j = j0 + e % BN;\n"
-     << "      Bs[e / BN][e % BN] = l < " << g.k << "LL && j < " << g.n << "LL ? wmma::__float_to_tf32(B["
-     << (g.trans_b ? "j * " + std::to_string(g.ldb()) + "LL + l" : "l * " + std::to_string(g.ldb()) + "LL + j")
+     << "      Bs[e / BN][e % BN] = l < " << g.k << "LL && j < " << g.n
+     << "LL ? wmma::__float_to_tf32(B["
+     << (g.trans_b ? "j * " + std::to_string(g.ldb()) + "LL + l"
+                   : "l * " + std::to_string(g.ldb()) + "LL + j")
      << "]) : 0.0f;\n"
      << "    }\n"
      << "    __syncthreads();\n"
      << "    for (int kk = 0; kk < BK; kk += 8) {\n"
-     << "      wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a[2];\n"
-     << "      wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b[2];\n"
-     << "      for (int x = 0; x < 2; ++x) wmma::load_matrix_sync(a[x], &As[wi + 16 * x][kk], BK + 4);\n"
-     << "      for (int y = 0; y < 2; ++y) wmma::load_matrix_sync(b[y], &Bs[kk][wj + 16 * y], BN + 4);\n"
+     << "      wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> "
+        "a[2];\n"
+     << "      wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> "
+        "b[2];\n"
+     << "      for (int x = 0; x < 2; ++x) wmma::load_matrix_sync(a[x], &As[wi + 16 * x][kk], BK + "
+        "4);\n"
+     << "      for (int y = 0; y < 2; ++y) wmma::load_matrix_sync(b[y], &Bs[kk][wj + 16 * y], BN + "
+        "4);\n"
      << "      for (int x = 0; x < 2; ++x)\n"
      << "        for (int y = 0; y < 2; ++y) wmma::mma_sync(acc[x][y], a[x], b[y], acc[x][y]);\n"
      << "    }\n"
@@ -96,7 +109,8 @@ CudaKernel generate_mma_gemm(const CudaGemm& g, const std::vector<std::string>& 
      << "    const long long i = i0 + e / BN, j = j0 + e % BN;\n"
      << "    if (i >= " << g.m << "LL || j >= " << g.n << "LL) continue;\n"
      << "    const long long at = batch * " << g.stride_c << "LL + i * " << g.n << "LL + j;\n"
-     << "    float v = " << codegen::literal(g.alpha, DType::kFloat32) << " * Cs[e / BN][e % BN];\n";
+     << "    float v = " << codegen::literal(g.alpha, DType::kFloat32)
+     << " * Cs[e / BN][e % BN];\n";
   if (g.read_c >= 0) os << "    v += " << in(g.read_c) << "[at];\n";
   if (g.read_bias >= 0) os << "    v += " << in(g.read_bias) << "[j];\n";
   if (g.relu) os << "    v = v > 0.0f ? v : 0.0f;\n";

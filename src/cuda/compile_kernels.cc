@@ -156,10 +156,34 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
       summary.known += known;
       return known;
     };
+  // A generated implementation of candidate c: its source, to compile, and its job kernel.
+  auto add_generated = [&](const KernelDag& sub, const Candidate& c, CudaKernel kernel,
+                           const std::string& schedule) {
+    summary.launches += static_cast<int64_t>(kernel.launches.size());
+    Implementation impl{c.signature, schedule, std::move(kernel.source), {}, -1};
+    impl.job.signature = c.signature;
+    impl.job.schedule = impl.schedule;
+    impl.job.name = kernel_name(graph, sub, c);
+    for (const std::string& t : kernel.reads)
+      impl.job.reads.push_back(job_buffer(graph, t, data, data_offsets));
+    for (const std::string& t : kernel.writes)
+      impl.job.writes.push_back(job_buffer(graph, t, data, data_offsets));
+    for (const CudaLaunch& l : kernel.launches)
+      if (l.grid() > 0) impl.job.launches.push_back({l.function, l.grid(), l.block});
+    impls.push_back(std::move(impl));
+  };
   summary.kernels =
       for_each_cuda_candidate(graph, counted, [&](const KernelDag& sub, const Candidate& c) {
         const std::optional<CudaGemm> gemm = cuda_gemm_plan(graph, sub, c);
         const std::optional<CudaConv> conv = cuda_conv_plan(graph, sub, c);  // both: 1x1
+        if (gemm && options.tf32)  // TF32 asked for: kora's tensor-core GEMM too
+          for (const CudaMmaTile& tile : cuda_mma_tiles())
+            if (!options.measured || !options.measured(c.signature, tile.key()))
+              add_generated(sub, c,
+                            generate_mma_gemm(*gemm, kernel_reads(graph, sub, c),
+                                              kernel_writes(graph, sub, c),
+                                              cuda_mma_symbol(c.signature, tile), tile),
+                            tile.key());
         if (gemm || conv) {
           if (!options.library) return;
           CudaJobKernel k;
@@ -202,20 +226,10 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
           space.resize(static_cast<size_t>(options.max_schedules));
         for (size_t k = static_cast<size_t>(std::max(0, options.first_schedule)); k < space.size();
              ++k) {
-          CudaKernel kernel =
-              generate_cuda_kernel(graph, sub, c, cuda_kernel_symbol(c.signature, k), space[k]);
-          summary.launches += static_cast<int64_t>(kernel.launches.size());
-          Implementation impl{c.signature, space[k].key(), std::move(kernel.source), {}, -1};
-          impl.job.signature = c.signature;
-          impl.job.schedule = impl.schedule;
-          impl.job.name = kernel_name(graph, sub, c);
-          for (const std::string& t : kernel.reads)
-            impl.job.reads.push_back(job_buffer(graph, t, data, data_offsets));
-          for (const std::string& t : kernel.writes)
-            impl.job.writes.push_back(job_buffer(graph, t, data, data_offsets));
-          for (const CudaLaunch& l : kernel.launches)
-            if (l.grid() > 0) impl.job.launches.push_back({l.function, l.grid(), l.block});
-          impls.push_back(std::move(impl));
+          add_generated(
+              sub, c,
+              generate_cuda_kernel(graph, sub, c, cuda_kernel_symbol(c.signature, k), space[k]),
+              space[k].key());
         }
       });
   summary.implementations = static_cast<int64_t>(impls.size());

@@ -410,12 +410,16 @@ std::string artifact_emulation(const std::string& art, const PrimGraph& g, const
     std::sort(nodes.begin(), nodes.end());
     Candidate c = make_candidate(dag, nodes);
     c.signature = canonical_signature(g, dag, c);
-    const std::string symbol = cuda_kernel_symbol(g, dag, c, m.kernels[i].schedule);
+    const std::optional<CudaMmaTile> tile = cuda_mma_tile(m.kernels[i].schedule);
+    const std::string symbol = tile ? cuda_mma_symbol(c.signature, *tile)
+                                    : cuda_kernel_symbol(g, dag, c, m.kernels[i].schedule);
     if (std::any_of(kernels.begin(), kernels.end(),
                     [&](const CudaKernel& k) { return k.symbol == symbol; }))
       continue;  // one code for kernels of one symbol
-    kernels.push_back(
-        generate_cuda_kernel(g, dag, c, symbol, CudaSchedule::from_key(m.kernels[i].schedule)));
+    kernels.push_back(tile ? generate_mma_gemm(*cuda_gemm_plan(g, dag, c), kernel_reads(g, dag, c),
+                                               kernel_writes(g, dag, c), symbol, *tile)
+                           : generate_cuda_kernel(g, dag, c, symbol,
+                                                  CudaSchedule::from_key(m.kernels[i].schedule)));
   }
   return emulated_library(kernels, g, cache, level);
 }
@@ -874,6 +878,76 @@ TEST(CudaArtifact, HorizontalPairsProfiledAndCheckedOnAFakeGpu) {
       << plan.substr(0, 2000);
   EXPECT_GT(std::stoi(m[1]), 0);
   std::printf("[ info     ] %s\n", m[0].str().c_str());
+}
+
+// kora's tensor-core GEMM (TF32, an explicit option) where the database measured it
+// fastest: the artifact launches it instead of calling cuBLAS, and on the fake driver (the
+// emulator's nvcuda::wmma) the model's result is within TF32's tolerance.
+TEST(CudaArtifact, KorasTensorCoreGemmRunsOnAFakeDriverWithTf32) {
+  kora_test::TempDir tmp;
+  kora_test::ModelBuilder mb;
+  mb.input("x", {2, 70, 40}).input("r", {2, 70, 50});
+  mb.init_f32("w", {40, 50}, values(2000, 3)).init_f32("b", {50}, values(50, 4));
+  mb.node("MatMul", {"x", "w"}, {"m"});
+  mb.node("Add", {"m", "b"}, {"mb"});
+  mb.node("Add", {"mb", "r"}, {"s"});
+  mb.node("Relu", {"s"}, {"y"});
+  mb.output("y");
+  const PrimGraph g = fission(import_onnx(mb.save(tmp)));
+  const OrchestrationResult plan = cuda_plan(g);
+  const KernelDag dag = kernel_dag_of(g);
+  ProfileDb db(tmp.file("profiles.db"));
+  const std::string device = "cuda|Test GPU|sm_80|1 SMs";
+  int gemms = 0;
+  for (const ChosenKernel& k : plan.kernels) {
+    const Candidate c = make_candidate(dag, k.prims);
+    if (cuda_gemm_plan(g, dag, c)) {
+      ++gemms;
+      db.put({device, k.signature, "mma:32x32", 0.1, 0, 3, false, "", ""});
+      db.put({device, k.signature, "mma:64x64", 0.2, 0, 3, false, "", ""});
+      db.put({device, k.signature, "cublaslt:0", 0.3, 0, 3, false, "", ""});
+    } else {
+      db.put({device, k.signature, "default", 0.1, 0, 3, false, "", ""});
+    }
+  }
+  ASSERT_EQ(gemms, 1) << format_orchestration(g, plan);
+  CudaArtifactOptions options;
+  options.device = device;
+  options.arch = "sm_80";
+  options.cache_dir = tmp.file("cubins");
+  options.tf32 = true;
+  const std::string art = tmp.file("art");
+  write_cuda_artifact(g, plan, &db, art, options);
+  const Manifest m = read_manifest(art);
+  int mma = 0;
+  for (const ManifestKernel& k : m.kernels)
+    if (k.schedule == "mma:32x32") {
+      ++mma;
+      EXPECT_TRUE(k.cuda.library.empty());
+      ASSERT_EQ(k.cuda.launches.size(), 1u);
+      // 140 rows (the batch folded into rows: w is shared) in 5 tiles, x 2 column tiles
+      EXPECT_EQ(k.cuda.launches[0].grid, 5 * 2);
+      EXPECT_EQ(k.cuda.launches[0].block, 32);
+    }
+  ASSERT_EQ(mma, 1);
+  const std::string lib = artifact_emulation(art, g, tmp.file("emulated"));
+  for (const std::string& cubin : m.libraries) std::ofstream(art + "/" + cubin) << lib << '\0';
+  record_replaced_cubins(art, m);
+  const std::map<std::string, Tensor> inputs = random_inputs(g);
+  std::string command = fake_libraries() + without_cudnn() + " " + KORA_CLI_PATH + " run " + art +
+                        " --iters 2 --output-dir " + tmp.file("out");
+  for (const auto& [name, value] : inputs) {
+    write_npy(tmp.file(name + ".npy"), value);
+    command += " --input " + name + "=" + tmp.file(name + ".npy");
+  }
+  std::string out;
+  ASSERT_EQ(run(command, &out), 0) << out;
+  for (const auto& [name, value] : interpret(g, inputs)) {
+    const double err = relative_l2(read_npy(tmp.file("out") + "/" + name + ".npy"), value);
+    EXPECT_LT(err, kTf32Tolerance) << name;
+    EXPECT_GT(err, 1e-6) << name << ": TF32's rounding shows (a float32 product would not)";
+    std::printf("[ info     ] relative L2 %.2e (TF32)\n", err);
+  }
 }
 
 // Matrix products on the fake cuBLASLt (tests/cuda/fake_cublaslt.cc, cuBLASLt's documented

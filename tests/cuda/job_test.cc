@@ -24,6 +24,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 
 #include "base/read_file.h"
 #include "cpu/codegen_harness.h"
@@ -355,6 +356,12 @@ std::string emulated_library(const PrimGraph& g, const CudaKernelsOptions& optio
                              const std::string& cache) {
   std::vector<CudaKernel> kernels;
   for_each_cuda_candidate(g, options, [&](const KernelDag& sub, const Candidate& c) {
+    if (const std::optional<CudaGemm> gemm =
+            options.tf32 ? cuda_gemm_plan(g, sub, c) : std::nullopt)
+      for (const CudaMmaTile& tile : cuda_mma_tiles())  // kora's tensor-core GEMM
+        kernels.push_back(generate_mma_gemm(*gemm, kernel_reads(g, sub, c),
+                                            kernel_writes(g, sub, c),
+                                            cuda_mma_symbol(c.signature, tile), tile));
     if (!cuda_codegen_supports(g, sub, c)) return;  // a library call
     const std::vector<CudaSchedule> space = cuda_schedule_space(g, sub, c);
     for (size_t k = 0; k < space.size(); ++k)
@@ -783,9 +790,25 @@ TEST(CudaJob, Tf32MeasurementsAreAnotherDevice) {
     ++library;
   }
   EXPECT_GT(library, 0);
+  // kora's tensor-core GEMMs, generated, beside cuBLAS's TF32 ones: every tile of every GEMM.
+  std::set<uint64_t> gemms;
+  std::map<uint64_t, size_t> tiles;
+  for (const CudaJobKernel& k : job.kernels) {
+    if (k.library == "cublas_gemm") gemms.insert(k.signature);
+    if (cuda_mma_tile(k.schedule)) {
+      EXPECT_TRUE(k.library.empty()) << k.name;
+      EXPECT_EQ(k.launches.size(), 1u) << k.name;
+      ++tiles[k.signature];
+    }
+  }
+  EXPECT_FALSE(gemms.empty());
+  for (uint64_t s : gemms) EXPECT_EQ(tiles[s], cuda_mma_tiles().size()) << signature_hex(s);
   emulate_worker(g, options, options.job_dir, tmp.file("emulated"));
   ProfileDb db(tmp.file("profiles.db"));
   const CudaMergeSummary merged = merge_cuda_results(g, options.job_dir, db, options);
+  // The emulated TF32 products pass the check at TF32's tolerance.
+  EXPECT_TRUE(merged.failures.empty()) << merged.failures.size() << " failed, first "
+                                       << (merged.failures.empty() ? "" : merged.failures[0].error);
   EXPECT_NE(merged.device.find("|kora-cuda-gen 1 tf32"), std::string::npos) << merged.device;
   EXPECT_GT(merged.stored, 0);
   if (!cuda_device_unavailable().empty()) {  // no GPU here: the database's GPU

@@ -3,7 +3,8 @@
 // broadcast operand, alpha, bias, residual, ReLU), every tile, run in the emulator
 // (tests/cuda/emulator.h: nvcuda::wmma emulated whole-fragment per lane) on inputs already
 // rounded to TF32, so only the order of float32 accumulation differs from the reference;
-// and compiled by NVRTC for sm_80 and sm_90 (the toolkit's mma.h on its include path).
+// compiled by NVRTC for sm_80 and sm_90 (the toolkit's mma.h on its include path); and, on
+// a GPU (skipped without one), run for real against the same reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <random>
 
 #include "cpu/compile.h"
+#include "cuda/driver.h"
 #include "cuda/emulator.h"
 #include "cuda/nvrtc_compile.h"
 #include "frontend/model_builder.h"
@@ -59,10 +61,11 @@ Case random_case(std::mt19937& rng) {
   };
   fill(k.a, a_rows * g.ld_a * (g.stride_a ? g.batch : 1));
   fill(k.b, b_rows * g.ld_b * (g.stride_b ? g.batch : 1));
-  if (pick(0, 1)) g.read_bias = static_cast<int>(k.reads.size()), k.reads.push_back("bias"),
-                  fill(k.bias, g.n);
-  if (pick(0, 1)) g.read_c = static_cast<int>(k.reads.size()), k.reads.push_back("c"),
-                  fill(k.c, g.batch * g.m * g.n);
+  if (pick(0, 1))
+    g.read_bias = static_cast<int>(k.reads.size()), k.reads.push_back("bias"), fill(k.bias, g.n);
+  if (pick(0, 1))
+    g.read_c = static_cast<int>(k.reads.size()), k.reads.push_back("c"),
+    fill(k.c, g.batch * g.m * g.n);
   k.d_size = g.batch * g.m * g.n;
   return k;
 }
@@ -85,6 +88,22 @@ std::vector<double> reference(const Case& k) {
         d[at] = v;
       }
   return d;
+}
+
+// D's relative L2 distance from the reference, and whether nothing was written past it.
+void expect_product(const Case& c, const std::vector<float>& d, const std::string& what) {
+  const std::vector<double> want = reference(c);
+  double err = 0, norm = 0;
+  for (int64_t i = 0; i < c.d_size; ++i)
+    err += (d[i] - want[i]) * (d[i] - want[i]), norm += want[i] * want[i];
+  EXPECT_LE(std::sqrt(err / std::max(norm, 1e-30)), 1e-5)
+      << what << ": m " << c.g.m << " n " << c.g.n << " k " << c.g.k << " batch " << c.g.batch
+      << " trans " << c.g.trans_a << c.g.trans_b;
+  EXPECT_EQ(d[c.d_size], 12345.f) << what << " writes past D";
+}
+
+const float* read_data(const Case& c, const std::string& r) {
+  return r == "a" ? c.a.data() : r == "b" ? c.b.data() : r == "bias" ? c.bias.data() : c.c.data();
 }
 
 PrimGraph value_graph() {  // the tensors' dtypes, as emulated_program reads them
@@ -115,24 +134,57 @@ TEST(CudaMmaGemm, MatchesABruteForceProductInTheEmulator) {
     const Case& c = cases[k / cuda_mma_tiles().size()];
     std::vector<float> d(c.d_size + 1, 12345.f);  // one past the end, to catch overruns
     std::vector<void*> args;
-    for (const std::string& r : c.reads)
-      args.push_back(const_cast<float*>(r == "a"      ? c.a.data()
-                                        : r == "b"    ? c.b.data()
-                                        : r == "bias" ? c.bias.data()
-                                                      : c.c.data()));
+    for (const std::string& r : c.reads) args.push_back(const_cast<float*>(read_data(c, r)));
     args.push_back(d.data());
     const CudaLaunch& l = kernels[k].launches.at(0);
     reinterpret_cast<Entry>(lib.library->symbol("kora_emu_" + l.function))(l.grid(), l.block,
                                                                            args.data());
-    const std::vector<double> want = reference(c);
-    double err = 0, norm = 0;
-    for (int64_t i = 0; i < c.d_size; ++i)
-      err += (d[i] - want[i]) * (d[i] - want[i]), norm += want[i] * want[i];
-    EXPECT_LE(std::sqrt(err / std::max(norm, 1e-30)), 1e-5)
-        << "case " << k / 2 << " m " << c.g.m << " n " << c.g.n << " k " << c.g.k << " batch "
-        << c.g.batch << " trans " << c.g.trans_a << c.g.trans_b << " tile "
-        << cuda_mma_tiles()[k % 2].key();
-    EXPECT_EQ(d[c.d_size], 12345.f) << "writes past D";
+    expect_product(c, d, kernels[k].symbol);
+  }
+}
+
+TEST(CudaMmaGemm, MatchesABruteForceProductOnAGpu) {
+  std::string why;
+  const std::unique_ptr<CudaDevice> device = CudaDevice::open(0, &why);
+  if (!device) GTEST_SKIP() << "no CUDA device: " << why;
+  std::mt19937 rng(1129);
+  std::vector<Case> cases;
+  std::vector<CudaKernel> kernels;
+  std::string source = cuda_codegen_prelude();
+  for (int t = 0; t < 24; ++t) {
+    cases.push_back(random_case(rng));
+    for (const CudaMmaTile& tile : cuda_mma_tiles()) {
+      kernels.push_back(generate_mma_gemm(cases.back().g, cases.back().reads, {"d"},
+                                          "gemm" + std::to_string(kernels.size()), tile));
+      source += kernels.back().source;
+    }
+  }
+  kora_test::TempDir dir;
+  NvrtcOptions o;
+  o.arch = device->arch();
+  o.cache_dir = dir.file("cubins");
+  const auto module = device->load(compile_cubin(source, o).cubin);
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const Case& c = cases[k / cuda_mma_tiles().size()];
+    std::vector<CudaDevice::Ptr> args;
+    for (const std::string& r : c.reads) {
+      const size_t bytes = (r == "a"      ? c.a.size()
+                            : r == "b"    ? c.b.size()
+                            : r == "bias" ? c.bias.size()
+                                          : c.c.size()) *
+                           sizeof(float);
+      args.push_back(device->alloc(bytes));
+      device->to_device(args.back(), read_data(c, r), bytes);
+    }
+    std::vector<float> d(c.d_size + 1, 12345.f);
+    args.push_back(device->alloc(d.size() * sizeof(float)));
+    device->to_device(args.back(), d.data(), d.size() * sizeof(float));
+    const CudaLaunch& l = kernels[k].launches.at(0);
+    device->launch(device->function(*module, l.function), l.grid(), l.block, args);
+    device->synchronize();
+    device->to_host(d.data(), args.back(), d.size() * sizeof(float));
+    for (CudaDevice::Ptr p : args) device->free(p);
+    expect_product(c, d, kernels[k].symbol + " on " + device->name());
   }
 }
 
@@ -143,8 +195,8 @@ TEST(CudaMmaGemm, CompilesForSm80AndSm90) {
   for (int t = 0; t < 3; ++t) {
     const Case c = random_case(rng);
     for (const CudaMmaTile& tile : cuda_mma_tiles())
-      source += generate_mma_gemm(c.g, c.reads, {"d"}, "g" + std::to_string(t) + "_" +
-                                                          std::to_string(tile.bm), tile)
+      source += generate_mma_gemm(c.g, c.reads, {"d"},
+                                  "g" + std::to_string(t) + "_" + std::to_string(tile.bm), tile)
                     .source;
   }
   kora_test::TempDir dir;
