@@ -44,8 +44,12 @@ struct CandidateOptions {
   // part of at most horizontal_part_size elementwise, broadcast, layout and reduce
   // primitives (kernels a code generator writes), the pair accepted by `capable`. The
   // pairs with the fewest members come first. 0: none (the default).
+  // With horizontal_linear a part may also hold a linear primitive (a matrix product and its
+  // epilogue: a backend that generates its own tensor-core GEMM pairs it with a CUDA-core
+  // kernel), and such pairs come first.
   int horizontal_pairs = 0;
-  int horizontal_part_size = 4;
+  int horizontal_part_size = 6;
+  bool horizontal_linear = false;
 };
 
 struct CandidateStats {

@@ -5,10 +5,12 @@
 // lets two small kernels fill the device together. The union of two independent convex
 // sets is convex, so the solver takes a pair like any candidate (its lazy cycle cuts keep
 // the plan orderable). Which pairs: parts of elementwise, broadcast, layout and reduce
-// primitives of at most CandidateOptions::horizontal_part_size members, disjoint, with no
+// primitives (with horizontal_linear, also a linear one: a GEMM and its epilogue) of at
+// most CandidateOptions::horizontal_part_size members, disjoint, with no
 // path between them, next to a common node (both read it: siblings such as the branches
 // of an Inception module; or it reads both: the operands of a concat or of attention's
-// Q.K^T); the pairs with the fewest members first, up to horizontal_pairs of them, each
+// Q.K^T); the pairs with a linear part first, then those with the fewest members, up to
+// horizontal_pairs of them, each
 // accepted by the backend's `capable`. Other pairs (two unrelated corners of the graph)
 // are not offered: the solver would rarely gain from them and each is a kernel to measure.
 #include <algorithm>
@@ -21,9 +23,9 @@
 namespace kora {
 namespace {
 
-bool part_kind(PrimKind k) {
+bool part_kind(PrimKind k, bool linear) {
   return k == PrimKind::kElementwise || k == PrimKind::kBroadcast || k == PrimKind::kLayout ||
-         k == PrimKind::kReduce;
+         k == PrimKind::kReduce || (linear && k == PrimKind::kLinear);
 }
 
 // Pairs examined at most, so that a node with very many small candidates around it cannot
@@ -41,7 +43,7 @@ std::vector<Candidate> horizontal_candidates(const KernelDag& dag,
     const Candidate& c = connected[i];
     if (static_cast<int>(c.members.size()) > options.horizontal_part_size) continue;
     if (std::all_of(c.members.begin(), c.members.end(),
-                    [&](int v) { return part_kind(dag.kind[v]); }))
+                    [&](int v) { return part_kind(dag.kind[v], options.horizontal_linear); }))
       parts.push_back(static_cast<int>(i));
   }
   // Each node's neighbouring parts: those reading it, those it reads.
@@ -57,9 +59,15 @@ std::vector<Candidate> horizontal_candidates(const KernelDag& dag,
     for (int t : nodes) near[t].push_back(p);
   }
   const candidates_internal::Reach reach = candidates_internal::reachability(dag);
-  // (members of the pair, first part, second part), fewest members first; kept to a few
-  // times the pairs wanted, since `capable` may turn some down.
-  std::set<std::tuple<size_t, int, int>> pairs;
+  // (no linear part, members of the pair, first part, second part): pairs with a GEMM first
+  // (where asked for: the tensor-core kernel beside a CUDA-core one is what they are for),
+  // then the fewest members; kept to a few times the pairs wanted, since `capable` may turn
+  // some down.
+  auto linear = [&](const Candidate& c) {
+    return std::any_of(c.members.begin(), c.members.end(),
+                       [&](int v) { return dag.kind[v] == PrimKind::kLinear; });
+  };
+  std::set<std::tuple<bool, size_t, int, int>> pairs;
   const size_t keep = static_cast<size_t>(options.horizontal_pairs) * 4;
   int64_t examined = 0;
   for (const std::vector<int>& list : near)
@@ -67,7 +75,8 @@ std::vector<Candidate> horizontal_candidates(const KernelDag& dag,
       for (size_t j = i + 1; j < list.size() && examined < kMaxExamined; ++j, ++examined) {
         const Candidate& a = connected[list[i]];
         const Candidate& b = connected[list[j]];
-        const auto key = std::make_tuple(a.members.size() + b.members.size(),
+        const auto key = std::make_tuple(!linear(a) && !linear(b),
+                                         a.members.size() + b.members.size(),
                                          std::min(list[i], list[j]), std::max(list[i], list[j]));
         if (pairs.size() >= keep && key >= *pairs.rbegin()) continue;
         bool disjoint = true;
@@ -78,7 +87,7 @@ std::vector<Candidate> horizontal_candidates(const KernelDag& dag,
         if (pairs.size() > keep) pairs.erase(std::prev(pairs.end()));
       }
   std::vector<Candidate> out;
-  for (const auto& [size, i, j] : pairs) {
+  for (const auto& [no_linear, size, i, j] : pairs) {
     if (static_cast<int>(out.size()) >= options.horizontal_pairs) break;
     std::vector<int> members = connected[i].members;
     members.insert(members.end(), connected[j].members.begin(), connected[j].members.end());

@@ -60,12 +60,15 @@ class CudaBackend : public ArtifactBackend {
         if (!r.failed) schedules.push_back(r.schedule);
     const std::optional<CudaGemm> gemm = cuda_gemm_plan(graph, dag, c);
     const std::optional<CudaConv> conv = cuda_conv_plan(graph, dag, c);  // both: a 1x1 conv
+    // A GEMM beside another kernel in one launch: kora's tensor-core GEMM (TF32)
+    const bool mma_pair = options_.tf32 && !gemm && !conv && cuda_mma_pair_supports(graph, dag, c);
     bool measured = false;  // only failed implementations: none to fall back to
     if (db_) measured = db_->known(options_.device, chosen.signature);
     if (!measured || !schedules.empty())  // cuDNN's implicit precomputed GEMM fuses any epilogue
-      schedules.push_back(gemm   ? cuda_gemm_schedules(*gemm).front()
-                          : conv ? (conv->fused() ? "cudnn:1" : "cudnn:0")
-                                 : "default");
+      schedules.push_back(gemm       ? cuda_gemm_schedules(*gemm).front()
+                          : conv     ? (conv->fused() ? "cudnn:1" : "cudnn:0")
+                          : mma_pair ? cuda_mma_tiles().front().key()
+                                     : "default");
     for (const std::string& s : schedules) {
       if (const std::optional<CudaGemm> g =
               gemm ? cuda_gemm_with_schedule(*gemm, s) : std::nullopt) {
@@ -73,11 +76,14 @@ class CudaBackend : public ArtifactBackend {
         k.gemm = *g;
         k.gemm.tf32 = options_.tf32;
       } else if (const std::optional<CudaMmaTile> tile =
-                     gemm && options_.tf32 ? cuda_mma_tile(s) : std::nullopt) {
-        // kora's tensor-core GEMM (TF32, as the measurement that chose it)
+                     (gemm || mma_pair) && options_.tf32 ? cuda_mma_tile(s) : std::nullopt) {
+        // kora's tensor-core GEMM (TF32, as the measurement that chose it), or a pair of it
+        // and another kernel in one launch
+        const std::string symbol = cuda_mma_symbol(chosen.signature, *tile);
         const CudaKernel kernel =
-            generate_mma_gemm(*gemm, kernel_reads(graph, dag, c), kernel_writes(graph, dag, c),
-                              cuda_mma_symbol(chosen.signature, *tile), *tile);
+            gemm ? generate_mma_gemm(*gemm, kernel_reads(graph, dag, c),
+                                     kernel_writes(graph, dag, c), symbol, *tile)
+                 : generate_mma_pair(graph, dag, c, symbol, *tile);
         e.source = kernel.source;
         for (const CudaLaunch& l : kernel.launches)
           if (l.grid() > 0) k.launches.push_back({l.function, l.grid(), l.block});

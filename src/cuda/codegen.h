@@ -149,9 +149,20 @@ std::optional<CudaMmaTile> cuda_mma_tile(const std::string& key);
 // one generated launch (SYMBOL_0) taking the kernel's float32 `reads` (g's read_* index
 // them) and its one written D; TF32 multiplies, float32 accumulation (an explicit option,
 // --tf32). Needs mma.h: nvrtc_compile adds the toolkit's include directory.
+// `device_body`: a __device__ function taking its block index first, a horizontal part.
 CudaKernel generate_mma_gemm(const CudaGemm& g, const std::vector<std::string>& reads,
                              const std::vector<std::string>& writes, const std::string& symbol,
-                             const CudaMmaTile& tile = {});
+                             const CudaMmaTile& tile = {}, bool device_body = false);
+
+// Horizontal pairs with a GEMM (Tacker's fusion of a Tensor-core kernel and a CUDA-core
+// kernel): a candidate of independent parts (candidate_parts), each generated code or a
+// GEMM that cuda_gemm_plan computes, at least one a GEMM. Only with TF32 (--tf32): each GEMM
+// part is kora's tensor-core GEMM of `tile`, the other parts are generated at its block
+// size, every part on its own blocks of one launch (codegen_horizontal.cc). Schedules:
+// cuda_mma_tiles()' keys.
+bool cuda_mma_pair_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
+CudaKernel generate_mma_pair(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+                             const std::string& symbol, const CudaMmaTile& tile);
 
 // Types, limits and helpers the generated functions use (no headers: NVRTC needs none).
 std::string cuda_codegen_prelude();

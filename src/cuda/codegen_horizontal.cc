@@ -17,6 +17,7 @@
 
 #include "codegen/scalar.h"
 #include "cuda/codegen_internal.h"
+#include "cuda/library_plan.h"
 #include "kora/error.h"
 
 namespace kora::cuda_gen {
@@ -31,20 +32,15 @@ size_t index_of(const std::vector<std::string>& v, const std::string& x) {
 
 }  // namespace
 
-CudaKernel horizontal_kernel(const PrimGraph& graph, const KernelDag& dag,
-                             const std::vector<Candidate>& parts,
-                             const std::vector<std::string>& reads,
-                             const std::vector<std::string>& writes, const CudaSchedule& schedule,
-                             const std::string& symbol) {
-  std::vector<CudaKernel> generated;
+CudaKernel horizontal_launches(const PrimGraph& graph, const std::vector<CudaKernel>& generated,
+                               const std::vector<std::string>& reads,
+                               const std::vector<std::string>& writes, int block,
+                               const std::string& symbol) {
   std::ostringstream source;
   size_t ranks = 0;
-  for (size_t p = 0; p < parts.size(); ++p) {
-    KernelWriter writer(graph, dag, parts[p], schedule, symbol + "_p" + std::to_string(p));
-    writer.as_device_body();
-    generated.push_back(writer.run());
-    source << generated.back().source;
-    ranks = std::max(ranks, generated.back().launches.size());
+  for (const CudaKernel& part : generated) {
+    source << part.source;
+    ranks = std::max(ranks, part.launches.size());
   }
   std::string params;
   for (size_t i = 0; i < reads.size(); ++i)
@@ -60,15 +56,15 @@ CudaKernel horizontal_kernel(const PrimGraph& graph, const KernelDag& dag,
   k.writes = writes;
   for (size_t j = 0; j < ranks; ++j) {
     const std::string function = symbol + "_" + std::to_string(j);
-    source << "extern \"C\" __global__ void __launch_bounds__(" << schedule.block << ") "
-           << function << "(" << params << ") {\n";
+    source << "extern \"C\" __global__ void __launch_bounds__(" << block << ") " << function << "("
+           << params << ") {\n";
     int64_t first = 0;  // the part's first block
     for (const CudaKernel& part : generated) {
       if (j >= part.launches.size() || part.launches[j].grid() == 0) continue;
       const CudaLaunch& l = part.launches[j];
-      if (l.block != schedule.block)
+      if (l.block != block)
         throw Error("cuda codegen: horizontal part launches " + std::to_string(l.block) +
-                    " threads, not the schedule's " + std::to_string(schedule.block));
+                    " threads, not the kernel's " + std::to_string(block));
       std::string args;
       for (const std::string& r : part.reads) args += ", in" + std::to_string(index_of(reads, r));
       for (const std::string& w : part.writes)
@@ -80,10 +76,66 @@ CudaKernel horizontal_kernel(const PrimGraph& graph, const KernelDag& dag,
       first = end;
     }
     source << "}\n";
-    if (first > 0) k.launches.push_back({function, first, 1, schedule.block});
+    if (first > 0) k.launches.push_back({function, first, 1, block});
   }
   k.source = source.str();
   return k;
 }
 
+CudaKernel horizontal_kernel(const PrimGraph& graph, const KernelDag& dag,
+                             const std::vector<Candidate>& parts,
+                             const std::vector<std::string>& reads,
+                             const std::vector<std::string>& writes, const CudaSchedule& schedule,
+                             const std::string& symbol) {
+  std::vector<CudaKernel> generated;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    KernelWriter writer(graph, dag, parts[p], schedule, symbol + "_p" + std::to_string(p));
+    writer.as_device_body();
+    generated.push_back(writer.run());
+  }
+  return horizontal_launches(graph, generated, reads, writes, schedule.block, symbol);
+}
+
 }  // namespace kora::cuda_gen
+
+namespace kora {
+
+bool cuda_mma_pair_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  const std::vector<Candidate> parts = candidate_parts(dag, c);
+  if (parts.size() < 2) return false;
+  bool gemm = false;
+  for (const Candidate& p : parts) {
+    const bool is_gemm = cuda_gemm_plan(graph, dag, p).has_value();
+    if (!is_gemm && !cuda_codegen_supports(graph, dag, p)) return false;
+    gemm |= is_gemm;
+  }
+  return gemm;
+}
+
+CudaKernel generate_mma_pair(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+                             const std::string& symbol, const CudaMmaTile& tile) {
+  const int block = tile.bm / 32 * (tile.bn / 32) * 32;
+  std::vector<CudaKernel> generated;
+  const std::vector<Candidate> parts = candidate_parts(dag, c);
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const std::string part_symbol = symbol + "_p" + std::to_string(p);
+    if (const std::optional<CudaGemm> gemm = cuda_gemm_plan(graph, dag, parts[p])) {
+      generated.push_back(generate_mma_gemm(*gemm, kernel_reads(graph, dag, parts[p]),
+                                            kernel_writes(graph, dag, parts[p]), part_symbol,
+                                            tile, true));
+      continue;
+    }
+    if (!cuda_codegen_supports(graph, dag, parts[p]))
+      throw Error("cuda codegen: " + kernel_name(graph, dag, parts[p]) +
+                  " is neither a GEMM nor generated code");
+    CudaSchedule schedule;
+    schedule.block = block;
+    cuda_gen::KernelWriter writer(graph, dag, parts[p], schedule, part_symbol);
+    writer.as_device_body();
+    generated.push_back(writer.run());
+  }
+  return cuda_gen::horizontal_launches(graph, generated, kernel_reads(graph, dag, c),
+                                       kernel_writes(graph, dag, c), block, symbol);
+}
+
+}  // namespace kora

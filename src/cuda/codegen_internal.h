@@ -144,6 +144,13 @@ class KernelWriter : public codegen::ValueWriter {
   bool device_body_ = false;
 };
 
+// Parts generated as device functions (KernelWriter::as_device_body, generate_mma_gemm's
+// device_body), all launching `block` threads, as one kernel: launch rank j runs each part's
+// launch j on its own range of blocks, the parts in order.
+CudaKernel horizontal_launches(const PrimGraph& graph, const std::vector<CudaKernel>& generated,
+                               const std::vector<std::string>& reads,
+                               const std::vector<std::string>& writes, int block,
+                               const std::string& symbol);
 // A candidate of several independent parts (candidate_parts) as one kernel: each launch
 // runs the parts' launches of that rank, each part on its own range of blocks, all at the
 // schedule's block size (codegen_horizontal.cc).

@@ -40,7 +40,7 @@ std::optional<CudaMmaTile> cuda_mma_tile(const std::string& key) {
 
 CudaKernel generate_mma_gemm(const CudaGemm& g, const std::vector<std::string>& reads,
                              const std::vector<std::string>& writes, const std::string& symbol,
-                             const CudaMmaTile& tile) {
+                             const CudaMmaTile& tile, bool device_body) {
   if (tile.bm % 32 || tile.bn % 32 || tile.bm < 32 || tile.bn < 32 || g.m <= 0 || g.n <= 0 ||
       g.k <= 0 || writes.size() != 1)
     throw Error("cuda codegen: mma GEMM of tile " + tile.key() + " does not fit");
@@ -49,7 +49,10 @@ CudaKernel generate_mma_gemm(const CudaGemm& g, const std::vector<std::string>& 
   auto in = [](int i) { return "in" + std::to_string(i); };
   std::ostringstream os;
   os << "#include <mma.h>\n";
-  os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << symbol << "_0(";
+  if (device_body)  // a part of a horizontal kernel, its block index given
+    os << "__device__ __forceinline__ void " << symbol << "_0(const kora_block_index blockIdx, ";
+  else
+    os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << symbol << "_0(";
   for (size_t i = 0; i < reads.size(); ++i) os << "const float* __restrict__ in" << i << ", ";
   os << "float* __restrict__ out0) {\n"
      << "  using namespace nvcuda;\n"

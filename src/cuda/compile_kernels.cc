@@ -113,10 +113,14 @@ bool cuda_runs_on_host(const PrimGraph& graph, const KernelDag& dag, const Candi
   return c.members.size() == 1 && !cuda_supports(graph, dag, c);
 }
 
-CandidateOptions cuda_candidate_options(const PrimGraph& graph, CandidateOptions options) {
-  options.capable = [&graph](const KernelDag& dag, const std::vector<int>& members) {
+CandidateOptions cuda_candidate_options(const PrimGraph& graph, CandidateOptions options,
+                                        bool tf32) {
+  options.horizontal_linear = tf32 && options.horizontal_pairs > 0;
+  options.capable = [&graph, tf32](const KernelDag& dag, const std::vector<int>& members) {
     // A lone primitive always: on the GPU, or else on the host (cuda_runs_on_host).
-    return members.size() == 1 || cuda_supports(graph, dag, make_candidate(dag, members));
+    if (members.size() == 1) return true;
+    const Candidate c = make_candidate(dag, members);
+    return cuda_supports(graph, dag, c) || (tf32 && cuda_mma_pair_supports(graph, dag, c));
   };
   return options;
 }
@@ -129,7 +133,8 @@ int64_t for_each_cuda_candidate(
   for (const UniqueCandidate& u : candidates.unique) {
     const KernelDag& sub = *u.sub;
     const Candidate& c = *u.candidate;
-    const bool generated = cuda_codegen_supports(graph, sub, c);
+    const bool generated = cuda_codegen_supports(graph, sub, c) ||
+                           (options.tf32 && cuda_mma_pair_supports(graph, sub, c));
     if (!generated && !cuda_gemm_plan(graph, sub, c) && !cuda_conv_plan(graph, sub, c)) continue;
     if (generated && options.known && options.known(c.signature)) continue;
     fn(sub, c);
@@ -184,6 +189,16 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
                                               kernel_writes(graph, sub, c),
                                               cuda_mma_symbol(c.signature, tile), tile),
                             tile.key());
+        if (options.tf32 && !gemm && !conv && cuda_mma_pair_supports(graph, sub, c)) {
+          ++summary.supported;  // a GEMM beside another kernel: kora's tensor-core GEMM
+          for (const CudaMmaTile& tile : cuda_mma_tiles())
+            if (!options.measured || !options.measured(c.signature, tile.key()))
+              add_generated(
+                  sub, c,
+                  generate_mma_pair(graph, sub, c, cuda_mma_symbol(c.signature, tile), tile),
+                  tile.key());
+          return;
+        }
         if (gemm || conv) {
           if (!options.library) return;
           CudaJobKernel k;

@@ -90,8 +90,11 @@ bool cuda_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate
 bool cuda_runs_on_host(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 // `options` with the cuda target's capability filter (cuda_supports, cuda_runs_on_host),
 // for orchestrating for CUDA: kernels of several primitives the target cannot compute are
-// not candidates. `graph` must outlive the options.
-CandidateOptions cuda_candidate_options(const PrimGraph& graph, CandidateOptions options);
+// not candidates. With `tf32`, horizontal pairs may hold a GEMM too (kora's tensor-core GEMM
+// beside another part: cuda_mma_pair_supports; CandidateOptions::horizontal_linear).
+// `graph` must outlive the options.
+CandidateOptions cuda_candidate_options(const PrimGraph& graph, CandidateOptions options,
+                                        bool tf32 = false);
 // The cost, in ms, of a kernel every implementation of which failed on the GPU
 // (ProfileDbCost::penalize_failed): chosen only where nothing else computes its primitives.
 constexpr double kCudaFailedKernelMs = 1000;

@@ -64,7 +64,7 @@ std::string CudaTarget::describe() const { return "cuda" + (arch_.empty() ? "" :
 
 CandidateOptions CudaTarget::candidates(const PrimGraph& graph, CandidateOptions options) const {
   options.horizontal_pairs = options_.horizontal;
-  return cuda_candidate_options(graph, options);
+  return cuda_candidate_options(graph, options, options_.tf32);
 }
 
 std::unique_ptr<CostModel> CudaTarget::fallback_cost() const {

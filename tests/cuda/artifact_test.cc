@@ -105,13 +105,13 @@ PrimGraph artifact_graph(bool convolutions, bool lopsided = false) {
 }
 
 OrchestrationResult cuda_plan(const PrimGraph& g, const std::string& strategy = "optimal",
-                              int horizontal = 0) {
+                              int horizontal = 0, bool tf32 = false) {
   RooflineCost costs(device_params("h100"));
   OrchestrationOptions o;
   o.strategy = strategy;
   o.candidates.max_size = 5;
   o.candidates.horizontal_pairs = horizontal;
-  o.candidates = cuda_candidate_options(g, o.candidates);
+  o.candidates = cuda_candidate_options(g, o.candidates, tf32);
   return orchestrate(g, costs, o);
 }
 
@@ -416,10 +416,12 @@ std::string artifact_emulation(const std::string& art, const PrimGraph& g, const
     if (std::any_of(kernels.begin(), kernels.end(),
                     [&](const CudaKernel& k) { return k.symbol == symbol; }))
       continue;  // one code for kernels of one symbol
-    kernels.push_back(tile ? generate_mma_gemm(*cuda_gemm_plan(g, dag, c), kernel_reads(g, dag, c),
-                                               kernel_writes(g, dag, c), symbol, *tile)
-                           : generate_cuda_kernel(g, dag, c, symbol,
-                                                  CudaSchedule::from_key(m.kernels[i].schedule)));
+    const std::optional<CudaGemm> gemm = cuda_gemm_plan(g, dag, c);
+    kernels.push_back(!tile  ? generate_cuda_kernel(g, dag, c, symbol,
+                                                    CudaSchedule::from_key(m.kernels[i].schedule))
+                      : gemm ? generate_mma_gemm(*gemm, kernel_reads(g, dag, c),
+                                                 kernel_writes(g, dag, c), symbol, *tile)
+                             : generate_mma_pair(g, dag, c, symbol, *tile));
   }
   return emulated_library(kernels, g, cache, level);
 }
@@ -947,6 +949,62 @@ TEST(CudaArtifact, KorasTensorCoreGemmRunsOnAFakeDriverWithTf32) {
     EXPECT_LT(err, kTf32Tolerance) << name;
     EXPECT_GT(err, 1e-6) << name << ": TF32's rounding shows (a float32 product would not)";
     std::printf("[ info     ] relative L2 %.2e (TF32)\n", err);
+  }
+}
+
+// Tacker's pair with --tf32 and horizontal pairs: kora's tensor-core GEMM and a CUDA-core
+// kernel in one launch, each on its own blocks; the roofline takes it (one launch for two),
+// and the artifact runs on the fake driver within TF32's tolerance.
+TEST(CudaArtifact, AGemmBesideACudaCoreKernelInOneLaunchOnAFakeDriver) {
+  kora_test::TempDir tmp;
+  kora_test::ModelBuilder mb;
+  mb.input("x", {2, 24, 40}).init_f32("w1", {40, 40}, values(1600, 5));
+  mb.init_f32("w", {40, 36}, values(1440, 6)).init_f32("b", {36}, values(36, 7));
+  mb.node("MatMul", {"x", "w1"}, {"xs"});  // a GEMM: neither branch fuses into it
+  mb.node("MatMul", {"xs", "w"}, {"m"});
+  mb.node("Add", {"m", "b"}, {"mb"});
+  mb.node("Relu", {"mb"}, {"y1"});
+  mb.node("Tanh", {"xs"}, {"y2"});
+  mb.output("y1").output("y2");
+  const PrimGraph g = fission(import_onnx(mb.save(tmp)));
+  const OrchestrationResult plan = cuda_plan(g, "optimal", 16, true);
+  const KernelDag dag = kernel_dag_of(g);
+  int pairs = 0;
+  for (const ChosenKernel& k : plan.kernels)
+    pairs += cuda_mma_pair_supports(g, dag, make_candidate(dag, k.prims));
+  ASSERT_EQ(pairs, 1) << format_orchestration(g, plan);
+  CudaArtifactOptions options;
+  options.arch = "sm_80";
+  options.cache_dir = tmp.file("cubins");
+  options.tf32 = true;
+  const std::string art = tmp.file("art");
+  write_cuda_artifact(g, plan, nullptr, art, options);
+  const Manifest m = read_manifest(art);
+  int launched = 0;
+  for (const ManifestKernel& k : m.kernels)
+    if (k.schedule == "mma:64x64") {
+      ++launched;
+      EXPECT_TRUE(k.cuda.library.empty());
+      ASSERT_EQ(k.cuda.launches.size(), 1u);
+      EXPECT_EQ(k.cuda.launches[0].block, 128);
+    }
+  ASSERT_EQ(launched, 1);
+  const std::string lib = artifact_emulation(art, g, tmp.file("emulated"));
+  for (const std::string& cubin : m.libraries) std::ofstream(art + "/" + cubin) << lib << '\0';
+  record_replaced_cubins(art, m);
+  const std::map<std::string, Tensor> inputs = random_inputs(g);
+  std::string command = fake_libraries() + without_cudnn() + " " + KORA_CLI_PATH + " run " + art +
+                        " --iters 2 --output-dir " + tmp.file("out");
+  for (const auto& [name, value] : inputs) {
+    write_npy(tmp.file(name + ".npy"), value);
+    command += " --input " + name + "=" + tmp.file(name + ".npy");
+  }
+  std::string out;
+  ASSERT_EQ(run(command, &out), 0) << out;
+  for (const auto& [name, value] : interpret(g, inputs)) {
+    const double err = relative_l2(read_npy(tmp.file("out") + "/" + name + ".npy"), value);
+    EXPECT_LT(err, kTf32Tolerance) << name;
+    std::printf("[ info     ] %s: relative L2 %.2e\n", name.c_str(), err);
   }
 }
 

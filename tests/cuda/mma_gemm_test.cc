@@ -4,14 +4,19 @@
 // (tests/cuda/emulator.h: nvcuda::wmma emulated whole-fragment per lane) on inputs already
 // rounded to TF32, so only the order of float32 accumulation differs from the reference;
 // compiled by NVRTC for sm_80 and sm_90 (the toolkit's mma.h on its include path); and, on
-// a GPU (skipped without one), run for real against the same reference.
+// a GPU (skipped without one), run for real against the same reference. Then Tacker's pair:
+// the GEMM beside CUDA-core kernels in one launch (generate_mma_pair), every pair the
+// enumeration offers with TF32, against the interpreter in the emulator and through NVRTC.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
 
+#include "cpu/codegen_harness.h"
 #include "cpu/compile.h"
+#include "cuda/compile_kernels.h"
+#include "cuda/library_plan.h"
 #include "cuda/driver.h"
 #include "cuda/emulator.h"
 #include "cuda/nvrtc_compile.h"
@@ -199,6 +204,123 @@ TEST(CudaMmaGemm, CompilesForSm80AndSm90) {
                                   "g" + std::to_string(t) + "_" + std::to_string(tile.bm), tile)
                     .source;
   }
+  kora_test::TempDir dir;
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    NvrtcOptions o;
+    o.arch = arch;
+    o.cache_dir = dir.file("cubins");
+    EXPECT_FALSE(compile_cubin(source, o).cubin.empty()) << arch;
+  }
+}
+
+// x [2, 24, 40] halved (a node both branches read), then a matrix product by a constant
+// with a bias and a ReLU (a GEMM cuBLASLt's epilogue fuses), beside a tanh and a row sum of
+// the same tensor (CUDA-core kernels). Every float constant rounded to TF32.
+PrimGraph gemm_beside_pointwise_graph(std::mt19937& rng) {
+  kora_codegen_test::GraphBuilder b(rng);
+  const DType F = DType::kFloat32;
+  const Shape s = {2, 24, 40}, o = {2, 24, 36};
+  const std::string x = b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{-1, 0.5}}},
+                               {b.input(F, s)}, F, s);
+  const std::string m = b.prim(LinearAttrs{MatMulAttrs{}}, {x, b.input(F, {1, 40, 36}, true)}, F, o);
+  const std::string bias = b.prim(BroadcastAttrs{}, {b.input(F, {1, 1, 36}, true)}, F, o);
+  const std::string mb =
+      b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}}, {m, bias}, F, o);
+  const std::string y = b.prim(ElementwiseAttrs{ScalarOp::kRelu, {Operand{0, 0}}}, {mb}, F, o);
+  const std::string t = b.prim(ElementwiseAttrs{ScalarOp::kTanh, {Operand{0, 0}}}, {x}, F, s);
+  const std::string r = b.prim(ReduceAttrs{ReduceOp::kSum, {2}}, {x}, F, {2, 24, 1});
+  b.g.outputs = {y, t, r};
+  for (auto& [name, tensor] : b.g.constants) {
+    float* v = reinterpret_cast<float*>(tensor.mutable_bytes());
+    for (int64_t i = 0; i < tensor.numel(); ++i) v[i] = tf32(v[i]);
+  }
+  return b.g;
+}
+
+struct Pairs {
+  KernelDag dag;
+  std::vector<Candidate> candidates;  // the pairs with a GEMM
+  std::vector<CudaKernel> kernels;    // each pair x each tile
+};
+
+Pairs mma_pairs(const PrimGraph& g) {
+  Pairs p{kernel_dag_of(g), {}, {}};
+  CandidateOptions co;
+  co.max_size = 4;
+  co.horizontal_pairs = 200;
+  co = cuda_candidate_options(g, co, true);
+  EXPECT_TRUE(co.horizontal_linear);
+  for (const Candidate& c : enumerate_candidates(p.dag, co))
+    if (cuda_mma_pair_supports(g, p.dag, c)) {
+      EXPECT_FALSE(cuda_codegen_supports(g, p.dag, c));
+      EXPECT_FALSE(cuda_gemm_plan(g, p.dag, c));
+      p.candidates.push_back(c);
+      for (const CudaMmaTile& tile : cuda_mma_tiles())
+        p.kernels.push_back(generate_mma_pair(
+            g, p.dag, c, "pair" + std::to_string(p.kernels.size()), tile));
+    }
+  return p;
+}
+
+TEST(CudaMmaGemm, PairsBesideCudaCoreKernelsMatchTheInterpreterInTheEmulator) {
+  std::mt19937 rng(31);
+  const PrimGraph g = gemm_beside_pointwise_graph(rng);
+  const Pairs p = mma_pairs(g);
+  ASSERT_GE(p.candidates.size(), 4u);
+  kora_test::TempDir dir;
+  CxxCompileOptions options;
+  options.cache_dir = dir.file("kernels");
+  options.flags = {"-O1", "-fPIC", "-shared", "-std=c++17", "-w"};
+  const CompileResult lib = compile_shared(kora_cuda_test::emulated_program(p.kernels, g), options);
+  using Entry = void (*)(long long, int, void**);
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    const CudaKernel& ck = p.kernels[k];
+    const Candidate& c = p.candidates[k / cuda_mma_tiles().size()];
+    std::map<std::string, Tensor> values;
+    for (const std::string& r : ck.reads) {
+      if (const Tensor* t = g.constant(r)) {
+        values[r] = *t;
+        continue;
+      }
+      Tensor t = kora_codegen_test::random_tensor(DType::kFloat32, g.value(r).shape, rng);
+      float* v = reinterpret_cast<float*>(t.mutable_bytes());
+      for (int64_t i = 0; i < t.numel(); ++i) v[i] = tf32(v[i]);
+      values[r] = t;
+    }
+    for (int v : c.members) {
+      const Primitive& prim = g.prims[p.dag.prim[v]];
+      std::vector<const Tensor*> in;
+      for (const std::string& i : prim.inputs) in.push_back(&values.at(i));
+      values[prim.output()] = run_primitive(g, prim, in).at(0);
+    }
+    std::vector<void*> args;
+    for (const std::string& r : ck.reads)
+      args.push_back(const_cast<std::byte*>(values.at(r).bytes()));
+    std::vector<std::vector<float>> outs;
+    for (const std::string& w : ck.writes) outs.emplace_back(numel(g.value(w).shape) + 1, 12345.f);
+    for (auto& o : outs) args.push_back(o.data());
+    for (const CudaLaunch& l : ck.launches) {
+      EXPECT_EQ(l.block, k % 2 ? 32 : 128);  // the tile's warps, for every part
+      reinterpret_cast<Entry>(lib.library->symbol("kora_emu_" + l.function))(l.grid(), l.block,
+                                                                             args.data());
+    }
+    for (size_t w = 0; w < ck.writes.size(); ++w) {
+      EXPECT_EQ(kora_codegen_test::compare(values.at(ck.writes[w]), outs[w].data()), "")
+          << ck.symbol << " output " << ck.writes[w] << "\n" << ck.source;
+      EXPECT_EQ(outs[w].back(), 12345.f) << ck.symbol << " writes past " << ck.writes[w];
+    }
+  }
+  std::printf("[ info     ] %zu pairs of a tensor-core GEMM and CUDA-core kernels, %zu kernels\n",
+              p.candidates.size(), p.kernels.size());
+}
+
+TEST(CudaMmaGemm, PairsCompileForSm80AndSm90) {
+  if (!cuda_built()) GTEST_SKIP() << "kora was built without CUDA";
+  std::mt19937 rng(31);
+  const PrimGraph g = gemm_beside_pointwise_graph(rng);
+  const Pairs p = mma_pairs(g);
+  std::string source = cuda_codegen_prelude();
+  for (const CudaKernel& k : p.kernels) source += k.source;
   kora_test::TempDir dir;
   for (const char* arch : {"sm_80", "sm_90"}) {
     NvrtcOptions o;
