@@ -1,8 +1,9 @@
 """Horizontal fusion's cost to the orchestration (issue 27; `--horizontal N` on the cuda
 target): per model, `kora orchestrate --target cuda` without pairs and with N per segment,
 at the H100 roofline's costs (a 4 us launch each) on the fake GPU of the test build, so no
-GPU is needed: candidates, unique signatures (kernels to measure), pairs offered and
-chosen, the plan's roofline cost, enumeration and solve seconds. It says what the pairs
+GPU is needed; each also with --tf32, where pairs may hold a GEMM (kora's tensor-core GEMM
+beside a CUDA-core kernel, offered first): candidates, unique signatures (kernels to
+measure), pairs offered and chosen, the plan's roofline cost, enumeration and solve seconds. It says what the pairs
 cost to enumerate, measure and solve, and where a launch-bound cost model takes them; not
 what they gain on a GPU (that needs measured costs: kora profile --target cuda --horizontal
 N on one).
@@ -18,11 +19,12 @@ import sys
 import tempfile
 
 
-def orchestrate(kora, model, pairs, env):
+def orchestrate(kora, model, pairs, tf32, env):
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(env, KORA_PROFILE_DB=os.path.join(tmp, "profiles.db"))
         out = subprocess.run([kora, "orchestrate", model, "--target", "cuda", "--horizontal",
-                              str(pairs), "--json"], env=env, capture_output=True, text=True)
+                              str(pairs), "--json"] + (["--tf32"] if tf32 else []), env=env,
+                             capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"{model}: {out.stderr.strip()}")
     return json.loads(out.stdout)
@@ -45,14 +47,15 @@ def main():
     print("|---|---|---|---|---|---|---|---|")
     for model in a.models:
         name = os.path.splitext(os.path.basename(model))[0]
-        for pairs in (0, a.pairs):
-            r = orchestrate(a.kora, model, pairs, env)
-            row = {"model": name, "pairs": pairs, "candidates": r["candidates"],
+        for pairs, tf32 in ((0, False), (a.pairs, False), (0, True), (a.pairs, True)):
+            r = orchestrate(a.kora, model, pairs, tf32, env)
+            row = {"model": name, "pairs": pairs, "tf32": tf32, "candidates": r["candidates"],
                    "unique": r["unique_signatures"], "offered": r["horizontal_pairs"],
                    "chosen": r["horizontal_chosen"], "cost_ms": r["total_cost_ms"],
                    "enumerate_s": r["enumerate_seconds"], "solve_s": r["solve_seconds"]}
             rows.append(row)
-            print(f"| {name}{' --horizontal ' + str(pairs) if pairs else ''} "
+            flags = (f" --horizontal {pairs}" if pairs else "") + (" --tf32" if tf32 else "")
+            print(f"| {name}{flags} "
                   f"| {row['candidates']} | {row['unique']} | {row['offered']} "
                   f"| {row['chosen']} | {row['cost_ms']:.3f} | {row['enumerate_s']:.2f} "
                   f"| {row['solve_s']:.2f} |", flush=True)

@@ -46,7 +46,7 @@ struct CandidateOptions {
   // pairs with the fewest members come first. 0: none (the default).
   // With horizontal_linear a part may also hold a linear primitive (a matrix product and its
   // epilogue: a backend that generates its own tensor-core GEMM pairs it with a CUDA-core
-  // kernel), and such pairs come first.
+  // kernel), up to horizontal_pairs such pairs besides the others.
   int horizontal_pairs = 0;
   int horizontal_part_size = 6;
   bool horizontal_linear = false;

@@ -9,8 +9,8 @@
 // most CandidateOptions::horizontal_part_size members, disjoint, with no
 // path between them, next to a common node (both read it: siblings such as the branches
 // of an Inception module; or it reads both: the operands of a concat or of attention's
-// Q.K^T); the pairs with a linear part first, then those with the fewest members, up to
-// horizontal_pairs of them, each
+// Q.K^T); the pairs with the fewest members first, up to horizontal_pairs of them (and as
+// many again with a linear part), each
 // accepted by the backend's `capable`. Other pairs (two unrelated corners of the graph)
 // are not offered: the solver would rarely gain from them and each is a kernel to measure.
 #include <algorithm>
@@ -59,15 +59,16 @@ std::vector<Candidate> horizontal_candidates(const KernelDag& dag,
     for (int t : nodes) near[t].push_back(p);
   }
   const candidates_internal::Reach reach = candidates_internal::reachability(dag);
-  // (no linear part, members of the pair, first part, second part): pairs with a GEMM first
-  // (where asked for: the tensor-core kernel beside a CUDA-core one is what they are for),
-  // then the fewest members; kept to a few times the pairs wanted, since `capable` may turn
-  // some down.
+  // Two classes, each with its own budget of horizontal_pairs, so that neither crowds the
+  // other out: pairs with a linear part (where asked for: the tensor-core kernel beside a
+  // CUDA-core one) and pairs without. In each, (members of the pair, first part, second
+  // part), fewest members first, kept to a few times the pairs wanted since `capable` may
+  // turn some down.
   auto linear = [&](const Candidate& c) {
     return std::any_of(c.members.begin(), c.members.end(),
                        [&](int v) { return dag.kind[v] == PrimKind::kLinear; });
   };
-  std::set<std::tuple<bool, size_t, int, int>> pairs;
+  std::set<std::tuple<size_t, int, int>> pairs[2];
   const size_t keep = static_cast<size_t>(options.horizontal_pairs) * 4;
   int64_t examined = 0;
   for (const std::vector<int>& list : near)
@@ -75,25 +76,29 @@ std::vector<Candidate> horizontal_candidates(const KernelDag& dag,
       for (size_t j = i + 1; j < list.size() && examined < kMaxExamined; ++j, ++examined) {
         const Candidate& a = connected[list[i]];
         const Candidate& b = connected[list[j]];
-        const auto key = std::make_tuple(!linear(a) && !linear(b),
-                                         a.members.size() + b.members.size(),
+        auto& kept = pairs[linear(a) || linear(b)];
+        const auto key = std::make_tuple(a.members.size() + b.members.size(),
                                          std::min(list[i], list[j]), std::max(list[i], list[j]));
-        if (pairs.size() >= keep && key >= *pairs.rbegin()) continue;
+        if (kept.size() >= keep && key >= *kept.rbegin()) continue;
         bool disjoint = true;
         for (int v : a.members)
           disjoint &= !std::binary_search(b.members.begin(), b.members.end(), v);
         if (!disjoint || !candidates_internal::independent(reach, a.members, b.members)) continue;
-        pairs.insert(key);
-        if (pairs.size() > keep) pairs.erase(std::prev(pairs.end()));
+        kept.insert(key);
+        if (kept.size() > keep) kept.erase(std::prev(kept.end()));
       }
   std::vector<Candidate> out;
-  for (const auto& [no_linear, size, i, j] : pairs) {
-    if (static_cast<int>(out.size()) >= options.horizontal_pairs) break;
-    std::vector<int> members = connected[i].members;
-    members.insert(members.end(), connected[j].members.begin(), connected[j].members.end());
-    std::sort(members.begin(), members.end());
-    if (options.capable && !options.capable(dag, members)) continue;
-    out.push_back(make_candidate(dag, std::move(members)));
+  for (const auto& kept : pairs) {
+    int taken = 0;
+    for (const auto& [size, i, j] : kept) {
+      if (taken >= options.horizontal_pairs) break;
+      std::vector<int> members = connected[i].members;
+      members.insert(members.end(), connected[j].members.begin(), connected[j].members.end());
+      std::sort(members.begin(), members.end());
+      if (options.capable && !options.capable(dag, members)) continue;
+      out.push_back(make_candidate(dag, std::move(members)));
+      ++taken;
+    }
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // Horizontal fusion candidates (src/candidates/horizontal.cc) and a candidate's parts
 // (candidate_parts, src/candidates/candidate.cc) against their definitions on random
-// DAGs: every pair of enumerated candidates of the allowed kinds and size, disjoint, with
+// DAGs: every pair of enumerated candidates of the allowed kinds (linear ones too, where
+// asked) and size, disjoint, with
 // no path between them and a common neighbouring node, by brute force over all pairs;
 // the cap keeps the smallest; the capability hook turns pairs down; the parts of a node
 // set are its connected components.
@@ -49,13 +50,13 @@ std::set<int> neighbours(const KernelDag& dag, const Set& s) {
 
 // Every pair the rules allow, as the union's members -> member count.
 std::map<Set, size_t> brute_force_pairs(const KernelDag& dag, const std::vector<Candidate>& all,
-                                        int part_size) {
+                                        int part_size, bool linear) {
   std::vector<const Candidate*> parts;
   for (const Candidate& c : all) {
     if (static_cast<int>(c.members.size()) > part_size) continue;
     bool kinds = true;
     for (int v : c.members)
-      kinds &= dag.kind[v] != PrimKind::kLinear && dag.kind[v] != PrimKind::kOpaque;
+      kinds &= (linear || dag.kind[v] != PrimKind::kLinear) && dag.kind[v] != PrimKind::kOpaque;
     if (kinds) parts.push_back(&c);
   }
   std::map<Set, size_t> out;
@@ -84,9 +85,10 @@ TEST(HorizontalCandidates, EqualBruteForceOnRandomDags) {
     kora::CandidateOptions options;
     options.max_size = 1 + t % 5;
     options.horizontal_part_size = 1 + t % 3;
+    options.horizontal_linear = t % 2;
     const std::vector<Candidate> connected = kora::enumerate_candidates(d.dag, options);
-    const std::map<Set, size_t> want =
-        brute_force_pairs(d.dag, connected, options.horizontal_part_size);
+    const std::map<Set, size_t> want = brute_force_pairs(d.dag, connected,
+                                                         options.horizontal_part_size, t % 2);
     options.horizontal_pairs = 1 << 20;  // all of them
     kora::CandidateStats stats;
     const std::vector<Candidate> with = kora::enumerate_candidates(d.dag, options, &stats);
@@ -108,19 +110,28 @@ TEST(HorizontalCandidates, EqualBruteForceOnRandomDags) {
     }
     total += static_cast<int64_t>(want.size());
 
-    // A cap keeps pairs of the fewest members; a refusing hook leaves none.
+    // A cap keeps pairs of the fewest members, in each class (with a linear part or not);
+    // a refusing hook leaves none.
     options.horizontal_pairs = 3;
     const std::vector<Candidate> capped = kora::enumerate_candidates(d.dag, options);
-    ASSERT_EQ(capped.size(), connected.size() + std::min<size_t>(3, want.size()));
-    size_t largest_kept = 0;
+    auto linear = [&](const Set& s) {
+      return std::any_of(s.begin(), s.end(),
+                         [&](int v) { return d.dag.kind[v] == PrimKind::kLinear; });
+    };
+    size_t in_class[2] = {0, 0};
+    for (const auto& [members, size] : want) ++in_class[linear(members)];
+    ASSERT_EQ(capped.size(), connected.size() + std::min<size_t>(3, in_class[0]) +
+                                 std::min<size_t>(3, in_class[1]));
+    size_t largest_kept[2] = {0, 0};
     std::set<Set> kept;
     for (size_t i = connected.size(); i < capped.size(); ++i) {
-      largest_kept = std::max(largest_kept, capped[i].members.size());
+      size_t& largest = largest_kept[linear(capped[i].members)];
+      largest = std::max(largest, capped[i].members.size());
       kept.insert(capped[i].members);
     }
     for (const auto& [members, size] : want)
       if (!kept.count(members)) {
-        EXPECT_GE(size, largest_kept) << "dag " << t;
+        EXPECT_GE(size, largest_kept[linear(members)]) << "dag " << t;
       }
     options.capable = [](const KernelDag& dag, const Set& s) {
       return kora_test::connected(dag, s);  // connected sets only: every pair refused
