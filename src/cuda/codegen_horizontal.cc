@@ -121,8 +121,8 @@ CudaKernel generate_mma_pair(const PrimGraph& graph, const KernelDag& dag, const
     const std::string part_symbol = symbol + "_p" + std::to_string(p);
     if (const std::optional<CudaGemm> gemm = cuda_gemm_plan(graph, dag, parts[p])) {
       generated.push_back(generate_mma_gemm(*gemm, kernel_reads(graph, dag, parts[p]),
-                                            kernel_writes(graph, dag, parts[p]), part_symbol,
-                                            tile, true));
+                                            kernel_writes(graph, dag, parts[p]), part_symbol, tile,
+                                            true));
       continue;
     }
     if (!cuda_codegen_supports(graph, dag, parts[p]))

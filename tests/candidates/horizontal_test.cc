@@ -87,8 +87,8 @@ TEST(HorizontalCandidates, EqualBruteForceOnRandomDags) {
     options.horizontal_part_size = 1 + t % 3;
     options.horizontal_linear = t % 2;
     const std::vector<Candidate> connected = kora::enumerate_candidates(d.dag, options);
-    const std::map<Set, size_t> want = brute_force_pairs(d.dag, connected,
-                                                         options.horizontal_part_size, t % 2);
+    const std::map<Set, size_t> want =
+        brute_force_pairs(d.dag, connected, options.horizontal_part_size, t % 2);
     options.horizontal_pairs = 1 << 20;  // all of them
     kora::CandidateStats stats;
     const std::vector<Candidate> with = kora::enumerate_candidates(d.dag, options, &stats);

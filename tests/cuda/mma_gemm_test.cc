@@ -16,9 +16,9 @@
 #include "cpu/codegen_harness.h"
 #include "cpu/compile.h"
 #include "cuda/compile_kernels.h"
-#include "cuda/library_plan.h"
 #include "cuda/driver.h"
 #include "cuda/emulator.h"
+#include "cuda/library_plan.h"
 #include "cuda/nvrtc_compile.h"
 #include "frontend/model_builder.h"
 
@@ -222,7 +222,8 @@ PrimGraph gemm_beside_pointwise_graph(std::mt19937& rng) {
   const Shape s = {2, 24, 40}, o = {2, 24, 36};
   const std::string x = b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{-1, 0.5}}},
                                {b.input(F, s)}, F, s);
-  const std::string m = b.prim(LinearAttrs{MatMulAttrs{}}, {x, b.input(F, {1, 40, 36}, true)}, F, o);
+  const std::string m =
+      b.prim(LinearAttrs{MatMulAttrs{}}, {x, b.input(F, {1, 40, 36}, true)}, F, o);
   const std::string bias = b.prim(BroadcastAttrs{}, {b.input(F, {1, 1, 36}, true)}, F, o);
   const std::string mb =
       b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}}, {m, bias}, F, o);
@@ -256,8 +257,8 @@ Pairs mma_pairs(const PrimGraph& g) {
       EXPECT_FALSE(cuda_gemm_plan(g, p.dag, c));
       p.candidates.push_back(c);
       for (const CudaMmaTile& tile : cuda_mma_tiles())
-        p.kernels.push_back(generate_mma_pair(
-            g, p.dag, c, "pair" + std::to_string(p.kernels.size()), tile));
+        p.kernels.push_back(
+            generate_mma_pair(g, p.dag, c, "pair" + std::to_string(p.kernels.size()), tile));
     }
   return p;
 }
@@ -306,7 +307,8 @@ TEST(CudaMmaGemm, PairsBesideCudaCoreKernelsMatchTheInterpreterInTheEmulator) {
     }
     for (size_t w = 0; w < ck.writes.size(); ++w) {
       EXPECT_EQ(kora_codegen_test::compare(values.at(ck.writes[w]), outs[w].data()), "")
-          << ck.symbol << " output " << ck.writes[w] << "\n" << ck.source;
+          << ck.symbol << " output " << ck.writes[w] << "\n"
+          << ck.source;
       EXPECT_EQ(outs[w].back(), 12345.f) << ck.symbol << " writes past " << ck.writes[w];
     }
   }
