@@ -576,6 +576,28 @@ std::string without_cudnn() {
          std::to_string(kCublasLtAlgos);
 }
 
+// Runs the artifact `art` on the fake driver without cuDNN, its cubins replaced by the
+// emulation of its kernels (artifact_emulation), twice on `inputs` (kora run --iters 2);
+// the outputs by name into `got`.
+void run_on_fake_driver(const kora_test::TempDir& tmp, const std::string& art, const PrimGraph& g,
+                        const std::map<std::string, Tensor>& inputs,
+                        std::map<std::string, Tensor>& got) {
+  const Manifest m = read_manifest(art);
+  const std::string lib = artifact_emulation(art, g, tmp.file("emulated"));
+  for (const std::string& cubin : m.libraries) std::ofstream(art + "/" + cubin) << lib << '\0';
+  record_replaced_cubins(art, m);
+  std::string command = fake_libraries() + without_cudnn() + " " + KORA_CLI_PATH + " run " + art +
+                        " --iters 2 --output-dir " + tmp.file("out");
+  for (const auto& [name, value] : inputs) {
+    write_npy(tmp.file(name + ".npy"), value);
+    command += " --input " + name + "=" + tmp.file(name + ".npy");
+  }
+  std::string out;
+  ASSERT_EQ(run(command, &out), 0) << out;
+  for (const std::string& name : g.outputs)
+    got[name] = read_npy(tmp.file("out") + "/" + name + ".npy");
+}
+
 // fake_gpu_flow without cuDNN on the model `mb` builds, with random inputs; its primitive
 // graph out.
 PrimGraph fake_gpu_flow_on(const kora_test::TempDir& tmp, const kora_test::ModelBuilder& mb,
@@ -844,20 +866,11 @@ TEST(CudaArtifact, HorizontalPairsRunOnAFakeDriverLikeTheInterpreter) {
   const std::string art = tmp.file("art");
   write_cuda_artifact(g, plan, nullptr, art, options);
   const Manifest m = read_manifest(art);
-  const std::string lib = artifact_emulation(art, g, tmp.file("emulated"));
-  for (const std::string& cubin : m.libraries) std::ofstream(art + "/" + cubin) << lib << '\0';
-  record_replaced_cubins(art, m);
   const std::map<std::string, Tensor> inputs = random_inputs(g);
-  std::string command = fake_libraries() + without_cudnn() + " " + KORA_CLI_PATH + " run " + art +
-                        " --iters 3 --output-dir " + tmp.file("out");
-  for (const auto& [name, value] : inputs) {
-    write_npy(tmp.file(name + ".npy"), value);
-    command += " --input " + name + "=" + tmp.file(name + ".npy");
-  }
-  std::string out;
-  ASSERT_EQ(run(command, &out), 0) << out;
+  std::map<std::string, Tensor> got;
+  ASSERT_NO_FATAL_FAILURE(run_on_fake_driver(tmp, art, g, inputs, got));
   for (const auto& [name, value] : interpret(g, inputs))
-    EXPECT_LT(relative_l2(read_npy(tmp.file("out") + "/" + name + ".npy"), value), 1e-5) << name;
+    EXPECT_LT(relative_l2(got.at(name), value), 1e-5) << name;
   std::printf("[ info     ] %d horizontal pairs among %zu kernels\n", pairs, plan.kernels.size());
 }
 
@@ -932,20 +945,11 @@ TEST(CudaArtifact, KorasTensorCoreGemmRunsOnAFakeDriverWithTf32) {
       EXPECT_EQ(k.cuda.launches[0].block, 32);
     }
   ASSERT_EQ(mma, 1);
-  const std::string lib = artifact_emulation(art, g, tmp.file("emulated"));
-  for (const std::string& cubin : m.libraries) std::ofstream(art + "/" + cubin) << lib << '\0';
-  record_replaced_cubins(art, m);
   const std::map<std::string, Tensor> inputs = random_inputs(g);
-  std::string command = fake_libraries() + without_cudnn() + " " + KORA_CLI_PATH + " run " + art +
-                        " --iters 2 --output-dir " + tmp.file("out");
-  for (const auto& [name, value] : inputs) {
-    write_npy(tmp.file(name + ".npy"), value);
-    command += " --input " + name + "=" + tmp.file(name + ".npy");
-  }
-  std::string out;
-  ASSERT_EQ(run(command, &out), 0) << out;
+  std::map<std::string, Tensor> got;
+  ASSERT_NO_FATAL_FAILURE(run_on_fake_driver(tmp, art, g, inputs, got));
   for (const auto& [name, value] : interpret(g, inputs)) {
-    const double err = relative_l2(read_npy(tmp.file("out") + "/" + name + ".npy"), value);
+    const double err = relative_l2(got.at(name), value);
     EXPECT_LT(err, kTf32Tolerance) << name;
     EXPECT_GT(err, 1e-6) << name << ": TF32's rounding shows (a float32 product would not)";
     std::printf("[ info     ] relative L2 %.2e (TF32)\n", err);
@@ -989,20 +993,11 @@ TEST(CudaArtifact, AGemmBesideACudaCoreKernelInOneLaunchOnAFakeDriver) {
       EXPECT_EQ(k.cuda.launches[0].block, 128);
     }
   ASSERT_EQ(launched, 1);
-  const std::string lib = artifact_emulation(art, g, tmp.file("emulated"));
-  for (const std::string& cubin : m.libraries) std::ofstream(art + "/" + cubin) << lib << '\0';
-  record_replaced_cubins(art, m);
   const std::map<std::string, Tensor> inputs = random_inputs(g);
-  std::string command = fake_libraries() + without_cudnn() + " " + KORA_CLI_PATH + " run " + art +
-                        " --iters 2 --output-dir " + tmp.file("out");
-  for (const auto& [name, value] : inputs) {
-    write_npy(tmp.file(name + ".npy"), value);
-    command += " --input " + name + "=" + tmp.file(name + ".npy");
-  }
-  std::string out;
-  ASSERT_EQ(run(command, &out), 0) << out;
+  std::map<std::string, Tensor> got;
+  ASSERT_NO_FATAL_FAILURE(run_on_fake_driver(tmp, art, g, inputs, got));
   for (const auto& [name, value] : interpret(g, inputs)) {
-    const double err = relative_l2(read_npy(tmp.file("out") + "/" + name + ".npy"), value);
+    const double err = relative_l2(got.at(name), value);
     EXPECT_LT(err, kTf32Tolerance) << name;
     std::printf("[ info     ] %s: relative L2 %.2e\n", name.c_str(), err);
   }

@@ -111,6 +111,17 @@ const float* read_data(const Case& c, const std::string& r) {
   return r == "a" ? c.a.data() : r == "b" ? c.b.data() : r == "bias" ? c.bias.data() : c.c.data();
 }
 
+// NVRTC compiles `source` for sm_80 and sm_90.
+void expect_compiles_for_sm80_and_sm90(const std::string& source) {
+  kora_test::TempDir dir;
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    NvrtcOptions o;
+    o.arch = arch;
+    o.cache_dir = dir.file("cubins");
+    EXPECT_FALSE(compile_cubin(source, o).cubin.empty()) << arch;
+  }
+}
+
 PrimGraph value_graph() {  // the tensors' dtypes, as emulated_program reads them
   PrimGraph g;
   for (const char* t : {"a", "b", "bias", "c", "d"}) g.values[t] = {DType::kFloat32, {1}};
@@ -204,13 +215,7 @@ TEST(CudaMmaGemm, CompilesForSm80AndSm90) {
                                   "g" + std::to_string(t) + "_" + std::to_string(tile.bm), tile)
                     .source;
   }
-  kora_test::TempDir dir;
-  for (const char* arch : {"sm_80", "sm_90"}) {
-    NvrtcOptions o;
-    o.arch = arch;
-    o.cache_dir = dir.file("cubins");
-    EXPECT_FALSE(compile_cubin(source, o).cubin.empty()) << arch;
-  }
+  expect_compiles_for_sm80_and_sm90(source);
 }
 
 // x [2, 24, 40] halved (a node both branches read), then a matrix product by a constant
@@ -323,13 +328,7 @@ TEST(CudaMmaGemm, PairsCompileForSm80AndSm90) {
   const Pairs p = mma_pairs(g);
   std::string source = cuda_codegen_prelude();
   for (const CudaKernel& k : p.kernels) source += k.source;
-  kora_test::TempDir dir;
-  for (const char* arch : {"sm_80", "sm_90"}) {
-    NvrtcOptions o;
-    o.arch = arch;
-    o.cache_dir = dir.file("cubins");
-    EXPECT_FALSE(compile_cubin(source, o).cubin.empty()) << arch;
-  }
+  expect_compiles_for_sm80_and_sm90(source);
 }
 
 }  // namespace
