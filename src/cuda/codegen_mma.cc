@@ -7,9 +7,9 @@
 //   for each K step of 16: the block stages A's BM x 16 and B's 16 x BN elements in shared
 //   memory, rounded to TF32 (zeros beyond the matrix edges, so any m, n, k works), then
 //   each warp multiplies its fragments twice (k = 8 each);
-//   then the accumulators go through shared memory, and each thread applies the epilogue
-//   (alpha, + bias[j], + C[i][j], ReLU, in cuBLASLt's order) to elements of the tile and
-//   stores those inside D.
+//   then the accumulators go through shared memory (the staging buffers' own), and each
+//   thread applies the epilogue (alpha, + bias[j], + C[i][j], ReLU, in cuBLASLt's order)
+//   to elements of the tile and stores those inside D.
 // TF32 multiplies (10-bit mantissas) with float32 accumulation: an explicit option (--tf32),
 // checked to kTf32Tolerance like cuBLAS's TF32 math. Functions take the kernel's reads and
 // writes as generated kernels do (in0.., out0); D is out0.
@@ -58,9 +58,13 @@ CudaKernel generate_mma_gemm(const CudaGemm& g, const std::vector<std::string>& 
      << "  using namespace nvcuda;\n"
      << "  constexpr int BM = " << tile.bm << ", BN = " << tile.bn << ", BK = 16, T = " << threads
      << ";\n"
-     << "  __shared__ __align__(32) float As[BM][BK + 4];\n"
-     << "  __shared__ __align__(32) float Bs[BK][BN + 4];\n"
-     << "  __shared__ __align__(32) float Cs[BM][BN + 4];\n"
+     // The tile of D goes through the staging buffers' memory once they are read: 17 KiB
+     // of shared memory for 64 x 64, so that two such GEMMs fit one horizontal launch.
+     << "  constexpr int SA = BM * (BK + 4), SB = BK * (BN + 4), SC = BM * (BN + 4);\n"
+     << "  __shared__ __align__(32) float smem[SA + SB > SC ? SA + SB : SC];\n"
+     << "  float(*As)[BK + 4] = reinterpret_cast<float(*)[BK + 4]>(smem);\n"
+     << "  float(*Bs)[BN + 4] = reinterpret_cast<float(*)[BN + 4]>(smem + SA);\n"
+     << "  float(*Cs)[BN + 4] = reinterpret_cast<float(*)[BN + 4]>(smem);\n"
      << "  const long long t = blockIdx.x % " << tiles_m * tiles_n << "LL;\n"
      << "  const long long batch = blockIdx.x / " << tiles_m * tiles_n << "LL;\n"
      << "  const long long i0 = t / " << tiles_n << " * BM, j0 = t % " << tiles_n << " * BN;\n"

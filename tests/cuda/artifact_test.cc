@@ -1054,7 +1054,10 @@ TEST(CudaArtifact, FusedGemmsOnAFakeGpu) {
 // emulation's: the plans are valid, not a GPU's). $KORA_EMULATE_HORIZONTAL=N: compiled (and
 // profiled) with --horizontal N, the horizontal pairs among the candidates.
 // $KORA_EMULATE_ROOFLINE=1: no database at all: each model compiled for the fake GPU at the
-// H100 roofline's costs (--no-measure --no-verify), the plan a launch-bound model prefers.
+// H100 roofline's costs (--no-measure --no-verify), the plan a launch-bound model prefers;
+// with $KORA_EMULATE_TF32=1 also --tf32 (GEMMs as kora's tensor-core GEMM where the plan
+// has no measurement, pairs of a GEMM and another kernel with --horizontal; slow: the
+// emulator computes every fragment in every lane).
 TEST(CudaZooEmulated, ChecksEachModelAgainstOnnxruntime) {
   const char* zoo = std::getenv("KORA_EMULATE_ZOO");
   if (!zoo || !*zoo) GTEST_SKIP() << "set KORA_EMULATE_ZOO=DIR to check its models on the fake GPU";
@@ -1090,6 +1093,8 @@ TEST(CudaZooEmulated, ChecksEachModelAgainstOnnxruntime) {
             " KORA_KERNEL_CACHE=" + tmp.file("cache") +
             " KORA_PROFILE_DB=" + tmp.file(name + ".db") + " ";
       compile_options = " --no-measure --no-verify";
+      const char* tf32 = std::getenv("KORA_EMULATE_TF32");
+      if (tf32 && std::string(tf32) == "1") compile_options += " --tf32";
     } else if (profile_here) {
       std::vector<CudaKernel> kernels;
       CudaKernelsOptions options;  // the candidates kora profile enumerates

@@ -220,7 +220,8 @@ TEST(CudaMmaGemm, CompilesForSm80AndSm90) {
 
 // x [2, 24, 40] halved (a node both branches read), then a matrix product by a constant
 // with a bias and a ReLU (a GEMM cuBLASLt's epilogue fuses), beside a tanh and a row sum of
-// the same tensor (CUDA-core kernels). Every float constant rounded to TF32.
+// the same tensor (CUDA-core kernels) and another product (two GEMMs in one launch share
+// the block's 48 KiB of static shared memory). Every float constant rounded to TF32.
 PrimGraph gemm_beside_pointwise_graph(std::mt19937& rng) {
   kora_codegen_test::GraphBuilder b(rng);
   const DType F = DType::kFloat32;
@@ -235,7 +236,9 @@ PrimGraph gemm_beside_pointwise_graph(std::mt19937& rng) {
   const std::string y = b.prim(ElementwiseAttrs{ScalarOp::kRelu, {Operand{0, 0}}}, {mb}, F, o);
   const std::string t = b.prim(ElementwiseAttrs{ScalarOp::kTanh, {Operand{0, 0}}}, {x}, F, s);
   const std::string r = b.prim(ReduceAttrs{ReduceOp::kSum, {2}}, {x}, F, {2, 24, 1});
-  b.g.outputs = {y, t, r};
+  const std::string m2 =
+      b.prim(LinearAttrs{MatMulAttrs{}}, {x, b.input(F, {1, 40, 20}, true)}, F, {2, 24, 20});
+  b.g.outputs = {y, t, r, m2};
   for (auto& [name, tensor] : b.g.constants) {
     float* v = reinterpret_cast<float*>(tensor.mutable_bytes());
     for (int64_t i = 0; i < tensor.numel(); ++i) v[i] = tf32(v[i]);
@@ -273,6 +276,14 @@ TEST(CudaMmaGemm, PairsBesideCudaCoreKernelsMatchTheInterpreterInTheEmulator) {
   const PrimGraph g = gemm_beside_pointwise_graph(rng);
   const Pairs p = mma_pairs(g);
   ASSERT_GE(p.candidates.size(), 4u);
+  int two_gemms = 0;
+  for (const Candidate& c : p.candidates) {
+    int gemms = 0;
+    for (const Candidate& part : candidate_parts(p.dag, c))
+      gemms += cuda_gemm_plan(g, p.dag, part).has_value();
+    two_gemms += gemms == 2;
+  }
+  EXPECT_GT(two_gemms, 0);
   kora_test::TempDir dir;
   CxxCompileOptions options;
   options.cache_dir = dir.file("kernels");
