@@ -163,6 +163,12 @@ CudaKernel generate_mma_gemm(const CudaGemm& g, const std::vector<std::string>& 
 bool cuda_mma_pair_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 CudaKernel generate_mma_pair(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
                              const std::string& symbol, const CudaMmaTile& tile);
+// Whether kora's tensor-core GEMM implements candidate c (with --tf32): a GEMM
+// (cuda_gemm_plan) or a horizontal pair holding one; and that implementation at `tile`
+// (generate_mma_gemm or generate_mma_pair), named `symbol` (cuda_mma_symbol).
+bool cuda_mma_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
+CudaKernel generate_mma_kernel(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+                               const std::string& symbol, const CudaMmaTile& tile);
 
 // Types, limits and helpers the generated functions use (no headers: NVRTC needs none).
 std::string cuda_codegen_prelude();

@@ -17,6 +17,7 @@
 
 #include "codegen/scalar.h"
 #include "cuda/codegen_internal.h"
+#include "cuda/library_plan.h"
 #include "kora/error.h"
 
 namespace kora {
@@ -47,6 +48,20 @@ CudaKernel generate_mma_gemm(const CudaGemm& g, const std::vector<std::string>& 
   const int threads = tile.bm / 32 * (tile.bn / 32) * 32;
   const int64_t tiles_m = (g.m + tile.bm - 1) / tile.bm, tiles_n = (g.n + tile.bn - 1) / tile.bn;
   auto in = [](int i) { return "in" + std::to_string(i); };
+  // A K step's staging loop: buf[r][c] = src's element (r0 + r, c0 + c) of its rows x cols
+  // tile, stored transposed or not with `ld` elements a row, rounded to TF32; 0 beyond
+  // (r_end, c_end).
+  auto stage = [](const std::string& buf, const std::string& rows, const std::string& cols,
+                  const std::string& r0, const std::string& c0, int64_t r_end, int64_t c_end,
+                  const std::string& src, bool trans, int64_t ld) {
+    const std::string at =
+        trans ? "c * " + std::to_string(ld) + "LL + r" : "r * " + std::to_string(ld) + "LL + c";
+    return "    for (int e = threadIdx.x; e < " + rows + " * " + cols + "; e += T) {\n" +
+           "      const long long r = " + r0 + " + e / " + cols + ", c = " + c0 + " + e % " + cols +
+           ";\n" + "      " + buf + "[e / " + cols + "][e % " + cols + "] = r < " +
+           std::to_string(r_end) + "LL && c < " + std::to_string(c_end) +
+           "LL ? wmma::__float_to_tf32(" + src + "[" + at + "]) : 0.0f;\n    }\n";
+  };
   std::ostringstream os;
   os << "#include <mma.h>\n";
   if (device_body)  // a part of a horizontal kernel, its block index given
@@ -76,22 +91,8 @@ CudaKernel generate_mma_gemm(const CudaGemm& g, const std::vector<std::string>& 
      << "  for (int x = 0; x < 2; ++x)\n"
      << "    for (int y = 0; y < 2; ++y) wmma::fill_fragment(acc[x][y], 0.0f);\n"
      << "  for (long long k0 = 0; k0 < " << g.k << "LL; k0 += BK) {\n"
-     << "    for (int e = threadIdx.x; e < BM * BK; e += T) {\n"
-     << "      const long long i = i0 + e / BK, l = k0 + e % BK;\n"
-     << "      As[e / BK][e % BK] = i < " << g.m << "LL && l < " << g.k
-     << "LL ? wmma::__float_to_tf32(A["
-     << (g.trans_a ? "l * " + std::to_string(g.lda()) + "LL + i"
-                   : "i * " + std::to_string(g.lda()) + "LL + l")
-     << "]) : 0.0f;\n"
-     << "    }\n"
-     << "    for (int e = threadIdx.x; e < BK * BN; e += T) {\n"
-     << "      const long long l = k0 + e / BN, j = j0 + e % BN;\n"
-     << "      Bs[e / BN][e % BN] = l < " << g.k << "LL && j < " << g.n
-     << "LL ? wmma::__float_to_tf32(B["
-     << (g.trans_b ? "j * " + std::to_string(g.ldb()) + "LL + l"
-                   : "l * " + std::to_string(g.ldb()) + "LL + j")
-     << "]) : 0.0f;\n"
-     << "    }\n"
+     << stage("As", "BM", "BK", "i0", "k0", g.m, g.k, "A", g.trans_a, g.lda())
+     << stage("Bs", "BK", "BN", "k0", "j0", g.k, g.n, "B", g.trans_b, g.ldb())
      << "    __syncthreads();\n"
      << "    for (int kk = 0; kk < BK; kk += 8) {\n"
      << "      wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> "
@@ -136,6 +137,18 @@ CudaKernel generate_mma_gemm(const CudaGemm& g, const std::vector<std::string>& 
   l.block = threads;
   k.launches.push_back(l);
   return k;
+}
+
+bool cuda_mma_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  return cuda_gemm_plan(graph, dag, c) || cuda_mma_pair_supports(graph, dag, c);
+}
+
+CudaKernel generate_mma_kernel(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+                               const std::string& symbol, const CudaMmaTile& tile) {
+  if (const std::optional<CudaGemm> gemm = cuda_gemm_plan(graph, dag, c))
+    return generate_mma_gemm(*gemm, kernel_reads(graph, dag, c), kernel_writes(graph, dag, c),
+                             symbol, tile);
+  return generate_mma_pair(graph, dag, c, symbol, tile);
 }
 
 }  // namespace kora

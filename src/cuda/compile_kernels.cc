@@ -181,23 +181,18 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
       for_each_cuda_candidate(graph, counted, [&](const KernelDag& sub, const Candidate& c) {
         const std::optional<CudaGemm> gemm = cuda_gemm_plan(graph, sub, c);
         const std::optional<CudaConv> conv = cuda_conv_plan(graph, sub, c);  // both: 1x1
-        if (gemm && options.tf32)  // TF32 asked for: kora's tensor-core GEMM too
-          for (const CudaMmaTile& tile : cuda_mma_tiles())
-            if (!options.measured || !options.measured(c.signature, tile.key()))
-              add_generated(sub, c,
-                            generate_mma_gemm(*gemm, kernel_reads(graph, sub, c),
-                                              kernel_writes(graph, sub, c),
-                                              cuda_mma_symbol(c.signature, tile), tile),
-                            tile.key());
-        if (options.tf32 && !gemm && !conv && cuda_mma_pair_supports(graph, sub, c)) {
-          ++summary.supported;  // a GEMM beside another kernel: kora's tensor-core GEMM
+        // TF32 asked for: kora's tensor-core GEMM too, alone or beside another kernel
+        if (options.tf32 && (gemm || cuda_mma_pair_supports(graph, sub, c))) {
           for (const CudaMmaTile& tile : cuda_mma_tiles())
             if (!options.measured || !options.measured(c.signature, tile.key()))
               add_generated(
                   sub, c,
-                  generate_mma_pair(graph, sub, c, cuda_mma_symbol(c.signature, tile), tile),
+                  generate_mma_kernel(graph, sub, c, cuda_mma_symbol(c.signature, tile), tile),
                   tile.key());
-          return;
+          if (!gemm && !conv) {  // a pair: nothing else computes it
+            ++summary.supported;
+            return;
+          }
         }
         if (gemm || conv) {
           if (!options.library) return;

@@ -416,12 +416,9 @@ std::string artifact_emulation(const std::string& art, const PrimGraph& g, const
     if (std::any_of(kernels.begin(), kernels.end(),
                     [&](const CudaKernel& k) { return k.symbol == symbol; }))
       continue;  // one code for kernels of one symbol
-    const std::optional<CudaGemm> gemm = cuda_gemm_plan(g, dag, c);
-    kernels.push_back(!tile  ? generate_cuda_kernel(g, dag, c, symbol,
-                                                    CudaSchedule::from_key(m.kernels[i].schedule))
-                      : gemm ? generate_mma_gemm(*gemm, kernel_reads(g, dag, c),
-                                                 kernel_writes(g, dag, c), symbol, *tile)
-                             : generate_mma_pair(g, dag, c, symbol, *tile));
+    kernels.push_back(tile ? generate_mma_kernel(g, dag, c, symbol, *tile)
+                           : generate_cuda_kernel(g, dag, c, symbol,
+                                                  CudaSchedule::from_key(m.kernels[i].schedule)));
   }
   return emulated_library(kernels, g, cache, level);
 }

@@ -356,12 +356,9 @@ std::string emulated_library(const PrimGraph& g, const CudaKernelsOptions& optio
                              const std::string& cache) {
   std::vector<CudaKernel> kernels;
   for_each_cuda_candidate(g, options, [&](const KernelDag& sub, const Candidate& c) {
-    if (const std::optional<CudaGemm> gemm =
-            options.tf32 ? cuda_gemm_plan(g, sub, c) : std::nullopt)
-      for (const CudaMmaTile& tile : cuda_mma_tiles())  // kora's tensor-core GEMM
-        kernels.push_back(generate_mma_gemm(*gemm, kernel_reads(g, sub, c),
-                                            kernel_writes(g, sub, c),
-                                            cuda_mma_symbol(c.signature, tile), tile));
+    if (options.tf32 && cuda_mma_supports(g, sub, c))  // kora's tensor-core GEMM
+      for (const CudaMmaTile& tile : cuda_mma_tiles())
+        kernels.push_back(generate_mma_kernel(g, sub, c, cuda_mma_symbol(c.signature, tile), tile));
     if (!cuda_codegen_supports(g, sub, c)) return;  // a library call
     const std::vector<CudaSchedule> space = cuda_schedule_space(g, sub, c);
     for (size_t k = 0; k < space.size(); ++k)
