@@ -69,6 +69,9 @@ struct Outcome {
   double objective = 0, bound = 0;
 };
 
+// CBC's objective per millisecond of cost (solve_once): microseconds.
+constexpr double kObjectiveScale = 1000;
+
 // Columns 0 .. kernels-1 are the candidates; the rest are auxiliary (cost 0, or the
 // layout terms of a LayoutProblem).
 Outcome solve_once(const std::vector<double>& cost, int kernels, const std::vector<Row>& rows,
@@ -91,9 +94,15 @@ Outcome solve_once(const std::vector<double>& cost, int kernels, const std::vect
                                 static_cast<CoinBigIndex>(indices.size()), elements.data(),
                                 indices.data(), starts.data(), lengths.data());
   std::vector<double> col_lower(n, 0.0), col_upper(n, 1.0);
+  // The objective in microseconds (kObjectiveScale): CLP's dual tolerance (1e-7) is
+  // absolute, and a segment of kernels under a microsecond each, in milliseconds, has
+  // reduced costs near it, so that CBC branched for seconds on 500-column programs
+  // (a BiLSTM's time steps, predicted costs: 8 s each, 0.5-0.7 s scaled).
+  std::vector<double> scaled(cost);
+  for (double& c : scaled) c *= kObjectiveScale;
   OsiClpSolverInterface solver;
   solver.messageHandler()->setLogLevel(0);
-  solver.loadProblem(matrix, col_lower.data(), col_upper.data(), cost.data(), row_lower.data(),
+  solver.loadProblem(matrix, col_lower.data(), col_upper.data(), scaled.data(), row_lower.data(),
                      row_upper.data());
   for (int k = 0; k < n; ++k) solver.setInteger(k);
   solver.setObjSense(1.0);
@@ -128,7 +137,7 @@ Outcome solve_once(const std::vector<double>& cost, int kernels, const std::vect
   // (CBC stopped by its time limit in preprocessing can report the problem infeasible.)
   out.infeasible = !out.found && model.isProvenInfeasible() && !model.isSecondsLimitReached();
   // Costs are >= 0, so 0 bounds the optimum when CBC proved nothing better.
-  const double bound = model.getBestPossibleObjValue();
+  const double bound = model.getBestPossibleObjValue() / kObjectiveScale;
   out.bound = std::isfinite(bound) && bound > 0 && bound < 1e30 ? bound : 0.0;
   if (out.proven) out.bound = out.objective;
   return out;

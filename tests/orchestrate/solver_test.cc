@@ -228,6 +228,36 @@ TEST(OrchestrationSolver, OptimalEqualsExactSearchOnRandomDags) {
               tally.problems, tally.traps, tally.bites);
 }
 
+// Kernels of a few nanoseconds (a recurrent network's time steps): the same problems with
+// costs of 1e-7 to 1e-5 ms have the same optimum. CLP's dual tolerance is absolute, so in
+// milliseconds such costs sit near it; the solver's objective is in microseconds.
+TEST(OrchestrationSolver, OptimalEqualsExactSearchAtNanosecondCosts) {
+  std::mt19937 rng(1129);
+  int problems = 0;
+  for (int i = 0; i < 160; ++i) {
+    const kora_test::TestDag t = i % 4 == 3 ? kora_test::trap_dag(rng, 1, 2 + i % 2, 1)
+                                            : kora_test::random_dag(rng, 4 + i % 11);
+    kora::CandidateOptions options;
+    options.max_size = 6;
+    const std::vector<Candidate> candidates = kora::enumerate_candidates(t.dag, options);
+    const std::vector<double> units = kora_test::random_costs(rng, t, candidates);  // 1..100s
+    std::vector<double> cost = units;
+    for (double& c : cost) c *= 1e-7;
+    const double optimum = ExactSearch(t.dag, candidates, units, true).solve();
+    const kora::Plan plan = kora::solve_optimal(t.dag, candidates, cost);
+    const std::string where = "problem " + std::to_string(i) + " " + describe(t.dag);
+    expect_valid_plan(t.dag, candidates, cost, plan, where);
+    double in_units = 0;
+    for (int k : plan.kernels) in_units += units[k];
+    EXPECT_NEAR(in_units, optimum, kTolerance) << where;
+    EXPECT_NEAR(plan.cost, optimum * 1e-7, 1e-12) << where;
+    EXPECT_EQ(plan.gap, 0) << where;
+    if (HasFailure()) return;
+    ++problems;
+  }
+  EXPECT_EQ(problems, 160);
+}
+
 // Horizontal pairs (two independent kernels as one candidate, not connected) are
 // candidates like any: the solver's plan is still the exact optimum and runs in order.
 TEST(OrchestrationSolver, OptimalEqualsExactSearchWithHorizontalPairs) {
