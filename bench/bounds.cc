@@ -11,7 +11,8 @@
 // A kernel measured by the replay gets its records but generated code's other schedules,
 // which come when a plan takes it at what they may give (the deferred schedule search;
 // --no-defer: all at once, as when the search ran with the kernel).
-// usage: kora_bench_bounds --db FULL.db [--threads N] [--no-defer] [--caution C]
+// usage: kora_bench_bounds --db FULL.db [--threads N] [--bf16] [--device FINGERPRINT]
+//          [--no-defer] [--caution C]
 //          [--tolerance T] [--rounds N] [--gap G] [--explain] MODEL.onnx [MODEL.onnx ...]
 #include <algorithm>
 #include <cstdio>
@@ -121,6 +122,8 @@ int run(int argc, char** argv) {
   double gap = -1, component_factor = 0, caution = -1, tolerance = -1;
   int rounds = -1;
   int threads = 2;
+  bool bf16 = false;
+  std::string device_override;
   std::vector<std::string> models;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -148,6 +151,10 @@ int run(int argc, char** argv) {
       replay = false;
     else if (a == "--threads" && i + 1 < argc)
       threads = std::stoi(argv[++i]);
+    else if (a == "--bf16")
+      bf16 = true;
+    else if (a == "--device" && i + 1 < argc)
+      device_override = argv[++i];
     else
       models.push_back(a);
   }
@@ -157,10 +164,13 @@ int run(int argc, char** argv) {
   }
   TargetOptions t;
   t.threads = threads;
+  t.bf16 = bf16;
   ProfileDb full(db_path);
   CpuTarget cpu(t);
-  const std::string device = cpu.device(full);
-  const MachinePeaks peaks = cpu_peaks(full, device, threads);
+  // --device: the database's fingerprint to replay (one of an earlier kora's codegen: the
+  // replay compares orchestrations on one table, whichever revision measured it).
+  const std::string device = device_override.empty() ? cpu.device(full) : device_override;
+  const MachinePeaks peaks = cpu_peaks(full, device, threads, bf16);
   LowerBoundCost bound(peaks);
   std::cout << "device " << device << "\n" << bound.describe() << "\n";
   const std::map<uint64_t, double> measured = full.fastest(device);
@@ -269,7 +279,8 @@ int run(int argc, char** argv) {
         const std::vector<ProfileRecord> records = full.records(device, u.candidate->signature);
         if (!records.empty()) all_db->put(records);
       }
-      const OrchestrationResult optimum = orchestrate_for(g, cpu, *target_costs(cpu, all_db), o);
+      const OrchestrationResult optimum =
+          orchestrate_for(g, oracle, *target_costs(oracle, all_db), o);
       std::cout << std::filesystem::path(path).stem().string() << ": component bound "
                 << component_factor << ": " << solves + 1 << " solves, " << oracle.measured_
                 << " of " << have << " measured (" << singles.size() << " single), plan " << cost
@@ -301,8 +312,8 @@ int run(int argc, char** argv) {
       const std::vector<ProfileRecord> records = full.records(device, u.candidate->signature);
       if (!records.empty()) all_db->put(records);
     }
-    const std::unique_ptr<ProfileDbCost> all_costs = target_costs(cpu, all_db);
-    const OrchestrationResult optimum = orchestrate_for(g, cpu, *all_costs, o);
+    const std::unique_ptr<ProfileDbCost> all_costs = target_costs(oracle, all_db);
+    const OrchestrationResult optimum = orchestrate_for(g, oracle, *all_costs, o);
     if (explain) {
       // The optimum's kernels the loop never measured: what the predictor said of them.
       PredictedCost p(std::make_unique<LowerBoundCost>(peaks),

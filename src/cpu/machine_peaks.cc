@@ -91,10 +91,13 @@ MachinePeaks measure_cpu_peaks(int threads) {
   return p;
 }
 
-MachinePeaks cpu_peaks(ProfileDb& db, const std::string& device, int threads) {
+MachinePeaks cpu_peaks(ProfileDb& db, const std::string& device, int threads, bool bf16) {
+  const double compute = bf16 ? kBf16ComputeFactor : 1;
   if (const auto stored = db.device_fact(device, "peaks")) {
     try {
-      return MachinePeaks::from_json(*stored);
+      MachinePeaks p = MachinePeaks::from_json(*stored);
+      p.gflops *= compute;
+      return p;
     } catch (const Error& e) {  // a corrupt fact: measured again below, and replaced
       std::cerr << "kora: note: profile database '" << db.path() << "': " << e.what()
                 << "; measuring the machine's peaks again" << std::endl;
@@ -113,6 +116,7 @@ MachinePeaks cpu_peaks(ProfileDb& db, const std::string& device, int threads) {
       break;
     }
   }
+  p.gflops *= compute;
   return p;
 }
 

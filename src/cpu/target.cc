@@ -32,7 +32,8 @@ std::unique_ptr<CostModel> CpuTarget::fallback_cost() const {
 
 const MachinePeaks& CpuTarget::peaks(ProfileDb& db, const std::string& device) {
   auto it = peaks_.find(device);  // measured once per target, kept or not by the database
-  if (it == peaks_.end()) it = peaks_.emplace(device, cpu_peaks(db, device, threads_)).first;
+  if (it == peaks_.end())
+    it = peaks_.emplace(device, cpu_peaks(db, device, threads_, options_.bf16)).first;
   return it->second;
 }
 

@@ -450,6 +450,13 @@ TEST(MeasureOnDemand, MachinePeaksBoundEveryKernelMeasuredHere) {
   EXPECT_GT(peaks.cache_gbps, peaks.dram_gbps * 0.5);
   if (const auto kept = db.device_fact(summary.device, "peaks")) {  // unless others ran beside
     EXPECT_EQ(*kept, peaks.to_json());
+    // --bf16: the GEMM peak is AVX512-BF16's, twice the float32 one; the rest as measured,
+    // and the database keeps the float32 measurement.
+    const MachinePeaks bf16 = cpu_peaks(db, summary.device, 1, true);
+    EXPECT_DOUBLE_EQ(bf16.gflops, peaks.gflops * kBf16ComputeFactor);
+    EXPECT_DOUBLE_EQ(bf16.dram_gbps, peaks.dram_gbps);
+    EXPECT_DOUBLE_EQ(bf16.cache_gbps, peaks.cache_gbps);
+    EXPECT_EQ(*db.device_fact(summary.device, "peaks"), peaks.to_json());
   }
   LowerBoundCost bound(peaks);
   const std::map<uint64_t, double> measured = db.fastest(summary.device);
