@@ -191,12 +191,16 @@ class TableCost : public CostModel {
   TableCost(std::string source, std::unique_ptr<CostModel> fallback)
       : source_(std::move(source)), fallback_(std::move(fallback)) {}
   std::string fallback_describe() const { return fallback_ ? fallback_->describe() : ""; }
-  // The fallback's cost (not counted as a miss); < 0 without a fallback.
+  // The fallback's cost (not counted as a miss), plus fallback_extra_ms_; < 0 without a
+  // fallback.
   double fallback_cost_ms(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
-    return fallback_ ? fallback_->cost_ms(graph, dag, c) : -1;
+    return fallback_ ? fallback_->cost_ms(graph, dag, c) + fallback_extra_ms_ : -1;
   }
 
   std::map<uint64_t, double> table_;
+  // Added to every fallback cost, as the table's entries carry it (ProfileDbCost: the time
+  // between kernels of a running plan, which a kernel not measured yet will cost too).
+  double fallback_extra_ms_ = 0;
 
  private:
   std::string source_;

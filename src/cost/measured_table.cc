@@ -47,7 +47,7 @@ double TableCost::cost_ms(const PrimGraph& graph, const KernelDag& dag, const Ca
     for (int v : c.members) names += (names.empty() ? "" : ", ") + graph.prims[dag.prim[v]].name;
     throw Error(source_ + " has no kernel " + signature_hex(sig) + " (" + names + ")");
   }
-  return fallback_->cost_ms(graph, dag, c);
+  return fallback_->cost_ms(graph, dag, c) + fallback_extra_ms_;
 }
 
 std::string MeasuredCostTable::describe() const {

@@ -43,9 +43,12 @@ ProfileDbCost::ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string de
     for (auto* costs : {&native_, &channels_last_})
       if (costs->count(signature)) (*costs)[signature] = ms;
   // Every kernel of a running plan also costs its share of the time between kernels.
+  // Kernels not measured (their prediction or bound, PredictedCost, LowerBoundCost) too:
+  // else each looks cheaper than a measured one by it, and the solve prefers them.
   overhead_ = db->kernel_overhead(device_);
   for (auto* costs : {&table_, &native_, &blocked_, &channels_last_})
     for (auto& [signature, ms] : *costs) ms += overhead_;
+  fallback_extra_ms_ = overhead_;
 }
 
 void ProfileDbCost::penalize_failed(double ms) {

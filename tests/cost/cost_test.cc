@@ -276,6 +276,15 @@ TEST(ProfileDbCost, InPlanTimesReplaceTimesAloneAndEveryCostCarriesTheOverhead) 
   EXPECT_DOUBLE_EQ(l.native_ms, 0.2 + 0.01);   // its time run natively inside a plan
   EXPECT_DOUBLE_EQ(l.blocked_ms, 0.4 + 0.01);  // never run so inside a plan: alone
   EXPECT_EQ(in_plan.in_plan(), 1);
+  // A kernel not measured costs its fallback's estimate plus the same time between
+  // kernels, so that it does not look cheaper than a measured one by it.
+  auto roofline = std::make_unique<RooflineCost>(device_params("cpu"));
+  RooflineCost reference(device_params("cpu"));
+  auto fresh = std::make_shared<ProfileDb>(dir.file("fresh.db"));
+  fresh->put_kernel_overhead("dev", 0.01);
+  ProfileDbCost unmeasured(fresh, "dev", std::move(roofline));
+  EXPECT_DOUBLE_EQ(unmeasured.cost_ms(g, dag, conv), reference.cost_ms(g, dag, conv) + 0.01);
+  EXPECT_FALSE(unmeasured.measured(sig));
 }
 
 TEST(MeasuredCostTable, MissWithoutFallbackNamesSignatureAndPrimitives) {
