@@ -39,7 +39,9 @@ namespace kora {
 //   3: pointwise phases through a concat split its axis, one loop nest per input.
 //   4: a reduction read only by a reshape of unit dims that the kernel writes is stored
 //      there directly (a pool's [N, C, H, W, 1, 1]: no scratch, no copy).
-constexpr int kCpuCodegenRevision = 4;
+//   5: a concat of up to 1024 parts splits into loops (64 before; an LSTM's output has
+//      one part per step and direction).
+constexpr int kCpuCodegenRevision = 5;
 
 // Whether generate_cpu_kernel can compute this candidate.
 bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);

@@ -60,7 +60,10 @@ void KernelWriter::close_loops(const Shape& shape, size_t first, size_t end) {
 }
 
 std::vector<KernelWriter::Part> KernelWriter::concat_parts(const Shape& shape) const {
-  constexpr size_t kMostParts = 64;  // beyond, the loop body's copies cost more than tests
+  // Beyond, the kernel's text grows past what is worth compiling. Tests are no alternative:
+  // a test per input per element reads every input's element (the values are loaded before
+  // the tests choose), 128 loads per element for an LSTM's output of 64 steps both ways.
+  constexpr size_t kMostParts = 1024;
   std::set<int64_t> cuts;
   size_t dim = SIZE_MAX;
   for (int v : c_.members) {

@@ -109,6 +109,46 @@ TEST(CpuCodegenLayout, ConcatsSplitTheirAxisIntoOneLoopPerInput) {
   EXPECT_FALSE(std::regex_search(source, std::regex(R"(\) \? v[0-9]+ : )"))) << source;
 }
 
+// A recurrent network's output: one input per time step and direction (300 here, of one
+// to three rows each), concatenated and read by an elementwise member. The kernel of both
+// splits the concat into a loop per input too (beyond 64 inputs it used to choose by a test
+// per input, with every input's element loaded for each output element), and matches the
+// interpreter.
+TEST(CpuCodegenLayout, ConcatsOfHundredsOfInputsSplitTheirAxisToo) {
+  std::mt19937 rng(11);
+  GraphBuilder b(rng);
+  std::vector<std::string> steps;
+  layout::Concat cat;
+  cat.axis = 0;
+  int64_t total = 0;
+  for (int i = 0; i < 300; ++i) {
+    const int64_t rows = 1 + i % 3;
+    steps.push_back(b.input(DType::kFloat32, {rows, 8}));
+    cat.offsets.push_back(total);
+    total += rows;
+  }
+  const Shape cs = {total, 8};
+  const std::string joined = b.prim(LayoutAttrs{cat}, steps, DType::kFloat32, cs);
+  const std::string y =
+      b.prim(ElementwiseAttrs{ScalarOp::kTanh, {Operand{0, 0}}}, {joined}, DType::kFloat32, cs);
+  b.g.outputs = {y};
+  kora_codegen_test::CheckStats stats;
+  kora_codegen_test::check_graph(b.g, 2, rng, stats);
+  EXPECT_GE(stats.kernels, 3);
+
+  const KernelDag dag = kernel_dag_of(b.g);
+  std::vector<int> both(static_cast<size_t>(dag.size()));
+  std::iota(both.begin(), both.end(), 0);
+  const Candidate whole = make_candidate(dag, both);
+  const std::string source = generate_cpu_kernel(b.g, dag, whole, "k", CpuSchedule{}).source;
+  size_t loops = 0;
+  for (size_t at = source.find("for (int64_t"); at != std::string::npos;
+       at = source.find("for (int64_t", at + 1))
+    ++loops;
+  EXPECT_GE(loops, steps.size());
+  EXPECT_FALSE(std::regex_search(source, std::regex(R"(\) \? v[0-9]+ : )")));
+}
+
 TEST(CpuCodegenLayout, EveryCandidateMatchesTheInterpreter) {
   std::mt19937 rng(7);
   kora_codegen_test::CheckStats stats;
