@@ -135,6 +135,11 @@ struct CpuPlan::Impl {
   // The manifest's steps as ranges of `steps`: one kernel on every thread, or several at
   // the same time, each on its own threads (a parallel schedule).
   std::vector<std::pair<size_t, size_t>> groups;
+  // Consecutive steps of several kernels each, as many in each (ranges of `groups`): run
+  // in one OpenMP region with a barrier between steps, not a region per step. A region's
+  // fork and join cost about a microsecond; a parallel schedule of kernels of a few
+  // microseconds (an RNN's two directions, one time step each) would spend its gain on them.
+  std::vector<std::pair<size_t, size_t>> spans;
   const std::vector<Tensor>* inputs = nullptr;  // the session's, bound at the last run
 
   // Runs a group's kernels; with `ms`, each kernel's time (ms[i] for steps[i]).
@@ -163,6 +168,45 @@ struct CpuPlan::Impl {
       if (ms)
         (*ms)[begin + static_cast<size_t>(j)] =
             std::chrono::duration<double, std::milli>(clock::now() - start).count();
+    }
+    if (failed) std::rethrow_exception(failed);
+  }
+
+  // Runs the groups of a span; with `ms`, each kernel's time. A kernel that throws stops
+  // the span's later steps (every thread still meets every barrier).
+  void run_span(size_t first, size_t last, std::vector<double>* ms) {
+    if (last - first == 1) {
+      run_group(groups[first].first, groups[first].second, ms);
+      return;
+    }
+    using clock = std::chrono::steady_clock;
+    const int n = static_cast<int>(groups[first].second - groups[first].first);
+    std::exception_ptr failed;
+    bool stop = false;
+#pragma omp parallel num_threads(n)
+    for (size_t g = first; g < last; ++g) {
+      bool stopped;
+#pragma omp atomic read
+      stopped = stop;
+      const size_t begin = groups[g].first;
+      const int count = static_cast<int>(groups[g].second - begin);
+      for (int j = omp_get_thread_num(); !stopped && j < count; j += omp_get_num_threads()) {
+        Step& step = steps[begin + static_cast<size_t>(j)];
+        omp_set_num_threads(std::max(1, step.threads));  // this thread's nested regions
+        const auto start = ms ? clock::now() : clock::time_point{};
+        try {
+          step.call();
+        } catch (...) {
+#pragma omp critical
+          failed = std::current_exception();
+#pragma omp atomic write
+          stop = true;
+        }
+        if (ms)
+          (*ms)[begin + static_cast<size_t>(j)] =
+              std::chrono::duration<double, std::milli>(clock::now() - start).count();
+      }
+#pragma omp barrier
     }
     if (failed) std::rethrow_exception(failed);
   }
@@ -258,6 +302,12 @@ CpuPlan::CpuPlan(const Manifest& m, const std::string& dir, std::byte* weights, 
   for (const auto& [begin, end] : s.groups)
     for (size_t i = begin; end - begin > 1 && i < end; ++i)
       if (s.steps[i].threads > 1) omp_set_max_active_levels(2);
+  auto width = [&](size_t g) { return s.groups[g].second - s.groups[g].first; };
+  for (size_t g = 0; g < s.groups.size(); ++g)
+    if (s.spans.empty() || width(g) == 1 || width(g) != width(s.spans.back().first))
+      s.spans.push_back({g, g + 1});
+    else
+      s.spans.back().second = g + 1;
 }
 
 CpuPlan::~CpuPlan() = default;
@@ -269,10 +319,14 @@ void CpuPlan::run(const std::vector<Tensor>& inputs, std::vector<double>* kernel
   s.inputs = &inputs;
   for (Step& step : s.steps)
     for (const auto& [at, index] : step.input_slots) step.in[at] = inputs[index].bytes();
-  for (const auto& [begin, end] : s.groups) {
-    if (gate) gate(begin, end - begin);
-    s.run_group(begin, end, kernel_ms);
+  if (gate) {  // called before each step: steps are not run in spans
+    for (const auto& [begin, end] : s.groups) {
+      gate(begin, end - begin);
+      s.run_group(begin, end, kernel_ms);
+    }
+    return;
   }
+  for (const auto& [first, last] : s.spans) s.run_span(first, last, kernel_ms);
 }
 
 std::string CpuPlan::device() const {
@@ -286,7 +340,7 @@ double CpuPlan::plan_ms() {
   for (Step& step : s.steps)  // inputs bound since are patched in before the clock starts
     for (const auto& [at, index] : step.input_slots) step.in[at] = (*s.inputs)[index].bytes();
   const auto start = std::chrono::steady_clock::now();
-  for (const auto& [begin, end] : s.groups) s.run_group(begin, end, nullptr);
+  for (const auto& [first, last] : s.spans) s.run_span(first, last, nullptr);
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
       .count();
 }

@@ -120,5 +120,53 @@ TEST(ParallelSchedule, ItsArtifactRunsLikeTheInterpreterAndABadScheduleIsRefused
   expect_error([&] { Session bad(out); }, "before any kernel writes it");
 }
 
+// Two chains that read each other at every step (a_i = tanh(a + b), b_i = tanh(a - b)):
+// the unfused plan pairs them step after step, so the runtime runs those steps in one
+// OpenMP region with a barrier between them (src/runtime/cpu_plan.cc, spans). Every step
+// reads what the other thread wrote in the step before: without the barrier a thread runs
+// ahead and reads a tensor not yet written. Kernels of 262,144 elements, so that a thread
+// running ahead would be seen.
+TEST(ParallelSchedule, StepsOfPairsInOneRegionRunLikeTheInterpreter) {
+  TempDir dir;
+  ModelBuilder m;
+  m.input("x", {1, 64, 64, 64}).input("y", {1, 64, 64, 64});
+  std::string a = "x", b = "y";
+  for (int i = 0; i < 4; ++i) {
+    const std::string n = std::to_string(i);
+    m.node("Add", {a, b}, {"sum" + n}, {}, "add" + n);
+    m.node("Sub", {a, b}, {"diff" + n}, {}, "sub" + n);
+    m.node("Tanh", {"sum" + n}, {"a" + n}, {}, "tanh_a" + n);
+    m.node("Tanh", {"diff" + n}, {"b" + n}, {}, "tanh_b" + n);
+    a = "a" + n, b = "b" + n;
+  }
+  m.output(a).output(b);
+  const PrimGraph g = fission(import_model(m));
+  const OrchestrationResult plan = plan_of(g, "unfused");
+  const ParallelSchedule s = schedule_pairs(g, plan, costs_of(plan, 1.0, 1.0));
+  check_schedule(g, plan, s);
+  // The pairs come in consecutive steps (a span of one region).
+  int longest = 0, run = 0;
+  for (size_t i = 0; i + 1 < s.plan.kernels.size(); ++i)
+    if (s.plan.kernels[i].step == s.plan.kernels[i + 1].step) {
+      longest = std::max(longest, ++run);
+      ++i;
+    } else {
+      run = 0;
+    }
+  ASSERT_GE(longest, 6);
+  const std::string out = dir.file("chains");
+  write_cpu_artifact(g, s.plan, nullptr, out, quick_options());
+  Session session(out, SessionOptions{2});
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const auto feeds = random_inputs(g, seed);
+    const auto want = interpret(g, feeds);
+    const auto got = session.run(feeds);
+    for (const std::string& o : g.outputs) expect_close(got.at(o), want.at(o), o);
+  }
+  const std::vector<double> ms = session.profile_kernels(3);
+  ASSERT_EQ(ms.size(), s.plan.kernels.size());
+  for (double k : ms) EXPECT_GT(k, 0);
+}
+
 }  // namespace
 }  // namespace kora_test
