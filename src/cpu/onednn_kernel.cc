@@ -34,8 +34,17 @@
 // gemm-based ones follow the count at execution (measured: a conv built at 2 threads
 // runs on 2 after omp_set_num_threads(1)), so build kernels after omp_set_num_threads()
 // and rebuild them for another count.
+//
+// Scratchpads: oneDNN's own ("library" mode) gives Winograd and gemm-based
+// convolutions a scratchpad of the thread that created the primitive (a thread_local
+// "global" one; Debian's build has no DNNL_ENABLE_CONCURRENT_EXEC), so they must run on
+// that thread; a parallel schedule runs kernels on other threads of the OpenMP team. So
+// every primitive takes its scratchpad from the caller ("user" mode): the executing
+// thread's buffer (thread_scratchpad), as large as the largest it has been asked for and
+// shared by the primitives that thread runs one after another, as oneDNN's would be.
 #include "cpu/onednn_kernel.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <dnnl.hpp>
 #include <memory>
@@ -52,6 +61,25 @@
 namespace kora {
 namespace onednn {
 namespace {
+
+// The calling thread's scratchpad of at least `bytes` (page-aligned, as oneDNN's own).
+void* thread_scratchpad(size_t bytes) {
+  struct Buffer {
+    void* p = nullptr;
+    size_t size = 0;
+    ~Buffer() { std::free(p); }
+  };
+  thread_local Buffer b;
+  if (bytes > b.size) {
+    std::free(b.p);
+    b.size = 0;
+    b.p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+    if (!b.p)
+      throw Error("cannot allocate a oneDNN scratchpad of " + std::to_string(bytes) + " bytes");
+    b.size = bytes;
+  }
+  return b.p;
+}
 
 using dnnl::memory;
 using Dims = memory::dims;
@@ -272,6 +300,7 @@ dnnl::primitive_desc make_pd(const LinearPlan& p, bool constant_weights, const P
   }
   dnnl::primitive_attr attr;
   attr.set_post_ops(po);
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // thread_scratchpad()
   using T = memory::data_type;
   const Shape wd = weights_dims(p);
   // Weights as read: a matmul's may be a strided view; convolution weights are plain.
@@ -484,6 +513,11 @@ class OnednnKernel : public CpuLibraryKernel {
       throw Error("oneDNN has no bf16 implementation but its reference one for this kernel (" +
                   impl_ + ")");
     prim_ = dnnl::primitive(pd);
+    scratchpad_bytes_ = pd.scratchpad_desc().get_size();
+    if (scratchpad_bytes_ > 0) {
+      scratchpad_ = memory(pd.scratchpad_desc(), eng, DNNL_MEMORY_NONE);
+      args_[DNNL_ARG_SCRATCHPAD] = scratchpad_;
+    }
 
     // src: bound to `in` directly, or reordered into the primitive's layout.
     const memory::desc src_user =
@@ -600,6 +634,7 @@ class OnednnKernel : public CpuLibraryKernel {
     src_user_.set_data_handle(const_cast<void*>(in[plan_.src]));
     dst_user_.set_data_handle(out[0]);
     for (auto& [index, mem] : bound_) mem.set_data_handle(const_cast<void*>(in[index]));
+    if (scratchpad_bytes_ > 0) scratchpad_.set_data_handle(thread_scratchpad(scratchpad_bytes_));
     if (src_reorder_) src_reorder_.execute(stream_, src_user_, src_);
     for (auto& [r, from, to] : operand_reorders_) r.execute(stream_, from, to);
     prim_.execute(stream_, args_);
@@ -640,6 +675,8 @@ class OnednnKernel : public CpuLibraryKernel {
   dnnl::primitive prim_;
   std::unordered_map<int, memory> args_;
   memory src_user_, src_, dst_user_, dst_, weights_user_;
+  memory scratchpad_;  // bound to the executing thread's buffer at each run
+  size_t scratchpad_bytes_ = 0;
   dnnl::reorder src_reorder_, dst_reorder_;
   std::vector<std::pair<int, memory>> bound_;  // kernel read index -> memory bound to it
   std::vector<std::tuple<dnnl::reorder, memory, memory>> operand_reorders_;

@@ -10,9 +10,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cpu/codegen_harness.h"
@@ -281,6 +283,51 @@ TEST(Onednn, WinogradConvolutionsMatchTheInterpreterWhereOffered) {
   EXPECT_THROW(onednn::make_kernel(b.g, dag, make_candidate(dag, {0}),
                                    onednn::ConvLayout::kWinograd, nullptr, {}, true),
                Error);
+}
+
+// A kernel built on one thread and run on another, as a parallel schedule runs the second
+// kernel of a pair on a thread of the OpenMP team: oneDNN's own scratchpad of a Winograd
+// convolution belongs to the thread that built it (a thread_local one), so kora hands each
+// primitive the executing thread's (user mode). Run on a new thread, the result equals the
+// one on the building thread, bit for bit.
+TEST(Onednn, AKernelBuiltOnOneThreadRunsOnAnother) {
+  const ConvAttrs pad1{1, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  for (const onednn::ConvLayout layout :
+       {onednn::ConvLayout::kWinograd, onednn::ConvLayout::kAuto}) {
+    Builder b;
+    const std::string x = b.input({1, 64, 28, 28});
+    const std::string y =
+        b.ew(S::kRelu, b.channel_bias(b.conv(x, b.constant({64, 64, 3, 3}), pad1)));
+    b.g.outputs = {y};
+    const KernelDag dag = kernel_dag_of(b.g);
+    std::vector<int> all(dag.size());
+    for (int v = 0; v < dag.size(); ++v) all[v] = v;
+    const Candidate c = make_candidate(dag, all);
+    if (layout == onednn::ConvLayout::kWinograd && !onednn_winograd_supports(b.g, dag, c)) continue;
+    std::string impl;
+    auto kernel = onednn::make_kernel(b.g, dag, c, layout, &impl, {});
+    std::vector<std::vector<float>> values;
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(-1, 1);
+    std::vector<const void*> in;
+    for (const std::string& r : kernel_reads(b.g, dag, c)) {
+      if (const Tensor* k = b.g.constant(r)) {
+        in.push_back(k->bytes());
+        continue;
+      }
+      values.emplace_back(static_cast<size_t>(numel(b.g.value(r).shape)));
+      for (float& v : values.back()) v = u(rng);
+      in.push_back(values.back().data());
+    }
+    const size_t n = static_cast<size_t>(numel(b.g.value(y).shape));
+    std::vector<float> here(n, -7.0f), there(n, -7.0f);
+    void* out_here[] = {here.data()};
+    void* out_there[] = {there.data()};
+    kernel->run(in.data(), out_here);
+    std::thread other([&] { kernel->run(in.data(), out_there); });
+    other.join();
+    EXPECT_EQ(std::memcmp(here.data(), there.data(), n * sizeof(float)), 0) << impl;
+  }
 }
 
 TEST(Onednn, ConvolutionsMatchTheInterpreter) {
