@@ -142,44 +142,23 @@ struct CpuPlan::Impl {
   std::vector<std::pair<size_t, size_t>> spans;
   const std::vector<Tensor>* inputs = nullptr;  // the session's, bound at the last run
 
-  // Runs a group's kernels; with `ms`, each kernel's time (ms[i] for steps[i]).
-  void run_group(size_t begin, size_t end, std::vector<double>* ms) {
-    using clock = std::chrono::steady_clock;
-    if (end - begin == 1) {
-      const auto start = ms ? clock::now() : clock::time_point{};
-      steps[begin].call();
-      if (ms)
-        (*ms)[begin] = std::chrono::duration<double, std::milli>(clock::now() - start).count();
-      return;
-    }
-    const int n = static_cast<int>(end - begin);
-    std::exception_ptr failed;
-#pragma omp parallel num_threads(n)
-    for (int j = omp_get_thread_num(); j < n; j += omp_get_num_threads()) {
-      Step& step = steps[begin + static_cast<size_t>(j)];
-      omp_set_num_threads(std::max(1, step.threads));  // this thread's nested regions
-      const auto start = ms ? clock::now() : clock::time_point{};
-      try {
-        step.call();
-      } catch (...) {
-#pragma omp critical
-        failed = std::current_exception();
-      }
-      if (ms)
-        (*ms)[begin + static_cast<size_t>(j)] =
-            std::chrono::duration<double, std::milli>(clock::now() - start).count();
-    }
-    if (failed) std::rethrow_exception(failed);
-  }
-
-  // Runs the groups of a span; with `ms`, each kernel's time. A kernel that throws stops
-  // the span's later steps (every thread still meets every barrier).
+  // Runs the groups [first, last) of `groups`; with `ms`, each kernel's time (ms[i] for
+  // steps[i]). A group of one kernel runs on the calling thread (the kernel's own regions
+  // on every thread); groups of several kernels run in one region of as many threads, each
+  // kernel on its thread (its nested regions on its own threads), a barrier after each
+  // group. A kernel that throws stops the later groups (every thread still meets every
+  // barrier), and its exception is rethrown.
   void run_span(size_t first, size_t last, std::vector<double>* ms) {
-    if (last - first == 1) {
-      run_group(groups[first].first, groups[first].second, ms);
+    using clock = std::chrono::steady_clock;
+    if (groups[first].second - groups[first].first == 1) {
+      for (size_t g = first; g < last; ++g) {
+        const size_t i = groups[g].first;
+        const auto start = ms ? clock::now() : clock::time_point{};
+        steps[i].call();
+        if (ms) (*ms)[i] = std::chrono::duration<double, std::milli>(clock::now() - start).count();
+      }
       return;
     }
-    using clock = std::chrono::steady_clock;
     const int n = static_cast<int>(groups[first].second - groups[first].first);
     std::exception_ptr failed;
     bool stop = false;
@@ -320,9 +299,9 @@ void CpuPlan::run(const std::vector<Tensor>& inputs, std::vector<double>* kernel
   for (Step& step : s.steps)
     for (const auto& [at, index] : step.input_slots) step.in[at] = inputs[index].bytes();
   if (gate) {  // called before each step: steps are not run in spans
-    for (const auto& [begin, end] : s.groups) {
-      gate(begin, end - begin);
-      s.run_group(begin, end, kernel_ms);
+    for (size_t g = 0; g < s.groups.size(); ++g) {
+      gate(s.groups[g].first, s.groups[g].second - s.groups[g].first);
+      s.run_span(g, g + 1, kernel_ms);
     }
     return;
   }
