@@ -26,7 +26,8 @@ test: build
 SANITIZE_BUILD ?= build-asan
 SANITIZE_TESTS = BadInputTest.*:ConstantFoldTest.*:ControlFlowTest.*:*ShapeTest.*:ImportTest.*:$\
   HostileArtifact.*:PrimJson.*:Session.*:Compare.*:NpyReader.*:NpyTest.*:TensorTest.*:$\
-  FuzzReplay.*:Artifact.*:MemoryPlan.*:ProfileDbTest.*:CudaJob.*
+  FuzzReplay.*:Artifact.*:MemoryPlan.*:ProfileDbTest.*:CudaJob.*:$\
+  MeasureOnDemand.ThePlansCostsPriceOtherPlansAfterTheLoop
 # A report exits 86 (AddressSanitizer) or 87 (UBSan), never the 1 of kora's own errors.
 SANITIZE_ASAN = detect_leaks=1:exitcode=86
 SANITIZE_UBSAN = print_stacktrace=1:exitcode=87

@@ -84,10 +84,15 @@ bool is_convex(const KernelDag& dag, const std::vector<int>& members);
 
 // A hash of the kernel's structure: primitive kinds and attributes, shapes and dtypes,
 // how members feed each other, which members are outputs and how external tensors are
-// shared, ignoring tensor names, node order and the values of weights. Candidates with
-// equal signatures are one kernel to generate and measure. `dag` came from `graph`
-// (dag.prim maps nodes to primitives).
+// shared, ignoring tensor names, node order, the values of weights and where slices start
+// (the same slice at another offset does the same work: an unrolled recurrent cell's time
+// steps are one kernel). Candidates with equal signatures are one kernel to measure, each
+// generated from its own members. `dag` came from `graph` (dag.prim maps nodes to
+// primitives).
 uint64_t canonical_signature(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
+// The signature with the slices' starts: equal only for kernels whose generated code is the
+// same (names of generated functions that must differ where the code does).
+uint64_t instance_signature(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 // A signature as 16 lowercase hex digits (cost tables, the profile database, reports).
 std::string signature_hex(uint64_t signature);
 // The kernel's first primitives' names, for messages ("conv1, relu1, ... (7 primitives)").

@@ -1,10 +1,14 @@
 // Canonical kernel signatures: a candidate (with its primitive graph and DAG) in, a
 // 64-bit hash out that two kernels share exactly when they compute the same thing on
-// the same shapes -- e.g. the same block in each of 12 transformer layers.
+// the same shapes, up to where they slice -- e.g. the same block in each of 12
+// transformer layers, or each time step of a recurrent cell; and the instance signature,
+// which tells those slices apart too (one symbol per generated code).
 //
 // Each member gets a bottom-up hash: its kind, attributes, output types, and per input
 // position either the hash of the member producing it or the type of the external tensor
 // (and whether it is a constant: weights' values are ignored, their shapes are not).
+// A slice's starts are ignored too: kernels that differ only in where they slice cost the
+// same, like the time steps of an unrolled recurrent cell.
 // The signature hashes the sorted multisets of (member hash, is output) and, per external
 // tensor, the sorted (consumer hash, position) pairs that read it, so how external
 // tensors are shared counts, while names and the members' order do not.
@@ -26,7 +30,7 @@ struct Hasher : FnvHash {
   }
 };
 
-void hash_layout(Hasher& h, const LayoutAttrs& attrs) {
+void hash_layout(Hasher& h, const LayoutAttrs& attrs, bool starts) {
   h.u64(attrs.index());
   std::visit(
       [&](const auto& a) {
@@ -34,7 +38,14 @@ void hash_layout(Hasher& h, const LayoutAttrs& attrs) {
         if constexpr (std::is_same_v<T, layout::Transpose>) {
           h.ints(a.perm);
         } else if constexpr (std::is_same_v<T, layout::Slice>) {
-          h.ints(a.starts), h.ints(a.steps);
+          // Not the starts: the same slice at another offset (a recurrent cell's time
+          // step, the other direction's half of a weight) does the same work, so kernels
+          // that differ only there are one kernel to measure (each is still generated
+          // from its own members).
+          if (starts)
+            h.ints(a.starts), h.ints(a.steps);
+          else
+            h.u64(a.starts.size()), h.ints(a.steps);
         } else if constexpr (std::is_same_v<T, layout::Pad>) {
           h.ints(a.begin), h.ints(a.stride), h.i64(static_cast<int64_t>(a.mode)), h.f64(a.value);
         } else if constexpr (std::is_same_v<T, layout::Concat>) {
@@ -49,7 +60,7 @@ void hash_layout(Hasher& h, const LayoutAttrs& attrs) {
       attrs);
 }
 
-void hash_attrs(Hasher& h, const Primitive& p) {
+void hash_attrs(Hasher& h, const Primitive& p, bool starts) {
   h.u64(p.attrs.index());
   switch (p.kind()) {
     case PrimKind::kElementwise: {
@@ -67,7 +78,7 @@ void hash_attrs(Hasher& h, const Primitive& p) {
     case PrimKind::kBroadcast:
       break;
     case PrimKind::kLayout:
-      hash_layout(h, std::get<LayoutAttrs>(p.attrs));
+      hash_layout(h, std::get<LayoutAttrs>(p.attrs), starts);
       break;
     case PrimKind::kLinear: {
       const auto& a = std::get<LinearAttrs>(p.attrs);
@@ -92,9 +103,8 @@ void hash_attrs(Hasher& h, const Primitive& p) {
   }
 }
 
-}  // namespace
-
-uint64_t canonical_signature(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+uint64_t signature_of(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+                      bool starts) {
   std::map<std::string, size_t> produced_by;  // tensor -> index into c.members
   for (size_t m = 0; m < c.members.size(); ++m)
     for (const std::string& t : graph.prims[dag.prim[c.members[m]]].outputs) produced_by[t] = m;
@@ -104,7 +114,7 @@ uint64_t canonical_signature(const PrimGraph& graph, const KernelDag& dag, const
   for (size_t m = 0; m < c.members.size(); ++m) {  // members ascend: producers come first
     const Primitive& p = graph.prims[dag.prim[c.members[m]]];
     Hasher h;
-    hash_attrs(h, p);
+    hash_attrs(h, p, starts);
     for (const std::string& t : p.outputs) h.type(graph.value(t));
     for (size_t i = 0; i < p.inputs.size(); ++i) {
       auto it = produced_by.find(p.inputs[i]);
@@ -146,6 +156,16 @@ uint64_t canonical_signature(const PrimGraph& graph, const KernelDag& dag, const
   h.u64(0xfeed);
   for (uint64_t e : externals) h.u64(e);
   return h.h == 0 ? 1 : h.h;  // 0 means "not computed"
+}
+
+}  // namespace
+
+uint64_t canonical_signature(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  return signature_of(graph, dag, c, false);
+}
+
+uint64_t instance_signature(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+  return signature_of(graph, dag, c, true);
 }
 
 std::string signature_hex(uint64_t signature) { return hex64(signature); }

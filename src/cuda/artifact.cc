@@ -79,8 +79,8 @@ class CudaBackend : public ArtifactBackend {
                      (gemm || mma_pair) && options_.tf32 ? cuda_mma_tile(s) : std::nullopt) {
         // kora's tensor-core GEMM (TF32, as the measurement that chose it), or a pair of it
         // and another kernel in one launch
-        const CudaKernel kernel =
-            generate_mma_kernel(graph, dag, c, cuda_mma_symbol(chosen.signature, *tile), *tile);
+        const CudaKernel kernel = generate_mma_kernel(
+            graph, dag, c, cuda_mma_symbol(instance_signature(graph, dag, c), *tile), *tile);
         e.source = kernel.source;
         for (const CudaLaunch& l : kernel.launches)
           if (l.grid() > 0) k.launches.push_back({l.function, l.grid(), l.block});

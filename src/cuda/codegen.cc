@@ -212,13 +212,16 @@ std::string cuda_kernel_symbol(uint64_t signature, size_t schedule_index) {
 
 std::string cuda_kernel_symbol(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
                                const std::string& schedule_key) {
+  // The instance signature: kernels of one signature that slice at other offsets are
+  // other code, in one artifact beside each other.
+  const uint64_t instance = instance_signature(graph, dag, c);
   const std::vector<CudaSchedule> space = cuda_schedule_space(graph, dag, c);
   const std::string key = CudaSchedule::from_key(schedule_key).key();
   for (size_t i = 0; i < space.size(); ++i)
-    if (space[i].key() == key) return cuda_kernel_symbol(c.signature, i);
+    if (space[i].key() == key) return cuda_kernel_symbol(instance, i);
   FnvHash hash;
   hash.str(key);
-  return "kora_" + signature_hex(c.signature) + "_s" + hex64(hash.h);
+  return "kora_" + signature_hex(instance) + "_s" + hex64(hash.h);
 }
 
 CudaSchedule CudaSchedule::from_key(const std::string& key) {

@@ -102,8 +102,10 @@ std::vector<CudaSchedule> cuda_schedule_space(const PrimGraph& graph, const Kern
                                               const Candidate& c);
 
 // The symbol a generated kernel's functions are named after, the same in a measuring job
-// and in every artifact: kora_<signature>_<its index in cuda_schedule_space> (a schedule
-// outside the space: kora_<signature>_s<hash of its key>). Equal symbols are equal code.
+// and in every artifact: kora_<instance signature>_<its index in cuda_schedule_space> (a
+// schedule outside the space: kora_<instance signature>_s<hash of its key>). Equal symbols
+// are equal code (instance_signature: kernels of one signature slicing at other offsets
+// differ).
 std::string cuda_kernel_symbol(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
                                const std::string& schedule_key);
 std::string cuda_kernel_symbol(uint64_t signature, size_t schedule_index);

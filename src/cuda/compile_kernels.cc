@@ -185,10 +185,11 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
         if (options.tf32 && (gemm || cuda_mma_pair_supports(graph, sub, c))) {
           for (const CudaMmaTile& tile : cuda_mma_tiles())
             if (!options.measured || !options.measured(c.signature, tile.key()))
-              add_generated(
-                  sub, c,
-                  generate_mma_kernel(graph, sub, c, cuda_mma_symbol(c.signature, tile), tile),
-                  tile.key());
+              add_generated(sub, c,
+                            generate_mma_kernel(
+                                graph, sub, c,
+                                cuda_mma_symbol(instance_signature(graph, sub, c), tile), tile),
+                            tile.key());
           if (!gemm && !conv) {  // a pair: nothing else computes it
             ++summary.supported;
             return;
@@ -236,10 +237,11 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
           space.resize(static_cast<size_t>(options.max_schedules));
         for (size_t k = static_cast<size_t>(std::max(0, options.first_schedule)); k < space.size();
              ++k) {
-          add_generated(
-              sub, c,
-              generate_cuda_kernel(graph, sub, c, cuda_kernel_symbol(c.signature, k), space[k]),
-              space[k].key());
+          add_generated(sub, c,
+                        generate_cuda_kernel(
+                            graph, sub, c, cuda_kernel_symbol(instance_signature(graph, sub, c), k),
+                            space[k]),
+                        space[k].key());
         }
       });
   summary.implementations = static_cast<int64_t>(impls.size());

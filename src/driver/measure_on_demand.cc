@@ -35,6 +35,8 @@
 // cannot be told from the noise of measurements.
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <set>
@@ -92,18 +94,19 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
   enumerate();
   solve_options.orchestration.enumerated = &candidates;
   // Kernels not measured at what the measured ones predict; what implements each kernel
-  // asked once per signature, not once per solve.
-  std::map<uint64_t, std::string> implemented_by;
+  // asked once per signature, not once per solve. The cache lives as long as the costs
+  // that ask it: the returned plan's costs (SolvedPlan::costs) outlive this function.
+  const auto implemented_by = std::make_shared<std::map<uint64_t, std::string>>();
   auto predicted = [&]() -> std::unique_ptr<CostModel> {
     std::unique_ptr<CostModel> typical = target.typical_cost(*db, device);
     if (!typical) return target.lower_bound(*db, device);
     auto p = std::make_unique<PredictedCost>(
         target.lower_bound(*db, device), std::move(typical), options.on_demand_caution,
-        [&](const PrimGraph& g, const KernelDag& d, const Candidate& c) {
+        [&target, implemented_by](const PrimGraph& g, const KernelDag& d, const Candidate& c) {
           if (c.signature == 0) return target.implemented_by(g, d, c);  // not computed yet
-          auto it = implemented_by.find(c.signature);
-          if (it == implemented_by.end())
-            it = implemented_by.emplace(c.signature, target.implemented_by(g, d, c)).first;
+          auto it = implemented_by->find(c.signature);
+          if (it == implemented_by->end())
+            it = implemented_by->emplace(c.signature, target.implemented_by(g, d, c)).first;
           return it->second;
         });
     // From the costs the solve compares the prediction with: a kernel's time inside running

@@ -411,7 +411,7 @@ std::string artifact_emulation(const std::string& art, const PrimGraph& g, const
     Candidate c = make_candidate(dag, nodes);
     c.signature = canonical_signature(g, dag, c);
     const std::optional<CudaMmaTile> tile = cuda_mma_tile(m.kernels[i].schedule);
-    const std::string symbol = tile ? cuda_mma_symbol(c.signature, *tile)
+    const std::string symbol = tile ? cuda_mma_symbol(instance_signature(g, dag, c), *tile)
                                     : cuda_kernel_symbol(g, dag, c, m.kernels[i].schedule);
     if (std::any_of(kernels.begin(), kernels.end(),
                     [&](const CudaKernel& k) { return k.symbol == symbol; }))
@@ -469,19 +469,26 @@ TEST(CudaArtifact, RunsOnAFakeDriverLikeTheInterpreter) {
 // what the interpreter gives on `inputs`. Every module the fake loads is the emulated
 // library of the kernels the step launches (FAKE_CUDA_MODULE); `env`: more variables.
 // The generated kernels of a measuring job with --schedules 2, named as
-// compile_cuda_kernels names them.
+// compile_cuda_kernels names them, for every candidate (not only the first of each
+// signature: kernels slicing at other offsets are other functions in the artifacts the
+// check on the clock runs).
 std::vector<CudaKernel> two_schedule_job_kernels(const PrimGraph& g, int horizontal = 0) {
   std::vector<CudaKernel> job_kernels;
   CudaKernelsOptions options;
   options.candidates = cuda_candidate_options(g, options.candidates);
   options.candidates.horizontal_pairs = horizontal;
-  for_each_cuda_candidate(g, options, [&](const KernelDag& sub, const Candidate& c) {
-    if (!cuda_codegen_supports(g, sub, c)) return;
-    const std::vector<CudaSchedule> space = cuda_schedule_space(g, sub, c);
-    for (size_t k = 0; k < std::min<size_t>(2, space.size()); ++k)
-      job_kernels.push_back(
-          generate_cuda_kernel(g, sub, c, cuda_kernel_symbol(c.signature, k), space[k]));
-  });
+  const ModelCandidates all = unique_candidates(g, options.partition, options.candidates);
+  std::set<std::string> symbols;
+  for (const SegmentCandidates& segment : all.segments)
+    for (const Candidate& c : segment.candidates) {
+      if (!cuda_codegen_supports(g, segment.sub, c)) continue;
+      const std::vector<CudaSchedule> space = cuda_schedule_space(g, segment.sub, c);
+      for (size_t k = 0; k < std::min<size_t>(2, space.size()); ++k) {
+        const std::string symbol = cuda_kernel_symbol(instance_signature(g, segment.sub, c), k);
+        if (symbols.insert(symbol).second)
+          job_kernels.push_back(generate_cuda_kernel(g, segment.sub, c, symbol, space[k]));
+      }
+    }
   return job_kernels;
 }
 
@@ -741,6 +748,29 @@ TEST(CudaArtifact, HostKernelsBetweenGpuKernelsOnAFakeGpu) {
     ++(k.impl == "interpreter" ? host : gpu);
   EXPECT_EQ(host, 1);
   EXPECT_GE(gpu, 2);  // before and after it
+}
+
+// Six kernels that slice one row each (an unrolled cell's time steps) share one signature,
+// measured once; each is its own function in the artifact (the instance signature names
+// it), so every output holds its own row.
+TEST(CudaArtifact, SlicesAtOtherOffsetsAreOtherFunctionsOnAFakeGpu) {
+  kora_test::TempDir tmp;
+  kora_test::ModelBuilder mb;
+  mb.input("x", {6, 8}).init_i64("axis", {1}, {0});
+  for (int t = 0; t < 6; ++t) {
+    const std::string n = std::to_string(t);
+    mb.init_i64("s" + n, {1}, {t}).init_i64("e" + n, {1}, {t + 1});
+    mb.node("Slice", {"x", "s" + n, "e" + n, "axis"}, {"r" + n});
+    mb.node("Tanh", {"r" + n}, {"y" + n});
+    mb.output("y" + n);
+  }
+  fake_gpu_flow_on(tmp, mb);
+  std::set<std::string> functions;
+  int generated = 0;
+  for (const ManifestKernel& k : read_manifest(tmp.file("art")).kernels)
+    for (const CudaJobLaunch& l : k.cuda.launches) functions.insert(l.function), ++generated;
+  EXPECT_GE(generated, 6);
+  EXPECT_EQ(static_cast<int>(functions.size()), generated);
 }
 
 // n small weights in [-0.5, 0.5), varied by seed.
@@ -1099,7 +1129,8 @@ TEST(CudaZooEmulated, ChecksEachModelAgainstOnnxruntime) {
       options.candidates.horizontal_pairs = horizontal;
       for_each_cuda_candidate(g, options, [&](const KernelDag& sub, const Candidate& c) {
         if (!cuda_codegen_supports(g, sub, c)) return;
-        kernels.push_back(generate_cuda_kernel(g, sub, c, cuda_kernel_symbol(c.signature, 0),
+        kernels.push_back(generate_cuda_kernel(g, sub, c,
+                                               cuda_kernel_symbol(instance_signature(g, sub, c), 0),
                                                cuda_schedule_space(g, sub, c).at(0)));
       });
       env = fake_libraries() + "KORA_CUDNN=" + KORA_FAKE_CUDA_PATH +
@@ -1163,8 +1194,8 @@ TEST(CudaArtifact, ProfileTunesTheSlowKernelsOnAFakeGpu) {
     const std::vector<CudaSchedule> space = cuda_schedule_space(g, sub, c);
     spaces[c.signature] = space.size();
     for (size_t k = 0; k < space.size(); ++k)
-      kernels.push_back(
-          generate_cuda_kernel(g, sub, c, cuda_kernel_symbol(c.signature, k), space[k]));
+      kernels.push_back(generate_cuda_kernel(
+          g, sub, c, cuda_kernel_symbol(instance_signature(g, sub, c), k), space[k]));
   });
   ASSERT_GE(spaces.size(), 3u);
   const std::string db_path = tmp.file("profiles.db");

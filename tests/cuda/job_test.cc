@@ -358,12 +358,13 @@ std::string emulated_library(const PrimGraph& g, const CudaKernelsOptions& optio
   for_each_cuda_candidate(g, options, [&](const KernelDag& sub, const Candidate& c) {
     if (options.tf32 && cuda_mma_supports(g, sub, c))  // kora's tensor-core GEMM
       for (const CudaMmaTile& tile : cuda_mma_tiles())
-        kernels.push_back(generate_mma_kernel(g, sub, c, cuda_mma_symbol(c.signature, tile), tile));
+        kernels.push_back(generate_mma_kernel(
+            g, sub, c, cuda_mma_symbol(instance_signature(g, sub, c), tile), tile));
     if (!cuda_codegen_supports(g, sub, c)) return;  // a library call
     const std::vector<CudaSchedule> space = cuda_schedule_space(g, sub, c);
     for (size_t k = 0; k < space.size(); ++k)
-      kernels.push_back(
-          generate_cuda_kernel(g, sub, c, cuda_kernel_symbol(c.signature, k), space[k]));
+      kernels.push_back(generate_cuda_kernel(
+          g, sub, c, cuda_kernel_symbol(instance_signature(g, sub, c), k), space[k]));
   });
   CxxCompileOptions compile;
   compile.cache_dir = cache;

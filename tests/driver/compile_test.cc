@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -401,6 +403,48 @@ TEST(Compile, AParallelScheduleIsTriedOnTheClockAndComputesTheSame) {
   setup.target->write_artifact(g, s.plan, db.get(), a.summary.device, setup.dir.file("pairs"),
                                TargetEmitOptions{});
   expect_matches_interpreter(g, setup.dir.file("pairs"));
+}
+
+// An LSTM unrolled over its time steps: each step's kernels slice the inputs' products at
+// another row, so they share a signature: measured once (the database holds one record per
+// signature), generated once per step, and the artifact computes every step's own rows.
+TEST(Compile, TimeStepsOfARecurrentCellAreMeasuredOnceAndEachComputesItsOwnRows) {
+  CpuCompileSetup setup;
+  const int seq = 6, in = 3, hidden = 4;
+  std::vector<float> w(4 * hidden * in), r(4 * hidden * hidden), b(8 * hidden);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 7 % 13) - 6) / 8;
+  for (size_t i = 0; i < r.size(); ++i) r[i] = static_cast<float>((i * 5 % 11) - 5) / 8;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 3 % 7) - 3) / 10;
+  ModelBuilder m(17);
+  m.input("X", {seq, 1, in})
+      .init_f32("W", {1, 4 * hidden, in}, w)
+      .init_f32("R", {1, 4 * hidden, hidden}, r)
+      .init_f32("B", {1, 8 * hidden}, b);
+  m.node("LSTM", {"X", "W", "R", "B"}, {"Y", "Y_h"}, {attr_i("hidden_size", hidden)}, "lstm");
+  m.output("Y").output("Y_h");
+  const std::string model = m.save(setup.dir);
+  setup.options.verify = false;
+  const CompiledArtifact a = compile(model, *setup.target, setup.dir.file("art"), setup.options);
+  expect_matches_interpreter(kora::import_model(model), a.dir);
+
+  std::ifstream in_manifest(setup.dir.file("art") + "/manifest.json");
+  const nlohmann::json manifest = nlohmann::json::parse(in_manifest);
+  std::map<std::string, std::set<std::string>> steps;  // signature -> its kernels' symbols
+  for (const nlohmann::json& k : manifest.at("kernels"))
+    if (k.at("impl") == "generated") steps[k.at("signature")].insert(k.at("symbol"));
+  size_t most = 0;
+  for (const auto& [signature, symbols] : steps) most = std::max(most, symbols.size());
+  EXPECT_GE(most, 2u);  // steps of one signature, each generated from its own members
+  // What a profile measures: one kernel per signature, under half the distinct codes.
+  const PrimGraph g = kora::import_model(model);
+  const ModelCandidates candidates =
+      unique_candidates(g, setup.options.orchestration.partition,
+                        setup.target->candidates(g, setup.options.orchestration.candidates));
+  std::set<uint64_t> codes;
+  for (const SegmentCandidates& segment : candidates.segments)
+    for (const Candidate& c : segment.candidates)
+      codes.insert(instance_signature(g, segment.sub, c));
+  EXPECT_LT(2 * candidates.unique.size(), codes.size());
 }
 
 TEST(Compile, AnInterruptRequestStopsTheCompileAndLeavesNothing) {

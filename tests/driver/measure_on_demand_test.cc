@@ -172,6 +172,28 @@ TEST(MeasureOnDemand, FindsTheOptimumOfTheFullTableMeasuringFewerKernels) {
               optimum.total_cost_ms, 1e-9);
 }
 
+// The plan's costs outlive the loop: kora compile --no-verify prices the greedy and unfused
+// plans with them after solve_on_demand returned, kernels not measured at their
+// predictions (a predictor that asks the target what implements a kernel: once that
+// asked through the loop's own state, freed by then; AddressSanitizer runs this test).
+TEST(MeasureOnDemand, ThePlansCostsPriceOtherPlansAfterTheLoop) {
+  TempDir dir;
+  const PrimGraph g = kora::import_model(mlp_builder().save(dir));
+  SyntheticTarget target;
+  CompileOptions options;
+  auto db = std::make_shared<ProfileDb>(dir.file("db"));
+  OnDemandReport r;
+  SolvedPlan solved = solve_on_demand(g, target, db, options, r);
+  ASSERT_TRUE(solved.costs);
+  for (const char* strategy : {"greedy", "unfused"}) {
+    CompileOptions o = options;
+    o.strategy = strategy;
+    const OrchestrationResult plan = orchestrate_for(g, target, *solved.costs, o);
+    EXPECT_FALSE(plan.kernels.empty()) << strategy;
+    EXPECT_GT(plan.total_cost_ms, 0) << strategy;
+  }
+}
+
 TEST(MeasureOnDemand, SegmentsCutInOneSolveAreCutAtOnceInTheNextAndTheirKernelsMeasured) {
   // Every segment of 2 min_size or more is cut in halves (as one not proven within
   // split_after_seconds would be): the first solve cuts, the solves after it start from the
