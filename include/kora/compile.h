@@ -74,6 +74,11 @@ struct CompileOptions {
   // the best plan of kernels already measured (the measurements' noise: a recompile of a
   // model measured before measures nothing).
   double on_demand_tolerance = 0.01;
+  // Stop measuring too after this many rounds in a row whose measurements did not make the
+  // plan of measured kernels cheaper by on_demand_tolerance (predictions that each round
+  // stay a little optimistic for the kernels not yet measured: an unrolled recurrent cell's
+  // dozens of shapes); the best plan of measured kernels is taken. 0: never.
+  int on_demand_patience = 5;
   // A recompile (compile sets it where the database remembers the plan it emitted for the
   // graph): the best plan of the kernels measured is taken and nothing is measured, unless
   // they cannot compute the graph. kora profile measures on demand further.
@@ -91,6 +96,7 @@ struct OnDemandReport {
   int64_t failed = 0;      // implementations stored as failed
   int64_t at_bound = 0;    // kernels of the plan not measured (0 unless out of rounds)
   int64_t settled = 0;     // times the plan promised no more than on_demand_tolerance
+  int64_t patience = 0;    // times measuring stopped after on_demand_patience rounds of no gain
   // The plan's cost and the lower bound of every plan's (the solve at lower bounds):
   // within `gap` (relative) of each other, the plan is that close to the optimum of the full
   // measured table, 0 when it is that optimum.

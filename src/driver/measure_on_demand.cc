@@ -32,7 +32,12 @@
 // kernels not measured excluded). That solve runs when the last round's plan, costed at
 // the database's costs now, is within the tolerance too, and on the first solve where the
 // database holds kernels of the graph (a model that shares them). A prediction that close
-// cannot be told from the noise of measurements.
+// cannot be told from the noise of measurements. Patience: it also stops after
+// options.on_demand_patience rounds in a row whose measured plans were no cheaper (by the
+// tolerance) than the cheapest measured round plan so far, and takes the best plan of
+// measured kernels: predictions that stay a little optimistic, round after round, for the
+// next few kernels of dozens of similar shapes (recurrent cells) promise gains the
+// measurements never give.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -246,8 +251,37 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
          "%, nothing more to measure");
     return m;
   };
+  // Patience: the rounds in a row whose plan, once measured, cost no less than the
+  // cheapest measured round plan so far by the tolerance. Each such round measured kernels
+  // the predictions favoured and found them no better; after on_demand_patience of them
+  // the best plan of measured kernels (no worse than any of those plans) is taken.
+  double cheapest_ms = -1;
+  int rounds_without_gain = 0;
+  auto out_of_patience = [&]() -> std::optional<SolvedPlan> {
+    if (incumbent_ms <= 0) return std::nullopt;  // a kernel of it could not be measured
+    if (cheapest_ms < 0 || incumbent_ms < (1 - tolerance) * cheapest_ms) {
+      cheapest_ms = cheapest_ms < 0 ? incumbent_ms : std::min(cheapest_ms, incumbent_ms);
+      rounds_without_gain = 0;
+      return std::nullopt;
+    }
+    cheapest_ms = std::min(cheapest_ms, incumbent_ms);
+    if (options.on_demand_patience <= 0 || ++rounds_without_gain < options.on_demand_patience ||
+        !rounds_left())
+      return std::nullopt;
+    std::set<uint64_t> none;
+    SolvedPlan m = solve(Fallback::kExcluded, none);
+    if (!none.empty()) return std::nullopt;
+    ++report.patience;
+    line("measure on demand, solve " + std::to_string(report.rounds) + ": " +
+         std::to_string(rounds_without_gain) + " rounds measured nothing that made the plan " +
+         fixed(100 * tolerance, 1) + "% cheaper: the plan of measured kernels (" +
+         fixed(m.plan.total_cost_ms, 3) + " ms) taken");
+    return m;
+  };
   auto measured_plan = [&]() {
     SolvedPlan s = solve(Fallback::kPredicted, missing);
+    cheapest_ms = -1;
+    rounds_without_gain = 0;
     while (!missing.empty() && rounds_left()) {
       if (std::optional<SolvedPlan> m = settled(s)) {
         missing.clear();
@@ -261,6 +295,10 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
       }
       if (!measure(job, s, elsewhere ? "predicted and lower-bound" : "predicted")) return s;
       incumbent_ms = measured_cost(s.plan);
+      if (std::optional<SolvedPlan> m = out_of_patience()) {
+        missing.clear();
+        return std::move(*m);
+      }
       s = solve(Fallback::kPredicted, missing);
     }
     // Out of solves: the plan's kernels are measured all the same, and the best plan of

@@ -32,6 +32,7 @@ nlohmann::json on_demand_object(const OnDemandReport& r) {
           {"failed", r.failed},
           {"at_bound", r.at_bound},
           {"settled", r.settled},
+          {"patience", r.patience},
           {"cost_ms", r.cost_ms},
           {"bound_ms", r.bound_ms},
           {"gap", r.gap},

@@ -133,6 +133,7 @@ CompileOptions to_the_optimum() {
   CompileOptions options;
   options.on_demand_gap = 0;
   options.on_demand_rounds = 1000;
+  options.on_demand_patience = 0;
   return options;
 }
 
@@ -295,6 +296,38 @@ TEST(MeasureOnDemand, StopsWhenMeasuringMorePromisesLessThanTheTolerance) {
   EXPECT_EQ(exact.measured, before);
   EXPECT_NEAR(recompiled.plan.total_cost_ms, optimum.plan.total_cost_ms,
               0.01 * optimum.plan.total_cost_ms);
+}
+
+// Patience: with no tolerance the loop measures until the plan holds measured kernels only;
+// with a patience of one round it stops at the first round whose measured plan was no
+// cheaper than the cheapest before it, taking the best plan of measured kernels, after
+// fewer solves and measurements.
+TEST(MeasureOnDemand, StopsAfterRoundsWhoseMeasurementsGaveNothing) {
+  TempDir dir;
+  const PrimGraph g = kora::import_model(mlp_builder().save(dir));
+  SyntheticTarget patient, impatient;
+  CompileOptions options;
+  options.on_demand_tolerance = 0;
+  options.on_demand_patience = 0;
+  auto patient_db = std::make_shared<ProfileDb>(dir.file("patient.db"));
+  OnDemandReport p;
+  const SolvedPlan to_the_end = solve_on_demand(g, patient, patient_db, options, p);
+  EXPECT_EQ(p.patience, 0);
+  ASSERT_GE(p.rounds, 3);
+
+  options.on_demand_patience = 1;
+  auto db = std::make_shared<ProfileDb>(dir.file("impatient.db"));
+  OnDemandReport r;
+  const SolvedPlan plan = solve_on_demand(g, impatient, db, options, r);
+  EXPECT_EQ(r.patience, 1);
+  EXPECT_EQ(r.at_bound, 0);
+  EXPECT_LT(r.rounds, p.rounds);
+  EXPECT_LT(impatient.measured, patient.measured);
+  for (const ChosenKernel& k : plan.plan.kernels) EXPECT_TRUE(db->known("synthetic", k.signature));
+  EXPECT_GE(plan.plan.total_cost_ms, to_the_end.plan.total_cost_ms - 1e-9);
+  CompileSummary summary;  // kora compile --json says so
+  summary.on_demand = r;
+  EXPECT_EQ(nlohmann::json::parse(compile_summary_json(summary))["on_demand"]["patience"], 1);
 }
 
 TEST(MeasureOnDemand, ARecompileTakesTheKernelsMeasuredAndMeasuresNothing) {
