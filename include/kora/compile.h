@@ -77,7 +77,8 @@ struct CompileOptions {
   // Stop measuring too after this many rounds in a row whose measurements did not make the
   // plan of measured kernels cheaper by on_demand_tolerance (predictions that each round
   // stay a little optimistic for the kernels not yet measured: an unrolled recurrent cell's
-  // dozens of shapes); the best plan of measured kernels is taken. 0: never.
+  // dozens of shapes); the best plan of measured kernels is taken. 0: never (kora profile,
+  // which measures on demand further, so that a compile after it measures nothing more).
   int on_demand_patience = 5;
   // A recompile (compile sets it where the database remembers the plan it emitted for the
   // graph): the best plan of the kernels measured is taken and nothing is measured, unless

@@ -155,6 +155,9 @@ class ProfileCommand : public Command {
       target->merge_results(g, *db, m);
     }
     if (on_demand && target->lower_bound(*db, target->device(*db))) {
+      // kora profile measures on, past rounds that gave nothing (compile's patience): what
+      // it leaves, a compile of the model does not measure again.
+      options.on_demand_patience = 0;
       OnDemandReport r;
       const SolvedPlan solved = solve_on_demand(g, *target, db, options, r);
       if (json_) {
