@@ -235,13 +235,13 @@ CudaKernelsSummary compile_cuda_kernels(const PrimGraph& graph, const CudaKernel
         std::vector<CudaSchedule> space = cuda_schedule_space(graph, sub, c);
         if (options.max_schedules > 0 && space.size() > static_cast<size_t>(options.max_schedules))
           space.resize(static_cast<size_t>(options.max_schedules));
+        const uint64_t instance = instance_signature(graph, sub, c);  // names the functions
         for (size_t k = static_cast<size_t>(std::max(0, options.first_schedule)); k < space.size();
              ++k) {
-          add_generated(sub, c,
-                        generate_cuda_kernel(
-                            graph, sub, c, cuda_kernel_symbol(instance_signature(graph, sub, c), k),
-                            space[k]),
-                        space[k].key());
+          add_generated(
+              sub, c,
+              generate_cuda_kernel(graph, sub, c, cuda_kernel_symbol(instance, k), space[k]),
+              space[k].key());
         }
       });
   summary.implementations = static_cast<int64_t>(impls.size());
