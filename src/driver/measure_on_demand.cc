@@ -259,13 +259,10 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
   int rounds_without_gain = 0;
   auto out_of_patience = [&]() -> std::optional<SolvedPlan> {
     if (incumbent_ms <= 0) return std::nullopt;  // a kernel of it could not be measured
-    if (cheapest_ms < 0 || incumbent_ms < (1 - tolerance) * cheapest_ms) {
-      cheapest_ms = cheapest_ms < 0 ? incumbent_ms : std::min(cheapest_ms, incumbent_ms);
-      rounds_without_gain = 0;
-      return std::nullopt;
-    }
-    cheapest_ms = std::min(cheapest_ms, incumbent_ms);
-    if (options.on_demand_patience <= 0 || ++rounds_without_gain < options.on_demand_patience ||
+    const bool gain = cheapest_ms < 0 || incumbent_ms < (1 - tolerance) * cheapest_ms;
+    cheapest_ms = cheapest_ms < 0 ? incumbent_ms : std::min(cheapest_ms, incumbent_ms);
+    rounds_without_gain = gain ? 0 : rounds_without_gain + 1;
+    if (options.on_demand_patience <= 0 || rounds_without_gain < options.on_demand_patience ||
         !rounds_left())
       return std::nullopt;
     std::set<uint64_t> none;
