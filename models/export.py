@@ -26,7 +26,11 @@ Beside the zoo (not in the default list; name it to export it):
   gru_text        the same text classifier with a 2-layer unidirectional GRU (torch.nn.GRU)
 
 Beyond the zoo, any torchvision or timm image model by name: torchvision:densenet121,
-timm:convnext_nano, ... (224x224; written as torchvision_densenet121.onnx); with int8: before
+timm:convnext_nano, ... (224x224; written as torchvision_densenet121.onnx); any transformers
+model by the name of its configuration class, without "Config": transformers:GPT2,
+transformers:DistilBert, transformers:ConvNext, ... (its default configuration; text models
+take input_ids and attention_mask of sequence 128, vision models pixel_values at their
+configuration's image size; the output is last_hidden_state); with int8: before
 it (int8:torchvision:mobilenet_v2), quantized to QDQ int8 as resnet18_int8 is. kora is judged on
 models it has never seen: the benchmarks check changes on such models too.
 
@@ -181,7 +185,33 @@ def build(name):
         import timm
         return (timm.create_model(name.split(":", 1)[1], pretrained=False), image(224), ["image"],
                 ["logits"])
+    if name.startswith("transformers:"):
+        return transformers_model(name.split(":", 1)[1])
     raise SystemExit(f"unknown model '{name}'")
+
+
+def transformers_model(kind):
+    """transformers' base model of configuration class KIND + "Config", default configuration."""
+    import inspect
+
+    import transformers
+    config_class = getattr(transformers, kind + "Config", None)
+    if config_class is None:
+        raise SystemExit(f"transformers has no configuration class '{kind}Config'")
+    net = transformers.AutoModel.from_config(config_class())
+    params = inspect.signature(net.forward).parameters
+    if "pixel_values" in params:
+        size = getattr(net.config, "image_size", 224)
+        size = size if isinstance(size, int) else size[0]
+        model = FirstOutput(lambda x: net(pixel_values=x), lambda out: out.last_hidden_state)
+        model.net = net
+        return model, image(size), ["pixel_values"], ["hidden"]
+    ids = torch.randint(0, 1000, (1, 128))
+    kwargs = {"use_cache": False} if "use_cache" in params else {}
+    model = FirstOutput(lambda ids, mask: net(input_ids=ids, attention_mask=mask, **kwargs),
+                        lambda out: out.last_hidden_state)
+    model.net = net
+    return model, (ids, torch.ones_like(ids)), ["input_ids", "attention_mask"], ["hidden"]
 
 
 MODELS = ["resnet50", "mobilenet_v2", "vit_b_16", "bert_base", "segformer_b0",

@@ -41,7 +41,10 @@ namespace kora {
 //      there directly (a pool's [N, C, H, W, 1, 1]: no scratch, no copy).
 //   5: a concat of up to 1024 parts splits into loops (64 before; an LSTM's output has
 //      one part per step and direction).
-constexpr int kCpuCodegenRevision = 5;
+//   6: float erf branch-free in the prelude (vectorizes; was the C library's erff), the
+//      prelude's functions always inlined, x^n for a small integer immediate n as
+//      products (was powf).
+constexpr int kCpuCodegenRevision = 6;
 
 // Whether generate_cpu_kernel can compute this candidate.
 bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);

@@ -95,3 +95,44 @@ TEST(CpuCodegen, RefusesWhatItCannotGenerate) {
 }
 
 }  // namespace
+
+// x^n with an immediate integer exponent is written as products (a reciprocal for n < 0),
+// not as a pow call, and matches the interpreter's pow on negative, zero, NaN and inf
+// inputs; a fractional exponent still calls pow.
+TEST(CpuCodegen, SmallIntegerPowersAreProductsThatMatchTheInterpreter) {
+  std::mt19937 rng(7);
+  kora_codegen_test::GraphBuilder b(rng);
+  const Shape s = {4, 33};
+  const std::string x = b.input(DType::kFloat32, s, false, -3, 3);
+  // Bases: x, sqrt(x) (NaN where x < 0), x - x (zeros) and 1 / (x - x) (inf).
+  const std::string nan = b.prim(ElementwiseAttrs{ScalarOp::kSqrt, {Operand{0, 0}}}, {x},
+                                 DType::kFloat32, s);
+  const std::string zero = b.prim(ElementwiseAttrs{ScalarOp::kSub, {Operand{0, 0}, Operand{0, 0}}},
+                                  {x}, DType::kFloat32, s);
+  const std::string inf = b.prim(ElementwiseAttrs{ScalarOp::kReciprocal, {Operand{0, 0}}},
+                                 {zero}, DType::kFloat32, s);
+  std::vector<std::string> outs;
+  const double exponents[] = {-2, -1, 0, 1, 2, 3, 4, 2.5};
+  for (const std::string& base : {x, nan, zero, inf})
+    for (double n : exponents)
+      outs.push_back(b.prim(ElementwiseAttrs{ScalarOp::kPow, {Operand{0, 0}, Operand{-1, n}}},
+                            {base}, DType::kFloat32, s));
+  b.g.outputs = outs;
+  kora_codegen_test::CheckStats stats;
+  kora_codegen_test::check_graph(b.g, 1, rng, stats);
+  EXPECT_GE(stats.kernels, static_cast<int>(outs.size()));
+
+  const KernelDag dag = kernel_dag_of(b.g);
+  int products = 0;
+  for (const Candidate& c : enumerate_candidates(dag, CandidateOptions{})) {
+    if (c.members.size() != 1) continue;
+    const Primitive& p = b.g.prims[dag.prim[c.members[0]]];
+    const auto* e = std::get_if<ElementwiseAttrs>(&p.attrs);
+    if (!e || e->op != ScalarOp::kPow) continue;
+    const std::string source = generate_cpu_kernel(b.g, dag, c, "k").source;
+    const bool integer = e->operands[1].value == std::round(e->operands[1].value);
+    EXPECT_EQ(source.find("kora_pow(") == std::string::npos, integer) << source;
+    products += integer;
+  }
+  EXPECT_EQ(products, 28);
+}

@@ -242,7 +242,7 @@ TEST(CudaArtifact, WritesLaunchesAndLibraryCallsWithTheFastestMeasuredSchedule) 
 // database holds for that GPU.
 // A GPU measured elsewhere, and the options of a job written for it (no worker run here):
 // sm_90, kernels of at most 3 primitives, one schedule each, cubins and job under `tmp`.
-const char* const kRemoteGpu = "cuda|Remote GPU|sm_90|132 SMs|kora-cuda-gen 1";
+const char* const kRemoteGpu = "cuda|Remote GPU|sm_90|132 SMs|kora-cuda-gen 2";
 
 CudaProfileOptions remote_job_options(kora_test::TempDir& tmp, const std::string& job) {
   CudaProfileOptions options;
