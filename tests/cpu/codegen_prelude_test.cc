@@ -56,8 +56,7 @@ TEST(CpuCodegenPrelude, VectorMathWithinUlpsOfTheCLibrary) {
   std::vector<float> y(x.size());
   for (const Fn& f : fns) {
     using Apply = void (*)(const float*, float*, int64_t);
-    const auto apply =
-        reinterpret_cast<Apply>(lib.library->symbol(std::string("apply_") + f.name));
+    const auto apply = reinterpret_cast<Apply>(lib.library->symbol(std::string("apply_") + f.name));
     apply(x.data(), y.data(), static_cast<int64_t>(x.size()));
     double worst = 0;
     float worst_at = 0;

@@ -105,12 +105,12 @@ TEST(CpuCodegen, SmallIntegerPowersAreProductsThatMatchTheInterpreter) {
   const Shape s = {4, 33};
   const std::string x = b.input(DType::kFloat32, s, false, -3, 3);
   // Bases: x, sqrt(x) (NaN where x < 0), x - x (zeros) and 1 / (x - x) (inf).
-  const std::string nan = b.prim(ElementwiseAttrs{ScalarOp::kSqrt, {Operand{0, 0}}}, {x},
-                                 DType::kFloat32, s);
+  const std::string nan =
+      b.prim(ElementwiseAttrs{ScalarOp::kSqrt, {Operand{0, 0}}}, {x}, DType::kFloat32, s);
   const std::string zero = b.prim(ElementwiseAttrs{ScalarOp::kSub, {Operand{0, 0}, Operand{0, 0}}},
                                   {x}, DType::kFloat32, s);
-  const std::string inf = b.prim(ElementwiseAttrs{ScalarOp::kReciprocal, {Operand{0, 0}}},
-                                 {zero}, DType::kFloat32, s);
+  const std::string inf =
+      b.prim(ElementwiseAttrs{ScalarOp::kReciprocal, {Operand{0, 0}}}, {zero}, DType::kFloat32, s);
   std::vector<std::string> outs;
   const double exponents[] = {-2, -1, 0, 1, 2, 3, 4, 2.5};
   for (const std::string& base : {x, nan, zero, inf})
