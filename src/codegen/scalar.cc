@@ -293,7 +293,8 @@ namespace {
 
 // x^n for a floating x and an immediate integer n, |n| <= 4, as products (a reciprocal for
 // n < 0): no call, so loops over it vectorize (GPT-2's GELU cubes its input: with powf a
-// layer's GELU took 1.3 ms). Within 2 ulp of pow; "" for other exponents.
+// layer's GELU took 1.3 ms). A rounding per product, so a few ulp from pow; "" for other
+// exponents.
 std::string integer_power(const std::string& x, double n, Domain d) {
   if (n != std::round(n) || std::fabs(n) > 4) return "";
   const std::string one = domain_literal(1, d);

@@ -79,7 +79,7 @@ KORA_FN float kora_tanh(float x) {
   return __builtin_copysignf(a >= 0.625f ? big : small, x);
 }
 static inline double kora_tanh(double x) { return __builtin_tanh(x); }
-// erf on floats the same way (GELU's: the C library's erff is a call per element, 10x the
+// erf on floats the same way (GELU's: the C library's erff is a call per element, 6x the
 // time of the loop around it). Polynomials fitted for kora (least squares on the relative
 // error; within 3 ulp of the C library, CpuCodegenPrelude.VectorMathWithinUlpsOfTheCLibrary):
 // x P(x^2) for |x| < 1, else 1 - exp(-x^2) G(1 / (1 + |x| / 2)), |x| clamped at 3.92,
