@@ -5,6 +5,8 @@
 // (max subtracted first), Dropout (identity; in training mode a random mask, drawn by
 // rules_random.cc's generator), Hardmax (ArgMax, kept whole, compared with an iota), LRN (a window
 // of channels summed), MeanVarianceNormalization (ONNX's function body).
+#include <functional>
+
 #include "fission/builder.h"
 
 namespace kora {
@@ -120,13 +122,41 @@ std::string channel_vector(FissionBuilder& b, const std::string& v, int64_t chan
   return per_channel(b, per_c, rank);
 }
 
+// The mean over each group's C/G channels (and the dims after them) of `v` [N, C, ...],
+// broadcast back per channel [N, C, 1, ...]: per channel first, then per group on the small
+// [N, C] means (reshaped to [N, G, C/G]; the groups are equal, so the mean of their means
+// is theirs). `then` maps the per-group statistic before it is spread out. Every large
+// tensor keeps x's shape (one group: a reduction over all dims but N; a group per channel:
+// over the spatial dims), so the kernels of a normalization between channels-last
+// convolutions read and write them through layout views; merging the channels with the
+// spatial dims ([N, G, C/G * spatial]) made a copy of x in plain order instead.
+std::string group_mean(FissionBuilder& b, const std::string& v, int64_t groups,
+                       const std::function<std::string(const std::string&)>& then) {
+  const Shape& s = b.shape(v);
+  const int64_t n = s[0], c = s[1];
+  if (groups == 1 || groups == c)
+    return then(b.reduce(ReduceOp::kMean, v, axes_from(groups == 1 ? 1 : 2, s.size())));
+  Shape per_c(s.size(), 1);
+  per_c[0] = n;
+  per_c[1] = c;
+  const std::string means = b.reduce(ReduceOp::kMean, v, axes_from(2, s.size()));
+  const std::string g =
+      then(b.reduce(ReduceOp::kMean, b.reshape(means, {n, groups, c / groups}), {2}));
+  return b.reshape(b.broadcast(g, {n, groups, c / groups}), per_c);
+}
+
 void group_norm(FissionBuilder& b) {
   const std::string x = b.in(0);
   const Shape& s = b.shape(x);
-  const int64_t groups = b.node().attr_int("num_groups", 1), c = s[1];
-  const std::string grouped = b.reshape(x, {s[0], groups, numel(s) / (s[0] * groups)});
-  const Normalized n = normalize(b, grouped, {2}, b.node().attr_float("epsilon", 1e-5));
-  const std::string y = b.reshape(n.y, s);
+  const int64_t groups = b.node().attr_int("num_groups", 1), c = s[1];  // checked by inference
+  const double eps = b.node().attr_float("epsilon", 1e-5);
+  auto same = [](const std::string& t) { return t; };
+  const std::string centred = b.ew(S::kSub, {x, group_mean(b, x, groups, same)});
+  const std::string inv_std =
+      group_mean(b, b.ew(S::kMul, {centred, centred}), groups, [&](const std::string& var) {
+        return b.ew(S::kRsqrt, {b.ew(S::kAdd, {var, eps})});
+      });
+  const std::string y = b.ew(S::kMul, {centred, inv_std});
   const std::string scaled = b.ew(S::kMul, {y, channel_vector(b, b.in(1), c, groups, s.size())});
   b.bind(0, b.ew(S::kAdd, {scaled, channel_vector(b, b.in(2), c, groups, s.size())}));
 }

@@ -10,12 +10,14 @@
 // hold at most 4M (2^22) elements; each folded value must have the inferred type.
 // Control flow (If, Loop, Scan) is replaced by the nodes it runs when inference reaches
 // it, once what decides the control (condition, trip count) has folded. QDQ groups
-// become the integer operators (qdq_fold.h) before nodes without a use are removed.
+// become the integer operators (qdq_fold.h), PyTorch's GroupNorm export one
+// GroupNormalization (group_norm_fold.h), before nodes without a use are removed.
 #include <ostream>
 #include <set>
 
 #include "frontend/constant_fold.h"
 #include "frontend/control_flow.h"
+#include "frontend/group_norm_fold.h"
 #include "frontend/op_rules.h"
 #include "frontend/qdq_fold.h"
 #include "kora/frontend.h"
@@ -128,15 +130,17 @@ void infer_shapes(Graph& g, const ImportOptions& options) {
     }
     ++folded;
   }
-  int qdq = 0;
+  int qdq = 0, group_norms = 0;
   if (options.fold_constants) {
     qdq = fold_qdq(g);
+    group_norms = fold_group_norm(g);
     prune(g);
   }
   if (options.trace)
     *options.trace << "[frontend] shapes inferred for " << before << " nodes; " << folded
                    << " folded into constants; " << qdq
-                   << " QDQ groups folded into integer operators; " << g.nodes.size()
+                   << " QDQ groups folded into integer operators; " << group_norms
+                   << " GroupNorm exports folded into GroupNormalization; " << g.nodes.size()
                    << " nodes remain\n";
 }
 

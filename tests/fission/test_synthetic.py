@@ -197,6 +197,51 @@ class SyntheticTest(unittest.TestCase):
         inputs = [("x", TensorProto.FLOAT, [2, 8, 3, 5])]
         self.check(g.model(inputs, [l2, lse, prod], opset=21), inputs)
 
+    def test_group_norm_one_group_and_a_group_per_channel(self):
+        g = G()
+        one = g.op("GroupNormalization", ["x", g.w(1, positive=True), g.w(1)], num_groups=1)
+        per_c = g.op("GroupNormalization", ["x", g.w(8, positive=True), g.w(8)], num_groups=8,
+                     epsilon=1e-3)
+        inputs = [("x", TensorProto.FLOAT, [2, 8, 3, 5])]
+        self.check(g.model(inputs, [one, per_c], opset=18), inputs)
+
+    def test_torch_group_norm_export(self):
+        """torch.onnx's nn.GroupNorm: Reshape to [N, G, -1], InstanceNormalization with
+        per-group scale and bias, Reshape back to x's shape, then the affine Mul and Add
+        (kora folds the three into GroupNormalization, group_norm_fold.h); one, four and
+        eight groups of 8 channels, and a group whose reshape is also read elsewhere (not
+        folded)."""
+        g = G()
+        outs = []
+        for groups in (1, 4, 8):
+            grouped = g.op("Reshape", ["x", g.c(np.array([0, groups, -1], np.int64))])
+            normed = g.op("InstanceNormalization", [grouped, g.w(groups, positive=True),
+                                                    g.w(groups)], epsilon=1e-5)
+            back = g.op("Reshape", [normed, g.op("Shape", ["x"])])
+            outs.append(g.op("Add", [g.op("Mul", [back, g.w(8, 1, 1)]), g.w(8, 1, 1)]))
+        grouped = g.op("Reshape", ["x", g.c(np.array([0, 2, -1], np.int64))])
+        normed = g.op("InstanceNormalization", [grouped, g.w(2, positive=True), g.w(2)])
+        back = g.op("Reshape", [normed, g.c(np.array([2, 8, 3, 5], np.int64))])
+        outs += [back, g.op("ReduceSum", [grouped, g.c(np.array([2], np.int64))])]
+        inputs = [("x", TensorProto.FLOAT, [2, 8, 3, 5])]
+        self.check(g.model(inputs, outs), inputs)
+
+    def test_weight_standardization(self):
+        """timm's StdConv2d as torch exports it: BatchNormalization in training mode over
+        the weight viewed as [1, filters, -1] (kora folds it into the weight, fold.cc)."""
+        g = G()
+        w = g.w(6, 4, 3, 3)
+        flat = g.op("Reshape", [w, g.c(np.array([1, 6, -1], np.int64))])
+        mean = g.op("ReduceMean", [flat], axes=[0, 2], keepdims=0)
+        var = g.op("ReduceMean", [g.op("Mul", [g.op("Sub", [flat, g.op("ReduceMean", [flat], axes=[0, 2])])] * 2)],
+                   axes=[0, 2], keepdims=0)
+        std = g.op("BatchNormalization", [flat, g.c(np.ones(6, np.float32)), g.c(np.zeros(6, np.float32)),
+                                          mean, var], outputs=3, epsilon=1e-8, training_mode=1)[0]
+        ws = g.op("Reshape", [std, g.c(np.array([6, 4, 3, 3], np.int64))])
+        out = g.op("Conv", ["x", ws, g.w(6)], pads=[1, 1, 1, 1])
+        inputs = [("x", TensorProto.FLOAT, [1, 4, 7, 7])]
+        self.check(g.model(inputs, [out], opset=15), inputs)
+
     def test_activations_and_variadics(self):
         g = G()
         x = "x"
