@@ -44,7 +44,9 @@ namespace kora {
 //   6: float erf branch-free in the prelude (vectorizes; was the C library's erff), the
 //      prelude's functions always inlined, x^n for a small integer immediate n as
 //      products (was powf).
-constexpr int kCpuCodegenRevision = 6;
+//   7: reduced dims next to one another, read in order, are one loop (a 28x28 plane was
+//      28 loops of 28, each ending in a horizontal sum).
+constexpr int kCpuCodegenRevision = 7;
 
 // Whether generate_cpu_kernel can compute this candidate.
 bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);

@@ -70,6 +70,13 @@ class KernelWriter : public codegen::ValueWriter {
   void pointwise_phase(const std::vector<std::string>& writes);
   void reduce_phase(const Primitive& p, const ReduceAttrs& r);
   bool window_reduce_phase(const Primitive& p, const ReduceAttrs& r);  // false: not pooling
+  // Whether the reduced dims (red: xs with kept dims 1) are one run among xs's dims above 1.
+  static bool reduced_dims_adjacent(const Shape& xs, const Shape& red);
+  // Whether `t`, read at coordinates of xs inside the reduction, reaches every tensor it
+  // loads at the same coordinates in a tensor of shape xs, or at "0" in each reduced dim
+  // (through elementwise and broadcast members only): then the reduced dims can be one
+  // loop whose offset in xs is known.
+  bool reads_reduced_dims_in_order(const std::string& t, const Shape& xs, const Shape& red);
   friend class WindowReduceWriter;  // window_reduce_phase's steps
   void matmul_phase(const Primitive& p);
   void conv_phase(const Primitive& p, const ConvAttrs& a);

@@ -492,6 +492,38 @@ bool KernelWriter::window_reduce_phase(const Primitive& p, const ReduceAttrs& r)
   return true;
 }
 
+bool KernelWriter::reduced_dims_adjacent(const Shape& xs, const Shape& red) {
+  // among the dims above 1, the reduced ones form one run
+  int runs = 0;
+  bool in_run = false;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (xs[d] <= 1) continue;
+    const bool r = red[d] > 1;
+    runs += r && !in_run;
+    in_run = r;
+  }
+  return runs == 1;
+}
+
+bool KernelWriter::reads_reduced_dims_in_order(const std::string& t, const Shape& xs,
+                                               const Shape& red) {
+  const Shape& s = graph_.value(t).shape;
+  if (s.size() == xs.size()) {
+    bool constant_over_reduced = true;  // read at "0" in every reduced dim
+    for (size_t d = 0; d < xs.size(); ++d)
+      constant_over_reduced = constant_over_reduced && (red[d] <= 1 || s[d] == 1);
+    if (constant_over_reduced) return true;
+  }
+  if (s != xs) return false;
+  auto m = producer_.find(t);
+  if (m == producer_.end() || buffer_.count(t)) return true;  // loaded at its coordinates
+  const Primitive& p = *m->second;
+  if (p.kind() != PrimKind::kElementwise && p.kind() != PrimKind::kBroadcast) return false;
+  for (const std::string& in : p.inputs)
+    if (!reads_reduced_dims_in_order(in, xs, red)) return false;
+  return true;
+}
+
 void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
   if (window_reduce_phase(p, r)) return;
   const std::string& x = p.inputs.at(0);
@@ -595,7 +627,41 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
   // the simd pragma goes on the innermost reduced loop
   Coords rc(xs.size(), "0");
   int opened = 0;
-  for (size_t d = 0; d < xs.size(); ++d) {
+  // Reduced dims next to one another whose elements the reduced value reads in order are
+  // one loop: a loop of 28 per row of a 28x28 plane ended each row in a horizontal sum
+  // (a group norm's per-channel mean: 61 us against 11 for [512, 28, 28])
+  const bool flat = !lanes && red_loops > 1 && (simd_ok || minmax) &&
+                    reduced_dims_adjacent(xs, red) && reads_reduced_dims_in_order(x, xs, red);
+  std::pair<Coords, Shape> flat_key;
+  if (flat) {
+    const std::string i = fresh("i");
+    int64_t after = numel(red), stride = 1;
+    const std::vector<int64_t> strides = row_major_strides(xs);
+    for (size_t d = 0; d < xs.size(); ++d) {
+      if (red[d] <= 1) continue;
+      const bool first = after == numel(red);
+      after /= red[d];
+      std::string e = after == 1 ? i : "(" + i + " / " + num(after) + ")";
+      rc[d] = first ? e : "(" + e + " % " + num(red[d]) + ")";
+      stride = strides[d];
+    }
+    Coords base = c;
+    for (size_t d = 0; d < xs.size(); ++d)
+      if (reduced[d]) base[d] = "0";
+    const std::string b = offset(xs, base);
+    const std::string step = stride == 1 ? i : i + " * " + num(stride);
+    for (size_t d = 0; d < xs.size(); ++d)
+      if (reduced[d]) base[d] = rc[d];
+    flat_key = {base, xs};
+    known_offsets_[flat_key] = b == "0" ? step : b + " + " + step;
+    if (simd_ok && fl) line("#pragma omp simd reduction(+:" + acc + ")");
+    if (minmax)
+      line("#pragma omp simd reduction(" + std::string(r.op == ReduceOp::kMax ? "max" : "min") +
+           ":" + acc + ") reduction(|:" + nan + ")");
+    open_block("for (int64_t " + i + " = 0; " + i + " < " + num(numel(red)) + "; ++" + i + ")");
+    opened = 1;
+  }
+  for (size_t d = 0; d < xs.size() && !flat; ++d) {
     if (red[d] <= 1) continue;
     if (++opened == red_loops && simd_ok && fl && !lanes)
       line("#pragma omp simd reduction(+:" + acc + ")");
@@ -617,6 +683,7 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
     line(code.update(acc, v));
   }
   for (int k = 0; k < opened; ++k) close_block();
+  if (flat) known_offsets_.erase(flat_key);
   if (minmax) line(acc + " = " + nan + " ? KORA_NAN : " + acc + ";");
   Coords oc = c;
   for (size_t d = 0; d < xs.size(); ++d)

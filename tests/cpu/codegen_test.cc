@@ -136,3 +136,49 @@ TEST(CpuCodegen, SmallIntegerPowersAreProductsThatMatchTheInterpreter) {
   }
   EXPECT_EQ(products, 28);
 }
+
+// Reduced dims next to one another, read in order (directly, through elementwise members
+// and broadcasts of per-row values), are one loop over their elements (x [2, 6, 5, 7]
+// reduced over its 5x7 planes: a loop of 35); a reduction reading x through a transpose in
+// the same kernel keeps a loop per dim. Every kernel, fused or not, against the interpreter: sums,
+// means, max and min (NaN kept), and reductions over the channels and planes at once.
+TEST(CpuCodegen, AdjacentReducedDimsAreOneLoopThatMatchesTheInterpreter) {
+  std::mt19937 rng(11);
+  kora_codegen_test::GraphBuilder b(rng);
+  const DType F = DType::kFloat32;
+  const Shape s = {2, 6, 5, 7}, per_row = {2, 6, 1, 1};
+  const std::string x = b.input(F, s), m = b.input(F, per_row);
+  const std::string mb = b.prim(BroadcastAttrs{}, {m}, F, s);
+  const std::string d =
+      b.prim(ElementwiseAttrs{ScalarOp::kSub, {Operand{0, 0}, Operand{1, 0}}}, {x, mb}, F, s);
+  const std::string sq =
+      b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{0, 0}}}, {d}, F, s);
+  const std::string nan =
+      b.prim(ElementwiseAttrs{ScalarOp::kSqrt, {Operand{0, 0}}}, {x}, F, s);  // NaN where x < 0
+  std::vector<std::string> outs;
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMax, ReduceOp::kMin})
+    outs.push_back(b.prim(ReduceAttrs{op, {2, 3}}, {sq}, F, per_row));
+  outs.push_back(b.prim(ReduceAttrs{ReduceOp::kMax, {2, 3}}, {nan}, F, per_row));
+  outs.push_back(b.prim(ReduceAttrs{ReduceOp::kMean, {1, 2, 3}}, {x}, F, {2, 1, 1, 1}));
+  outs.push_back(b.prim(ReduceAttrs{ReduceOp::kSum, {1, 2}}, {x}, F, {2, 1, 1, 7}));
+  const std::string xt = b.prim(LayoutAttrs{layout::Transpose{{0, 1, 3, 2}}}, {x}, F, {2, 6, 7, 5});
+  outs.push_back(b.prim(ReduceAttrs{ReduceOp::kSum, {2, 3}}, {xt}, F, per_row));
+  b.g.outputs = outs;
+  kora_codegen_test::CheckStats stats;
+  kora_codegen_test::check_graph(b.g, 4, rng, stats);
+  EXPECT_GE(stats.kernels, 20);
+
+  const KernelDag dag = kernel_dag_of(b.g);
+  int flat = 0, nested = 0;
+  for (const Candidate& c : enumerate_candidates(dag, CandidateOptions{})) {
+    const Primitive& last = b.g.prims[dag.prim[c.members.back()]];
+    const auto* r = std::get_if<ReduceAttrs>(&last.attrs);
+    if (!r || r->axes != std::vector<int64_t>{2, 3} || !cpu_codegen_supports(b.g, dag, c)) continue;
+    const std::string source = generate_cpu_kernel(b.g, dag, c, "k").source;
+    const bool transposed = c.members.size() > 1 && last.inputs[0] == xt;  // reads x through it
+    EXPECT_EQ(source.find(" < 35; ++") != std::string::npos, !transposed) << source;
+    (transposed ? nested : flat)++;
+  }
+  EXPECT_GE(flat, 5);
+  EXPECT_GE(nested, 1);
+}
