@@ -11,7 +11,8 @@
 // Control flow (If, Loop, Scan) is replaced by the nodes it runs when inference reaches
 // it, once what decides the control (condition, trip count) has folded. QDQ groups
 // become the integer operators (qdq_fold.h), PyTorch's GroupNorm export one
-// GroupNormalization (group_norm_fold.h), before nodes without a use are removed.
+// GroupNormalization (group_norm_fold.h), summed convolutions of one input one
+// convolution (parallel_conv_merge.h), before nodes without a use are removed.
 #include <ostream>
 #include <set>
 
@@ -19,6 +20,7 @@
 #include "frontend/control_flow.h"
 #include "frontend/group_norm_fold.h"
 #include "frontend/op_rules.h"
+#include "frontend/parallel_conv_merge.h"
 #include "frontend/qdq_fold.h"
 #include "kora/frontend.h"
 
@@ -130,17 +132,19 @@ void infer_shapes(Graph& g, const ImportOptions& options) {
     }
     ++folded;
   }
-  int qdq = 0, group_norms = 0;
+  int qdq = 0, group_norms = 0, conv_sums = 0;
   if (options.fold_constants) {
     qdq = fold_qdq(g);
     group_norms = fold_group_norm(g);
+    conv_sums = merge_parallel_convs(g);
     prune(g);
   }
   if (options.trace)
     *options.trace << "[frontend] shapes inferred for " << before << " nodes; " << folded
                    << " folded into constants; " << qdq
                    << " QDQ groups folded into integer operators; " << group_norms
-                   << " GroupNorm exports folded into GroupNormalization; " << g.nodes.size()
+                   << " GroupNorm exports folded into GroupNormalization; " << conv_sums
+                   << " sums of convolutions of one input merged into one; " << g.nodes.size()
                    << " nodes remain\n";
 }
 

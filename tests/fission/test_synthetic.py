@@ -226,6 +226,34 @@ class SyntheticTest(unittest.TestCase):
         inputs = [("x", TensorProto.FLOAT, [2, 8, 3, 5])]
         self.check(g.model(inputs, outs), inputs)
 
+    def test_summed_convolutions_of_one_input(self):
+        """RepVGG- and MobileOne-style blocks in their training form: 3x3 and 1x1
+        convolutions, a batch norm of x and x itself summed (kora merges them into one
+        convolution, parallel_conv_merge.h); depthwise; stride 2 (1x1 unpadded beside 3x3
+        padded); 5x5 dilated beside 3x3; and trees that must stay as written (different
+        strides' offsets, an intermediate read elsewhere)."""
+        g = G()
+        x = "x"
+        bn = lambda t, c: g.op("BatchNormalization", [t, g.w(c, positive=True), g.w(c), g.w(c),
+                                                      g.w(c, positive=True)], epsilon=1e-3)
+        rep = g.op("Add", [g.op("Add", [g.op("Conv", [x, g.w(8, 8, 3, 3), g.w(8)], pads=[1, 1, 1, 1]),
+                                        g.op("Conv", [x, g.w(8, 8, 1, 1), g.w(8)])]), bn(x, 8)])
+        rep = g.op("Relu", [g.op("Add", [rep, g.w(1, 8, 1, 1)])])
+        dw = g.op("Add", [g.op("Add", [g.op("Conv", [rep, g.w(8, 1, 3, 3)], group=8, pads=[1, 1, 1, 1]),
+                                       g.op("Conv", [rep, g.w(8, 1, 1, 1), g.w(8)], group=8)]), rep])
+        s2 = g.op("Add", [g.op("Conv", [dw, g.w(6, 8, 1, 1), g.w(6)], strides=[2, 2]),
+                          g.op("Conv", [dw, g.w(6, 8, 3, 3), g.w(6)], strides=[2, 2], pads=[1, 1, 1, 1])])
+        dil = g.op("Add", [g.op("Conv", [dw, g.w(4, 8, 5, 5)], dilations=[2, 2], pads=[4, 4, 4, 4]),
+                           g.op("Conv", [dw, g.w(4, 8, 3, 3)], dilations=[2, 2], pads=[2, 2, 2, 2])])
+        unpadded = g.op("Add", [g.op("Conv", [dw, g.w(4, 8, 3, 3)]), g.op("Conv", [dw, g.w(4, 8, 3, 3)])])
+        # same output shape, padding off centre differently: not merged
+        shifted = g.op("Add", [g.op("Conv", [dw, g.w(4, 8, 3, 3)], pads=[2, 2, 0, 0]),
+                               g.op("Conv", [dw, g.w(4, 8, 1, 1)])])
+        shared = g.op("Conv", [dw, g.w(4, 8, 1, 1)])
+        kept = g.op("Add", [g.op("Conv", [dw, g.w(4, 8, 3, 3)], pads=[1, 1, 1, 1]), shared])
+        inputs = [("x", TensorProto.FLOAT, [2, 8, 9, 9])]
+        self.check(g.model(inputs, [s2, dil, unpadded, shifted, kept, shared]), inputs)
+
     def test_weight_standardization(self):
         """timm's StdConv2d as torch exports it: BatchNormalization in training mode over
         the weight viewed as [1, filters, -1] (kora folds it into the weight, fold.cc)."""
