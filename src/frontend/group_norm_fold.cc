@@ -2,35 +2,17 @@
 // GroupNormalization (group_norm_fold.h).
 #include "frontend/group_norm_fold.h"
 
-#include <map>
-#include <set>
+#include "frontend/graph_uses.h"
 
 namespace kora {
 namespace {
 
-struct Uses {
-  std::map<std::string, size_t> producer;
-  std::map<std::string, int> consumers;
-  std::set<std::string> graph_outputs;
-
-  explicit Uses(const Graph& g) : graph_outputs(g.outputs.begin(), g.outputs.end()) {
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      for (const std::string& out : g.nodes[i].outputs)
-        if (!out.empty()) producer[out] = i;
-      for (const std::string& in : g.nodes[i].inputs)
-        if (!in.empty()) ++consumers[in];
-    }
-  }
-  // The node producing `t` with op type `op`, when `t` feeds only one node.
-  const Node* sole_use_producer(const Graph& g, const std::string& t, const char* op) const {
-    auto p = producer.find(t);
-    if (p == producer.end() || graph_outputs.count(t)) return nullptr;
-    auto c = consumers.find(t);
-    if (c == consumers.end() || c->second != 1) return nullptr;
-    const Node& n = g.nodes[p->second];
-    return n.op_type == op && n.domain.empty() ? &n : nullptr;
-  }
-};
+// The node computing `t` when it is an `op` private to the group.
+const Node* private_op(const Graph& g, const GraphUses& uses, const std::string& t,
+                       const char* op) {
+  const Node* n = uses.private_producer(g, t);
+  return n && n->op_type == op ? n : nullptr;
+}
 
 const Shape* shape_of(const Graph& g, const std::string& t) {
   auto v = g.values.find(t);
@@ -40,15 +22,15 @@ const Shape* shape_of(const Graph& g, const std::string& t) {
 }  // namespace
 
 int fold_group_norm(Graph& g) {
-  const Uses uses(g);
+  const GraphUses uses(g);
   int folded = 0;
   for (Node& outer : g.nodes) {
     if (outer.op_type != "Reshape" || !outer.domain.empty() || !outer.has_input(0) ||
         !outer.has_output(0))
       continue;
-    const Node* norm = uses.sole_use_producer(g, outer.inputs[0], "InstanceNormalization");
+    const Node* norm = private_op(g, uses, outer.inputs[0], "InstanceNormalization");
     if (!norm || !norm->has_input(0) || !norm->has_input(1) || !norm->has_input(2)) continue;
-    const Node* inner = uses.sole_use_producer(g, norm->inputs[0], "Reshape");
+    const Node* inner = private_op(g, uses, norm->inputs[0], "Reshape");
     if (!inner || !inner->has_input(0)) continue;
     const std::string& x = inner->inputs[0];
     const Shape* xs = shape_of(g, x);

@@ -3,36 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <optional>
-#include <set>
+
+#include "frontend/graph_uses.h"
 
 namespace kora {
 namespace {
-
-struct Uses {
-  std::map<std::string, size_t> producer;
-  std::map<std::string, int> consumers;
-  std::set<std::string> graph_outputs;
-
-  explicit Uses(const Graph& g) : graph_outputs(g.outputs.begin(), g.outputs.end()) {
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      for (const std::string& out : g.nodes[i].outputs)
-        if (!out.empty()) producer[out] = i;
-      for (const std::string& in : g.nodes[i].inputs)
-        if (!in.empty()) ++consumers[in];
-    }
-  }
-  // The node computing `t` when only one node reads it and it is not a graph output.
-  const Node* private_producer(const Graph& g, const std::string& t) const {
-    auto p = producer.find(t);
-    auto c = consumers.find(t);
-    if (p == producer.end() || c == consumers.end() || c->second != 1 || graph_outputs.count(t))
-      return nullptr;
-    const Node& n = g.nodes[p->second];
-    return n.domain.empty() ? &n : nullptr;
-  }
-};
 
 const Tensor* float_constant(const Graph& g, const std::string& t) {
   const Tensor* c = t.empty() ? nullptr : g.constant(t);
@@ -52,7 +28,7 @@ struct Term {
 
 class Merger {
  public:
-  Merger(Graph& g, const Uses& uses) : g_(g), uses_(uses) {}
+  Merger(Graph& g, const GraphUses& uses) : g_(g), uses_(uses) {}
 
   // The tree rooted at `add` as leaves, or nullopt when it is not one this merge takes.
   std::optional<std::vector<Term>> leaves(const Node& add) {
@@ -104,7 +80,7 @@ class Merger {
   }
 
   Graph& g_;
-  const Uses& uses_;
+  const GraphUses& uses_;
 };
 
 bool Merger::merge(Node& root, const std::vector<Term>& terms) {
@@ -241,7 +217,7 @@ int merge_parallel_convs(Graph& g) {
   int merged = 0;
   // Outermost sums first (reverse topological order): a partial sum read only by another
   // Add is part of that tree, and left without a reader once the tree merges.
-  std::optional<Uses> uses;
+  std::optional<GraphUses> uses;
   for (size_t i = g.nodes.size(); i-- > 0;) {
     if (!uses) uses.emplace(g);
     Node& n = g.nodes[i];
