@@ -193,6 +193,8 @@ bool Merger::merge(Node& root, const std::vector<Term>& terms) {
   conv.name = root.name;
   conv.op_type = "Conv";
   conv.inputs = {x, wname, bname};
+  if (std::all_of(bias.begin(), bias.end(), [](double v) { return v == 0; }))
+    conv.inputs.pop_back();
   conv.outputs = {root.outputs[0]};
   auto ints = [&](const char* key, const Shape& v) {
     conv.attributes[key].kind = Attribute::Kind::kInts;

@@ -22,7 +22,8 @@ namespace {
 
 using kora_test::TempDir;
 
-// x -> conv (64x32x3x3) -> relu -> conv (64x64x3x3) -> + relu's output -> y.
+// x -> conv (64x32x3x3) -> relu -> conv (64x64x3x3) -> + the first conv's output -> y (not
+// the second conv's own input: that sum would merge into it, parallel_conv_merge.h).
 PrimGraph two_convolutions() {
   kora_test::ModelBuilder mb;
   mb.input("x", {1, 32, 14, 14})
@@ -31,7 +32,7 @@ PrimGraph two_convolutions() {
   mb.node("Conv", {"x", "w1"}, {"c1"}, {kora_test::attr_is("pads", {1, 1, 1, 1})});
   mb.node("Relu", {"c1"}, {"r1"});
   mb.node("Conv", {"r1", "w2"}, {"c2"}, {kora_test::attr_is("pads", {1, 1, 1, 1})});
-  mb.node("Add", {"c2", "r1"}, {"y"});
+  mb.node("Add", {"c2", "c1"}, {"y"});
   mb.output("y");
   return fission(kora_test::import_model(mb));
 }
