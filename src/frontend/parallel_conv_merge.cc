@@ -109,7 +109,10 @@ bool Merger::merge(Node& root, const std::vector<Term>& terms) {
     if (t.constant) {
       const Shape& cs = t.constant->shape();
       const int64_t n = t.constant->numel();
-      if (!(n == 1 || (n == cout && cs.size() <= ys.size() && cs[cs.size() - 1 - r] == cout)))
+      // a scalar, or one value per channel ([C, 1, 1], [1, C, 1, 1]; [C] would run along
+      // the last dim)
+      if (!(n == 1 || (n == cout && cs.size() > r && cs.size() <= ys.size() &&
+                       cs[cs.size() - 1 - r] == cout)))
         return false;
       continue;
     }

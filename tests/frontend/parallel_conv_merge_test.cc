@@ -120,6 +120,20 @@ TEST(ParallelConvMerge, TreesComputingSomethingElseStayAsWritten) {
     m.node("Add", {"c3", "c1"}, {"y"});
     EXPECT_EQ(count(kora_test::import_model(m), "Conv"), 2);
   }
+  {  // a constant of shape [W] adds along the width, not per channel
+    ModelBuilder m(17);
+    m.input("x", {1, 3, 5, 3}).output("y");
+    m.init_f32("w3", {3, 3, 3, 3}, ramp(81, 0.5f));
+    m.init_f32("w1", {3, 3, 1, 1}, ramp(9, 0.5f));
+    m.init_f32("k", {3}, {1.0f, 2.0f, 3.0f});
+    m.node("Conv", {"x", "w3"}, {"c3"}, {attr_is("pads", {1, 1, 1, 1})});
+    m.node("Conv", {"x", "w1"}, {"c1"});
+    m.node("Add", {"c3", "c1"}, {"s"});
+    m.node("Add", {"s", "k"}, {"y"});
+    const kora::Graph g = kora_test::import_model(m);
+    EXPECT_EQ(count(g, "Add"), 1);  // the two convolutions merged, the [W] constant kept
+    EXPECT_EQ(count(g, "Conv"), 1);
+  }
   {  // convolutions of two different inputs
     ModelBuilder m(17);
     m.input("x", {1, 2, 5, 5}).input("z", {1, 2, 5, 5}).output("y");
