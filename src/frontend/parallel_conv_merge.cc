@@ -193,7 +193,7 @@ bool Merger::merge(Node& root, const std::vector<Term>& terms) {
   g_.values[wname] = {DType::kFloat32, wshape};
   g_.values[bname] = {DType::kFloat32, {cout}};
   Node conv;
-  conv.name = root.name;
+  conv.name = first->name;  // a convolution, named as its first (pruned after the merge)
   conv.op_type = "Conv";
   conv.inputs = {x, wname, bname};
   if (std::all_of(bias.begin(), bias.end(), [](double v) { return v == 0; }))

@@ -7,10 +7,10 @@
 //   x
 //   a constant per channel or a scalar
 //
-// becomes Conv(x, W, B): each W_t zero-padded about its centre to the largest kernel and
-// summed, x's own terms added at the centre tap of each channel's own input channel, the
-// biases, batch-norm shifts and constants summed into B. Models exported in their
-// training form (timm's RepVGG, MobileOne, and any over-parameterized block) run one
+// becomes Conv(x, W, B), named as the tree's first convolution: each W_t zero-padded about its
+// centre to the largest kernel and summed, x's own terms added at the centre tap of each channel's
+// own input channel, the biases, batch-norm shifts and constants summed into B. Models exported in
+// their training form (timm's RepVGG, MobileOne, and any over-parameterized block) run one
 // convolution per block instead of two to four and the adds between them.
 //
 // A tree merges only when the result is the same function up to float rounding: every

@@ -46,7 +46,7 @@ ModelBuilder repvgg_block() {
   m.init_f32("mean", {C}, {0.4f, 0.0f, -0.4f});
   m.init_f32("var", {C}, {1.0f, 4.0f, 0.25f});
   m.init_f32("k", {1, C, 1, 1}, {0.01f, 0.02f, 0.03f});
-  m.node("Conv", {"x", "w3", "b3"}, {"c3"}, {attr_is("pads", {1, 1, 1, 1})});
+  m.node("Conv", {"x", "w3", "b3"}, {"c3"}, {attr_is("pads", {1, 1, 1, 1})}, "conv3x3");
   m.node("Conv", {"x", "w1", "b1"}, {"c1"});
   m.node("BatchNormalization", {"x", "scale", "shift", "mean", "var"}, {"bn"},
          {attr_f("epsilon", 1e-3f)});
@@ -61,7 +61,7 @@ TEST(ParallelConvMerge, ARepVggBlockIsOneConvolutionOfTheSummedWeights) {
   ASSERT_EQ(g.nodes.size(), 1u);
   const kora::Node& conv = g.nodes[0];
   EXPECT_EQ(conv.op_type, "Conv");
-  EXPECT_EQ(conv.name, "block_sum");
+  EXPECT_EQ(conv.name, "conv3x3");  // named as its first convolution
   EXPECT_EQ(conv.attr_ints("kernel_shape"), (Shape{3, 3}));
   EXPECT_EQ(conv.attr_ints("pads"), (Shape{1, 1, 1, 1}));
   EXPECT_EQ(conv.attr_int("group", 0), 1);
