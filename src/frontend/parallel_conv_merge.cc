@@ -189,15 +189,16 @@ bool Merger::merge(Node& root, const std::vector<Term>& terms) {
   const std::string bname = root.outputs[0] + "::merged_bias";
   if (g_.values.count(wname) || g_.values.count(bname)) return false;
   g_.constants[wname] = Tensor::from_double(DType::kFloat32, wshape, w);
-  g_.constants[bname] = Tensor::from_double(DType::kFloat32, {cout}, bias);
   g_.values[wname] = {DType::kFloat32, wshape};
-  g_.values[bname] = {DType::kFloat32, {cout}};
   Node conv;
   conv.name = first->name;  // a convolution, named as its first (pruned after the merge)
   conv.op_type = "Conv";
-  conv.inputs = {x, wname, bname};
-  if (std::all_of(bias.begin(), bias.end(), [](double v) { return v == 0; }))
-    conv.inputs.pop_back();
+  conv.inputs = {x, wname};
+  if (std::any_of(bias.begin(), bias.end(), [](double v) { return v != 0; })) {
+    g_.constants[bname] = Tensor::from_double(DType::kFloat32, {cout}, bias);
+    g_.values[bname] = {DType::kFloat32, {cout}};
+    conv.inputs.push_back(bname);
+  }
   conv.outputs = {root.outputs[0]};
   auto ints = [&](const char* key, const Shape& v) {
     conv.attributes[key].kind = Attribute::Kind::kInts;

@@ -96,6 +96,9 @@ TEST(ParallelConvMerge, ADepthwiseBlockWithXItselfKeepsItsGroups) {
   const kora::Graph g = kora_test::import_model(m);
   ASSERT_EQ(g.nodes.size(), 1u);
   EXPECT_EQ(g.nodes[0].attr_int("group", 0), 4);
+  EXPECT_EQ(g.nodes[0].inputs.size(), 2u);  // every bias zero: none
+  for (const auto& [name, tensor] : g.constants)
+    EXPECT_EQ(name.find("merged_bias"), std::string::npos) << "an unused bias constant";
   const kora::Tensor& w = *g.constant(g.nodes[0].inputs[1]);
   ASSERT_EQ(w.shape(), (Shape{4, 1, 3, 3}));
   const std::vector<float> w3 = ramp(36, 0.5f), w1 = ramp(4, 0.5f);
