@@ -19,9 +19,14 @@
 // A kernel's predicted cost is its time inside its plan running alone, measured when the
 // sessions start (Session::profile_kernels).
 //
-// CPU artifacts only for now (a CUDA artifact is one clear error). A best-effort artifact
-// that fails while running stops alone, with its error in the report; the LC stream goes
-// on. The LC artifact and each BE artifact must be different directories (generated
+// CUDA artifacts run the same way on one GPU, each session on a stream of its own: in the
+// scheduled run (and the slowdown's probe) the LC's stream has the device's highest
+// priority and the BE's the lowest, so the GPU starts the LC's waiting blocks first and a
+// request never waits for BE work to end; a BE inference (one graph replay) is admitted
+// during a request when the request, slowed down beside it, still keeps its target
+// (src/colocate/scheduler.h, Sharing::kStreams). The other runs use normal priorities.
+// Every artifact must be of one target. A best-effort artifact that fails while running
+// stops alone, with its error in the report; the LC stream goes on. The LC artifact and each BE artifact must be different directories (generated
 // kernels of one artifact keep static scratch and must not run twice at once).
 #pragma once
 
@@ -69,8 +74,12 @@ struct ColocateReport {
   std::string lc;
   std::vector<std::string> be;
   ColocateOptions options;
-  double lc_predicted_ms = 0;     // the LC plan's in-plan kernel times, summed
-  double slowdown = 1;            // the scheduler's (options.slowdown, or measured)
+  double lc_predicted_ms = 0;  // the LC plan's in-plan kernel times, summed
+  double slowdown = 1;         // the scheduler's (options.slowdown, or measured)
+  // Where each ran in the scheduled run (Session::device(): the CPU's threads, or the GPU,
+  // its replay and its stream's priority); empty for workloads that are not sessions.
+  std::string lc_device;
+  std::vector<std::string> be_devices;
   std::vector<ColocateRun> runs;  // lc_alone, be_alone, naive, scheduled
 };
 

@@ -8,9 +8,10 @@
 // allocates one arena for all intermediate tensors, placed by lifetime when compiled.
 // run() calls the kernels in the plan's order on the bound inputs. A CUDA artifact (target
 // cuda) runs on the GPU (src/runtime/cuda_plan.h): run() copies the inputs in, replays the
-// plan as a CUDA Graph and copies the outputs out. Not thread-safe: one
-// run at a time per session, and generated kernels keep function-static scratch, so two
-// sessions of the same artifact must not run at the same time either.
+// plan as a CUDA Graph and copies the outputs out, all on a non-blocking stream of the
+// session's own, so sessions on one GPU run side by side, in any thread. Not thread-safe:
+// one run at a time per session, and generated CPU kernels keep function-static scratch,
+// so two sessions of the same CPU artifact must not run at the same time either.
 #pragma once
 
 #include <functional>
@@ -23,10 +24,17 @@
 
 namespace kora {
 
+// The priority of a CUDA session's stream: the GPU starts the blocks of a higher-priority
+// stream's kernels first whenever both have blocks waiting (co-location gives a
+// latency-critical model kHigh, best-effort work kLow). kNormal: priority 0.
+enum class StreamPriority { kNormal, kHigh, kLow };
+
 struct SessionOptions {
   // 0: the thread count the artifact was compiled (and measured) for. Either is clamped
   // to the machine's hardware threads (threads() says how many are used).
   int threads = 0;
+  // CUDA: the stream's priority (set_stream_priority() changes it). CPU: no effect.
+  StreamPriority priority = StreamPriority::kNormal;
 };
 
 struct TensorInfo {
@@ -70,6 +78,10 @@ class Session {
   // blocks holds the run there, between kernels (co-location, include/kora/colocate.h).
   // Empty: none.
   void set_step_gate(std::function<void(size_t first, size_t count)> gate);
+
+  // CUDA: runs from now on go to a stream of this priority (device() names it). CPU: no
+  // effect.
+  void set_stream_priority(StreamPriority priority);
 
   // Binds, runs and returns copies of every output, by name.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);

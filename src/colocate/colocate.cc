@@ -66,10 +66,19 @@ std::vector<double> poisson_arrivals(double qps, double seconds, uint64_t seed) 
 }  // namespace
 
 ColocateRun colocate_run(const std::string& mode, Workload& lc, std::vector<Workload>& be,
-                         const ColocateOptions& o, const std::vector<double>& arrivals) {
+                         const ColocateOptions& o, const std::vector<double>& arrivals,
+                         bool prioritized) {
   const bool with_lc = mode != "be_alone", with_be = mode != "lc_alone";
   const bool scheduled = mode == "scheduled";
-  ColocationScheduler scheduler(o.target_ms, o.headroom, lc.kernel_ms, std::max(1.0, o.slowdown));
+  prioritized = prioritized || scheduled;
+  if (lc.set_priority)
+    lc.set_priority(prioritized ? StreamPriority::kHigh : StreamPriority::kNormal);
+  for (Workload& w : be)
+    if (w.set_priority)
+      w.set_priority(prioritized ? StreamPriority::kLow : StreamPriority::kNormal);
+  ColocationScheduler scheduler(
+      o.target_ms, o.headroom, lc.kernel_ms, std::max(1.0, o.slowdown),
+      lc.gpu ? ColocationScheduler::Sharing::kStreams : ColocationScheduler::Sharing::kCores);
   ColocateRun run;
   run.mode = mode;
   run.has_lc = with_lc;
@@ -167,6 +176,8 @@ Workload session_workload(Session& s, const std::string& name, uint64_t seed) {
   w.kernel_ms = s.profile_kernels(10);
   w.set_gate = [&s](std::function<void(size_t, size_t)> gate) { s.set_step_gate(std::move(gate)); };
   w.run = [&s]() { s.run(); };
+  w.gpu = s.target() == "cuda";
+  if (w.gpu) w.set_priority = [&s](StreamPriority p) { s.set_stream_priority(p); };
   return w;
 }
 
@@ -214,7 +225,7 @@ ColocateReport colocate_workloads(Workload lc, std::vector<Workload> be, const C
     ColocateOptions p = o;
     p.seconds = gap * 16;
     const double alone = colocate_run("lc_alone", lc, be, p, probe).lc.p50_ms;
-    const double beside = colocate_run("naive", lc, be, p, probe).lc.p50_ms;
+    const double beside = colocate_run("naive", lc, be, p, probe, true).lc.p50_ms;
     run_options.slowdown = alone > 0 ? std::max(1.0, beside / alone) : 1.0;
   }
   report.slowdown = std::max(1.0, run_options.slowdown);
@@ -250,10 +261,13 @@ ColocateReport colocate(const std::string& lc_artifact,
   }
   std::vector<std::unique_ptr<Session>> sessions;
   for (const std::string& a : all) {
-    sessions.push_back(std::make_unique<Session>(a, SessionOptions{o.threads}));
-    if (sessions.back()->target() != "cpu")
+    SessionOptions so;
+    so.threads = o.threads;
+    sessions.push_back(std::make_unique<Session>(a, so));
+    if (sessions.back()->target() != sessions[0]->target())
       throw Error("colocate: '" + a + "' is a " + sessions.back()->target() +
-                  " artifact; co-location runs cpu artifacts for now");
+                  " artifact and the latency-critical '" + lc_artifact + "' a " +
+                  sessions[0]->target() + " one; co-location runs artifacts of one target");
   }
   Workload lc = session_workload(*sessions[0], lc_artifact, o.seed);
   std::vector<Workload> be;
@@ -264,7 +278,10 @@ ColocateReport colocate(const std::string& lc_artifact,
       throw Error("colocate: best-effort artifact '" + all[i] + "' fails alone: " + e.what());
     }
   }
-  return colocate_workloads(std::move(lc), std::move(be), o);
+  ColocateReport report = colocate_workloads(std::move(lc), std::move(be), o);
+  report.lc_device = sessions[0]->device();  // as in the last run, the scheduled one
+  for (size_t i = 1; i < sessions.size(); ++i) report.be_devices.push_back(sessions[i]->device());
+  return report;
 }
 
 std::string format_colocate_report(const ColocateReport& r) {
@@ -272,7 +289,11 @@ std::string format_colocate_report(const ColocateReport& r) {
   os << "latency-critical: " << r.lc << " (" << fixed(r.lc_predicted_ms, 3)
      << " ms alone, in plan), target " << fixed(r.options.target_ms, 2) << " ms at "
      << fixed(r.options.qps, 1) << " requests/s\n";
-  for (const std::string& b : r.be) os << "best-effort: " << b << "\n";
+  if (!r.lc_device.empty()) os << "  on " << r.lc_device << "\n";
+  for (size_t i = 0; i < r.be.size(); ++i) {
+    os << "best-effort: " << r.be[i] << "\n";
+    if (i < r.be_devices.size()) os << "  on " << r.be_devices[i] << "\n";
+  }
   os << fixed(r.options.seconds, 0) << " s per run, seed " << r.options.seed
      << "; the latency-critical model " << fixed(r.slowdown, 2)
      << "x slower beside best-effort work (the scheduler's slowdown)\n";
@@ -329,6 +350,8 @@ std::string colocate_report_json(const ColocateReport& r) {
   j["headroom"] = r.options.headroom;
   j["lc_predicted_ms"] = r.lc_predicted_ms;
   j["slowdown"] = r.slowdown;
+  j["lc_device"] = r.lc_device;
+  j["be_devices"] = r.be_devices;
   for (const ColocateRun& run : r.runs) {
     nlohmann::json m;
     if (run.has_lc)

@@ -6,15 +6,19 @@
 namespace kora {
 
 ColocationScheduler::ColocationScheduler(double target_ms, double headroom,
-                                         std::vector<double> lc_kernel_ms, double slowdown)
+                                         std::vector<double> lc_kernel_ms, double slowdown,
+                                         Sharing sharing)
     : target_ms_(target_ms),
       headroom_(headroom),
       slowdown_(slowdown),
+      sharing_(sharing),
       left_ms_(lc_kernel_ms.size() + 1, 0.0) {
   for (size_t k = lc_kernel_ms.size(); k-- > 0;) left_ms_[k] = left_ms_[k + 1] + lc_kernel_ms[k];
 }
 
-bool ColocationScheduler::time_slicing() const { return slowdown_ >= 1.5; }
+bool ColocationScheduler::time_slicing() const {
+  return sharing_ == Sharing::kCores && slowdown_ >= 1.5;
+}
 
 void ColocationScheduler::lc_start(Clock::time_point arrival) {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -48,8 +52,10 @@ bool ColocationScheduler::admits(double ms, Clock::time_point now) const {
   if (!lc_in_flight_) return true;
   if (time_slicing()) return false;
   const double elapsed = std::chrono::duration<double, std::milli>(now - arrival_).count();
-  const double left = left_ms_[std::min(next_, left_ms_.size() - 1)];
-  return elapsed + headroom_ * left + slowdown_ * ms <= target_ms_;
+  const double left = headroom_ * left_ms_[std::min(next_, left_ms_.size() - 1)];
+  if (sharing_ == Sharing::kCores) return elapsed + left + slowdown_ * ms <= target_ms_;
+  const double overlap = std::min(ms, left * slowdown_);
+  return elapsed + overlap + (left - overlap / slowdown_) <= target_ms_;
 }
 
 bool ColocationScheduler::be_wait(double ms) {

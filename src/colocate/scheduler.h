@@ -19,6 +19,16 @@
 // loses all but what it computes meanwhile). A BE run held by the
 // rule is woken at each LC kernel boundary (the rule is checked again) and when the request
 // ends. One BE kernel runs at a time, whichever BE artifact it belongs to.
+//
+// On a GPU (Sharing::kStreams) the LC runs on a stream of higher priority than the BE
+// work's, so the two run side by side, and the GPU gives waiting blocks of the LC's kernels
+// the SMs first: a request never waits for BE work to end, and a BE launch (a whole
+// inference: CUDA plans are replayed as graphs) beside a request slows the request down
+// `slowdown` times while they overlap. With W = headroom x (the LC kernels left), it
+// starts when
+//     elapsed + overlap + (W - overlap / slowdown) <= the target,
+// overlap = min(ms, W x slowdown): the request's finish if the BE work ran beside it from
+// now for `ms`.
 #pragma once
 
 #include <chrono>
@@ -33,9 +43,12 @@ class ColocationScheduler {
  public:
   using Clock = std::chrono::steady_clock;
 
+  // How the LC and the BE work share the machine: a CPU's cores, or a GPU's streams.
+  enum class Sharing { kCores, kStreams };
+
   // lc_kernel_ms: the LC plan's kernels' costs, in plan order.
   ColocationScheduler(double target_ms, double headroom, std::vector<double> lc_kernel_ms,
-                      double slowdown = 1.0);
+                      double slowdown = 1.0, Sharing sharing = Sharing::kCores);
 
   // The LC request that arrived at `arrival` starts (time-slicing: once no BE kernel runs);
   // it is about to run kernel `next`; it is done.
@@ -57,11 +70,12 @@ class ColocationScheduler {
   int64_t admitted_in_flight() const;
   // Time-slicing: the time requests waited in lc_start for a BE kernel to end, in all.
   double lc_waited_ms() const;
-  // Whether requests and BE kernels take turns (slowdown >= 1.5).
+  // Whether requests and BE kernels take turns (cores, and slowdown >= 1.5).
   bool time_slicing() const;
 
  private:
   double target_ms_, headroom_, slowdown_;
+  Sharing sharing_;
   std::vector<double> left_ms_;  // left_ms_[k]: the cost of LC kernels k, k+1, ...
   mutable std::mutex mutex_;
   std::condition_variable changed_;

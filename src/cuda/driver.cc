@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 
@@ -42,11 +43,13 @@ struct Driver {
   // cuEventElapsedTime_v2 (CUDA 12.8+) when the driver has it, else the first version
   // (same parameters).
   CUresult (*call_elapsed)(float*, CUevent, CUevent) = nullptr;
-  // Streams and graph capture, optional: without them plans run launch by launch on the
-  // default stream.
+  // Streams (with priorities, their copies and waits) and graph capture, optional: without
+  // them plans run launch by launch on the default stream.
 // clang-format off
 #define KORA_OPTIONAL_FUNCTIONS(X)                                                        \
-  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamBeginCapture) X(cuStreamEndCapture)      \
+  X(cuStreamCreateWithPriority) X(cuCtxGetStreamPriorityRange) X(cuStreamSynchronize)   \
+  X(cuStreamDestroy) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuMemcpyHtoDAsync)    \
+  X(cuMemcpyDtoHAsync) X(cuMemsetD8Async)                                                  \
   X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy)    \
   X(cuGraphCreate) X(cuGraphAddChildGraphNode)
   // clang-format on
@@ -163,7 +166,8 @@ std::unique_ptr<CudaDevice> CudaDevice::open(int ordinal, std::string* why) {
 }
 
 CudaDevice::~CudaDevice() {
-  if (stream_) driver().call_cuStreamDestroy(static_cast<CUstream>(stream_));
+  for (void* s : streams_)
+    if (s) driver().call_cuStreamDestroy(static_cast<CUstream>(s));
   for (void* e : {start_, stop_})
     if (e) driver().call_cuEventDestroy(static_cast<CUevent>(e));
   if (context_) driver().call_cuDevicePrimaryCtxRelease(device_);
@@ -179,12 +183,30 @@ void CudaDevice::free(Ptr p) {
   if (p) driver().call_cuMemFree(p);
 }
 
+// On a stream of the device's own the copies are ordered on it (a pageable source is
+// staged before the call returns; a copy to the host is waited for); else synchronous.
 void CudaDevice::to_device(Ptr dst, const void* src, size_t bytes) {
-  if (bytes) check(driver().call_cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
+  if (!bytes) return;
+  if (stream_)
+    check(driver().call_cuMemcpyHtoDAsync(dst, src, bytes, static_cast<CUstream>(stream_)),
+          "cuMemcpyHtoDAsync");
+  else
+    check(driver().call_cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
 }
 
 void CudaDevice::to_host(void* dst, Ptr src, size_t bytes) {
-  if (bytes) check(driver().call_cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
+  if (!bytes) return;
+  if (!stream_) {
+    check(driver().call_cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
+    return;
+  }
+  check(driver().call_cuMemcpyDtoHAsync(dst, src, bytes, static_cast<CUstream>(stream_)),
+        "cuMemcpyDtoHAsync");
+  synchronize();
+}
+
+void CudaDevice::make_current() {
+  check(driver().call_cuCtxSetCurrent(static_cast<CUcontext>(context_)), "cuCtxSetCurrent");
 }
 
 std::shared_ptr<CudaDevice::Module> CudaDevice::load(const std::string& cubin) {
@@ -214,15 +236,47 @@ void CudaDevice::launch(void* fn, int64_t grid, int block, const std::vector<Ptr
         "cuLaunchKernel");
 }
 
-void CudaDevice::synchronize() { check(driver().call_cuCtxSynchronize(), "cuCtxSynchronize"); }
+void CudaDevice::synchronize() {
+  if (stream_)
+    check(driver().call_cuStreamSynchronize(static_cast<CUstream>(stream_)), "cuStreamSynchronize");
+  else
+    check(driver().call_cuCtxSynchronize(), "cuCtxSynchronize");
+}
 
 bool CudaDevice::graphs_available() const { return driver().graphs; }
 
-void CudaDevice::use_stream() {
-  if (stream_ || !driver().graphs) return;
-  CUstream s;
-  check(driver().call_cuStreamCreate(&s, CU_STREAM_DEFAULT), "cuStreamCreate");
-  stream_ = s;
+// Non-blocking streams: no implicit wait on the legacy default stream, so the work of
+// another session in this process never holds this one's.
+void CudaDevice::use_stream(StreamPriority priority) {
+  if (!driver().graphs) return;
+  const size_t slot = static_cast<size_t>(priority);
+  if (!streams_[slot]) {
+    int least = 0, greatest = 0;
+    check(driver().call_cuCtxGetStreamPriorityRange(&least, &greatest),
+          "cuCtxGetStreamPriorityRange");
+    const int value = priority == StreamPriority::kHigh  ? greatest
+                      : priority == StreamPriority::kLow ? least
+                                                         : std::clamp(0, greatest, least);
+    CUstream s;
+    check(driver().call_cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, value),
+          "cuStreamCreateWithPriority");
+    streams_[slot] = s;
+    stream_values_[slot] = value;
+    priority_range_ = {least, greatest};
+  }
+  stream_ = streams_[slot];
+  priority_ = priority;
+}
+
+std::string CudaDevice::stream_description() const {
+  if (!stream_) return "the default stream";
+  const int value = stream_values_[static_cast<size_t>(priority_)];
+  const char* rank = priority_ == StreamPriority::kHigh  ? "high-priority"
+                     : priority_ == StreamPriority::kLow ? "low-priority"
+                                                         : "normal-priority";
+  return std::string("a ") + rank + " stream (" + std::to_string(value) + "; the device's range " +
+         std::to_string(priority_range_.second) + " (highest) to " +
+         std::to_string(priority_range_.first) + ")";
 }
 
 class CudaDevice::Graph {
@@ -288,7 +342,12 @@ void CudaDevice::replay(Graph& graph) {
 }
 
 void CudaDevice::memset(Ptr p, unsigned char value, size_t bytes) {
-  if (bytes) check(driver().call_cuMemsetD8(p, value, bytes), "cuMemsetD8");
+  if (!bytes) return;
+  if (stream_)
+    check(driver().call_cuMemsetD8Async(p, value, bytes, static_cast<CUstream>(stream_)),
+          "cuMemsetD8Async");
+  else
+    check(driver().call_cuMemsetD8(p, value, bytes), "cuMemsetD8");
 }
 
 double CudaDevice::elapsed_ms(const std::function<void()>& work) {
@@ -343,8 +402,10 @@ void CudaDevice::launch(void*, int64_t, int, const std::vector<Ptr>&) {
   throw Error("kora was built without CUDA");
 }
 void CudaDevice::synchronize() {}
+void CudaDevice::make_current() {}
 bool CudaDevice::graphs_available() const { return false; }
-void CudaDevice::use_stream() {}
+void CudaDevice::use_stream(StreamPriority) {}
+std::string CudaDevice::stream_description() const { return "the default stream"; }
 class CudaDevice::Graph {};
 std::shared_ptr<CudaDevice::Graph> CudaDevice::capture_dag(const std::vector<std::vector<size_t>>&,
                                                            const std::function<void(size_t)>&,

@@ -10,9 +10,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kora/error.h"
+#include "kora/runtime.h"
 
 namespace kora {
 
@@ -52,15 +54,25 @@ class CudaDevice {
   void* function(Module& module, const std::string& name);
   // Launches `fn` on the default stream: 1-D grid and block, pointer arguments in order.
   void launch(void* fn, int64_t grid, int block, const std::vector<Ptr>& args);
-  // Waits for all work of the context (every stream).
+  // Waits for the work of the current stream (use_stream), or of the whole context when
+  // there is none.
   void synchronize();
+  // Makes the device's context current in the calling thread (a session may run in a thread
+  // other than the one that opened it).
+  void make_current();
   // Graph replay (CUDA Graphs): whether the driver has streams and graph capture.
   bool graphs_available() const;
-  // From now on launches, memsets and event timing go to a stream of the device's own
-  // instead of the legacy default stream (capture needs one), where graphs_available();
-  // cuBLAS and cuDNN must be told (CudaBlas/CudaDnn::set_stream(stream())).
-  void use_stream();
+  // From now on launches, copies, memsets, waits and event timing go to a non-blocking
+  // stream of the device's own of `priority` (the device's greatest, least, or 0 in its
+  // range; made once per priority) instead of the legacy default stream (capture needs
+  // one), where graphs_available(); cuBLAS and cuDNN must be told
+  // (CudaBlas/CudaDnn::set_stream(stream())). Work already on another stream is not waited
+  // for (synchronize() first).
+  void use_stream(StreamPriority priority = StreamPriority::kNormal);
   void* stream() const { return stream_; }  // CUstream; nullptr: the default stream
+  // "a high-priority stream (-5; the device's range -5 (highest) to 0)", or "the default
+  // stream".
+  std::string stream_description() const;
   // An executable graph of nodes, each captured alone on the stream (not run): for node i,
   // prepare(i) runs before its capture begins (what must not happen during a capture, such
   // as setting a library's workspace) and work(i) enqueues it. Node i starts once the
@@ -84,7 +96,11 @@ class CudaDevice {
   int64_t l2_bytes_ = 0;
   void* context_ = nullptr;
   void *start_ = nullptr, *stop_ = nullptr;  // events of elapsed_ms, made on first use
-  void* stream_ = nullptr;                   // use_stream()'s
+  void* stream_ = nullptr;                   // use_stream()'s current one
+  void* streams_[3] = {};                    // by StreamPriority
+  int stream_values_[3] = {};
+  StreamPriority priority_ = StreamPriority::kNormal;
+  std::pair<int, int> priority_range_;  // least, greatest
   std::string name_;
 };
 

@@ -159,11 +159,11 @@ CudaPlan::CudaPlan(const Manifest& m, const std::string& dir, const void* weight
   if (needs_dnn && !(s.dnn = CudaDnn::open(&why)))
     throw Error("the artifact's convolutions need cuDNN: " + why);
 
-  // A stream of the session's own, for graph capture.
+  // A stream of the session's own, for graph capture (and side by side with other sessions).
   if (!s.device->graphs_available()) {
     s.mode = "launches (this CUDA driver has no graph capture)";
   } else {
-    s.device->use_stream();
+    s.device->use_stream(StreamPriority::kNormal);
     try {
       if (s.dnn) s.dnn->set_stream(s.device->stream());
       s.mode = "CUDA graph";
@@ -294,9 +294,20 @@ CudaPlan::CudaPlan(const Manifest& m, const std::string& dir, const void* weight
 
 CudaPlan::~CudaPlan() = default;
 
+void CudaPlan::set_stream_priority(StreamPriority priority) {
+  Impl& s = *impl_;
+  if (!s.device->stream()) return;  // launches on the default stream: no priorities
+  s.device->make_current();
+  s.device->synchronize();  // the old stream's work
+  s.device->use_stream(priority);
+  if (s.dnn) s.dnn->set_stream(s.device->stream());
+  s.blas_lane = -1;  // cuBLAS's handle is given the new stream with its next lane
+}
+
 void CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<double>* kernel_ms) {
   Impl& s = *impl_;
   if (gate) gate(0, s.steps.size());
+  s.device->make_current();
   std::vector<Tensor>& outputs = *s.outputs;
   for (size_t i = 0; i < s.input_buffers.size(); ++i)
     s.device->to_device(s.input_buffers[i], inputs.at(i).bytes(), inputs[i].nbytes());
@@ -350,6 +361,7 @@ void CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<double>* kerne
 double CudaPlan::plan_ms() {
   Impl& s = *impl_;
   if (!s.checked) throw Error("run the plan once before timing it");
+  s.device->make_current();
   return s.device->elapsed_ms([&] { s.execute(); });
 }
 
@@ -361,6 +373,10 @@ std::vector<double> CudaPlan::kernel_ms() {
   return ms;
 }
 
-std::string CudaPlan::device() const { return impl_->device->name() + ", " + impl_->mode; }
+std::string CudaPlan::device() const {
+  std::string d = impl_->device->name() + ", " + impl_->mode;
+  if (impl_->device->stream()) d += ", on " + impl_->device->stream_description();
+  return d;
+}
 
 }  // namespace kora

@@ -5,7 +5,8 @@
 // input and output, resolves every kernel's functions and arguments, and prepares its
 // cuBLAS / cuDNN calls (one shared workspace); kernels the GPU cannot compute run on the
 // host (the reference interpreter, their tensors copied out and back in). The first run
-// enqueues the kernels one by one on a stream of the session's own and checks them (a
+// enqueues the kernels one by one on a non-blocking stream of the session's own (of the
+// session's priority; runs may come from any thread) and checks them (a
 // failing kernel is named); it then captures each run of GPU kernels between host kernels
 // as a CUDA Graph, which every later run replays (launches one by one where the driver or
 // a library cannot be captured: device() says which and why).
@@ -42,9 +43,11 @@ class CudaPlan : public TargetPlan {
   // GPU time of one run of the whole plan on the inputs last copied (CUDA events around
   // the replay; no copies): the latency a caller keeping data on the GPU would see.
   double plan_ms() override;
-  // The GPU's name and how the plan is replayed: "CUDA graph", "CUDA graphs (N) around M
-  // host kernels" or "launches (why)".
+  // The GPU's name, how the plan is replayed ("CUDA graph", "CUDA graphs (N) around M host
+  // kernels" or "launches (why)") and on which stream.
   std::string device() const override;
+  // Later runs on a stream of `priority` (the captured graphs are replayed there).
+  void set_stream_priority(StreamPriority priority) override;
 
  private:
   std::vector<double> kernel_ms();

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kora/runtime.h"
 #include "kora/tensor.h"
 #include "runtime/manifest.h"
 
@@ -30,6 +31,8 @@ class TargetPlan {
   // The device time of one run of the plan alone (no copies) on the inputs of the last
   // run; throws kora::Error before any run.
   virtual double plan_ms() = 0;
+  // Runs from now on go to a stream of this priority (cuda); cpu: nothing.
+  virtual void set_stream_priority(StreamPriority) {}
 
   // Called by run() before each step with its kernels' range in plan order (cpu: each
   // kernel, or the kernels of a parallel step; cuda: once, every kernel, before the graph

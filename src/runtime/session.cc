@@ -104,6 +104,7 @@ Session::Session(const std::string& artifact_dir, const SessionOptions& options)
   s.weights = read_weights(artifact_dir, s.manifest);
   s.describe_io();
   s.plan = make_target_plan(s.manifest, artifact_dir, s.weights.get(), s.threads, s.output_values);
+  if (options.priority != StreamPriority::kNormal) s.plan->set_stream_priority(options.priority);
   s.infos = kernel_infos_of(s.manifest);
 }
 
@@ -133,6 +134,10 @@ void Session::run() { run_steps(nullptr); }
 
 void Session::set_step_gate(std::function<void(size_t first, size_t count)> gate) {
   impl_->plan->gate = std::move(gate);
+}
+
+void Session::set_stream_priority(StreamPriority priority) {
+  impl_->plan->set_stream_priority(priority);
 }
 
 void Session::run_steps(std::vector<double>* kernel_ms) {

@@ -71,6 +71,39 @@ TEST(ColocationScheduler, HoldsBestEffortUntilTheRequestLeavesRoom) {
   s.lc_finish();
 }
 
+// On a GPU's streams: the request, slowed down while the BE work overlaps it, must still
+// keep its target; no turns, however large the slowdown, and a request never waits.
+TEST(ColocationScheduler, OnStreamsAdmitsByTheRequestsFinishBesideTheWork) {
+  using Sharing = ColocationScheduler::Sharing;
+  // target 10 ms, the plan 6 ms, the LC 1.5x slower beside BE work.
+  ColocationScheduler s(10.0, 1.0, {3.0, 3.0}, 1.5, Sharing::kStreams);
+  EXPECT_FALSE(s.time_slicing());
+  const Clock::time_point now = Clock::now();
+  s.lc_start(now);
+  // Overlapping all of it: 6 x 1.5 = 9 <= 10, whatever the BE work's length.
+  EXPECT_TRUE(s.admits(100.0, now));
+  EXPECT_FALSE(s.admits(100.0, now + milliseconds(2)));  // 2 + 9 > 10
+  // 2 ms of BE work: 2 ms overlapped (LC 1.33 ms of work done), then 4.67 alone: 2 + 6.67.
+  EXPECT_TRUE(s.admits(2.0, now + milliseconds(2)));   // 2 + 6.67 = 8.67
+  EXPECT_TRUE(s.admits(5.0, now + milliseconds(2)));   // 2 + 5 + (6 - 3.33) = 9.67
+  EXPECT_FALSE(s.admits(8.0, now + milliseconds(2)));  // 2 + 8 + (6 - 5.33) = 10.67
+  s.lc_finish();
+
+  ColocationScheduler slow(10.0, 1.0, {3.0, 3.0}, 4.0, Sharing::kStreams);
+  EXPECT_FALSE(slow.time_slicing());
+  ASSERT_TRUE(slow.be_wait(5.0));  // BE work in flight
+  std::atomic<bool> started{false};
+  std::thread lc([&] {
+    slow.lc_start(Clock::now());  // does not wait for it
+    started = true;
+  });
+  lc.join();
+  EXPECT_TRUE(started);
+  EXPECT_FALSE(slow.admits(1.0, Clock::now() + milliseconds(5)));  // 5 + 1 + 6 - 0.25 > 10
+  slow.be_done();
+  slow.lc_finish();
+}
+
 TEST(ColocationScheduler, TimeSlicesWhereSideBySideLoses) {
   ColocationScheduler s(100.0, 1.0, {1.0}, 2.5);  // the LC 2.5x slower beside BE work
   EXPECT_TRUE(s.time_slicing());

@@ -462,6 +462,52 @@ TEST(CudaArtifact, RunsOnAFakeDriverLikeTheInterpreter) {
   }
 }
 
+// Co-location on the fake GPU (kora colocate): two CUDA artifacts of one graph, the
+// latency-critical one under a request stream and the best-effort one in a loop of its own
+// thread (the fake's context is current per thread, as CUDA's, so a session that did not
+// make it current in its thread fails), each on its own stream: every request served in
+// every run, the best-effort loop running beside them, and the scheduled run's streams the
+// device's highest priority for the request and lowest for the loop.
+TEST(CudaArtifact, ColocatesOnAFakeGpuWithStreamPriorities) {
+  const PrimGraph g = artifact_graph(false);
+  kora_test::TempDir tmp;
+  std::vector<std::string> arts;
+  for (const std::string strategy : {"optimal", "unfused"}) {
+    CudaArtifactOptions options;
+    options.arch = "sm_80";
+    options.cache_dir = tmp.file("cubins");
+    arts.push_back(tmp.file("art_" + strategy));
+    write_cuda_artifact(g, cuda_plan(g, strategy), nullptr, arts.back(), options);
+    const Manifest m = read_manifest(arts.back());
+    const std::string lib = artifact_emulation(arts.back(), g, tmp.file("emulated_" + strategy));
+    for (const std::string& cubin : m.libraries)
+      std::ofstream(arts.back() + "/" + cubin) << lib << '\0';
+    record_replaced_cubins(arts.back(), m);
+  }
+  std::string out;
+  ASSERT_EQ(run(fake_libraries() + KORA_CLI_PATH + " colocate --lc " + arts[0] + " --be " +
+                    arts[1] + " --qps 40 --target-ms 500 --seconds 0.5 --json",
+                &out),
+            0)
+      << out;
+  const nlohmann::json r = nlohmann::json::parse(out.substr(out.find('{')));
+  const int64_t requests = r["runs"]["lc_alone"]["lc"]["requests"];
+  EXPECT_GT(requests, 3) << out;
+  for (const char* mode : {"naive", "scheduled"}) {
+    EXPECT_EQ(r["runs"][mode]["lc"]["requests"], requests) << mode;
+    EXPECT_LE(r["runs"][mode]["lc"]["p99_ms"].get<double>(), 500.0) << mode;
+    ASSERT_EQ(r["runs"][mode]["be"].size(), 1u) << out;
+    EXPECT_GT(r["runs"][mode]["be"][0]["runs"].get<int64_t>(), 0) << mode << out;
+    EXPECT_EQ(r["runs"][mode]["be"][0]["error"], "") << mode;
+  }
+  const std::string lc = r["lc_device"], be = r["be_devices"][0];
+  EXPECT_NE(lc.find("Fake GPU, CUDA graph"), std::string::npos) << lc;
+  EXPECT_NE(lc.find("a high-priority stream (-5; the device's range -5 (highest) to 0)"),
+            std::string::npos)
+      << lc;
+  EXPECT_NE(be.find("a low-priority stream (0;"), std::string::npos) << be;
+}
+
 // The whole flow of a machine with a GPU, on the fake one, for `model`: kora profile
 // --target cuda --schedules 2 runs the worker and stores the checked results under the
 // fake GPU's fingerprint (its output in *profiled); kora compile --target cuda finds that

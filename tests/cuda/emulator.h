@@ -1,7 +1,8 @@
 // A CPU emulation of the CUDA subset generated kernels use, for checking what they compute
 // on machines without a GPU (tests/cuda/codegen_emulated_test.cc). emulated_program() turns
 // generated kernels into C++ for the host compiler: the CUDA keywords become plain C++
-// (__shared__ -> static, __device__ -> nothing), and every thread of a block is a fiber
+// (__shared__ -> static thread_local, __device__ -> nothing; a launch's state is the host
+// thread's, so sessions in several threads launch at once), and every thread of a block is a fiber
 // (ucontext) run by a scheduler that switches only at __syncthreads() and warp shuffles,
 // so barriers and shuffles have their CUDA meaning: __syncthreads() waits for every thread
 // of the block, __shfl_down_sync / __shfl_sync exchange values among the 32 lanes of a warp
@@ -35,7 +36,7 @@ inline std::string emulator_runtime() {
 #include <functional>
 #include <vector>
 struct kora_dim3 { unsigned x = 0, y = 0, z = 0; };
-static kora_dim3 threadIdx, blockIdx, blockDim, gridDim;
+static thread_local kora_dim3 threadIdx, blockIdx, blockDim, gridDim;
 namespace kora_emu {
 enum State { kRunnable, kAtBlockBarrier, kAtWarpBarrier, kDone };
 struct Fiber {
@@ -51,7 +52,7 @@ struct Block {
   int current = 0, threads = 0;
   const std::function<void()>* body = nullptr;
 };
-static Block block;
+static thread_local Block block;
 static void entry(int i) {
   (*block.body)();
   block.fibers[i].state = kDone;
@@ -201,7 +202,7 @@ static inline float __float_to_tf32(float v) {
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __shared__ static
+#define __shared__ static thread_local
 #define __launch_bounds__(n)
 )";
 }

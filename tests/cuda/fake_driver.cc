@@ -8,7 +8,8 @@
 // inject, by function name: $FAKE_CUDA_CRASH_ON aborts the process in the launch,
 // $FAKE_CUDA_FAIL_ON returns CUDA_ERROR_LAUNCH_FAILED. $FAKE_CUDA_MODULE, when set, is loaded for
 // every module image (kora's own NVRTC cubins then stand for the emulated kernels of the same
-// names). $FAKE_CUDA_ARCH=sm_XY: the compute capability (default sm_80). Streams and graphs:
+// names). $FAKE_CUDA_ARCH=sm_XY: the compute capability (default sm_80). The context is
+// current per thread, as CUDA's; streams carry priorities in [-5, 0]. Streams and graphs:
 // work on a stream being captured is recorded (tests/cuda/fake_stream.h); a graph of child
 // graph nodes launches its nodes in the order that keeps their dependencies and otherwise
 // runs the latest-added ready node first, the reverse of the order they were added in
@@ -17,11 +18,13 @@
 #include <cuda.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -77,19 +80,47 @@ std::map<CUstream, std::shared_ptr<Graph>>& captures() {
   static std::map<CUstream, std::shared_ptr<Graph>> open;
   return open;
 }
+std::mutex& captures_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+// The context is current per thread, as CUDA's: a thread that never made it current
+// gets CUDA_ERROR_INVALID_CONTEXT from work on the device.
+thread_local bool context_current = false;
+
+// The fake's range of stream priorities (a lower number is a higher priority).
+constexpr int kLeastPriority = 0, kGreatestPriority = -5;
+
+}  // namespace
+
+namespace kora_fake {
+Enqueued enqueue(void* stream, const std::function<void()>& op);
+}  // namespace kora_fake
+
+namespace {
+
+CUresult on_stream(CUstream stream, const std::function<void()>& op) {
+  return kora_fake::enqueue(stream, op) == kora_fake::Enqueued::kRefused
+             ? CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+             : CUDA_SUCCESS;
+}
 
 }  // namespace
 
 namespace kora_fake {
 
 Enqueued enqueue(void* stream, const std::function<void()>& op) {
-  auto it = captures().find(static_cast<CUstream>(stream));
-  if (it != captures().end()) {
-    it->second->ops.push_back(op);
-    return Enqueued::kRecorded;
+  {
+    std::lock_guard<std::mutex> lock(captures_mutex());
+    auto it = captures().find(static_cast<CUstream>(stream));
+    if (it != captures().end()) {
+      it->second->ops.push_back(op);
+      return Enqueued::kRecorded;
+    }
+    if (!stream && !captures().empty()) return Enqueued::kRefused;
   }
-  if (!stream && !captures().empty()) return Enqueued::kRefused;
-  op();
+  op();  // outside the lock: sessions in other threads run at the same time
   return Enqueued::kRan;
 }
 
@@ -99,7 +130,9 @@ extern "C" {
 
 CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }
 CUresult cuGetErrorString(CUresult error, const char** text) {
-  *text = error == CUDA_ERROR_LAUNCH_FAILED ? "unspecified launch failure (fake)" : "fake error";
+  *text = error == CUDA_ERROR_LAUNCH_FAILED     ? "unspecified launch failure (fake)"
+          : error == CUDA_ERROR_INVALID_CONTEXT ? "invalid device context (fake)"
+                                                : "fake error";
   return CUDA_SUCCESS;
 }
 CUresult cuDriverGetVersion(int* version) {
@@ -144,9 +177,18 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
-CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult cuCtxSetCurrent(CUcontext context) {
+  context_current = context != nullptr;
+  return CUDA_SUCCESS;
+}
 CUresult cuCtxSynchronize() { return CUDA_SUCCESS; }
+CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
+  if (!context_current) return CUDA_ERROR_INVALID_CONTEXT;
+  *least = kLeastPriority, *greatest = kGreatestPriority;
+  return CUDA_SUCCESS;
+}
 CUresult cuMemAlloc(CUdeviceptr* p, size_t bytes) {
+  if (!context_current) return CUDA_ERROR_INVALID_CONTEXT;
   void* m = std::calloc(bytes ? bytes : 1, 1);
   if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
   *p = reinterpret_cast<CUdeviceptr>(m);
@@ -157,16 +199,32 @@ CUresult cuMemFree(CUdeviceptr p) {
   return CUDA_SUCCESS;
 }
 CUresult cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
+  if (!context_current) return CUDA_ERROR_INVALID_CONTEXT;
   std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
   return CUDA_SUCCESS;
 }
 CUresult cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes) {
+  if (!context_current) return CUDA_ERROR_INVALID_CONTEXT;
   std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
   return CUDA_SUCCESS;
 }
 CUresult cuMemsetD8(CUdeviceptr p, unsigned char value, size_t bytes) {
+  if (!context_current) return CUDA_ERROR_INVALID_CONTEXT;
   std::memset(reinterpret_cast<void*>(p), value, bytes);
   return CUDA_SUCCESS;
+}
+// Stream-ordered copies and memsets (recorded when the stream is being captured).
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) {
+  if (!context_current) return CUDA_ERROR_INVALID_CONTEXT;
+  return on_stream(stream, [=] { std::memcpy(reinterpret_cast<void*>(dst), src, bytes); });
+}
+CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  if (!context_current) return CUDA_ERROR_INVALID_CONTEXT;
+  return on_stream(stream, [=] { std::memcpy(dst, reinterpret_cast<const void*>(src), bytes); });
+}
+CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char value, size_t bytes, CUstream stream) {
+  if (!context_current) return CUDA_ERROR_INVALID_CONTEXT;
+  return on_stream(stream, [=] { std::memset(reinterpret_cast<void*>(p), value, bytes); });
 }
 CUresult cuModuleLoadData(CUmodule* module, const void* image) {
   // $FAKE_CUDA_MODULE: every module is that library (real cubins cannot run here).
@@ -193,6 +251,7 @@ CUresult cuModuleGetFunction(CUfunction* function, CUmodule module, const char* 
 CUresult cuLaunchKernel(CUfunction f, unsigned int grid, unsigned int, unsigned int,
                         unsigned int block, unsigned int, unsigned int, unsigned int,
                         CUstream stream, void** params, void**) {
+  if (!context_current) return CUDA_ERROR_INVALID_CONTEXT;
   const Function& fn = *reinterpret_cast<const Function*>(f);
   if (named("FAKE_CUDA_CRASH_ON", fn.name)) std::abort();
   if (named("FAKE_CUDA_FAIL_ON", fn.name)) return CUDA_ERROR_LAUNCH_FAILED;
@@ -205,20 +264,26 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int grid, unsigned int, unsigned 
              ? CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
              : CUDA_SUCCESS;
 }
-CUresult cuStreamCreate(CUstream* stream, unsigned int) {
-  *stream = reinterpret_cast<CUstream>(new int(0));
+// A stream is its priority (in the fake's range).
+CUresult cuStreamCreateWithPriority(CUstream* stream, unsigned int, int priority) {
+  if (!context_current) return CUDA_ERROR_INVALID_CONTEXT;
+  *stream = reinterpret_cast<CUstream>(
+      new int(std::min(kLeastPriority, std::max(kGreatestPriority, priority))));
   return CUDA_SUCCESS;
 }
+CUresult cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
 CUresult cuStreamDestroy(CUstream stream) {
   delete reinterpret_cast<int*>(stream);
   return CUDA_SUCCESS;
 }
 CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode) {
+  std::lock_guard<std::mutex> lock(captures_mutex());
   if (!stream || captures().count(stream)) return CUDA_ERROR_ILLEGAL_STATE;
   captures()[stream] = std::make_shared<Graph>();
   return CUDA_SUCCESS;
 }
 CUresult cuStreamEndCapture(CUstream stream, CUgraph* graph) {
+  std::lock_guard<std::mutex> lock(captures_mutex());
   auto it = captures().find(stream);
   if (it == captures().end()) return CUDA_ERROR_ILLEGAL_STATE;
   *graph = reinterpret_cast<CUgraph>(new Graph(std::move(*it->second)));
@@ -249,6 +314,7 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned 
   return CUDA_SUCCESS;
 }
 CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+  if (!context_current) return CUDA_ERROR_INVALID_CONTEXT;
   const Graph* g = reinterpret_cast<const Graph*>(exec);
   return kora_fake::enqueue(stream, [g] { g->run(); }) == kora_fake::Enqueued::kRefused
              ? CUDA_ERROR_STREAM_CAPTURE_IMPLICIT

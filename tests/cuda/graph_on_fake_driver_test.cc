@@ -20,7 +20,16 @@ struct Fake {
   F get(const char* name) {
     return reinterpret_cast<F>(::dlsym(lib, name));
   }
-  int (*stream_create)(void**, unsigned) = get<decltype(stream_create)>("cuStreamCreate");
+  int (*stream_create_with_priority)(void**, unsigned, int) =
+      get<decltype(stream_create_with_priority)>("cuStreamCreateWithPriority");
+  int (*retain)(void**, int) = get<decltype(retain)>("cuDevicePrimaryCtxRetain");
+  int (*set_current)(void*) = get<decltype(set_current)>("cuCtxSetCurrent");
+  // A stream of priority 0, the device's context made current first (as the runtime does).
+  int stream_create(void** stream, unsigned flags) {
+    void* context = nullptr;
+    if (!retain || !set_current || retain(&context, 0) || set_current(context)) return -1;
+    return stream_create_with_priority ? stream_create_with_priority(stream, flags, 0) : -1;
+  }
   int (*begin)(void*, int) = get<decltype(begin)>("cuStreamBeginCapture_v2");
   int (*end)(void*, void**) = get<decltype(end)>("cuStreamEndCapture");
   int (*graph_create)(void**, unsigned) = get<decltype(graph_create)>("cuGraphCreate");
@@ -77,14 +86,15 @@ float run_pair(Fake& f, bool second_waits) {
 
 TEST(FakeCudaGraph, AForgottenDependencyChangesTheResult) {
   Fake f;
-  ASSERT_TRUE(f.lib && f.stream_create && f.begin && f.add_child && f.gemm) << ::dlerror();
+  ASSERT_TRUE(f.lib && f.stream_create_with_priority && f.begin && f.add_child && f.gemm)
+      << ::dlerror();
   EXPECT_EQ(run_pair(f, true), 60.0f);
   EXPECT_EQ(run_pair(f, false), 0.0f);  // the second ran first, on c1's old value
 }
 
 TEST(FakeCudaGraph, TheDefaultStreamIsRefusedWhileCapturing) {
   Fake f;
-  ASSERT_TRUE(f.lib && f.stream_create && f.begin && f.gemm) << ::dlerror();
+  ASSERT_TRUE(f.lib && f.stream_create_with_priority && f.begin && f.gemm) << ::dlerror();
   void *stream = nullptr, *blas = nullptr, *graph = nullptr;
   ASSERT_EQ(f.stream_create(&stream, 0), 0);
   ASSERT_EQ(f.blas_create(&blas), 0);
