@@ -7,18 +7,22 @@
 # benchmark against PyTorch. Everything it learns goes to OUT: the log, the GPU tests'
 # output, the profile database (to merge into the one here) and the bench results.
 #
-# usage: scripts/gpu_session.sh OUT [--models a,b] [--tests] [gpu_zoo.sh options...]
+# usage: scripts/gpu_session.sh OUT [--models a,b] [--tests] [--colocate LC:BE:QPS:TARGET_MS]
+#                               [gpu_zoo.sh options...]
 #   --tests: also the GPU tests (CudaCodegenGpu, CudaArtifactGpu, CudaWorker.Measures*,
-#   CudaDriver; about 2 min). Keep each call under the device's 10 minutes: a few models a call.
+#   CudaDriver; about 2 min). --colocate: then kora colocate (4 runs of 10 s) of the optimal
+#   CUDA artifacts of two of the models (issue 28's GPU table), its JSON in
+#   OUT/colocate.json. Keep each call under the device's 10 minutes: a few models a call.
 set -u
 OUT=$1
 shift
-MODELS="mobilenet_v2,resnet50" TESTS=
+MODELS="mobilenet_v2,resnet50" TESTS= COLOCATE=
 ARGS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --models) MODELS=$2; shift 2 ;;
     --tests) TESTS=1; shift ;;
+    --colocate) COLOCATE=$2; shift 2 ;;
     *) ARGS+=("$1"); shift ;;
   esac
 done
@@ -49,6 +53,14 @@ done
 say "bench/gpu_zoo.sh $MODELS ${ARGS[*]}"
 ART=/tmp/art PYTHON=python3 bench/gpu_zoo.sh build/kora /tmp/zoo --models "$MODELS" "${ARGS[@]}" \
   2>&1 | grep -v "^failed:" | tee "$OUT/gpu_zoo.log"
+if [ -n "$COLOCATE" ]; then
+  IFS=: read -r lc be qps target <<< "$COLOCATE"
+  say "kora colocate --lc $lc --be $be --qps $qps --target-ms $target"
+  cp -r "/tmp/art/$be-optimal" /tmp/art/colocate-be  # a directory of its own
+  build/kora colocate --lc "/tmp/art/$lc-optimal" --be /tmp/art/colocate-be --qps "$qps" \
+    --target-ms "$target" --seconds 10 --json > "$OUT/colocate.json" 2> "$OUT/colocate.log"
+  tail -3 "$OUT/colocate.log"
+fi
 cp "$KORA_PROFILE_DB" "$OUT/profiles.db"
 cp bench/results/*-gpu.json "$OUT/" 2>/dev/null
 say done
