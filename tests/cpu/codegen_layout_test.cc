@@ -277,8 +277,9 @@ TEST(CpuCodegenLayout, PoolingRowsOfAccumulators) {
 }
 
 // Windows taken channels last (a pool on a layout view: [N, H, W, C] in, windows
-// [N, O1, O2, K1, K2, C]): rows of accumulators over C, NaN kept, strided, dilated,
-// padded and overhanging windows, max and sum; all match the interpreter.
+// [N, O1, O2, K1, K2, C]): rows of accumulators over C, or for max pools the window's
+// rows folded first and then its columns; NaN kept, strided, dilated, padded and
+// overhanging windows, max and sum; all match the interpreter.
 TEST(CpuCodegenLayout, ChannelsLastPoolingRowsOverTheChannels) {
   std::mt19937 rng(14);
   GraphBuilder b(rng);
@@ -293,6 +294,8 @@ TEST(CpuCodegenLayout, ChannelsLastPoolingRowsOverTheChannels) {
   };
   for (const Pool& p : {Pool{ReduceOp::kMax, 3, 2, 1, 1, -INFINITY, true},
                         Pool{ReduceOp::kMax, 3, 1, 1, 1, -INFINITY, false},
+                        Pool{ReduceOp::kMax, 5, 1, 1, 2, -INFINITY, false},
+                        Pool{ReduceOp::kMax, 3, 1, 2, 1, -INFINITY, false},
                         Pool{ReduceOp::kSum, 2, 1, 2, 0, 0.0, false}}) {
     layout::Window w{{p.stride, p.stride}, {p.dilation, p.dilation}, {p.pad, p.pad}, p.fill, true};
     Shape o = {s[0]};
@@ -313,6 +316,19 @@ TEST(CpuCodegenLayout, ChannelsLastPoolingRowsOverTheChannels) {
   kora_codegen_test::CheckStats stats;
   kora_codegen_test::check_graph(b.g, 3, rng, stats);
   EXPECT_GE(stats.kernels, 8);
+
+  // Each pool as one kernel (windows, reduce, reshape): the max pools fold rows then
+  // columns (no more work than window by window for 3x3 at stride 2); the sum does not.
+  const KernelDag dag = kernel_dag_of(b.g);
+  std::vector<bool> separable;
+  for (int v = 0; v < dag.size(); ++v) {
+    const Primitive& p = b.g.prims[dag.prim[v]];
+    if (!std::holds_alternative<ReduceAttrs>(p.attrs)) continue;
+    const Candidate pool = make_candidate(dag, {v - 1, v, v + 1});
+    const std::string source = generate_cpu_kernel(b.g, dag, pool, "k", CpuSchedule{}).source;
+    separable.push_back(source.find("then its columns") != std::string::npos);
+  }
+  EXPECT_EQ(separable, (std::vector<bool>{true, true, true, true, false}));
 }
 
 }  // namespace
