@@ -468,8 +468,8 @@ void WindowReduceWriter::fold_channels(const std::string& acc, const Coords& at,
   const std::string v = kw_.fresh("v");
   Coords with_q = at;
   with_q.push_back(q);
-  kw_.line("const auto " + v + " = " +
-           (from.empty() ? kw_.value(in_, with_q) : from + q + "]") + ";");
+  kw_.line("const auto " + v + " = " + (from.empty() ? kw_.value(in_, with_q) : from + q + "]") +
+           ";");
   kw_.line(update_lanes(acc + "[" + q + "]", v));
   kw_.close_block();
 }
