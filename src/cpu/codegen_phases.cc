@@ -305,6 +305,30 @@ void WindowReduceWriter::fold_plane_windows(const std::string& plane, const std:
   const int64_t span = (o1 - 1) * pitch_ + xs_[3];
   kw_.line(acc_t_ + " " + acc + "[" + num(span) + "];");
   kw_.line("for (int64_t t = 0; t < " + num(span) + "; ++t) " + acc + "[t] = " + init_ + ";");
+  if (max_ && k1 > 1 && k2 > 1) {
+    // Max: the window's rows first, over the padded pitch (K1 + K2 folds, not K1 x K2).
+    const int64_t row_span = span + (k2 - 1) * w_->dilations[1];
+    const std::string rows = kw_.fresh("rows"), a = kw_.fresh("a"), b = kw_.fresh("b");
+    kw_.line("float " + rows + "[" + num(row_span) + "];");
+    kw_.line("for (int64_t t = 0; t < " + num(row_span) + "; ++t) " + rows + "[t] = -KORA_INF;");
+    kw_.open_block("for (int64_t " + a + " = 0; " + a + " < " + num(k1) + "; ++" + a + ")");
+    kw_.line("const float* __restrict src = &" + plane + "[" + a + " * " +
+             num(w_->dilations[0] * pitch_) + "];");
+    kw_.line("#pragma omp simd");
+    kw_.open_block("for (int64_t t = 0; t < " + num(row_span) + "; ++t)");
+    kw_.line(update(rows + "[t]", "src[t]"));
+    kw_.close_block();
+    kw_.close_block();
+    kw_.open_block("for (int64_t " + b + " = 0; " + b + " < " + num(k2) + "; ++" + b + ")");
+    kw_.line("const float* __restrict src = &" + rows + "[" + b + " * " + num(w_->dilations[1]) +
+             "];");
+    kw_.line("#pragma omp simd");
+    kw_.open_block("for (int64_t t = 0; t < " + num(span) + "; ++t)");
+    kw_.line(update(acc + "[t]", "src[t]"));
+    kw_.close_block();
+    kw_.close_block();
+    return;
+  }
   const std::string a = kw_.fresh("a"), b = kw_.fresh("b");
   kw_.open_block("for (int64_t " + a + " = 0; " + a + " < " + num(k1) + "; ++" + a + ")");
   kw_.open_block("for (int64_t " + b + " = 0; " + b + " < " + num(k2) + "; ++" + b + ")");

@@ -217,10 +217,10 @@ std::string pooled(GraphBuilder& b, const std::string& x, ReduceOp op, std::vect
 }
 
 // Max (-inf fill) and sum (zero fill) over pooling windows run as rows of accumulators
-// (stride 2) or padded planes (stride 1), each window position folding in the outputs
-// whose input is inside; min (here, +inf fill) vectorizes over the row, each lane folding
-// its own window. NaN in some inputs; strided, dilated and padded windows; all match the
-// interpreter.
+// (stride 2) or padded planes (stride 1; max folds the window's rows first, then its
+// columns), each window position folding in the outputs whose input is inside; min
+// (here, +inf fill) vectorizes over the row, each lane folding its own window. NaN in
+// some inputs; strided, dilated and padded windows; all match the interpreter.
 TEST(CpuCodegenLayout, PoolingWindowsFoldedPerLane) {
   std::mt19937 rng(12);
   GraphBuilder b(rng);
