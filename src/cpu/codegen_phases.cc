@@ -192,6 +192,8 @@ class WindowReduceWriter {
   // A channels-last loop over C folding `v` (read at coordinates `at`, or the named
   // element when `from` is given) into acc[q].
   void fold_channels(const std::string& acc, const Coords& at, const std::string& from = "");
+  // The outputs at `at` (N, O1..On) over C from acc[q].
+  void store_channels(const std::string& acc, const Coords& at);
 
   KernelWriter& kw_;
   const Primitive& p_;
@@ -498,6 +500,18 @@ void WindowReduceWriter::fold_channels(const std::string& acc, const Coords& at,
   kw_.close_block();
 }
 
+void WindowReduceWriter::store_channels(const std::string& acc, const Coords& at) {
+  const int64_t channels = xs_.back();
+  Coords oc(os_.size(), "0");
+  for (size_t i = 0; i < at.size(); ++i) oc[i] = at[i];
+  const std::string q = kw_.fresh("q");
+  oc.back() = channels == 1 ? "0" : q;
+  kw_.line("#pragma omp simd");
+  kw_.open_block("for (int64_t " + q + " = 0; " + q + " < " + num(channels) + "; ++" + q + ")");
+  kw_.line(out_ + "[" + kw_.offset(os_, oc) + "] = " + code_.result(acc + "[" + q + "]") + ";");
+  kw_.close_block();
+}
+
 bool WindowReduceWriter::fits_separable_rows() const {
   if (!max_ || n_ != 2) return false;
   const int64_t k1 = xs_[3], k2 = xs_[4], width = is_[2], o2 = xs_[2];
@@ -537,16 +551,7 @@ void WindowReduceWriter::channels_last_separable() {
   kw_.line("if (" + col + " < 0 || " + col + " >= " + num(width) + ") continue;");
   fold_channels(acc, {}, "(" + cols + " + " + col + " * " + num(channels) + ")[");
   kw_.close_block();
-  Coords oc(os_.size(), "0");
-  oc[0] = c[0];
-  oc[1] = c[1];
-  oc[2] = j;
-  const std::string q = kw_.fresh("q");
-  oc.back() = channels == 1 ? "0" : q;
-  kw_.line("#pragma omp simd");
-  kw_.open_block("for (int64_t " + q + " = 0; " + q + " < " + num(channels) + "; ++" + q + ")");
-  kw_.line(out_ + "[" + kw_.offset(os_, oc) + "] = " + code_.result(acc + "[" + q + "]") + ";");
-  kw_.close_block();
+  store_channels(acc, {c[0], c[1], j});
   kw_.close_block();  // the outputs of the row
   if (numel(rows) == 1) kw_.close_block();
   kw_.close_loops(rows);
@@ -564,14 +569,7 @@ void WindowReduceWriter::channels_last_rows() {
   kw_.line("for (int64_t q = 0; q < " + num(channels) + "; ++q) " + acc + "[q] = " + init_ + ";");
   fold_channels(acc, open_window_dims(c, n_));
   for (size_t i = 0; i < n_; ++i) kw_.close_block();  // the window dims
-  Coords oc(os_.size(), "0");
-  for (size_t i = 0; i < 1 + n_; ++i) oc[i] = c[i];
-  const std::string j = kw_.fresh("j");
-  oc.back() = channels == 1 ? "0" : j;
-  kw_.line("#pragma omp simd");
-  kw_.open_block("for (int64_t " + j + " = 0; " + j + " < " + num(channels) + "; ++" + j + ")");
-  kw_.line(out_ + "[" + kw_.offset(os_, oc) + "] = " + code_.result(acc + "[" + j + "]") + ";");
-  kw_.close_block();
+  store_channels(acc, Coords(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(1 + n_)));
   if (numel(rows) == 1) kw_.close_block();
   kw_.close_loops(rows);
 }
