@@ -120,6 +120,13 @@ struct PlanCheck {
   // last timed with); the emitted plan is the fastest of them.
   bool finalist = false;
   std::string error;  // not measured: why
+  // The kernel whose time inside the running plan most exceeded its measured cost, where
+  // it took at least 4x that cost: "kernel 1 (generated: /conv1/Relu#0, ...): 6.482 ms in
+  // the plan, 0.114 ms measured alone (57x)"; its excess over that cost in outlier_ms.
+  // Empty: none. (A kernel generated into the artifact's translation unit can compile
+  // differently from when it was measured; or its inputs can arrive in another state.)
+  std::string outlier;
+  double outlier_ms = 0;
 };
 
 // What the emitted artifact holds.

@@ -73,6 +73,28 @@ struct Entry {
   double relative = 0;
 };
 
+// The kernel of e's plan that ran most above its measured cost (at least 4x it), into
+// e->check.outlier.
+void find_outlier(Entry& e) {
+  const std::vector<KernelInfo>& infos = e.session->kernel_infos();
+  e.check.outlier.clear();
+  e.check.outlier_ms = 0;
+  size_t worst = infos.size();
+  for (size_t i = 0; i < infos.size() && i < e.kernel_ms.size(); ++i) {
+    const double cost = infos[i].predicted_ms, excess = e.kernel_ms[i] - cost;
+    if (cost > 0 && e.kernel_ms[i] >= 4 * cost && excess > e.check.outlier_ms)
+      worst = i, e.check.outlier_ms = excess;
+  }
+  if (worst == infos.size()) return;
+  const KernelInfo& k = infos[worst];
+  std::string prims = k.primitives;
+  if (prims.size() > 60) prims = prims.substr(0, 57) + "...";
+  e.check.outlier = "kernel " + std::to_string(worst) + " (" + k.impl + ": " + prims +
+                    "): " + fixed(e.kernel_ms[worst], 3) + " ms in the plan, " +
+                    fixed(k.predicted_ms, 3) + " ms measured alone (" +
+                    fixed(e.kernel_ms[worst] / k.predicted_ms, 0) + "x)";
+}
+
 // Binds the check's random inputs (seeded: every plan sees the same) and runs once.
 void run_on_random_inputs(Session& session) {
   std::mt19937_64 rng(0x636c6f636bull);
@@ -175,6 +197,7 @@ void time_in_turn(const std::vector<Entry*>& entries, double budget_ms = 2000,
     e->kernel_ms = e->session->profile_kernels(iters);
     e->check.in_plan_ms = 0;
     for (double ms : e->kernel_ms) e->check.in_plan_ms += ms;
+    find_outlier(*e);
   }
 }
 

@@ -476,5 +476,29 @@ TEST(Compile, UnknownTargetsAndModelsAreClearErrors) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("art")));
 }
 
+// A kernel of the emitted plan that ran far above its measured cost inside it is named in
+// the summary where it cost the plan a tenth of its time, and in the JSON always.
+TEST(Compile, TheSummaryNamesAKernelFarSlowerInThePlanThanAlone) {
+  kora::CompileSummary s;
+  s.target = "cpu";
+  kora::PlanCheck c;
+  c.label = "optimal";
+  c.kernels = 3;
+  c.predicted_ms = 1.0;
+  c.in_plan_ms = 7.4;
+  c.measured_ms = 7.5;
+  c.outlier = "kernel 1 (generated: p1, p2): 6.482 ms in the plan, 0.114 ms measured alone (57x)";
+  c.outlier_ms = 6.368;
+  s.checked = {c};
+  s.emitted_check = 0;
+  const std::string note = "note: in the emitted plan kernel 1 (generated: p1, p2): 6.482 ms";
+  EXPECT_NE(kora::format_compile_summary(s).find(note), std::string::npos)
+      << kora::format_compile_summary(s);
+  const nlohmann::json j = nlohmann::json::parse(kora::compile_summary_json(s));
+  EXPECT_DOUBLE_EQ(j["checked"][0]["outlier_ms"].get<double>(), 6.368);
+  s.checked[0].outlier_ms = 0.5;  // under a tenth of 7.5 ms: not worth a note
+  EXPECT_EQ(kora::format_compile_summary(s).find("note: in the emitted plan"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kora_test
