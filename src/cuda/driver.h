@@ -52,7 +52,8 @@ class CudaDevice {
   std::shared_ptr<Module> load(const std::string& cubin);
   // An extern "C" __global__ function of a module (valid while the module is loaded).
   void* function(Module& module, const std::string& name);
-  // Launches `fn` on the default stream: 1-D grid and block, pointer arguments in order.
+  // Launches `fn` on the current stream (use_stream; else the default one): 1-D grid and
+  // block, pointer arguments in order.
   void launch(void* fn, int64_t grid, int block, const std::vector<Ptr>& args);
   // Waits for the work of the current stream (use_stream), or of the whole context when
   // there is none.
