@@ -180,9 +180,22 @@ std::mutex& artifact_mutex(const std::string& dir) {
 
 class PySession {
  public:
-  PySession(const std::string& dir, int threads)
-      : session_(std::make_unique<kora::Session>(dir, kora::SessionOptions{threads})),
+  PySession(const std::string& dir, int threads, const std::string& priority)
+      : session_(std::make_unique<kora::Session>(dir, options(threads, priority))),
         mutex_(&artifact_mutex(dir)) {}
+
+  // The session's options; priority "normal", "high" or "low" (a CUDA stream's).
+  static kora::SessionOptions options(int threads, const std::string& priority) {
+    kora::SessionOptions o;
+    o.threads = threads;
+    if (priority == "high")
+      o.priority = kora::StreamPriority::kHigh;
+    else if (priority == "low")
+      o.priority = kora::StreamPriority::kLow;
+    else if (priority != "normal")
+      throw kora::Error("priority is '" + priority + "'; it takes 'normal', 'high' or 'low'");
+    return o;
+  }
 
   // (name, dtype name, shape) of each input / output.
   static nb::list describe(const std::vector<kora::TensorInfo>& infos) {
@@ -406,7 +419,8 @@ NB_MODULE(_kora, m) {
   m.def("targets", &kora::target_names, "The targets kora compiles for.");
 
   nb::class_<PySession>(m, "Session")
-      .def(nb::init<const std::string&, int>(), nb::arg("artifact"), nb::arg("threads") = 0)
+      .def(nb::init<const std::string&, int, const std::string&>(), nb::arg("artifact"),
+           nb::arg("threads") = 0, nb::arg("priority") = "normal")
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
       .def("run", &PySession::run, nb::arg("names"), nb::arg("feeds"))

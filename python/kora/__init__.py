@@ -236,12 +236,14 @@ class InferenceSession:
     """Runs an artifact, as onnxruntime's InferenceSession runs a model.
 
     ``artifact`` is an Artifact or an artifact directory's path; ``threads`` defaults to the
-    thread count it was compiled for. One run at a time per artifact.
+    thread count it was compiled for; ``priority`` ("normal", "high" or "low") is the
+    priority of a CUDA artifact's stream on the GPU (no effect on the CPU). One run at a
+    time per artifact.
     """
 
-    def __init__(self, artifact, threads=None):
+    def __init__(self, artifact, threads=None, priority="normal"):
         self.artifact = artifact if isinstance(artifact, Artifact) else Artifact(artifact)
-        self._session = _kora.Session(self.artifact.path, int(threads or 0))
+        self._session = _kora.Session(self.artifact.path, int(threads or 0), str(priority))
         self._inputs = [NodeArg(*t) for t in self._session.inputs()]
         self._outputs = [NodeArg(*t) for t in self._session.outputs()]
 

@@ -110,6 +110,16 @@ def test_inputs_not_contiguous_or_python_lists(conv_artifact):
     assert rel_l2(probs, ort_outputs(conv_net(), {"x": np.ascontiguousarray(x)})[0]) < 1e-4
 
 
+def test_stream_priority(conv_artifact):
+    # A CPU artifact runs the same at any priority (a CUDA stream's); a bad one is one error.
+    x = np.random.default_rng(3).standard_normal((2, 3, 16, 16)).astype(np.float32)
+    (want, _) = kora.InferenceSession(conv_artifact).run(None, {"x": x})
+    (got, _) = kora.InferenceSession(conv_artifact, priority="high").run(None, {"x": x})
+    assert np.array_equal(want, got)
+    with pytest.raises(kora.KoraError, match="takes 'normal', 'high' or 'low'"):
+        kora.InferenceSession(conv_artifact, priority="urgent")
+
+
 def test_get_inputs_and_outputs_like_onnxruntime(conv_artifact):
     sess = kora.InferenceSession(conv_artifact)
     (i,) = sess.get_inputs()
