@@ -47,7 +47,7 @@ namespace kora {
 //   7: reduced dims next to one another, read in order, are one loop (a 28x28 plane was
 //      28 loops of 28, each ending in a horizontal sum).
 //   8: channels-last max pools fold the window's rows once per output row, then its
-//      columns, where that is no more work (3x3: 1.6x faster at stride 1, 1.2x at 2);
+//      columns, where that is not much more work (3x3: 1.6x faster at stride 1, 1.2x at 2);
 //      max pools on padded planes fold their rows first too (1.35x).
 constexpr int kCpuCodegenRevision = 8;
 
