@@ -120,9 +120,10 @@ struct PlanCheck {
   // last timed with); the emitted plan is the fastest of them.
   bool finalist = false;
   std::string error;  // not measured: why
-  // The kernel whose time inside the running plan most exceeded its measured cost, where
-  // it took at least 4x that cost: "kernel 1 (generated: /conv1/Relu#0, ...): 6.482 ms in
-  // the plan, 0.114 ms measured alone (57x)"; its excess over that cost in outlier_ms.
+  // The kernel whose time inside the running plan most exceeded its cost when the plan
+  // was chosen (measured alone, or in context), where it took at least 4x that cost:
+  // "kernel 1 (generated: /conv1/Relu#0, ...): 6.482 ms in the plan against its cost of
+  // 0.114 ms (57x)"; its excess over that cost in outlier_ms.
   // Empty: none. (A kernel generated into the artifact's translation unit can compile
   // differently from when it was measured; or its inputs can arrive in another state.)
   std::string outlier;

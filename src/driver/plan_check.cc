@@ -73,8 +73,8 @@ struct Entry {
   double relative = 0;
 };
 
-// The kernel of e's plan that ran most above its measured cost (at least 4x it), into
-// e->check.outlier.
+// The kernel of e's plan that ran most above its cost when the plan was chosen (at least
+// 4x it), into e->check.outlier.
 void find_outlier(Entry& e) {
   const std::vector<KernelInfo>& infos = e.session->kernel_infos();
   e.check.outlier.clear();
@@ -90,8 +90,8 @@ void find_outlier(Entry& e) {
   std::string prims = k.primitives;
   if (prims.size() > 60) prims = prims.substr(0, 57) + "...";
   e.check.outlier = "kernel " + std::to_string(worst) + " (" + k.impl + ": " + prims +
-                    "): " + fixed(e.kernel_ms[worst], 3) + " ms in the plan, " +
-                    fixed(k.predicted_ms, 3) + " ms measured alone (" +
+                    "): " + fixed(e.kernel_ms[worst], 3) + " ms in the plan against its cost of " +
+                    fixed(k.predicted_ms, 3) + " ms (" +
                     fixed(e.kernel_ms[worst] / k.predicted_ms, 0) + "x)";
 }
 

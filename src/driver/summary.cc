@@ -102,7 +102,7 @@ std::string format_compile_summary(const CompileSummary& s) {
       const PlanCheck& e = s.checked[static_cast<size_t>(s.emitted_check)];
       if (!e.outlier.empty() && e.outlier_ms >= 0.1 * e.measured_ms)
         os << "note: in the emitted plan " << e.outlier
-           << ": that kernel costs the plan far more than its measurement said\n";
+           << ": that kernel costs the plan far more than predicted\n";
     }
   }
   if (s.on_demand.used)
