@@ -189,8 +189,8 @@ class WindowReduceWriter {
   // pool (5.2 ms against 0.09). So did `(v > a) | (v != v)` in an artifact's translation
   // unit (6.5 ms against 0.11 measured alone), though not in a small one.
   std::string update_lanes(const std::string& a, const std::string& v) const;
-  // A channels-last loop over C folding `v` (read at coordinates `at`, or the named
-  // element when `from` is given) into acc[q].
+  // A channels-last loop over C folding the input at coordinates `at` (or, when `from`
+  // is given, the row of C floats that pointer expression names) into acc[q].
   void fold_channels(const std::string& acc, const Coords& at, const std::string& from = "");
   // The outputs at `at` (N, O1..On) over C from acc[q].
   void store_channels(const std::string& acc, const Coords& at);
@@ -494,8 +494,8 @@ void WindowReduceWriter::fold_channels(const std::string& acc, const Coords& at,
   const std::string v = kw_.fresh("v");
   Coords with_q = at;
   with_q.push_back(q);
-  kw_.line("const auto " + v + " = " + (from.empty() ? kw_.value(in_, with_q) : from + q + "]") +
-           ";");
+  kw_.line("const auto " + v + " = " +
+           (from.empty() ? kw_.value(in_, with_q) : "(" + from + ")[" + q + "]") + ";");
   kw_.line(update_lanes(acc + "[" + q + "]", v));
   kw_.close_block();
 }
@@ -552,7 +552,7 @@ void WindowReduceWriter::channels_last_separable() {
   kw_.line("const int64_t " + col + " = " + j + " * " + num(w_->strides[1]) + " + " + k + " * " +
            num(w_->dilations[1]) + " - " + num(w_->pads_begin[1]) + ";");
   kw_.line("if (" + col + " < 0 || " + col + " >= " + num(width) + ") continue;");
-  fold_channels(acc, {}, "(" + cols + " + " + col + " * " + num(channels) + ")[");
+  fold_channels(acc, {}, cols + " + " + col + " * " + num(channels));
   kw_.close_block();
   store_channels(acc, {c[0], c[1], j});
   kw_.close_block();  // the outputs of the row

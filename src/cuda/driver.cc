@@ -245,6 +245,13 @@ void CudaDevice::synchronize() {
 
 bool CudaDevice::graphs_available() const { return driver().graphs; }
 
+int CudaDevice::stream_priority_value(StreamPriority priority) const {
+  const auto [least, greatest] = priority_range_;
+  return priority == StreamPriority::kHigh  ? greatest
+         : priority == StreamPriority::kLow ? least
+                                            : std::clamp(0, greatest, least);
+}
+
 // Non-blocking streams: no implicit wait on the legacy default stream, so the work of
 // another session in this process never holds this one's.
 void CudaDevice::use_stream(StreamPriority priority) {
@@ -254,15 +261,12 @@ void CudaDevice::use_stream(StreamPriority priority) {
     int least = 0, greatest = 0;
     check(driver().call_cuCtxGetStreamPriorityRange(&least, &greatest),
           "cuCtxGetStreamPriorityRange");
-    const int value = priority == StreamPriority::kHigh  ? greatest
-                      : priority == StreamPriority::kLow ? least
-                                                         : std::clamp(0, greatest, least);
+    priority_range_ = {least, greatest};
     CUstream s;
-    check(driver().call_cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, value),
+    check(driver().call_cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING,
+                                                   stream_priority_value(priority)),
           "cuStreamCreateWithPriority");
     streams_[slot] = s;
-    stream_values_[slot] = value;
-    priority_range_ = {least, greatest};
   }
   stream_ = streams_[slot];
   priority_ = priority;
@@ -270,7 +274,7 @@ void CudaDevice::use_stream(StreamPriority priority) {
 
 std::string CudaDevice::stream_description() const {
   if (!stream_) return "the default stream";
-  const int value = stream_values_[static_cast<size_t>(priority_)];
+  const int value = stream_priority_value(priority_);
   const char* rank = priority_ == StreamPriority::kHigh  ? "high-priority"
                      : priority_ == StreamPriority::kLow ? "low-priority"
                                                          : "normal-priority";

@@ -99,9 +99,10 @@ class CudaDevice {
   void *start_ = nullptr, *stop_ = nullptr;  // events of elapsed_ms, made on first use
   void* stream_ = nullptr;                   // use_stream()'s current one
   void* streams_[3] = {};                    // by StreamPriority
-  int stream_values_[3] = {};
   StreamPriority priority_ = StreamPriority::kNormal;
-  std::pair<int, int> priority_range_;  // least, greatest
+  std::pair<int, int> priority_range_;  // least, greatest (cuCtxGetStreamPriorityRange)
+  // The driver's value for `priority` in priority_range_ (the greatest, the least, or 0).
+  int stream_priority_value(StreamPriority priority) const;
   std::string name_;
 };
 
