@@ -279,56 +279,66 @@ TEST(CpuCodegenLayout, PoolingRowsOfAccumulators) {
 // Windows taken channels last (a pool on a layout view: [N, H, W, C] in, windows
 // [N, O1, O2, K1, K2, C]): rows of accumulators over C, or for max pools the window's
 // rows folded first and then its columns; NaN kept, strided, dilated, padded and
-// overhanging windows, max and sum; all match the interpreter.
+// overhanging windows, max and sum; all match the interpreter. Over 24 channels the
+// scalar loops; over 32, max pools reading memory take 16 lanes at a time (KORA_VEC16,
+// on a machine with AVX-512).
 TEST(CpuCodegenLayout, ChannelsLastPoolingRowsOverTheChannels) {
-  std::mt19937 rng(14);
-  GraphBuilder b(rng);
-  const Shape s = {1, 11, 13, 24};  // N, H, W, C
-  const std::string r = with_some_nan(b, s);
-  std::vector<std::string> outs;
-  struct Pool {
-    ReduceOp op;
-    int64_t k, stride, dilation, pad;
-    double fill;
-    bool overhang;
-  };
-  for (const Pool& p : {Pool{ReduceOp::kMax, 3, 2, 1, 1, -INFINITY, true},
-                        Pool{ReduceOp::kMax, 3, 1, 1, 1, -INFINITY, false},
-                        Pool{ReduceOp::kMax, 5, 1, 1, 2, -INFINITY, false},
-                        Pool{ReduceOp::kMax, 3, 1, 2, 1, -INFINITY, false},
-                        Pool{ReduceOp::kSum, 2, 1, 2, 0, 0.0, false}}) {
-    layout::Window w{{p.stride, p.stride}, {p.dilation, p.dilation}, {p.pad, p.pad}, p.fill, true};
-    Shape o = {s[0]};
-    for (size_t i = 0; i < 2; ++i) {
-      const int64_t span = s[1 + i] + 2 * p.pad - p.dilation * (p.k - 1) - 1;
-      o.push_back(span / p.stride + 1 + (p.overhang && span % p.stride != 0));
+  for (const int64_t channels : {24, 32}) {
+    std::mt19937 rng(14);
+    GraphBuilder b(rng);
+    const Shape s = {1, 11, 13, channels};  // N, H, W, C
+    const std::string r = with_some_nan(b, s);
+    std::vector<std::string> outs;
+    struct Pool {
+      ReduceOp op;
+      int64_t k, stride, dilation, pad;
+      double fill;
+      bool overhang;
+    };
+    for (const Pool& p : {Pool{ReduceOp::kMax, 3, 2, 1, 1, -INFINITY, true},
+                          Pool{ReduceOp::kMax, 3, 1, 1, 1, -INFINITY, false},
+                          Pool{ReduceOp::kMax, 5, 1, 1, 2, -INFINITY, false},
+                          Pool{ReduceOp::kMax, 3, 1, 2, 1, -INFINITY, false},
+                          Pool{ReduceOp::kSum, 2, 1, 2, 0, 0.0, false},
+                          Pool{ReduceOp::kMax, 2, 2, 1, 0, -INFINITY, false}}) {
+      layout::Window w{
+          {p.stride, p.stride}, {p.dilation, p.dilation}, {p.pad, p.pad}, p.fill, true};
+      Shape o = {s[0]};
+      for (size_t i = 0; i < 2; ++i) {
+        const int64_t span = s[1 + i] + 2 * p.pad - p.dilation * (p.k - 1) - 1;
+        o.push_back(span / p.stride + 1 + (p.overhang && span % p.stride != 0));
+      }
+      o.insert(o.end(), {p.k, p.k, s[3]});
+      const std::string windows = b.prim(LayoutAttrs{w}, {r}, DType::kFloat32, o);
+      Shape reduced = o;
+      reduced[3] = reduced[4] = 1;
+      const std::string pooled =
+          b.prim(ReduceAttrs{p.op, {3, 4}}, {windows}, DType::kFloat32, reduced);
+      outs.push_back(b.prim(LayoutAttrs{layout::Reshape{}}, {pooled}, DType::kFloat32,
+                            {o[0], o[1], o[2], o[5]}));
     }
-    o.insert(o.end(), {p.k, p.k, s[3]});
-    const std::string windows = b.prim(LayoutAttrs{w}, {r}, DType::kFloat32, o);
-    Shape reduced = o;
-    reduced[3] = reduced[4] = 1;
-    const std::string pooled =
-        b.prim(ReduceAttrs{p.op, {3, 4}}, {windows}, DType::kFloat32, reduced);
-    outs.push_back(b.prim(LayoutAttrs{layout::Reshape{}}, {pooled}, DType::kFloat32,
-                          {o[0], o[1], o[2], o[5]}));
-  }
-  b.g.outputs = outs;
-  kora_codegen_test::CheckStats stats;
-  kora_codegen_test::check_graph(b.g, 3, rng, stats);
-  EXPECT_GE(stats.kernels, 8);
+    b.g.outputs = outs;
+    kora_codegen_test::CheckStats stats;
+    kora_codegen_test::check_graph(b.g, 3, rng, stats);
+    EXPECT_GE(stats.kernels, 8);
 
-  // Each pool as one kernel (windows, reduce, reshape): the max pools fold rows then
-  // columns (no more work than window by window for 3x3 at stride 2); the sum does not.
-  const KernelDag dag = kernel_dag_of(b.g);
-  std::vector<bool> separable;
-  for (int v = 0; v < dag.size(); ++v) {
-    const Primitive& p = b.g.prims[dag.prim[v]];
-    if (!std::holds_alternative<ReduceAttrs>(p.attrs)) continue;
-    const Candidate pool = make_candidate(dag, {v - 1, v, v + 1});
-    const std::string source = generate_cpu_kernel(b.g, dag, pool, "k", CpuSchedule{}).source;
-    separable.push_back(source.find("then its columns") != std::string::npos);
+    // Each pool as one kernel (windows, reduce, reshape): the max pools fold rows then
+    // columns (no more work than window by window for 3x3 at stride 2); the sum and the
+    // 2x2 stride-2 max do not. Over 32 channels the max pools have 16-lane twins.
+    const KernelDag dag = kernel_dag_of(b.g);
+    std::vector<bool> separable, lanes;
+    for (int v = 0; v < dag.size(); ++v) {
+      const Primitive& p = b.g.prims[dag.prim[v]];
+      if (!std::holds_alternative<ReduceAttrs>(p.attrs)) continue;
+      const Candidate pool = make_candidate(dag, {v - 1, v, v + 1});
+      const std::string source = generate_cpu_kernel(b.g, dag, pool, "k", CpuSchedule{}).source;
+      separable.push_back(source.find("then its columns") != std::string::npos);
+      lanes.push_back(source.find("kora_max16_fold") != std::string::npos);
+    }
+    EXPECT_EQ(separable, (std::vector<bool>{true, true, true, true, false, false}));
+    const bool v = channels == 32;
+    EXPECT_EQ(lanes, (std::vector<bool>{v, v, v, v, false, v})) << channels << " channels";
   }
-  EXPECT_EQ(separable, (std::vector<bool>{true, true, true, true, false}));
 }
 
 }  // namespace

@@ -1,11 +1,15 @@
 // Tests of the generated kernels' prelude (src/cpu/codegen_prelude.cc): its branch-free
 // float exp, tanh, erf and sigmoid, compiled as kernels are (default flags) in loops over
 // arrays, against the C library in double, in units in the last place of the float result,
-// over a dense sweep and the special values.
+// over a dense sweep and the special values; its 16-lane vectors (the max pools' AVX-512
+// code) against the scalar forms they replace.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -77,6 +81,105 @@ TEST(CpuCodegenPrelude, VectorMathWithinUlpsOfTheCLibrary) {
     if (std::string(f.name) != "kora_exp" && std::string(f.name) != "kora_sigmoid") {
       const size_t minus_zero = x.size() - special.size() + 1;  // odd: -0 stays -0
       EXPECT_TRUE(std::signbit(y[minus_zero])) << f.name << "(-0)";
+    }
+  }
+}
+
+// KORA_VEC16 (GCC with AVX-512; skipped elsewhere): bfloat16 loads widen exactly, stores
+// round bit for bit as kora_bf16's scalar assignment does (ties to even, NaN quiet,
+// infinities, overflow, subnormals), and kora_max16 folds the scalar NaN-keeping max:
+// NaN wherever a lane saw one, else the first of equal maxima (v > m ? v : m, as the
+// scalar loop: -0 then +0 gives -0).
+TEST(CpuCodegenPrelude, SixteenLanesMatchTheScalarForms) {
+  const std::string source = cpu_codegen_prelude() + R"(
+extern "C" int has_vec16() {
+#ifdef KORA_VEC16
+  return 1;
+#else
+  return 0;
+#endif
+}
+#ifdef KORA_VEC16
+extern "C" void round16(const float* x, kora_bf16* lanes, kora_bf16* scalar, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) kora_store16(lanes + i, kora_load16(x + i));
+  for (int64_t i = 0; i < n; ++i) scalar[i] = x[i];
+}
+extern "C" void widen16(const kora_bf16* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) kora_store16(y + i, kora_load16(x + i));
+}
+extern "C" void max16(const float* x, int64_t rows, float* y) {
+  kora_max16 a;
+  for (int64_t r = 0; r < rows; ++r) kora_max16_fold(a, kora_load16(x + 16 * r));
+  kora_store16(y, kora_max16_value(a));
+}
+#endif
+)";
+  kora_test::TempDir dir;
+  CxxCompileOptions options;
+  options.cache_dir = dir.file("kernels");
+  const CompileResult lib = compile_shared(source, options);
+  if (!reinterpret_cast<int (*)()>(lib.library->symbol("has_vec16"))())
+    GTEST_SKIP() << "no AVX-512 here (or not GCC): the kernels keep their scalar loops";
+
+  std::mt19937 rng(3);
+  std::vector<float> x;
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::max(), 1.0f, -1.0f,
+                  0x1.018p-130f, 0x1p-140f, 3.14159265f, 0x1.00018p0f, 0x1.00008p0f, 0x1.ff8p127f})
+    x.push_back(v);
+  for (uint32_t bits : {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7fbfffffu, 0xff800001u}) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    x.push_back(f);  // NaNs: quiet, negative, signalling with low payloads
+  }
+  std::uniform_int_distribution<uint32_t> any;
+  while (x.size() % 16 != 0 || x.size() < 4096) {
+    const uint32_t bits = any(rng);
+    float f;
+    std::memcpy(&f, &bits, 4);
+    x.push_back(f);
+  }
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<uint16_t> lanes(x.size()), scalar(x.size());
+  using Round = void (*)(const float*, void*, void*, int64_t);
+  reinterpret_cast<Round>(lib.library->symbol("round16"))(x.data(), lanes.data(), scalar.data(), n);
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(lanes[i], scalar[i]) << "x = " << x[i] << " (element " << i << ")";
+  std::vector<float> widened(x.size());
+  using Widen = void (*)(const void*, float*, int64_t);
+  reinterpret_cast<Widen>(lib.library->symbol("widen16"))(lanes.data(), widened.data(), n);
+  for (size_t i = 0; i < x.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &widened[i], 4);
+    ASSERT_EQ(bits, uint32_t{lanes[i]} << 16) << i;
+  }
+
+  // Rows of 16 lanes folded: lane 0 all NaN, lane 1 a NaN first, lane 2 a NaN last,
+  // lane 3 -0 then +0, lane 4 +inf among, lane 5 all -inf, the others random.
+  const int rows = 7;
+  std::vector<float> m(16 * rows);
+  std::normal_distribution<float> normal;
+  for (float& v : m) v = normal(rng);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int r = 0; r < rows; ++r) m[16 * r] = nan, m[16 * r + 5] = -inf;
+  m[16 * 0 + 1] = nan;
+  m[16 * (rows - 1) + 2] = nan;
+  for (int r = 0; r < rows; ++r) m[16 * r + 3] = r == 0 ? -0.0f : 0.0f;
+  m[16 * 3 + 4] = inf;
+  std::vector<float> got(16);
+  using Max = void (*)(const float*, int64_t, float*);
+  reinterpret_cast<Max>(lib.library->symbol("max16"))(m.data(), rows, got.data());
+  for (int q = 0; q < 16; ++q) {
+    float want = -inf;
+    for (int r = 0; r < rows; ++r) {
+      const float v = m[16 * r + q];
+      want = (v > want || v != v) ? v : want;
+    }
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got[q])) << "lane " << q;
+    } else {
+      EXPECT_EQ(got[q], want) << "lane " << q;
+      EXPECT_EQ(std::signbit(got[q]), std::signbit(want)) << "lane " << q;
     }
   }
 }

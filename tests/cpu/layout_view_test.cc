@@ -132,13 +132,15 @@ std::string squeeze_excitation(GraphBuilder& b, const std::string& x, const Shap
 }
 
 // A 3x3 max pool of x [N, C, H, W], pad 1, as a window, a max over it and a reshape.
-std::string max_pool_3x3(GraphBuilder& b, const std::string& x, const Shape& shape,
-                         int64_t stride) {
+// The fill -inf is ONNX MaxPool's (the reduce's identity: the pooling forms of codegen);
+// another one takes the generic path.
+std::string max_pool_3x3(GraphBuilder& b, const std::string& x, const Shape& shape, int64_t stride,
+                         double fill = -1e30) {
   layout::Window w;
   w.strides = {stride, stride};
   w.dilations = {1, 1};
   w.pads_begin = {1, 1};
-  w.fill = -1e30;
+  w.fill = fill;
   const int64_t oh = (shape[2] + 2 - 3) / stride + 1, ow = (shape[3] + 2 - 3) / stride + 1;
   const std::string windows =
       b.prim(LayoutAttrs{w}, {x}, DType::kFloat32, {shape[0], shape[1], oh, ow, 3, 3});
@@ -314,8 +316,9 @@ TEST(LayoutView, SidesAreTheWideActivationsAndReductionsKeepChannelsInnermost) {
 // --bf16: the sides a oneDNN convolution stores as bfloat16 ("acdb+bf16", "aBcd8b+bf16"),
 // read and written by generated code through its views, agnostic kernels included. Every
 // candidate offered views on a squeeze-excitation, a residual add with ReLU and a max
-// pool, all sides in each bfloat16 layout: inputs stored as bfloat16, each output within
-// one bfloat16 rounding of the interpreter's result on those inputs.
+// pool (16 lanes at a time where it reads memory), all sides in each bfloat16 layout:
+// inputs stored as bfloat16, each output within one bfloat16 rounding of the
+// interpreter's result on those inputs.
 TEST(LayoutView, KernelsOnBfloat16SidesMatchTheInterpreterToOneRounding) {
   std::mt19937 rng(5);
   GraphBuilder b(rng);
@@ -327,7 +330,7 @@ TEST(LayoutView, KernelsOnBfloat16SidesMatchTheInterpreterToOneRounding) {
                                  {se, skip}, DType::kFloat32, shape);
   const std::string relu =
       b.prim(ElementwiseAttrs{ScalarOp::kRelu, {Operand{0, 0}}}, {sum}, DType::kFloat32, shape);
-  const std::string pooled = max_pool_3x3(b, relu, shape, 2);
+  const std::string pooled = max_pool_3x3(b, relu, shape, 2, -INFINITY);
   b.g.outputs = {pooled};
   const PrimGraph& g = b.g;
   const KernelDag dag = kernel_dag_of(g);
@@ -358,6 +361,10 @@ TEST(LayoutView, KernelsOnBfloat16SidesMatchTheInterpreterToOneRounding) {
   }
   EXPECT_GE(agnostic, 2);  // the add, the relu, the two
   ASSERT_GE(cases.size(), 10u);
+  int lanes = 0;  // the pool over 16 channels read from memory: 16 lanes (KORA_VEC16)
+  for (const ViewCase& k : cases)
+    lanes += k.kernel.source.find("kora_max16_fold(") != std::string::npos;
+  EXPECT_GE(lanes, 1);
   // The conversion alone, exactly: a copy of plain float32 into a bfloat16 side (ties to
   // even both ways, NaN, infinities, the largest float rounding to infinity, subnormals).
   int relu_node = 0;
