@@ -762,15 +762,30 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
       if (reduced[d]) c[d] = rc[d];
     Shape in_shape = xs;
     for (size_t d = 0; d < last_reduced; ++d) in_shape[d] = 1;
-    line("#pragma omp simd");
-    const Coords ic = open_loops(in_shape, false, last_reduced);
-    for (size_t d = last_reduced; d < xs.size(); ++d) c[d] = ic[d];
     Shape inner_shape(xs.begin() + last_reduced, xs.end());
-    Coords inner_coords(c.begin() + last_reduced, c.end());
-    const std::string j = offset(inner_shape, inner_coords);
-    const std::string v = value(x, c);
-    line(code.update(acc + "[" + j + "]", v));
-    close_loops(in_shape, last_reduced);
+    // A concat member along a dim of the row (a global pool of a channel concat taken
+    // channels last): one loop per part, each reading one input of the concat in order
+    // (a test per input per element and clamped, gathered loads otherwise: Inception-v3's
+    // last concat with its global average pool took 0.30 ms in a plan).
+    std::vector<Part> parts = concat_parts(xs);
+    if (!parts.empty() && parts[0].dim < last_reduced) parts.clear();
+    const size_t rounds = std::max<size_t>(1, parts.size());
+    for (size_t k = 0; k < rounds; ++k) {
+      if (!parts.empty()) part_ = parts[k];
+      open_block("");  // each part's locals in a scope of its own
+      line("#pragma omp simd");
+      const Coords ic = open_loops(in_shape, false, last_reduced);
+      if (!parts.empty()) known_ranges_[ic[part_.dim]] = {part_.lo, part_.hi};
+      for (size_t d = last_reduced; d < xs.size(); ++d) c[d] = ic[d];
+      Coords inner_coords(c.begin() + last_reduced, c.end());
+      const std::string j = offset(inner_shape, inner_coords);
+      const std::string v = value(x, c);
+      line(code.update(acc + "[" + j + "]", v));
+      close_loops(in_shape, last_reduced);
+      close_block();
+      known_ranges_.clear();
+    }
+    part_ = Part{};
     close_loops(red_shape);
     // store the row
     Coords oc(os.size(), "0");

@@ -149,6 +149,41 @@ TEST(CpuCodegenLayout, ConcatsOfHundredsOfInputsSplitTheirAxisToo) {
   EXPECT_FALSE(std::regex_search(source, std::regex(R"(\) \? v[0-9]+ : )")));
 }
 
+// A global average pool of a channel concat taken channels last ([N, H, W, C], the
+// concat along C, the sum over H and W: Inception-v3's last block as a bf16 plan runs
+// it): the row of accumulators over C is filled one part per input, each read in order,
+// with no test of the channel per element; every candidate matches the interpreter.
+TEST(CpuCodegenLayout, ReductionsOverAConcatAlongTheirRowReadEachInputInOrder) {
+  std::mt19937 rng(15);
+  GraphBuilder b(rng);
+  const std::vector<int64_t> channels = {24, 40, 8};
+  std::vector<std::string> parts;
+  layout::Concat cat;
+  cat.axis = 3;
+  int64_t total = 0;
+  for (int64_t ch : channels) {
+    parts.push_back(b.input(DType::kFloat32, {1, 5, 5, ch}));
+    cat.offsets.push_back(total);
+    total += ch;
+  }
+  const std::string joined = b.prim(LayoutAttrs{cat}, parts, DType::kFloat32, {1, 5, 5, total});
+  const std::string summed =
+      b.prim(ReduceAttrs{ReduceOp::kSum, {1, 2}}, {joined}, DType::kFloat32, {1, 1, 1, total});
+  const std::string mean =
+      b.prim(ReduceAttrs{ReduceOp::kMean, {1, 2}}, {joined}, DType::kFloat32, {1, 1, 1, total});
+  b.g.outputs = {summed, mean};
+  kora_codegen_test::CheckStats stats;
+  kora_codegen_test::check_graph(b.g, 3, rng, stats);
+  EXPECT_GE(stats.kernels, 4);
+
+  const KernelDag dag = kernel_dag_of(b.g);
+  const Candidate whole = make_candidate(dag, {0, 1, 2});  // the concat, the sum, the mean
+  ASSERT_EQ(kernel_writes(b.g, dag, whole).size(), 2u);
+  const std::string source = generate_cpu_kernel(b.g, dag, whole, "k", CpuSchedule{}).source;
+  EXPECT_EQ(source.find("kora_clamp"), std::string::npos) << source;
+  EXPECT_FALSE(std::regex_search(source, std::regex(R"(\) \? v[0-9]+ : )"))) << source;
+}
+
 TEST(CpuCodegenLayout, EveryCandidateMatchesTheInterpreter) {
   std::mt19937 rng(7);
   kora_codegen_test::CheckStats stats;
