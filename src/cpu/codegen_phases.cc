@@ -169,12 +169,15 @@ class WindowReduceWriter {
   // round differently.
   bool fits_separable_rows() const;
   void channels_last_separable();
-  // Channels last, a max over C a multiple of 16 read from memory (a kernel input or a
-  // buffer of the kernel, float32 or bfloat16): the pointer it is read through, else "".
-  // Then the two forms above have a vector twin (KORA_VEC16, the prelude's kora_max16):
-  // per 16 channels, an accumulator in registers over the whole window, where the scalar
-  // loops fold each window position into an array of C (1.9-2.2x faster alone: 3x3
-  // stride 2 over 111x111x64, bf16, 0.058 -> 0.028 ms).
+  // Channels last, over C a multiple of 16 read from memory (a kernel input or a buffer
+  // of the kernel, float32 or bfloat16), a max, or a sum over at most 64 window
+  // positions: the pointer it is read through, else "". Then the two forms above have a
+  // vector twin (KORA_VEC16, the prelude's kora_max16 and kora_sum16): per 16 channels,
+  // an accumulator in registers over the whole window, where the scalar loops fold each
+  // window position into an array of C (max: 1.9-2.2x faster alone, 3x3 stride 2 over
+  // 111x111x64, bf16, 0.058 -> 0.028 ms). A sum adds in float there, in the scalar
+  // loops' order (they add in double: a relative difference of about 64 float roundings
+  // at most, where 1e-4 is the budget).
   std::string lanes_source() const;
   void separable_lanes(const std::string& src);
   void rows_lanes(const std::string& src);
@@ -205,6 +208,10 @@ class WindowReduceWriter {
   void store_channels(const std::string& acc, const Coords& at);
   // The same from the 16 lanes of `acc` for the channels from `cb`.
   void store_lanes(const std::string& acc, const Coords& at, const std::string& cb);
+  // The prelude's 16-lane accumulator of the reduce, and the statement folding the 16
+  // floats at `pointer` into `acc`, one of them.
+  std::string lanes_type() const;
+  std::string fold_lanes(const std::string& acc, const std::string& pointer) const;
 
   KernelWriter& kw_;
   const Primitive& p_;
@@ -572,7 +579,10 @@ void WindowReduceWriter::channels_last_separable() {
 }
 
 std::string WindowReduceWriter::lanes_source() const {
-  if (!max_ || !w_->channels_last || xs_.back() % 16 != 0) return "";
+  if (!w_->channels_last || xs_.back() % 16 != 0) return "";
+  int64_t positions = 1;
+  for (size_t i = 0; i < n_; ++i) positions *= xs_[1 + n_ + i];
+  if (!max_ && positions > 64) return "";
   if (kw_.graph_.value(in_).dtype != DType::kFloat32 || code_.out != DType::kFloat32) return "";
   if (auto b = kw_.buffer_.find(in_); b != kw_.buffer_.end()) return b->second;
   if (kw_.producer_.count(in_)) return "";  // computed in place
@@ -580,9 +590,11 @@ std::string WindowReduceWriter::lanes_source() const {
   return r == kw_.in_ptr_.end() ? "" : r->second;
 }
 
-// The statement folding the 16 floats at `pointer` into the kora_max16 `acc`.
-static std::string fold_lanes(const std::string& acc, const std::string& pointer) {
-  return "kora_max16_fold(" + acc + ", kora_load16(" + pointer + "));";
+std::string WindowReduceWriter::lanes_type() const { return max_ ? "kora_max16" : "kora_sum16"; }
+
+std::string WindowReduceWriter::fold_lanes(const std::string& acc,
+                                           const std::string& pointer) const {
+  return lanes_type() + "_fold(" + acc + ", kora_load16(" + pointer + "));";
 }
 
 void WindowReduceWriter::separable_lanes(const std::string& src) {
@@ -632,7 +644,7 @@ void WindowReduceWriter::rows_lanes(const std::string& src) {
   const std::string cb = kw_.fresh("cb"), acc = kw_.fresh("acc");
   kw_.open_block("for (int64_t " + cb + " = 0; " + cb + " < " + num(xs_.back()) + "; " + cb +
                  " += 16)");
-  kw_.line("kora_max16 " + acc + ";");
+  kw_.line(lanes_type() + " " + acc + ";");
   Coords ic = open_window_dims(c, n_);
   ic.push_back(cb);
   kw_.line(fold_lanes(acc, src + " + " + kw_.offset(is_, ic)));
@@ -648,8 +660,8 @@ void WindowReduceWriter::store_lanes(const std::string& acc, const Coords& at,
   Coords oc(os_.size(), "0");
   for (size_t i = 0; i < at.size(); ++i) oc[i] = at[i];
   oc.back() = cb;
-  kw_.line("kora_store16(" + out_ + " + " + kw_.offset(os_, oc) + ", kora_max16_value(" + acc +
-           "));");
+  kw_.line("kora_store16(" + out_ + " + " + kw_.offset(os_, oc) + ", " + lanes_type() + "_value(" +
+           acc + "));");
 }
 
 void WindowReduceWriter::channels_last_rows() {
@@ -677,7 +689,8 @@ bool KernelWriter::window_reduce_phase(const Primitive& p, const ReduceAttrs& r)
     const std::string src = pooling.lanes_source();
     if (!src.empty()) {
       line("#ifdef KORA_VEC16");
-      line("// " + p.output() + " = reduce max of the windows " + p.inputs.at(0) + " (16 lanes)");
+      line("// " + p.output() + " = reduce " + reduce_op_name(r.op) + " of the windows " +
+           p.inputs.at(0) + " (16 lanes)");
       separable ? pooling.separable_lanes(src) : pooling.rows_lanes(src);
       line("#else");
     }

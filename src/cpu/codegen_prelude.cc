@@ -59,7 +59,7 @@ struct kora_bf16 {
 // kora_bf16 rounds); kora_max16 folds a NaN-keeping max in registers: the maximum of the
 // values that are not NaN, and which lanes saw a NaN (they come out NaN). One max and
 // one compare a fold, where the scalar form takes two compares, two blends and a load
-// and store of its accumulator.
+// and store of its accumulator. kora_sum16 adds in float.
 #if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
 #define KORA_VEC16 1
 typedef float kora_f32x16 __attribute__((vector_size(64)));
@@ -96,6 +96,11 @@ KORA_FN void kora_max16_fold(kora_max16& a, kora_f32x16 v) {
 KORA_FN kora_f32x16 kora_max16_value(const kora_max16& a) {
   return __builtin_ia32_blendmps_512_mask(a.m, KORA_NAN - kora_f32x16{}, a.nan);
 }
+struct kora_sum16 {
+  kora_f32x16 s = {};
+};
+KORA_FN void kora_sum16_fold(kora_sum16& a, kora_f32x16 v) { a.s += v; }
+KORA_FN kora_f32x16 kora_sum16_value(const kora_sum16& a) { return a.s; }
 #endif
 // exp and tanh on floats without branches or calls, so loops over them vectorize
 // (Cephes' single-precision polynomials, about 1 ulp); double keeps the C library's.

@@ -87,9 +87,9 @@ TEST(CpuCodegenPrelude, VectorMathWithinUlpsOfTheCLibrary) {
 
 // KORA_VEC16 (GCC with AVX-512; skipped elsewhere): bfloat16 loads widen exactly, stores
 // round bit for bit as kora_bf16's scalar assignment does (ties to even, NaN quiet,
-// infinities, overflow, subnormals), and kora_max16 folds the scalar NaN-keeping max:
-// NaN wherever a lane saw one, else the first of equal maxima (v > m ? v : m, as the
-// scalar loop: -0 then +0 gives -0).
+// infinities, overflow, subnormals), kora_max16 folds the scalar NaN-keeping max: NaN
+// wherever a lane saw one, else the first of equal maxima (v > m ? v : m, as the scalar
+// loop: -0 then +0 gives -0), and kora_sum16 the float sum in order.
 TEST(CpuCodegenPrelude, SixteenLanesMatchTheScalarForms) {
   const std::string source = cpu_codegen_prelude() + R"(
 extern "C" int has_vec16() {
@@ -111,6 +111,11 @@ extern "C" void max16(const float* x, int64_t rows, float* y) {
   kora_max16 a;
   for (int64_t r = 0; r < rows; ++r) kora_max16_fold(a, kora_load16(x + 16 * r));
   kora_store16(y, kora_max16_value(a));
+}
+extern "C" void sum16(const float* x, int64_t rows, float* y) {
+  kora_sum16 a;
+  for (int64_t r = 0; r < rows; ++r) kora_sum16_fold(a, kora_load16(x + 16 * r));
+  kora_store16(y, kora_sum16_value(a));
 }
 #endif
 )";
@@ -181,6 +186,15 @@ extern "C" void max16(const float* x, int64_t rows, float* y) {
       EXPECT_EQ(got[q], want) << "lane " << q;
       EXPECT_EQ(std::signbit(got[q]), std::signbit(want)) << "lane " << q;
     }
+  }
+  // kora_sum16: the float sum of each lane in row order (the random rows).
+  std::vector<float> sums(16 * rows);
+  for (float& v : sums) v = normal(rng);
+  reinterpret_cast<Max>(lib.library->symbol("sum16"))(sums.data(), rows, got.data());
+  for (int q = 0; q < 16; ++q) {
+    float want = 0;
+    for (int r = 0; r < rows; ++r) want += sums[16 * r + q];
+    EXPECT_EQ(got[q], want) << "lane " << q;
   }
 }
 
