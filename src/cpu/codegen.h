@@ -49,8 +49,9 @@ namespace kora {
 //   8: channels-last max pools fold the window's rows once per output row, then its
 //      columns, where that is not much more work (3x3: 1.6x faster at stride 1, 1.2x at 2);
 //      max pools on padded planes fold their rows first too (1.35x).
-//   9: channels-last max pools over a multiple of 16 channels read from memory fold 16
-//      lanes in registers over the window (AVX-512: 2x faster alone).
+//   9: channels-last pools over a multiple of 16 channels read from memory fold 16 lanes
+//      in registers over the window (AVX-512: max 2x faster alone; sums in float); a
+//      reduction whose row runs along a concat's axis reads one input per loop.
 constexpr int kCpuCodegenRevision = 9;
 
 // Whether generate_cpu_kernel can compute this candidate.
