@@ -45,6 +45,8 @@ struct LayoutCost {
   std::map<std::string, std::string> sides;
   std::vector<std::string> views;
   bool views_channels_last = false;  // views only where every side is channels last (pools)
+  // ... or, for such a pool, every side in channel blocks of one of these sizes (8, 16)
+  std::vector<int64_t> views_channel_blocks;
   // A second native implementation, every side channels last (acdb), where `sides` name
   // other layouts: its cost with none reordered (< 0: none), and its sides.
   double channels_last_ms = -1;

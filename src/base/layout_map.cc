@@ -78,4 +78,16 @@ std::optional<LayoutMap> layout_map(const std::string& tag, const Shape& shape) 
   return m;
 }
 
+int64_t channel_block(const LayoutMap& m) {
+  if (m.split != 1 || m.perm.size() < 3) return 0;
+  for (size_t d = 0; d + 1 < m.perm.size(); ++d)
+    if (m.perm[d] != static_cast<int64_t>(d < 2 ? d : d + 1)) return 0;
+  return m.perm.back() == 2 ? m.block : 0;
+}
+
+int64_t channel_block(const std::string& tag, const Shape& shape) {
+  const std::optional<LayoutMap> m = layout_map(tag, shape);
+  return m ? channel_block(*m) : 0;
+}
+
 }  // namespace kora

@@ -46,4 +46,10 @@ bool is_channels_last(const std::string& tag, size_t rank);
 // another rank and for the tags above.
 std::optional<LayoutMap> layout_map(const std::string& tag, const Shape& shape);
 
+// The block of a map, or of `tag` for a tensor of `shape`, that stores the channel dim (1)
+// in whole blocks, the block innermost and the other dims in order ("aBcd8b", "aBcd16b",
+// "aBcde16b+bf16": 8, 16); 0 for any other.
+int64_t channel_block(const LayoutMap& m);
+int64_t channel_block(const std::string& tag, const Shape& shape);
+
 }  // namespace kora

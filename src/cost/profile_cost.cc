@@ -72,6 +72,7 @@ LayoutCost ProfileDbCost::layout_cost(const PrimGraph& graph, const KernelDag& d
   l.agnostic = !bf16 && layout_agnostic(graph, dag, c);
   l.views = layout_view_sides(graph, dag, c, bf16);
   l.views_channels_last = !l.views.empty() && views_channels_last_only(graph, dag, c);
+  if (l.views_channels_last) l.views_channel_blocks = pool_view_channel_blocks(graph, dag, c);
   const auto native = native_.find(c.signature), blocked = blocked_.find(c.signature);
   if (native == native_.end() || blocked == blocked_.end()) {
     const uint64_t sig = c.signature ? c.signature : canonical_signature(graph, dag, c);

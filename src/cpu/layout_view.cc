@@ -184,6 +184,69 @@ std::optional<LayoutView> relabelled_channels_last(const PrimGraph& graph, const
   return view;
 }
 
+// [1, C, S1..] as a pool in channel blocks of `block` sees it: [C / block, S1.., block]
+// (the blocks a batch, the block the channels), or [1, S1.., 1] for one channel (it
+// broadcasts over both); none for another batch or C not in whole blocks.
+std::optional<Shape> channel_blocks_last(const Shape& s, int64_t block) {
+  if (s.size() < 3 || s[0] != 1 || (s[1] != 1 && s[1] % block != 0)) return std::nullopt;
+  Shape r{s[1] == 1 ? 1 : s[1] / block};
+  r.insert(r.end(), s.begin() + 2, s.end());
+  r.push_back(s[1] == 1 ? 1 : block);
+  return r;
+}
+
+// Whether every tensor of the pooling kernel (relabels_channels_last) has batch 1 and its
+// channels in whole blocks of `block` (or one channel), and no reduce is over the batch or
+// the channels.
+bool pools_in_channel_blocks(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+                             int64_t block) {
+  for (int v : c.members) {
+    const Primitive& p = graph.prims[dag.prim[v]];
+    for (const auto* list : {&p.inputs, &p.outputs})
+      for (const std::string& t : *list)
+        if (!channel_blocks_last(graph.value(t).shape, block)) return false;
+    if (const auto* r = std::get_if<ReduceAttrs>(&p.attrs))
+      for (int64_t a : r->axes)
+        if (a < 2) return false;
+  }
+  return true;
+}
+
+// The pooling kernel relabelled for sides all in channel blocks of one size (aBcd16b):
+// every tensor [1, C, S..] as [C / block, S.., block] (channel_blocks_last), so the
+// blocks are a batch and the block the channels of a channels-last pool (windows
+// layout::Window::channels_last over [C / block, S.., block]); the sides' bytes are
+// their stored ones.
+std::optional<LayoutView> relabelled_channel_blocks(const PrimGraph& graph, const KernelDag& dag,
+                                                    const Candidate& c,
+                                                    const std::vector<std::string>& reads,
+                                                    const std::vector<std::string>& writes,
+                                                    const std::map<std::string, LayoutMap>& map) {
+  if (map.empty() || !relabels_channels_last(graph, dag, c)) return std::nullopt;
+  const int64_t block = channel_block(map.begin()->second);
+  if (block == 0) return std::nullopt;
+  for (const auto& [t, m] : map)
+    if (channel_block(m) != block) return std::nullopt;
+  if (!others_narrow(graph, reads, writes, map) || !pools_in_channel_blocks(graph, dag, c, block))
+    return std::nullopt;
+  LayoutView view;
+  PrimGraph& g = view.graph;
+  g.name = graph.name;
+  for (int v : c.members) {
+    Primitive p = graph.prims[dag.prim[v]];
+    add_relabelled_tensors(graph, p, g,
+                           [&](const Shape& s) { return *channel_blocks_last(s, block); });
+    if (auto* r = std::get_if<ReduceAttrs>(&p.attrs)) {
+      for (int64_t& a : r->axes) --a;  // the batch dim gone (past N and C: in order)
+    } else if (auto* layout = std::get_if<LayoutAttrs>(&p.attrs)) {
+      if (auto* w = std::get_if<layout::Window>(layout)) w->channels_last = true;
+    }
+    g.prims.push_back(std::move(p));
+  }
+  finish(reads, writes, graph, view);
+  return view;
+}
+
 // The permutation undoing `perm` (a transpose by it, then by this, is the identity).
 std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm) {
   std::vector<int64_t> inverse(perm.size());
@@ -271,6 +334,16 @@ std::vector<std::string> channels_last_transposed_sides(const PrimGraph& graph,
   return sides;
 }
 
+std::vector<int64_t> pool_view_channel_blocks(const PrimGraph& graph, const KernelDag& dag,
+                                              const Candidate& c) {
+  std::vector<int64_t> blocks;
+  if (relabels_in_stored_order(graph, dag, c) || !relabels_channels_last(graph, dag, c))
+    return blocks;
+  for (int64_t block : {8, 16})
+    if (pools_in_channel_blocks(graph, dag, c, block)) blocks.push_back(block);
+  return blocks;
+}
+
 bool views_channels_last_only(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
   return !relabels_in_stored_order(graph, dag, c) &&
          (relabels_channels_last(graph, dag, c) ||
@@ -310,6 +383,8 @@ LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candi
   if (std::optional<LayoutView> view = relabelled(graph, dag, c, reads, writes, map))
     return with_bfloat16(*std::move(view));
   if (std::optional<LayoutView> view = relabelled_channels_last(graph, dag, c, reads, writes, map))
+    return with_bfloat16(*std::move(view));
+  if (std::optional<LayoutView> view = relabelled_channel_blocks(graph, dag, c, reads, writes, map))
     return with_bfloat16(*std::move(view));
   LayoutView view;
   view.bfloat16 = bfloat16;

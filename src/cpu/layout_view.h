@@ -8,12 +8,13 @@
 // elementwise, reduce, broadcast, concat, slice and gather members (a nearest resize) on sides all
 // in one layout is instead relabelled into the stored order (reduce axes renumbered), so that a
 // reduction over a channels-last tensor keeps the channels innermost, and so is a pool on sides all
-// channels last; only such kernels are offered views. The code generator composes those index maps
-// with the members' (no data moves twice), so a squeeze-excitation's pooling and scaling, a global
-// pool or any kernel with reductions, broadcasts or layout members reads and writes the
-// channels-last activations of the oneDNN convolutions around it: the reorders at their boundaries
-// disappear. The view keeps the candidate's tensor names and their order (kernel_reads,
-// kernel_writes), so it takes the same arguments as the candidate.
+// channels last or all in channel blocks of one size; only such kernels are offered views. The code
+// generator composes those index maps with the members' (no data moves twice), so a
+// squeeze-excitation's pooling and scaling, a global pool or any kernel with reductions, broadcasts
+// or layout members reads and writes the channels-last activations of the oneDNN convolutions
+// around it: the reorders at their boundaries disappear. The view keeps the candidate's tensor
+// names and their order (kernel_reads, kernel_writes), so it takes the same arguments as the
+// candidate.
 #pragma once
 
 #include <cstdint>
@@ -57,7 +58,7 @@ bool relabels_in_stored_order(const PrimGraph& graph, const KernelDag& dag, cons
 // channels last is the same kernel relabelled with the channel dim last in every tensor
 // (the windows [N, O1..On, K1..Kn, C], layout::Window::channels_last), so that a max pool
 // between channels-last convolutions reads and writes their tensors with the channels
-// innermost. Only channels last: in channel blocks it reads through transposes.
+// innermost. In channel blocks, see pool_view_channel_blocks.
 bool relabels_channels_last(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 // The sides of a candidate that only transpose members moving the channels last read
 // (timm's LayerNorm2d, a Swin block's permutes), or that a transpose moving them back to
@@ -69,6 +70,13 @@ std::vector<std::string> channels_last_transposed_sides(const PrimGraph& graph,
 // A candidate offered views in channels last only (relabels_channels_last, or sides that
 // transposes move channels last; and not relabels_in_stored_order).
 bool views_channels_last_only(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
+// The channel blocks (of 8, 16) a pooling kernel (relabels_channels_last) also takes on
+// sides all in blocks of one size, where every tensor has batch 1 and its channels in
+// whole blocks (or one channel): relabelled [C / block, S.., block], the blocks a batch
+// and the block the channels of a channels-last pool (a max pool between convolutions in
+// oneDNN's float32 blocked layouts reads and writes them in place). Empty for others.
+std::vector<int64_t> pool_view_channel_blocks(const PrimGraph& graph, const KernelDag& dag,
+                                              const Candidate& c);
 
 // The sides of a candidate that generated code can take in a stored layout: the
 // float32 activations (not constants) of rank 3 to 5 with more than one dim above 1 (a

@@ -11,13 +11,23 @@
 namespace kora {
 namespace {
 
+// Whether a candidate's views (LayoutCost::views) take a side stored in `layout`: any
+// layout generated code can view, except that a pool's take channels last, or channel
+// blocks of the sizes it lists.
+bool view_takes(const LayoutCost& l, const std::string& layout, const Shape& shape) {
+  if (!l.views_channels_last || is_channels_last(layout, shape.size())) return true;
+  const int64_t block = channel_block(layout, shape);
+  return block > 0 && std::find(l.views_channel_blocks.begin(), l.views_channel_blocks.end(),
+                                block) != l.views_channel_blocks.end();
+}
+
 // Tensors no native implementation stores, but which a kernel taking any layout (an
 // agnostic one: every side of one shape) or its layout views shares with a tensor that
 // one does, may be stored in that tensor's layout too: a max pool's output between a
 // convolution and the views of a concatenation, the input of a dense block. Repeated to
 // a fixed point, so layouts pass along chains of such kernels; a tensor whose shape the
-// layout cannot map (padded blocks) or, for channels-last-only views, a layout other than
-// channels last, stays without. `native_layout` gains the tensors so reached.
+// layout cannot map (padded blocks) or that a pool's views do not take (view_takes)
+// stays without. `native_layout` gains the tensors so reached.
 void propagate_layouts(const PrimGraph& graph, const KernelDag& sub,
                        const std::vector<Candidate>& candidates,
                        const std::vector<LayoutCost>& costs_of, const std::vector<char>& agnostic,
@@ -48,7 +58,7 @@ void propagate_layouts(const PrimGraph& graph, const KernelDag& sub,
       for (const std::string& t : shared[k]) {
         const Shape& shape = graph.value(t).shape;
         if (native_layout.count(t) || !node_of.count(t) || !layout_map(layout, shape) ||
-            (costs_of[k].views_channels_last && !is_channels_last(layout, shape.size())))
+            !view_takes(costs_of[k], layout, shape))
           continue;
         native_layout.emplace(t, layout);
         changed = true;
@@ -145,8 +155,7 @@ LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& se
       const auto layout = native_layout.find(t);
       if (node == node_of.end() || layout == native_layout.end() ||
           !layout_map(layout->second, graph.value(t).shape) ||
-          (costs_of[k].views_channels_last &&
-           !is_channels_last(layout->second, graph.value(t).shape.size())))
+          !view_takes(costs_of[k], layout->second, graph.value(t).shape))
         break;  // a side that stays plain: all stay plain
       nodes.push_back(node->second);
     }

@@ -284,6 +284,96 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
   }
 }
 
+// Pools between convolutions in oneDNN's float32 channel blocks: a bias-and-ReLU then a
+// 3x3 max pool (stride 2 and stride 1, -inf fill: codegen's pooling forms) and a 2x2 sum
+// pool, over 32 channels. Every pooling candidate takes blocks of 8 and 16
+// (pool_view_channel_blocks); on sides all "aBcd8b" or all "aBcd16b" its kernel is the
+// pool relabelled with the blocks as a batch and the block as the channels (no transpose,
+// windows channels last; over blocks of 16, the 16-lane code), and matches the
+// interpreter. Over 24 channels only blocks of 8 divide; a batch of 2, none.
+TEST(LayoutView, PoolsInChannelBlocksTakeTheBlocksAsABatch) {
+  std::mt19937 rng(8);
+  GraphBuilder b(rng);
+  const Shape shape = {1, 32, 9, 9};
+  const std::string x = b.input(DType::kFloat32, shape);
+  const std::string bias = b.input(DType::kFloat32, {1, 32, 1, 1}, true);
+  const std::string wide_bias = b.prim(BroadcastAttrs{}, {bias}, DType::kFloat32, shape);
+  const std::string biased =
+      b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}}, {x, wide_bias},
+             DType::kFloat32, shape);
+  const std::string relu =
+      b.prim(ElementwiseAttrs{ScalarOp::kRelu, {Operand{0, 0}}}, {biased}, DType::kFloat32, shape);
+  std::vector<std::string> outputs = {max_pool_3x3(b, relu, shape, 2, -INFINITY),
+                                      max_pool_3x3(b, x, shape, 1, -INFINITY)};
+  layout::Window two{{2, 2}, {1, 1}, {0, 0}, 0.0};
+  const std::string windows = b.prim(LayoutAttrs{two}, {x}, DType::kFloat32, {1, 32, 4, 4, 2, 2});
+  const std::string summed =
+      b.prim(ReduceAttrs{ReduceOp::kSum, {4, 5}}, {windows}, DType::kFloat32, {1, 32, 4, 4, 1, 1});
+  outputs.push_back(
+      b.prim(LayoutAttrs{layout::Reshape{}}, {summed}, DType::kFloat32, {1, 32, 4, 4}));
+  b.g.outputs = outputs;
+  const PrimGraph& g = b.g;
+  const KernelDag dag = kernel_dag_of(g);
+  CandidateOptions co;
+  co.max_size = 4;
+  std::string source = cpu_codegen_prelude();
+  std::vector<ViewCase> cases;
+  int lanes = 0;
+  for (const Candidate& c : enumerate_candidates(dag, co)) {
+    const std::vector<std::string> views = layout_view_sides(g, dag, c);
+    if (views.empty() || !relabels_channels_last(g, dag, c)) continue;
+    EXPECT_EQ(pool_view_channel_blocks(g, dag, c), (std::vector<int64_t>{8, 16}))
+        << kernel_name(g, dag, c);
+    for (const std::string layout : {"aBcd8b", "aBcd16b"}) {
+      TensorLayouts layouts;
+      for (const std::string& t : views) layouts[t] = layout;
+      const LayoutView view = layout_view(g, dag, c, layouts);
+      int windows_seen = 0;
+      for (const Primitive& p : view.graph.prims) {
+        EXPECT_NE(p.origin, "layout view") << kernel_name(g, dag, c) << " in " << layout;
+        const auto* l = std::get_if<LayoutAttrs>(&p.attrs);
+        const auto* w = l ? std::get_if<layout::Window>(l) : nullptr;
+        if (w) {
+          EXPECT_TRUE(w->channels_last);
+          ++windows_seen;
+        }
+      }
+      EXPECT_EQ(windows_seen, 1);
+      ViewCase k{c, layouts,
+                 generate_cpu_kernel(view.graph, view.dag, view.candidate,
+                                     "block_view" + std::to_string(cases.size()))};
+      lanes += k.kernel.source.find("16_fold(") != std::string::npos;
+      source += k.kernel.source;
+      cases.push_back(std::move(k));
+    }
+  }
+  ASSERT_GE(cases.size(), 6u);
+  EXPECT_GE(lanes, 3);  // each pool reading memory in blocks of 16
+  kora_test::TempDir dir;
+  const CompileResult lib =
+      compile_shared(source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
+  for (const ViewCase& k : cases) {
+    const ViewRun run = run_view_case(g, dag, k, lib, rng, false);
+    for (size_t i = 0; i < k.kernel.writes.size(); ++i) {
+      const std::string& t = k.kernel.writes[i];
+      EXPECT_EQ(kora_codegen_test::compare(run.stored_value(g, k, t), run.outputs[i].bytes()), "")
+          << kernel_name(g, dag, k.c) << ", output " << t << "\n"
+          << k.kernel.source;
+    }
+  }
+
+  for (const Shape& other : {Shape{1, 24, 9, 9}, Shape{2, 32, 9, 9}}) {
+    GraphBuilder o(rng);
+    const std::string y = o.input(DType::kFloat32, other);
+    o.g.outputs = {max_pool_3x3(o, y, other, 2, -INFINITY)};
+    const KernelDag odag = kernel_dag_of(o.g);
+    const Candidate pool = make_candidate(odag, {0, 1, 2});
+    EXPECT_EQ(pool_view_channel_blocks(o.g, odag, pool),
+              other[0] == 1 ? std::vector<int64_t>{8} : std::vector<int64_t>{})
+        << shape_str(other);
+  }
+}
+
 TEST(LayoutView, SidesAreTheWideActivationsAndReductionsKeepChannelsInnermost) {
   std::mt19937 rng(1);
   GraphBuilder b(rng);
