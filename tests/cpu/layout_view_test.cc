@@ -119,6 +119,25 @@ ViewRun run_view_case(const PrimGraph& g, const KernelDag& dag, const ViewCase& 
   return run;
 }
 
+// Every case of `source` (float32 sides) compiled and run: each output, stored in its
+// layout, matches the interpreter's value.
+void expect_float32_cases_match(const PrimGraph& g, const KernelDag& dag,
+                                const std::vector<ViewCase>& cases, const std::string& source,
+                                std::mt19937& rng) {
+  kora_test::TempDir dir;
+  const CompileResult lib =
+      compile_shared(source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
+  for (const ViewCase& k : cases) {
+    const ViewRun run = run_view_case(g, dag, k, lib, rng, false);
+    for (size_t i = 0; i < k.kernel.writes.size(); ++i) {
+      const std::string& t = k.kernel.writes[i];
+      EXPECT_EQ(kora_codegen_test::compare(run.stored_value(g, k, t), run.outputs[i].bytes()), "")
+          << kernel_name(g, dag, k.c) << ", output " << t << "\n"
+          << k.kernel.source;
+    }
+  }
+}
+
 // Squeeze-excitation of x [N, C, H, W]: mean over H, W; sigmoid; x scaled by it.
 std::string squeeze_excitation(GraphBuilder& b, const std::string& x, const Shape& shape) {
   const Shape narrow = {shape[0], shape[1], 1, 1};
@@ -270,18 +289,7 @@ TEST(LayoutView, KernelsOnChannelsLastSidesMatchTheInterpreter) {
   EXPECT_GE(pools, 2);    // the window with its max (and its reshape, and the scale before)
   EXPECT_GE(gathers, 4);  // each gather alone, both together, with the exponential
   EXPECT_EQ(relabelled, offered);
-  kora_test::TempDir dir;
-  const CompileResult lib =
-      compile_shared(source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
-  for (const ViewCase& k : cases) {
-    const ViewRun run = run_view_case(g, dag, k, lib, rng, false);
-    for (size_t i = 0; i < k.kernel.writes.size(); ++i) {
-      const std::string& t = k.kernel.writes[i];
-      EXPECT_EQ(kora_codegen_test::compare(run.stored_value(g, k, t), run.outputs[i].bytes()), "")
-          << kernel_name(g, dag, k.c) << ", output " << t << "\n"
-          << k.kernel.source;
-    }
-  }
+  expect_float32_cases_match(g, dag, cases, source, rng);
 }
 
 // Pools between convolutions in oneDNN's float32 channel blocks: a bias-and-ReLU then a
@@ -349,18 +357,7 @@ TEST(LayoutView, PoolsInChannelBlocksTakeTheBlocksAsABatch) {
   }
   ASSERT_GE(cases.size(), 6u);
   EXPECT_GE(lanes, 3);  // each pool reading memory in blocks of 16
-  kora_test::TempDir dir;
-  const CompileResult lib =
-      compile_shared(source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
-  for (const ViewCase& k : cases) {
-    const ViewRun run = run_view_case(g, dag, k, lib, rng, false);
-    for (size_t i = 0; i < k.kernel.writes.size(); ++i) {
-      const std::string& t = k.kernel.writes[i];
-      EXPECT_EQ(kora_codegen_test::compare(run.stored_value(g, k, t), run.outputs[i].bytes()), "")
-          << kernel_name(g, dag, k.c) << ", output " << t << "\n"
-          << k.kernel.source;
-    }
-  }
+  expect_float32_cases_match(g, dag, cases, source, rng);
 
   for (const Shape& other : {Shape{1, 24, 9, 9}, Shape{2, 32, 9, 9}}) {
     GraphBuilder o(rng);
