@@ -52,7 +52,7 @@ struct kora_bf16 {
     return *this;
   }
 };
-// 16 float lanes, the vector code of channels-last max pools (KORA_VEC16: with GCC and
+// 16 float lanes, the vector code of channels-last pools (KORA_VEC16: with GCC and
 // AVX-512 only, through its builtins; a kernel keeps its scalar loops for #else, as
 // g++'s generic code for 64-byte vectors without AVX-512 ran 20x slower than them).
 // Loaded from float or bfloat16 elements and stored to either (bfloat16 rounded as
