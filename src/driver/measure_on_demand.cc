@@ -66,6 +66,33 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
+ModelCandidates plan_kernels_outside(const PrimGraph& graph, const OrchestrationResult& plan,
+                                     const std::set<uint64_t>& wanted,
+                                     const ModelCandidates& enumerated) {
+  std::set<uint64_t> known;
+  for (const UniqueCandidate& u : enumerated.unique) known.insert(u.candidate->signature);
+  ModelCandidates outside;
+  SegmentCandidates whole;
+  whole.sub = kernel_dag_of(graph);
+  std::map<int, int> node_of;  // prim -> node of the whole graph's DAG
+  for (int v = 0; v < whole.sub.size(); ++v) node_of[whole.sub.prim[v]] = v;
+  for (const ChosenKernel& k : plan.kernels) {
+    if (!wanted.count(k.signature) || known.count(k.signature)) continue;
+    std::vector<int> nodes;
+    for (int prim : k.prims) nodes.push_back(node_of.at(prim));
+    Candidate c = make_candidate(whole.sub, nodes);
+    c.signature = k.signature;
+    whole.candidates.push_back(std::move(c));
+    known.insert(k.signature);
+  }
+  if (whole.candidates.empty()) return outside;
+  outside.segments.push_back(std::move(whole));
+  const SegmentCandidates& segment = outside.segments.front();
+  for (const Candidate& c : segment.candidates)
+    outside.unique.push_back(UniqueCandidate{0, &segment.sub, &c});
+  return outside;
+}
+
 SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_ptr<ProfileDb> db,
                            const CompileOptions& options, OnDemandReport& report) {
   check_compilable(graph);
@@ -192,8 +219,18 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
          " ms with " + std::to_string(missing.size()) + " not measured (or not yet searched): " +
          (elsewhere ? "a job for them" : "measuring them"));
     const auto start = std::chrono::steady_clock::now();
-    const ProfileReport r = measure_candidates(graph, target, *db, solve_options, &missing,
-                                               ScheduleSearch::kDeferred, scratch, &candidates);
+    ProfileReport r = measure_candidates(graph, target, *db, solve_options, &missing,
+                                         ScheduleSearch::kDeferred, scratch, &candidates);
+    // Kernels no segment enumerates (a reshape the whole-graph pass moved): else asked for
+    // in every round and never measured, the plan left with a typical cost.
+    const ModelCandidates outside = plan_kernels_outside(graph, s.plan, missing, candidates);
+    if (!outside.unique.empty() && !elsewhere) {
+      const ProfileReport o = measure_candidates(graph, target, *db, solve_options, &missing,
+                                                 ScheduleSearch::kDeferred, scratch, &outside);
+      r.measured += o.measured;
+      r.searched += o.searched;
+      r.failed += o.failed;
+    }
     report.profile_seconds += seconds_since(start);
     report.candidates = r.kernels;
     report.measured += r.measured;

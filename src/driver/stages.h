@@ -7,6 +7,7 @@
 
 #include "kora/compile.h"
 #include "kora/cost.h"
+#include "kora/orchestration.h"
 
 namespace kora {
 
@@ -23,6 +24,14 @@ ProfileReport measure_candidates(const PrimGraph& graph, Target& target, Profile
                                  ScheduleSearch search = ScheduleSearch::kWith,
                                  std::shared_ptr<ProfileScratch> scratch = nullptr,
                                  const ModelCandidates* enumerated = nullptr);
+
+// The kernels of `plan` whose signature is in `wanted` and that no candidate of
+// `enumerated` is: the whole-graph layout pass makes such kernels (a reshape of unit dims
+// moved from one kernel into its neighbour, src/orchestrate/whole_graph_layouts.cc). As
+// the candidates of one segment spanning the graph, so that a round measures them too.
+ModelCandidates plan_kernels_outside(const PrimGraph& graph, const OrchestrationResult& plan,
+                                     const std::set<uint64_t>& wanted,
+                                     const ModelCandidates& enumerated);
 
 // Kernels not measured at a cost (ExcludedCost::kMs each) no plan takes while one of
 // measured kernels exists: the fallback of the solve for the best plan of measured kernels.

@@ -16,6 +16,7 @@
 #include "cpu/machine_peaks.h"
 #include "cpu/profile.h"
 #include "driver/cpu_compile_setup.h"
+#include "driver/stages.h"
 #include "emit/small_artifacts.h"
 #include "frontend/model_builder.h"
 #include "kora/compile.h"
@@ -483,6 +484,49 @@ TEST(MeasureOnDemand, CpuTargetCompilesFromAnEmptyDatabaseMeasuringPartOfTheCand
   const nlohmann::json j = nlohmann::json::parse(compile_summary_json(s));
   EXPECT_EQ(j["on_demand"]["measured"], s.on_demand.measured);
   EXPECT_EQ(j["on_demand"]["complete"], s.on_demand.complete);
+}
+
+// A kernel of a plan that no segment enumerates (the whole-graph layout pass moves a
+// reshape of unit dims into a neighbouring kernel and so makes one) is measured as a
+// kernel of the whole graph. Before, a round asked for it, measured nothing and stopped,
+// the plan keeping the kernel at a typical cost (Inception-v3 and YOLOv8n under --bf16:
+// "1 of the chosen kernels were never measured").
+TEST(MeasureOnDemand, PlanKernelsNoSegmentEnumeratesAreMeasuredAsKernelsOfTheGraph) {
+  CpuCompileSetup setup;
+  const PrimGraph g = kora::import_model(mlp_builder().save(setup.dir));
+  CandidateOptions one;
+  one.max_size = 1;  // only single primitives are candidates
+  const ModelCandidates enumerated = unique_candidates(g, PartitionOptions{}, one);
+  // The first matmul and the bias add after it, as one kernel of the plan.
+  const KernelDag dag = kernel_dag_of(g);
+  std::vector<int> pair;
+  for (int v = 0; v < dag.size() && pair.size() < 2; ++v)
+    if (g.prims[dag.prim[v]].kind() == PrimKind::kLinear || !pair.empty()) pair.push_back(v);
+  ASSERT_EQ(pair.size(), 2u);
+  Candidate c = make_candidate(dag, pair);
+  c.signature = canonical_signature(g, dag, c);
+  OrchestrationResult plan;
+  ChosenKernel k;
+  for (int v : pair) k.prims.push_back(dag.prim[v]);
+  k.signature = c.signature;
+  plan.kernels.push_back(k);
+  ChosenKernel single;  // a kernel the segments do enumerate: not taken again
+  single.prims = {dag.prim[pair[0]]};
+  single.signature = enumerated.unique.front().candidate->signature;
+  plan.kernels.push_back(single);
+
+  const std::set<uint64_t> wanted = {c.signature, single.signature};
+  EXPECT_TRUE(plan_kernels_outside(g, plan, {}, enumerated).unique.empty());
+  const ModelCandidates outside = plan_kernels_outside(g, plan, wanted, enumerated);
+  ASSERT_EQ(outside.unique.size(), 1u);
+  EXPECT_EQ(outside.unique[0].candidate->signature, c.signature);
+  EXPECT_EQ(outside.unique[0].candidate->members, pair);
+
+  ProfileDb db(setup.options.db);
+  const ProfileReport r = measure_candidates(g, *setup.target, db, setup.options, &wanted,
+                                             ScheduleSearch::kDeferred, nullptr, &outside);
+  EXPECT_GE(r.measured, 1);
+  EXPECT_TRUE(db.known(setup.target->device(db), c.signature));
 }
 
 TEST(MeasureOnDemand, MachinePeaksBoundEveryKernelMeasuredHere) {
