@@ -152,6 +152,33 @@ Shape squeezed_from(const Shape& s, size_t from) {
   return r;
 }
 
+// A pooling kernel (relabels_channels_last) relabelled so that its windows are taken
+// channels last: every tensor's shape by `relabel` (constants keep their bytes), each
+// reduce axis a of an input of rank r by `axis(a, r)`, windows channels last.
+template <typename Relabel, typename Axis>
+LayoutView relabelled_pool(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+                           const std::vector<std::string>& reads,
+                           const std::vector<std::string>& writes, const Relabel& relabel,
+                           const Axis& axis) {
+  LayoutView view;
+  PrimGraph& g = view.graph;
+  g.name = graph.name;
+  for (int v : c.members) {
+    Primitive p = graph.prims[dag.prim[v]];
+    add_relabelled_tensors(graph, p, g, relabel);
+    if (auto* r = std::get_if<ReduceAttrs>(&p.attrs)) {
+      const int64_t rank = static_cast<int64_t>(graph.value(p.inputs.at(0)).shape.size());
+      for (int64_t& a : r->axes) a = axis(a, rank);
+      std::sort(r->axes.begin(), r->axes.end());
+    } else if (auto* layout = std::get_if<LayoutAttrs>(&p.attrs)) {
+      if (auto* w = std::get_if<layout::Window>(layout)) w->channels_last = true;
+    }
+    g.prims.push_back(std::move(p));
+  }
+  finish(reads, writes, graph, view);
+  return view;
+}
+
 // The kernel relabelled channels last when it pools (relabels_channels_last): every tensor
 // with its channel dim (1) moved last, the windows taken channels last ([N, O.., K.., C]),
 // reduce axes renumbered; reshapes (which drop or add dims of size 1) and constants (of
@@ -165,23 +192,10 @@ std::optional<LayoutView> relabelled_channels_last(const PrimGraph& graph, const
   for (const auto& [t, m] : map)
     if (!moves_channels_last(m)) return std::nullopt;
   if (!others_narrow(graph, reads, writes, map)) return std::nullopt;
-  LayoutView view;
-  PrimGraph& g = view.graph;
-  g.name = graph.name;
-  for (int v : c.members) {
-    Primitive p = graph.prims[dag.prim[v]];
-    add_relabelled_tensors(graph, p, g, channels_moved_last);
-    if (auto* r = std::get_if<ReduceAttrs>(&p.attrs)) {
-      const int64_t rank = static_cast<int64_t>(graph.value(p.inputs.at(0)).shape.size());
-      for (int64_t& a : r->axes) a = a == 1 ? rank - 1 : a > 1 ? a - 1 : a;
-      std::sort(r->axes.begin(), r->axes.end());
-    } else if (auto* layout = std::get_if<LayoutAttrs>(&p.attrs)) {
-      if (auto* w = std::get_if<layout::Window>(layout)) w->channels_last = true;
-    }
-    g.prims.push_back(std::move(p));
-  }
-  finish(reads, writes, graph, view);
-  return view;
+  return relabelled_pool(graph, dag, c, reads, writes, channels_moved_last,
+                         [](int64_t a, int64_t rank) {
+                           return a == 1 ? rank - 1 : a > 1 ? a - 1 : a;
+                         });
 }
 
 // [1, C, S1..] as a pool in channel blocks of `block` sees it: [C / block, S1.., block]
@@ -229,22 +243,9 @@ std::optional<LayoutView> relabelled_channel_blocks(const PrimGraph& graph, cons
     if (channel_block(m) != block) return std::nullopt;
   if (!others_narrow(graph, reads, writes, map) || !pools_in_channel_blocks(graph, dag, c, block))
     return std::nullopt;
-  LayoutView view;
-  PrimGraph& g = view.graph;
-  g.name = graph.name;
-  for (int v : c.members) {
-    Primitive p = graph.prims[dag.prim[v]];
-    add_relabelled_tensors(graph, p, g,
-                           [&](const Shape& s) { return *channel_blocks_last(s, block); });
-    if (auto* r = std::get_if<ReduceAttrs>(&p.attrs)) {
-      for (int64_t& a : r->axes) --a;  // the batch dim gone (past N and C: in order)
-    } else if (auto* layout = std::get_if<LayoutAttrs>(&p.attrs)) {
-      if (auto* w = std::get_if<layout::Window>(layout)) w->channels_last = true;
-    }
-    g.prims.push_back(std::move(p));
-  }
-  finish(reads, writes, graph, view);
-  return view;
+  return relabelled_pool(
+      graph, dag, c, reads, writes, [&](const Shape& s) { return *channel_blocks_last(s, block); },
+      [](int64_t a, int64_t) { return a - 1; });  // the batch dim gone (axes past N and C)
 }
 
 // The permutation undoing `perm` (a transpose by it, then by this, is the identity).
