@@ -2,22 +2,22 @@
 // ProfileDbCost::learn_context): the graph's candidates and the database's times alone and
 // in plan in; every kernel with a time alone but none in plan re-costed at what a running
 // plan will likely make of it, out.
-// A kernel measured alone reads its weights from the cache (they are one buffer, reused by
-// every sample) and its other inputs from memory (rotated through copies larger than the
-// last-level cache). Inside a running plan it is the other way round where the model's
-// weights do not fit the cache (each kernel's weights were evicted by the rest since the
-// last run) and its inputs were just written by the kernel before. So alone is optimistic
-// for kernels of large weights and pessimistic for small elementwise kernels, by ratios
-// that depend on the model (ResNet-50's 100 MB of weights: a 9 MB convolution 1.6x slower
-// in plan; a 1 MB elementwise kernel 0.6x). The kernels the check on the clock timed in
-// plan give those ratios for this graph. A kernel timed in plan in one variant lends its
-// own ratio to its other variants (a oneDNN convolution on plain tensors, natively, or
-// natively with its sides reordered: the last runs in a plan as the plain one does, and
-// costed alone it let the solver pick it as a cheaper twin of the plain kernel timed in
-// plan). A kernel not timed takes the distance-weighted mean log ratio of the
-// kContextNeighbours nearest of the same kind (by weight bytes and other bytes), and a
-// ratio of 1 counts as one more sample kPriorDistance away, so that a kernel far from
-// every timed one keeps its time alone.
+// A kernel measured alone reads its inputs and weights from memory (rotated through copies
+// larger than the last-level cache, src/cpu/profile.cc). Inside a running plan its inputs
+// were mostly just written by the kernel before, and a small model's weights stay in the
+// cache between runs. So alone is pessimistic for small elementwise kernels (ResNet-50: a
+// 1 MB elementwise kernel 0.6x in plan) and for the weights of small models, by ratios
+// that depend on the model (and was optimistic for large weights while they were measured
+// warm: ResNet-50's 9 MB convolution 1.6x slower in plan). The kernels the check on the
+// clock timed in plan give those ratios for this graph. A kernel timed in plan in one variant lends
+// its own ratio to its other variants (a oneDNN convolution on plain tensors, natively, or natively
+// with its sides reordered: the last runs in a plan as the plain one does, and costed alone it let
+// the solver pick it as a cheaper twin of the plain kernel timed in plan); on plain tensors,
+// another schedule of a kernel timed in plan keeps its time alone (ProfileDbCost: the check tries
+// it next, as a Winograd convolution's ratio says nothing of a direct one's). A kernel not timed
+// takes the distance-weighted mean log ratio of the kContextNeighbours nearest of the same kind (by
+// weight bytes and other bytes), and a ratio of 1 counts as one more sample kPriorDistance away, so
+// that a kernel far from every timed one keeps its time alone.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -59,14 +59,11 @@ void ProfileDbCost::learn_context(const PrimGraph& graph,
                                   const std::vector<UniqueCandidate>& candidates) {
   if (context_learned_) return;  // the ratios scale the costs once
   context_learned_ = true;
-  // A kernel's own ratio, where it was timed both ways: on plain tensors, else natively.
+  // A kernel's own ratio, where it was timed both ways: on plain tensors (the schedule
+  // timed in plan against its own time alone), else natively.
   auto own_ratio = [&](uint64_t sig) -> double {
-    for (const auto& [alone, in_plan] :
-         {std::pair{&alone_, &in_plan_plain_}, std::pair{&alone_native_, &in_plan_native_}}) {
-      const auto a = alone->find(sig), p = in_plan->find(sig);
-      if (a != alone->end() && p != in_plan->end() && a->second > 0 && p->second > 0)
-        return p->second / a->second;
-    }
+    for (const auto* ratios : {&in_plan_plain_, &in_plan_native_})
+      if (const auto r = ratios->find(sig); r != ratios->end() && r->second > 0) return r->second;
     return 0;
   };
   struct Sample {

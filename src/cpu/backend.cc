@@ -62,7 +62,8 @@ std::string cpu_fingerprint(int threads, const std::string& compiler, const std:
 std::string cpu_backend_fingerprint(int threads, const std::string& compiler, bool bf16) {
   return cpu_fingerprint(
              threads, compiler_version(compiler.empty() ? CxxCompileOptions{}.compiler : compiler),
-             onednn_version() + "|kora-gen " + std::to_string(kCpuCodegenRevision) +
+             onednn_version() + "|kora-measure " + std::to_string(kCpuMeasureRevision) +
+                 "|kora-gen " + std::to_string(kCpuCodegenRevision) +
                  (bf16 ? "|kora-bf16 " + std::to_string(kCpuBf16Revision) : "")) +
          (bf16 ? " bf16" : "");
 }

@@ -19,14 +19,21 @@ std::string cpu_identity(const std::string& cpuinfo);
 // "cpu|AMD EPYC|family 26 model 2|avx,...|cores=2|threads=2|g++ 12.2.0|onednn 2.6.3".
 std::string cpu_fingerprint(int threads, const std::string& compiler, const std::string& library);
 // cpu_fingerprint with the compiler of the generated kernels (empty: the default of
-// CxxCompileOptions), the linked oneDNN and the generated code's revision
-// (kCpuCodegenRevision), e.g. "...|onednn 2.6.3|kora-gen 3"; for oneDNN kernels computing
-// in bf16 (TargetOptions::bf16: measured and stored apart) the revision of what they
-// compute (kCpuBf16Revision) and " bf16" after it: "...|kora-gen 3|kora-bf16 2 bf16".
+// CxxCompileOptions), the linked oneDNN, how kernels are measured (kCpuMeasureRevision) and
+// the generated code's revision (kCpuCodegenRevision), e.g.
+// "...|onednn 2.6.3|kora-measure 2|kora-gen 3"; for oneDNN kernels computing in bf16
+// (TargetOptions::bf16: measured and stored apart) the revision of what they compute
+// (kCpuBf16Revision) and " bf16" after it: "...|kora-gen 3|kora-bf16 2 bf16".
 std::string cpu_backend_fingerprint(int threads, const std::string& compiler = "",
                                     bool bf16 = false);
 // Whether a device fingerprint is one of bf16 kernels (ends in " bf16").
 inline bool bf16_fingerprint(const std::string& device) { return device.ends_with(" bf16"); }
+
+// How the profile measures kernels (src/cpu/profile.cc), revised when that changes what
+// a kernel's time means (its records then measured again): 1 a library kernel on one
+// object, its weights, reorder buffers and scratchpad found in the cache by every sample;
+// 2 rotated through objects and scratchpads with the buffer copies.
+constexpr int kCpuMeasureRevision = 2;
 
 // What bf16 kernels compute, revised when that changes (their records then measured
 // again): 1 float32 activations between kernels; 2 native layouts in bfloat16.

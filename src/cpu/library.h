@@ -73,6 +73,14 @@ inline bool is_onednn_schedule(const std::string& schedule) {
 // Whether the candidate is a convolution oneDNN computes with Winograd (kOnednnWinograd).
 bool onednn_winograd_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 
+// The oneDNN kernels the calling thread runs next take their scratchpad from its slot
+// `copy` (modulo kScratchpadSlots). Slot 0, the default, is the one a running plan's kernels
+// share; the profile, measuring a kernel over rotating copies of its buffers, rotates the
+// scratchpad with them, so that no sample finds the last one's scratchpad in the cache (a
+// running plan has evicted it: a Winograd convolution's was 0.64 ms alone, 1.2 in plan).
+inline constexpr int kScratchpadSlots = 8;
+void select_onednn_scratchpad(int copy);
+
 // Whether make_onednn_kernel accepts the candidate.
 bool onednn_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);
 // Throws kora::Error naming the candidate's primitives when it is not supported, or when

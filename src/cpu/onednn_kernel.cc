@@ -62,14 +62,22 @@ namespace kora {
 namespace onednn {
 namespace {
 
-// The calling thread's scratchpad of at least `bytes` (page-aligned, as oneDNN's own).
-void* thread_scratchpad(size_t bytes) {
+// The calling thread's scratchpads: slot 0 is the one a running plan's kernels share; the
+// profile rotates through the others with its buffer copies (select_onednn_scratchpad).
+struct Scratchpads {
   struct Buffer {
     void* p = nullptr;
     size_t size = 0;
     ~Buffer() { std::free(p); }
   };
-  thread_local Buffer b;
+  Buffer slots[kScratchpadSlots];
+  int slot = 0;
+};
+thread_local Scratchpads scratchpads;
+
+// The calling thread's scratchpad of at least `bytes` (page-aligned, as oneDNN's own).
+void* thread_scratchpad(size_t bytes) {
+  Scratchpads::Buffer& b = scratchpads.slots[scratchpads.slot];
   if (bytes > b.size) {
     std::free(b.p);
     b.size = 0;
@@ -819,6 +827,10 @@ TensorLayouts onednn_channels_last_layouts(const PrimGraph& graph, const KernelD
     return {};
   }
   return layouts;
+}
+
+void select_onednn_scratchpad(int copy) {
+  onednn::scratchpads.slot = ((copy % kScratchpadSlots) + kScratchpadSlots) % kScratchpadSlots;
 }
 
 std::unique_ptr<CpuLibraryKernel> make_onednn_kernel(const PrimGraph& graph, const KernelDag& dag,

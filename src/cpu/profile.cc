@@ -76,14 +76,25 @@ struct Implementation {
   // Library kernels (oneDNN, interpreter); `make` builds the object when the kernel is
   // measured (a oneDNN kernel holds its reordered weights, too much to keep for all).
   std::unique_ptr<CpuLibraryKernel> object;
+  // More objects made by `make` (Buffers::objects), each with its own reordered weights
+  // and reorder buffers: the measurement rotates through them with the buffer copies (a
+  // running plan reads a kernel's weights from memory where the model's do not fit the
+  // cache: float32 Inception-v3's last matmul 0.045 ms alone on one object, 0.16-0.18 in
+  // plan; its 25 MB Winograd convolutions 0.12 and 0.45).
+  std::vector<std::unique_ptr<CpuLibraryKernel>> more_objects;
   std::function<std::unique_ptr<CpuLibraryKernel>()> make;
   std::string error;  // non-empty: failed
 
-  void run(const void* const* in, void* const* out) const {
-    if (fn)
+  // On buffer copy `copy`, a library kernel with its object and scratchpad for it.
+  void run(size_t copy, const void* const* in, void* const* out) const {
+    if (fn) {
       fn(in, out);
-    else
-      object->run(in, out);
+      return;
+    }
+    const size_t k = copy % (more_objects.size() + 1);
+    select_onednn_scratchpad(static_cast<int>(copy));
+    (k == 0 ? object : more_objects[k - 1])->run(in, out);
+    select_onednn_scratchpad(0);
   }
   // On plain tensors, for the check against the interpreter (a oneDNN kernel measured
   // in its native layouts reorders around the same primitive).
@@ -132,19 +143,32 @@ std::string brief(const std::string& text) {
   return line;
 }
 
-// The kernel's tensors, allocated `copies` times (constants once, with their values).
+// The kernel's tensors, allocated `copies` times; constants (with their values) `objects`
+// times, copy k reading constants k % objects.
 struct Buffers {
   std::vector<std::vector<Tensor>> in, out;  // [copy][tensor]
   std::vector<std::vector<const void*>> in_ptrs;
   std::vector<std::vector<void*>> out_ptrs;
+  // How many copies of the constants there are, and how many objects a library kernel is
+  // built as (Implementation::more_objects): each holds its own reordered weights and
+  // reorder buffers.
+  size_t objects = 1;
+  size_t copies() const { return in_ptrs.size(); }
 };
+
+// A kernel's copies of its constants (and a library kernel's objects) hold at most this
+// many bytes of them together (at least two copies, whatever their size).
+constexpr int64_t kObjectConstantBytes = int64_t{512} << 20;
 
 Buffers make_buffers(const PrimGraph& graph, const std::map<std::string, Tensor>& values,
                      const std::vector<std::string>& reads,
                      const std::vector<std::string>& writes) {
-  int64_t bytes = 0;
+  int64_t bytes = 0, constant_bytes = 0;
   for (const std::string& t : reads)
-    if (!graph.constant(t)) bytes += static_cast<int64_t>(values.at(t).nbytes());
+    if (graph.constant(t))
+      constant_bytes += static_cast<int64_t>(graph.constant(t)->nbytes());
+    else
+      bytes += static_cast<int64_t>(values.at(t).nbytes());
   for (const std::string& t : writes)
     bytes += numel(graph.value(t).shape) * static_cast<int64_t>(dtype_size(graph.value(t).dtype));
   // Enough copies that rotating through them overflows a 32 MiB last-level cache, so a
@@ -153,14 +177,18 @@ Buffers make_buffers(const PrimGraph& graph, const std::map<std::string, Tensor>
   const int copies = static_cast<int>(
       std::clamp<int64_t>(bytes > 0 ? (cache_bytes + bytes - 1) / bytes : 1, 2, 8));
   Buffers b;
+  b.objects = static_cast<size_t>(std::clamp<int64_t>(
+      constant_bytes > 0 ? kObjectConstantBytes / constant_bytes : copies, 2, copies));
   b.in.resize(copies);
   b.out.resize(copies);
   for (int k = 0; k < copies; ++k) {
-    for (const std::string& t : reads) {
-      const Tensor& v = graph.constant(t) ? *graph.constant(t) : values.at(t);
-      // Constants are one buffer, as in a real run; other inputs get a copy each.
-      b.in[k].push_back(
-          k == 0 || graph.constant(t) ? v : Tensor(v.dtype(), v.shape(), v.bytes(), v.nbytes()));
+    for (size_t i = 0; i < reads.size(); ++i) {
+      const Tensor* constant = graph.constant(reads[i]);
+      const Tensor& v = constant ? *constant : values.at(reads[i]);
+      if (constant && static_cast<size_t>(k) >= b.objects)
+        b.in[k].push_back(b.in[static_cast<size_t>(k) % b.objects][i]);
+      else
+        b.in[k].push_back(k == 0 ? v : Tensor(v.dtype(), v.shape(), v.bytes(), v.nbytes()));
     }
     for (const std::string& t : writes)
       b.out[k].emplace_back(graph.value(t).dtype, graph.value(t).shape);
@@ -444,7 +472,7 @@ class Measurer {
             return measure(
                 [&](int i) {
                   const size_t k = static_cast<size_t>(i) % buffers.in_ptrs.size();
-                  impl.run(buffers.in_ptrs[k].data(), buffers.out_ptrs[k].data());
+                  impl.run(k, buffers.in_ptrs[k].data(), buffers.out_ptrs[k].data());
                 },
                 measure_options(job, fallback));
           };
@@ -482,6 +510,7 @@ class Measurer {
       if (impl.error.empty() && impl.make) {
         try {
           impl.object = impl.make();
+          for (size_t k = 1; k < buffers.objects; ++k) impl.more_objects.push_back(impl.make());
         } catch (const Error& e) {
           impl.error = impl.schedule + ": " + e.what();
         }
