@@ -152,9 +152,15 @@ inline void read_profile_db(const std::string& path) {
   db->count("");
   db->count("d");
   std::map<uint64_t, double> costs = db->fastest("d");
-  for (const auto& m : {db->fastest_only("d", "s"), db->fastest_except("d", {"s", "t"}),
-                        db->in_plan("d"), db->in_plan("d", true)})
+  for (const auto& m : {db->fastest_only("d", "s"), db->fastest_except("d", {"s", "t"})})
     costs.insert(m.begin(), m.end());
+  for (const auto& m : {db->in_plan("d"), db->in_plan("d", true), db->in_plan("d", false, 0xab),
+                        db->times_alone("d")})
+    for (const auto& [signature, schedules] : m)
+      for (const auto& [schedule, ms] : schedules) {
+        expect(is_cost(ms), "a schedule's time from the profile database is not a cost");
+        costs.emplace(signature, ms);
+      }
   costs.emplace(0xab, 0.0);
   for (const auto& [signature, ms] : costs) {
     expect(is_cost(ms), "a kernel's cost from the profile database is not a cost");
@@ -262,8 +268,8 @@ inline void profile_db(const uint8_t* data, size_t size) {
                  "CREATE TABLE meta (key, value);"
                  "CREATE TABLE profiles (device, signature, schedule, median_ms, spread_ms,"
                  " samples, failed, error, measured_at);"
-                 "CREATE TABLE in_plan_costs (device, signature, native, median_ms, plans,"
-                 " measured_at);"
+                 "CREATE TABLE in_plan_times (device, signature, native, schedule, median_ms,"
+                 " plans, measured_at);"
                  "CREATE TABLE kernel_overhead (device, per_kernel_ms, measured_at);"
                  "CREATE TABLE device_facts (device, key, value, measured_at);"
                  "INSERT INTO meta VALUES ('schema', '1'); BEGIN;",
@@ -275,8 +281,8 @@ inline void profile_db(const uint8_t* data, size_t size) {
     const Table tables[] = {
         {"INSERT INTO profiles VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
          {"d", "00000000000000ab", "s", "0.5", "0.01", "3", "0", "", "2026-01-01T00:00:00Z"}},
-        {"INSERT INTO in_plan_costs VALUES (?, ?, ?, ?, ?, ?)",
-         {"d", "00000000000000ab", "0", "0.25", "1", "2026-01-01T00:00:00Z"}},
+        {"INSERT INTO in_plan_times VALUES (?, ?, ?, ?, ?, ?, ?)",
+         {"d", "00000000000000ab", "0", "s", "0.25", "1", "2026-01-01T00:00:00Z"}},
         {"INSERT INTO kernel_overhead VALUES (?, ?, ?)", {"d", "0.001", "2026-01-01T00:00:00Z"}},
         {"INSERT INTO device_facts VALUES (?, ?, ?, ?)",
          {"d", "peaks",

@@ -260,7 +260,8 @@ class ProfileDbCost : public TableCost {
   // Native (kOnednnNative), native with its sides reordered (kOnednnBlocked), native
   // channels last (kOnednnChannelsLast).
   std::map<uint64_t, double> native_, blocked_, channels_last_;
-  // Times alone and in plan, plain and native, without the overhead (learn_context).
+  // Times alone (plain and native) and, per kernel timed in plan, its in-plan / alone ratio
+  // (plain: of its schedule fastest in plan; native), without the overhead (learn_context).
   std::map<uint64_t, double> alone_, alone_native_, in_plan_plain_, in_plan_native_;
   bool context_learned_ = false;
   int64_t context_samples_ = 0, context_adjusted_ = 0;

@@ -1,5 +1,6 @@
 // The CPU target's artifact backend (src/cpu/artifact.h): per chosen kernel an
-// implementation (the database's fastest working schedule that can be built now), the
+// implementation (the database's cheapest working schedule that can be built now, at its
+// time in plan where it has one), the
 // generated sources compiled into a few shared libraries in parallel (each kernel with
 // the text of its arguments, SYMBOL_io, for the runtime's check), and the blocked
 // layouts kept between oneDNN convolutions. The shared emitter (src/emit/) does the rest.
@@ -72,15 +73,27 @@ void choose_implementation(const PrimGraph& graph, const KernelDag& dag, const P
   double plain_ms = -1, native_ms = -1;
   bool onednn_failed = false;  // measured, and failed (bf16 without a bf16 implementation)
   if (db) {
+    // Cheapest first, each schedule at its time inside running plans where it has one
+    // (ProfileDb::in_plan), else alone: as the cost model priced the kernel.
+    const ProfileDb::InPlanTimes in_plan = db->in_plan(options.device, false, signature);
+    std::vector<std::pair<double, std::string>> costs;
     for (const ProfileRecord& r : db->records(options.device, signature)) {
       if (r.failed) {
         onednn_failed = onednn_failed || r.schedule == "onednn";
         continue;
       }
-      schedules.push_back(r.schedule);
+      double ms = r.median_ms;
+      if (!in_plan.empty())
+        if (const auto it = in_plan.begin()->second.find(r.schedule);
+            it != in_plan.begin()->second.end())
+          ms = it->second;
+      costs.emplace_back(ms, r.schedule);
       if (r.schedule == "onednn") plain_ms = r.median_ms;
       if (r.schedule == kOnednnNative) native_ms = r.median_ms;
     }
+    std::stable_sort(costs.begin(), costs.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [ms, schedule] : costs) schedules.push_back(schedule);
   }
   // The solver decided which kernels run native; without it, those measured faster so.
   e.native_ok = layouts_decided ? chosen.native : !(plain_ms >= 0 && native_ms > plain_ms);

@@ -144,7 +144,12 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
     // From the costs the solve compares the prediction with: a kernel's time inside running
     // plans where the check on the clock measured one, else alone.
     std::map<uint64_t, double> measured = db->fastest(device);
-    for (const auto& [signature, ms] : db->in_plan(device)) measured[signature] = ms;
+    for (const auto& [signature, schedules] : db->in_plan(device)) {
+      const auto it = measured.find(signature);
+      if (it == measured.end() || schedules.empty()) continue;
+      it->second = schedules.begin()->second;  // the least of its schedules' in-plan times
+      for (const auto& [schedule, ms] : schedules) it->second = std::min(it->second, ms);
+    }
     p->learn(graph, candidates.unique, measured);
     return p;
   };

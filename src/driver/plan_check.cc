@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "base/interrupt.h"
+#include "base/layout_map.h"
 #include "base/text.h"
 #include "driver/previous_plan.h"
 #include "driver/stages.h"
@@ -205,25 +206,33 @@ void time_in_turn(const std::vector<Entry*>& entries, double budget_ms = 2000,
 // database: on plain tensors, or run natively in blocked layouts (the native cost). A
 // generated kernel on blocked tensors (which may be padded) is left out.
 void feed_back(const std::vector<Entry*>& entries, ProfileDb& db, const std::string& device) {
-  std::map<std::pair<bool, uint64_t>, std::pair<double, int>> sums;
+  // (native, signature, schedule) -> (sum, count)
+  std::map<std::tuple<bool, uint64_t, std::string>, std::pair<double, int>> sums;
   for (const Entry* e : entries) {
     if (!e->session || e->kernel_ms.empty()) continue;
     const std::vector<KernelInfo>& infos = e->session->kernel_infos();
     for (size_t i = 0; i < infos.size() && i < e->kernel_ms.size(); ++i) {
       if (infos[i].signature.empty() || (infos[i].blocked && !infos[i].native)) continue;
       const uint64_t signature = std::strtoull(infos[i].signature.c_str(), nullptr, 16);
-      // A kernel never measured alone ran as whatever the writer chose without measurements
-      // (a baseline's, measured on demand): its in-plan time is not its best.
-      if (!db.known(device, signature)) continue;
-      auto& [sum, n] = sums[{infos[i].native, signature}];
+      // The schedule as the database names it (a bf16 kernel's without its suffix).
+      std::string schedule = infos[i].schedule;
+      if (has_bf16_suffix(schedule)) schedule.resize(schedule.size() - (sizeof(kBf16) - 1));
+      // A schedule never measured alone ran as whatever the writer chose without
+      // measurements (a baseline's kernel, measured on demand): its in-plan time is not
+      // what the kernel costs at best, and the cost model would not take it.
+      const std::vector<ProfileRecord> records = db.records(device, signature);
+      if (std::none_of(records.begin(), records.end(),
+                       [&](const ProfileRecord& r) { return !r.failed && r.schedule == schedule; }))
+        continue;
+      auto& [sum, n] = sums[{infos[i].native, signature, schedule}];
       sum += e->kernel_ms[i];
       ++n;
     }
   }
   for (const bool native : {false, true}) {
-    std::map<uint64_t, double> ms;
+    ProfileDb::InPlanTimes ms;
     for (const auto& [key, s] : sums)
-      if (key.first == native) ms[key.second] = s.first / s.second;
+      if (std::get<0>(key) == native) ms[std::get<1>(key)][std::get<2>(key)] = s.first / s.second;
     if (!ms.empty()) db.put_in_plan(device, ms, static_cast<int64_t>(entries.size()), native);
   }
   // The time a running plan spends between its kernels, per kernel.

@@ -1,8 +1,8 @@
 // The profile database (include/kora/profile_db.h) on SQLite: a table of measurements
-// keyed by (device, signature, schedule), a table of in-plan costs keyed by (device,
-// signature), one of per-kernel overheads keyed by device, one of device facts keyed by
-// (device, key) and a meta table holding the schema version.
-// Signatures are stored as 16 hex digits (SQLite integers are signed).
+// keyed by (device, signature, schedule), a table of in-plan times keyed by (device,
+// signature, native, schedule), one of per-kernel overheads keyed by device, one of device facts
+// keyed by (device, key) and a meta table holding the schema version. Signatures are stored as 16
+// hex digits (SQLite integers are signed).
 #include "kora/profile_db.h"
 
 #include <sqlite3.h>
@@ -149,10 +149,12 @@ ProfileDb::ProfileDb(const std::string& path) : path_(path) {
          " median_ms REAL NOT NULL, spread_ms REAL NOT NULL, samples INTEGER NOT NULL,"
          " failed INTEGER NOT NULL, error TEXT NOT NULL, measured_at TEXT NOT NULL,"
          " PRIMARY KEY (device, signature, schedule));"
-         "CREATE TABLE IF NOT EXISTS in_plan_costs ("
+         // In-plan times per schedule (a database of kora before them also holds the
+         // table in_plan_costs, per kernel only: no longer read).
+         "CREATE TABLE IF NOT EXISTS in_plan_times ("
          " device TEXT NOT NULL, signature TEXT NOT NULL, native INTEGER NOT NULL,"
-         " median_ms REAL NOT NULL, plans INTEGER NOT NULL, measured_at TEXT NOT NULL,"
-         " PRIMARY KEY (device, signature, native));"
+         " schedule TEXT NOT NULL, median_ms REAL NOT NULL, plans INTEGER NOT NULL,"
+         " measured_at TEXT NOT NULL, PRIMARY KEY (device, signature, native, schedule));"
          "CREATE TABLE IF NOT EXISTS kernel_overhead ("
          " device TEXT PRIMARY KEY, per_kernel_ms REAL NOT NULL, measured_at TEXT NOT NULL);"
          "CREATE TABLE IF NOT EXISTS device_facts ("
@@ -168,7 +170,7 @@ ProfileDb::ProfileDb(const std::string& path) : path_(path) {
         db_, path_,
         "SELECT (SELECT COUNT(*) FROM profiles WHERE NOT " KORA_VALID_SIGNATURE
         " OR (failed = 0 AND NOT " KORA_VALID_COST("median_ms") "))"
-        " + (SELECT COUNT(*) FROM in_plan_costs WHERE NOT " KORA_VALID_SIGNATURE
+        " + (SELECT COUNT(*) FROM in_plan_times WHERE NOT " KORA_VALID_SIGNATURE
         " OR NOT " KORA_VALID_COST("median_ms") ")"
         " + (SELECT COUNT(*) FROM kernel_overhead WHERE NOT " KORA_VALID_COST("per_kernel_ms") ")");
     invalid.step();
@@ -284,22 +286,25 @@ std::vector<uint64_t> ProfileDb::failed_only(const std::string& device) const {
   return out;
 }
 
-void ProfileDb::put_in_plan(const std::string& device, const std::map<uint64_t, double>& ms,
-                            int64_t plans, bool native) {
+void ProfileDb::put_in_plan(const std::string& device, const InPlanTimes& ms, int64_t plans,
+                            bool native) {
   exec(db_, path_, "BEGIN IMMEDIATE");
   try {
-    Statement insert(db_, path_, "INSERT OR REPLACE INTO in_plan_costs VALUES (?, ?, ?, ?, ?, ?)");
+    Statement insert(db_, path_,
+                     "INSERT OR REPLACE INTO in_plan_times VALUES (?, ?, ?, ?, ?, ?, ?)");
     const std::string now = now_utc();
-    for (const auto& [signature, median] : ms) {
-      insert.bind(1, device);
-      insert.bind(2, signature_hex(signature));
-      insert.bind(3, static_cast<int64_t>(native ? 1 : 0));
-      insert.bind(4, median);
-      insert.bind(5, plans);
-      insert.bind(6, now);
-      insert.step();
-      insert.reset();
-    }
+    for (const auto& [signature, schedules] : ms)
+      for (const auto& [schedule, median] : schedules) {
+        insert.bind(1, device);
+        insert.bind(2, signature_hex(signature));
+        insert.bind(3, static_cast<int64_t>(native ? 1 : 0));
+        insert.bind(4, schedule);
+        insert.bind(5, median);
+        insert.bind(6, plans);
+        insert.bind(7, now);
+        insert.step();
+        insert.reset();
+      }
     exec(db_, path_, "COMMIT");
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -357,14 +362,34 @@ std::set<uint64_t> ProfileDb::suspect(const std::string& device) const {
   return out;
 }
 
-std::map<uint64_t, double> ProfileDb::in_plan(const std::string& device, bool native) const {
-  Statement select(db_, path_,
-                   "SELECT signature, median_ms FROM in_plan_costs WHERE device = ? AND native = ? "
-                   "AND " KORA_VALID_SIGNATURE " AND " KORA_VALID_COST("median_ms"));
+ProfileDb::InPlanTimes ProfileDb::in_plan(const std::string& device, bool native,
+                                          std::optional<uint64_t> signature) const {
+  Statement select(
+      db_, path_,
+      signature
+          ? "SELECT signature, schedule, median_ms FROM in_plan_times"
+            " WHERE device = ? AND native = ? AND signature = ? AND " KORA_VALID_COST("median_ms")
+          : "SELECT signature, schedule, median_ms FROM in_plan_times"
+            " WHERE device = ? AND native = ? AND " KORA_VALID_SIGNATURE
+            " AND " KORA_VALID_COST("median_ms"));
   select.bind(1, device);
   select.bind(2, static_cast<int64_t>(native ? 1 : 0));
-  std::map<uint64_t, double> out;
-  while (select.step()) out[std::strtoull(select.text(0).c_str(), nullptr, 16)] = select.real(1);
+  if (signature) select.bind(3, signature_hex(*signature));
+  InPlanTimes out;
+  while (select.step())
+    out[std::strtoull(select.text(0).c_str(), nullptr, 16)][select.text(1)] = select.real(2);
+  return out;
+}
+
+std::map<uint64_t, std::map<std::string, double>> ProfileDb::times_alone(
+    const std::string& device) const {
+  Statement select(db_, path_,
+                   "SELECT signature, schedule, median_ms FROM profiles WHERE device = ? AND"
+                   " failed = 0 AND " KORA_VALID_SIGNATURE " AND " KORA_VALID_COST("median_ms"));
+  select.bind(1, device);
+  std::map<uint64_t, std::map<std::string, double>> out;
+  while (select.step())
+    out[std::strtoull(select.text(0).c_str(), nullptr, 16)][select.text(1)] = select.real(2);
   return out;
 }
 

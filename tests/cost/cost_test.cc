@@ -267,15 +267,24 @@ TEST(ProfileDbCost, InPlanTimesReplaceTimesAloneAndEveryCostCarriesTheOverhead) 
     EXPECT_DOUBLE_EQ(l.blocked_ms, 0.4);
     EXPECT_EQ(alone.in_plan(), 0);
   }
-  db->put_in_plan("dev", {{sig, 0.35}}, 3);
-  db->put_in_plan("dev", {{sig, 0.2}}, 3, /*native=*/true);
+  db->put_in_plan("dev", {{sig, {{kOnednnBlocked, 0.35}}}}, 3);
+  db->put_in_plan("dev", {{sig, {{kOnednnNative, 0.2}}}}, 3, /*native=*/true);
   db->put_kernel_overhead("dev", 0.01);
+  {
+    ProfileDbCost in_plan(db, "dev", nullptr);
+    EXPECT_DOUBLE_EQ(in_plan.cost_ms(g, dag, conv), 0.35 + 0.01);
+    const LayoutCost l = in_plan.layout_cost(g, dag, conv);
+    EXPECT_DOUBLE_EQ(l.native_ms, 0.2 + 0.01);   // its time run natively inside a plan
+    EXPECT_DOUBLE_EQ(l.blocked_ms, 0.4 + 0.01);  // never run so inside a plan: alone
+    EXPECT_EQ(in_plan.in_plan(), 1);
+  }
+  // The schedule timed in plan slower than another schedule alone gives way to it; once
+  // both were timed in plan, the faster there.
+  db->put_in_plan("dev", {{sig, {{kOnednnBlocked, 0.6}}}}, 3);
+  EXPECT_DOUBLE_EQ(ProfileDbCost(db, "dev", nullptr).cost_ms(g, dag, conv), 0.5 + 0.01);
+  db->put_in_plan("dev", {{sig, {{"generated", 0.55}}}}, 3);
+  EXPECT_DOUBLE_EQ(ProfileDbCost(db, "dev", nullptr).cost_ms(g, dag, conv), 0.55 + 0.01);
   ProfileDbCost in_plan(db, "dev", nullptr);
-  EXPECT_DOUBLE_EQ(in_plan.cost_ms(g, dag, conv), 0.35 + 0.01);
-  const LayoutCost l = in_plan.layout_cost(g, dag, conv);
-  EXPECT_DOUBLE_EQ(l.native_ms, 0.2 + 0.01);   // its time run natively inside a plan
-  EXPECT_DOUBLE_EQ(l.blocked_ms, 0.4 + 0.01);  // never run so inside a plan: alone
-  EXPECT_EQ(in_plan.in_plan(), 1);
   // A kernel not measured costs its fallback's estimate plus the same time between
   // kernels, so that it does not look cheaper than a measured one by it.
   auto roofline = std::make_unique<RooflineCost>(device_params("cpu"));

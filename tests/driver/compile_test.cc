@@ -240,12 +240,13 @@ TEST(Compile, TheCheckOnTheClockEmitsTheFastestPlanAndFeedsInPlanCostsBack) {
   // Every kernel of the emitted plan has its in-plan time in the database, and the costs the
   // solver sees are those.
   auto db = std::make_shared<ProfileDb>(options.db);
-  const std::map<uint64_t, double> in_plan = db->in_plan(s.device);
+  const ProfileDb::InPlanTimes in_plan = db->in_plan(s.device);
   Session session(a.dir);
   for (const KernelInfo& k : session.kernel_infos()) {
     const auto it = in_plan.find(std::strtoull(k.signature.c_str(), nullptr, 16));
     ASSERT_NE(it, in_plan.end()) << k.primitives;
-    EXPECT_GT(it->second, 0);
+    ASSERT_TRUE(it->second.count(k.schedule)) << k.primitives << " " << k.schedule;
+    EXPECT_GT(it->second.at(k.schedule), 0);
   }
   EXPECT_EQ(target_costs(*target, db)->in_plan(), static_cast<int64_t>(in_plan.size()));
   const nlohmann::json j = nlohmann::json::parse(compile_summary_json(s));

@@ -285,8 +285,9 @@ TEST(MeasureOnDemand, StopsWhenMeasuringMorePromisesLessThanTheTolerance) {
 
   // A recompile after the check on the clock fed in-plan times back (each kernel of the
   // plan 0.5% slower than alone): measures nothing.
-  std::map<uint64_t, double> in_plan;
-  for (const ChosenKernel& k : optimum.plan.kernels) in_plan[k.signature] = 1.005 * k.cost_ms;
+  ProfileDb::InPlanTimes in_plan;
+  for (const ChosenKernel& k : optimum.plan.kernels)
+    in_plan[k.signature]["gen:default"] = 1.005 * k.cost_ms;
   exact_db->put_in_plan("synthetic", in_plan, 1);
   const int64_t before = exact.measured;
   OnDemandReport again;
@@ -340,8 +341,9 @@ TEST(MeasureOnDemand, ARecompileTakesTheKernelsMeasuredAndMeasuresNothing) {
   const SolvedPlan plan = solve_on_demand(g, target, db, CompileOptions(), first);
   // The check on the clock found the kernels measured three times slower inside its plans
   // (a busy machine): the solver would rather try kernels not measured. A recompile does not.
-  std::map<uint64_t, double> in_plan = db->fastest("synthetic");
-  for (auto& [signature, ms] : in_plan) ms *= 3;
+  ProfileDb::InPlanTimes in_plan;
+  for (const auto& [signature, ms] : db->fastest("synthetic"))
+    in_plan[signature]["gen:default"] = 3 * ms;
   db->put_in_plan("synthetic", in_plan, 1);
   CompileOptions recompile;
   recompile.on_demand_recompile = true;

@@ -193,7 +193,7 @@ TEST_F(ProfileDbTest, RowsWithoutAValidCostAreIgnoredAndCounted) {
   {
     ProfileDb db(db_path());
     db.put({record("d", 1, "a", 0.5), record("d", 2, "a", 0.3)});
-    db.put_in_plan("d", {{2, 0.2}}, 1);
+    db.put_in_plan("d", {{2, {{"a", 0.2}}}}, 1);
   }
   sqlite3* raw = nullptr;
   ASSERT_EQ(sqlite3_open(db_path().c_str(), &raw), SQLITE_OK);
@@ -208,11 +208,12 @@ TEST_F(ProfileDbTest, RowsWithoutAValidCostAreIgnoredAndCounted) {
                            nullptr, nullptr, nullptr),
               SQLITE_OK)
         << row;
-  ASSERT_EQ(sqlite3_exec(raw,
-                         "INSERT INTO in_plan_costs VALUES ('d', '0000000000000001', 0, -5, 1, '');"
-                         "INSERT INTO kernel_overhead VALUES ('d', -0.5, '');",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(raw,
+                   "INSERT INTO in_plan_times VALUES ('d', '0000000000000001', 0, 'a', -5, 1, '');"
+                   "INSERT INTO kernel_overhead VALUES ('d', -0.5, '');",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
   sqlite3_close(raw);
 
   auto db = std::make_shared<ProfileDb>(db_path());
@@ -225,7 +226,7 @@ TEST_F(ProfileDbTest, RowsWithoutAValidCostAreIgnoredAndCounted) {
   ASSERT_EQ(two.size(), 2u);  // the valid one first, the failed one kept as failed
   EXPECT_FALSE(two[0].failed);
   EXPECT_TRUE(two[1].failed);
-  EXPECT_EQ(db->in_plan("d"), (std::map<uint64_t, double>{{2, 0.2}}));
+  EXPECT_EQ(db->in_plan("d"), (ProfileDb::InPlanTimes{{2, {{"a", 0.2}}}}));
   EXPECT_EQ(db->kernel_overhead("d"), 0);
   EXPECT_TRUE(db->suspect("d").empty());
   kora::ProfileDbCost cost(db, "d", nullptr);
