@@ -116,6 +116,45 @@ TEST(Artifact, LibraryKernelsFromTheDatabaseRunFromTheManifest) {
   expect_matches_interpreter(g, dir.file("lib"));
 }
 
+// A kernel the solver chose on plain tensors runs the schedule the cost model priced: its
+// cheapest plain one (a native record times the kernel in layouts it does not have), each
+// schedule at its in-plan time where it has one.
+TEST(Artifact, PlainKernelsRunTheirCheapestPlainScheduleInPlanOrAlone) {
+  kora_test::TempDir dir;
+  const PrimGraph g = small_model();
+  OrchestrationResult plan = plan_of(g, "unfused");
+  plan.layouts_decided = true;  // nothing stored blocked: every kernel plain
+  ProfileDb db(dir.file("p.db"));
+  const ArtifactOptions options = quick_options();
+  const KernelDag dag = kernel_dag_of(g);
+  auto record = [&](uint64_t signature, const std::string& schedule, double ms) {
+    ProfileRecord r;
+    r.device = options.device, r.signature = signature, r.schedule = schedule;
+    r.median_ms = ms, r.samples = 3;
+    db.put(r);
+  };
+  std::vector<uint64_t> convs;
+  for (const ChosenKernel& k : plan.kernels)
+    if (onednn_supports(g, dag, make_candidate(dag, k.prims))) {
+      convs.push_back(k.signature);
+      record(k.signature, kOnednnNative, 0.01);
+      record(k.signature, kOnednnBlocked, 0.03);
+      record(k.signature, "onednn", 0.02);
+    }
+  ASSERT_GE(convs.size(), 2u);
+  // The first convolution's plain oneDNN kernel ran slower inside a plan than its native
+  // primitive with reorders alone.
+  db.put_in_plan(options.device, {{convs[0], {{"onednn", 0.05}}}}, 1);
+  write_cpu_artifact(g, plan, &db, dir.file("lib"), options);
+  const Manifest m = read_artifact_manifest(dir.file("lib"));
+  std::map<uint64_t, std::string> schedule;
+  for (const ManifestKernel& k : m.kernels)
+    schedule[std::strtoull(k.signature.c_str(), nullptr, 16)] = k.schedule;
+  EXPECT_EQ(schedule.at(convs[0]), kOnednnBlocked);
+  EXPECT_EQ(schedule.at(convs[1]), "onednn");
+  expect_matches_interpreter(g, dir.file("lib"));
+}
+
 // Small weights in [-1/4, 1/4], a different pattern per salt.
 std::vector<float> weights(size_t n, int salt) {
   std::vector<float> w(n);
