@@ -62,21 +62,21 @@ class ProfileDb {
   // Kernels whose fastest record is suspect: measured while other processes used the CPU
   // (its error says so; it did not fail).
   std::set<uint64_t> suspect(const std::string& device) const;
-  // In-plan times: per kernel and schedule (as the records name it), its time inside
-  // running plans (kora compile's check on the clock, src/driver/plan_check.cc). The cost
-  // model takes a schedule's time in plan instead of its time alone where it has one
-  // (include/kora/cost.h), and an artifact runs the schedule of least such cost
-  // (src/cpu/artifact.cc). `plans`: how many plans the median comes from. `native`: the
-  // kernel ran in its native blocked layouts (oneDNN; the cost model's native cost), else
-  // on plain tensors.
-  using InPlanTimes = std::map<uint64_t, std::map<std::string, double>>;
-  void put_in_plan(const std::string& device, const InPlanTimes& ms, int64_t plans,
+  // Times per kernel and schedule (as the records name it), in milliseconds.
+  using ScheduleTimes = std::map<uint64_t, std::map<std::string, double>>;
+  // In-plan times: a kernel's time inside running plans, per schedule (kora compile's check
+  // on the clock, src/driver/plan_check.cc). The cost model takes a schedule's time in plan
+  // instead of its time alone where it has one (include/kora/cost.h), and an artifact runs
+  // the schedule of least such cost (src/cpu/artifact.cc). `plans`: how many plans the
+  // median comes from. `native`: the kernel ran in its native blocked layouts (oneDNN; the
+  // cost model's native cost), else on plain tensors.
+  void put_in_plan(const std::string& device, const ScheduleTimes& ms, int64_t plans,
                    bool native = false);
   // Every kernel's (or one kernel's) in-plan times.
-  InPlanTimes in_plan(const std::string& device, bool native = false,
-                      std::optional<uint64_t> signature = std::nullopt) const;
-  // Per kernel measured on the device, every schedule that did not fail and its median.
-  std::map<uint64_t, std::map<std::string, double>> times_alone(const std::string& device) const;
+  ScheduleTimes in_plan(const std::string& device, bool native = false,
+                        std::optional<uint64_t> signature = std::nullopt) const;
+  // Per kernel measured on the device, the time alone of every schedule that did not fail.
+  ScheduleTimes times_alone(const std::string& device) const;
   // What a running plan spends per kernel beyond its kernels' in-plan times (calls,
   // barriers between kernels): the end-to-end latency minus the in-plan sum, per kernel, as
   // the check on the clock last measured it (the least over its plans); 0 before any.

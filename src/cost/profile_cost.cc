@@ -33,7 +33,7 @@ ProfileDbCost::ProfileDbCost(std::shared_ptr<const ProfileDb> db, std::string de
   // in plan (a Winograd convolution whose scratchpad a running plan has evicted: 0.64 ms
   // alone, 1.19 in plan) gives way to one the check on the clock has not timed yet, which
   // the next check times in turn (src/cpu/artifact.cc runs the same schedule).
-  const std::map<uint64_t, std::map<std::string, double>> alone = db->times_alone(device_);
+  const ProfileDb::ScheduleTimes alone = db->times_alone(device_);
   for (const auto& [signature, in_plan] : db->in_plan(device_)) {
     const auto times = alone.find(signature);
     if (times == alone.end()) continue;

@@ -75,7 +75,7 @@ void choose_implementation(const PrimGraph& graph, const KernelDag& dag, const P
   if (db) {
     // Cheapest first, each schedule at its time inside running plans where it has one
     // (ProfileDb::in_plan), else alone: as the cost model priced the kernel.
-    const ProfileDb::InPlanTimes in_plan = db->in_plan(options.device, false, signature);
+    const ProfileDb::ScheduleTimes in_plan = db->in_plan(options.device, false, signature);
     std::vector<std::pair<double, std::string>> costs;
     for (const ProfileRecord& r : db->records(options.device, signature)) {
       if (r.failed) {

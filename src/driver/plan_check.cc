@@ -230,7 +230,7 @@ void feed_back(const std::vector<Entry*>& entries, ProfileDb& db, const std::str
     }
   }
   for (const bool native : {false, true}) {
-    ProfileDb::InPlanTimes ms;
+    ProfileDb::ScheduleTimes ms;
     for (const auto& [key, s] : sums)
       if (std::get<0>(key) == native) ms[std::get<1>(key)][std::get<2>(key)] = s.first / s.second;
     if (!ms.empty()) db.put_in_plan(device, ms, static_cast<int64_t>(entries.size()), native);

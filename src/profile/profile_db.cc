@@ -286,7 +286,7 @@ std::vector<uint64_t> ProfileDb::failed_only(const std::string& device) const {
   return out;
 }
 
-void ProfileDb::put_in_plan(const std::string& device, const InPlanTimes& ms, int64_t plans,
+void ProfileDb::put_in_plan(const std::string& device, const ScheduleTimes& ms, int64_t plans,
                             bool native) {
   exec(db_, path_, "BEGIN IMMEDIATE");
   try {
@@ -362,8 +362,8 @@ std::set<uint64_t> ProfileDb::suspect(const std::string& device) const {
   return out;
 }
 
-ProfileDb::InPlanTimes ProfileDb::in_plan(const std::string& device, bool native,
-                                          std::optional<uint64_t> signature) const {
+ProfileDb::ScheduleTimes ProfileDb::in_plan(const std::string& device, bool native,
+                                            std::optional<uint64_t> signature) const {
   Statement select(
       db_, path_,
       signature
@@ -375,19 +375,18 @@ ProfileDb::InPlanTimes ProfileDb::in_plan(const std::string& device, bool native
   select.bind(1, device);
   select.bind(2, static_cast<int64_t>(native ? 1 : 0));
   if (signature) select.bind(3, signature_hex(*signature));
-  InPlanTimes out;
+  ScheduleTimes out;
   while (select.step())
     out[std::strtoull(select.text(0).c_str(), nullptr, 16)][select.text(1)] = select.real(2);
   return out;
 }
 
-std::map<uint64_t, std::map<std::string, double>> ProfileDb::times_alone(
-    const std::string& device) const {
+ProfileDb::ScheduleTimes ProfileDb::times_alone(const std::string& device) const {
   Statement select(db_, path_,
                    "SELECT signature, schedule, median_ms FROM profiles WHERE device = ? AND"
                    " failed = 0 AND " KORA_VALID_SIGNATURE " AND " KORA_VALID_COST("median_ms"));
   select.bind(1, device);
-  std::map<uint64_t, std::map<std::string, double>> out;
+  ScheduleTimes out;
   while (select.step())
     out[std::strtoull(select.text(0).c_str(), nullptr, 16)][select.text(1)] = select.real(2);
   return out;

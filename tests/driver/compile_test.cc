@@ -240,7 +240,7 @@ TEST(Compile, TheCheckOnTheClockEmitsTheFastestPlanAndFeedsInPlanCostsBack) {
   // Every kernel of the emitted plan has its in-plan time in the database, and the costs the
   // solver sees are those.
   auto db = std::make_shared<ProfileDb>(options.db);
-  const ProfileDb::InPlanTimes in_plan = db->in_plan(s.device);
+  const ProfileDb::ScheduleTimes in_plan = db->in_plan(s.device);
   Session session(a.dir);
   for (const KernelInfo& k : session.kernel_infos()) {
     const auto it = in_plan.find(std::strtoull(k.signature.c_str(), nullptr, 16));

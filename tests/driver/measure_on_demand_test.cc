@@ -285,7 +285,7 @@ TEST(MeasureOnDemand, StopsWhenMeasuringMorePromisesLessThanTheTolerance) {
 
   // A recompile after the check on the clock fed in-plan times back (each kernel of the
   // plan 0.5% slower than alone): measures nothing.
-  ProfileDb::InPlanTimes in_plan;
+  ProfileDb::ScheduleTimes in_plan;
   for (const ChosenKernel& k : optimum.plan.kernels)
     in_plan[k.signature]["gen:default"] = 1.005 * k.cost_ms;
   exact_db->put_in_plan("synthetic", in_plan, 1);
@@ -341,7 +341,7 @@ TEST(MeasureOnDemand, ARecompileTakesTheKernelsMeasuredAndMeasuresNothing) {
   const SolvedPlan plan = solve_on_demand(g, target, db, CompileOptions(), first);
   // The check on the clock found the kernels measured three times slower inside its plans
   // (a busy machine): the solver would rather try kernels not measured. A recompile does not.
-  ProfileDb::InPlanTimes in_plan;
+  ProfileDb::ScheduleTimes in_plan;
   for (const auto& [signature, ms] : db->fastest("synthetic"))
     in_plan[signature]["gen:default"] = 3 * ms;
   db->put_in_plan("synthetic", in_plan, 1);

@@ -226,7 +226,7 @@ TEST_F(ProfileDbTest, RowsWithoutAValidCostAreIgnoredAndCounted) {
   ASSERT_EQ(two.size(), 2u);  // the valid one first, the failed one kept as failed
   EXPECT_FALSE(two[0].failed);
   EXPECT_TRUE(two[1].failed);
-  EXPECT_EQ(db->in_plan("d"), (ProfileDb::InPlanTimes{{2, {{"a", 0.2}}}}));
+  EXPECT_EQ(db->in_plan("d"), (ProfileDb::ScheduleTimes{{2, {{"a", 0.2}}}}));
   EXPECT_EQ(db->kernel_overhead("d"), 0);
   EXPECT_TRUE(db->suspect("d").empty());
   kora::ProfileDbCost cost(db, "d", nullptr);
