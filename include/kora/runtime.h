@@ -51,7 +51,8 @@ struct KernelInfo {
   double predicted_ms = 0;  // its measured cost when compiled
   std::string signature;    // its canonical signature (16 hex digits), the database's key
   bool blocked = false;     // reads or writes a tensor stored in a blocked layout
-  bool native = false;      // a library kernel run in its native blocked layouts
+  bool native = false;      // a library kernel run in its native layouts (blocked, or plain
+                            // where the primitive's are)
 };
 
 class Session {

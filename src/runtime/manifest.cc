@@ -517,7 +517,9 @@ std::vector<KernelInfo> kernel_infos_of(const Manifest& m) {
                      : k.cuda.library.empty()  ? "generated"
                                                : k.cuda.library,
                      k.schedule, names, k.predicted_ms, k.signature, blocked,
-                     blocked && k.impl == "onednn"});
+                     // Native: its sides stored in the primitive's layouts, or its schedule
+                     // native where those layouts are all plain.
+                     k.impl == "onednn" && (blocked || k.schedule.starts_with("onednn:native"))});
   }
   return infos;
 }
