@@ -153,7 +153,6 @@ struct Buffers {
   // built as (Implementation::more_objects): each holds its own reordered weights and
   // reorder buffers.
   size_t objects = 1;
-  size_t copies() const { return in_ptrs.size(); }
 };
 
 // A kernel's copies of its constants (and a library kernel's objects) hold at most this
