@@ -52,7 +52,9 @@ namespace kora {
 //   9: channels-last pools over a multiple of 16 channels read from memory fold 16 lanes
 //      in registers over the window (AVX-512: max 2x faster alone; sums in float); a
 //      reduction whose row runs along a concat's axis reads one input per loop.
-constexpr int kCpuCodegenRevision = 9;
+//  10: a pointwise phase's trailing dims read in order are one loop (a GELU over
+//      [256, 56, 56] was 256 x 56 loops of 56); x / c for a constant c as x * (1 / c).
+constexpr int kCpuCodegenRevision = 10;
 
 // Whether generate_cpu_kernel can compute this candidate.
 bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);

@@ -77,6 +77,17 @@ class KernelWriter : public codegen::ValueWriter {
   // (through elementwise and broadcast members only): then the reduced dims can be one
   // loop whose offset in xs is known.
   bool reads_reduced_dims_in_order(const std::string& t, const Shape& xs, const Shape& red);
+  // The loop shape of a pointwise phase over `shape` storing `writes`: `shape` with its
+  // trailing dims from the first whose every written tensor reads them in order
+  // (reads_run_in_order) coalesced into the last of them (the others 1): one loop whose
+  // coordinate is the offset within the run. [C, 7, 7] as one loop of 49 instead of 7
+  // of 7, each too short for a vector.
+  Shape coalesced_loops(const Shape& shape, const std::vector<std::string>& writes);
+  // Whether `t`, read at coordinates whose dims marked in `run` (of t's rank) are one
+  // offset, reaches every tensor it loads the same way: through elementwise members,
+  // broadcasts and reshapes of unit dims only, each tensor on the way above 1 in every
+  // dim of the run or 1 in all of them (then read at "0" there, through a broadcast).
+  bool reads_run_in_order(const std::string& t, const std::vector<bool>& run);
   friend class WindowReduceWriter;  // window_reduce_phase's steps
   void matmul_phase(const Primitive& p);
   void conv_phase(const Primitive& p, const ConvAttrs& a);

@@ -115,7 +115,8 @@ void KernelWriter::pointwise_phase(const std::vector<std::string>& writes) {
   }
   const int64_t work = numel(shape) * static_cast<int64_t>(writes.size());
   // (iterations are independent: the innermost loop is declared simd)
-  const Coords coords = open_loops(shape, parallel_for(work), 0, SIZE_MAX, true);
+  const Shape loops = coalesced_loops(shape, writes);
+  const Coords coords = open_loops(loops, parallel_for(work), 0, SIZE_MAX, true);
   if (numel(shape) == 1) open_block("");
   for (const std::string& w : writes) {
     const std::string v = value(w, coords);
@@ -123,7 +124,62 @@ void KernelWriter::pointwise_phase(const std::vector<std::string>& writes) {
     done_.insert(w);
   }
   if (numel(shape) == 1) close_block();
-  close_loops(shape);
+  close_loops(loops);
+}
+
+bool KernelWriter::reads_run_in_order(const std::string& t, const std::vector<bool>& run) {
+  const Shape& s = graph_.value(t).shape;
+  if (s.size() != run.size()) return false;
+  bool full = true, constant = true;  // t's run dims all above 1, or all 1
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (!run[d]) continue;
+    full = full && s[d] > 1;
+    constant = constant && s[d] == 1;
+  }
+  if (constant) return true;  // read at "0" there (through a broadcast)
+  if (!full || bound_.count(t)) return false;
+  auto m = producer_.find(t);
+  if (m == producer_.end() || buffer_.count(t)) return true;  // loaded at its coordinates
+  const Primitive& p = *m->second;
+  if (p.kind() == PrimKind::kElementwise || p.kind() == PrimKind::kBroadcast) {
+    for (const std::string& in : p.inputs)
+      if (!reads_run_in_order(in, run)) return false;
+    return true;
+  }
+  if (!unit_dims_reshape(graph_, p)) return false;
+  // the same dims above 1 in the same order: the run is the input's matching ones
+  const Shape& is = graph_.value(p.inputs[0]).shape;
+  std::vector<bool> in_run(is.size(), false);
+  size_t d = 0;
+  for (size_t e = 0; e < is.size(); ++e) {
+    if (is[e] == 1) continue;
+    while (s[d] == 1) ++d;
+    in_run[e] = run[d++];
+  }
+  return reads_run_in_order(p.inputs[0], in_run);
+}
+
+Shape KernelWriter::coalesced_loops(const Shape& shape, const std::vector<std::string>& writes) {
+  size_t last = shape.size();  // the last dim above 1
+  for (size_t d = shape.size(); d-- > 0;)
+    if (shape[d] > 1) {
+      last = d;
+      break;
+    }
+  if (last == shape.size()) return shape;
+  for (size_t first = 0; first < last; ++first) {
+    if (shape[first] <= 1) continue;
+    std::vector<bool> run(shape.size(), false);
+    for (size_t d = first; d < shape.size(); ++d) run[d] = shape[d] > 1;
+    bool in_order = true;
+    for (const std::string& w : writes) in_order = in_order && reads_run_in_order(w, run);
+    if (!in_order) continue;
+    Shape loops = shape;
+    for (size_t d = first; d < shape.size(); ++d) loops[d] = 1;
+    loops[last] = numel(shape) / numel(Shape(shape.begin(), shape.begin() + first));
+    return loops;
+  }
+  return shape;
 }
 
 // Pooling: a max or sum over exactly the K dims of a window member whose fill is the

@@ -39,9 +39,10 @@ namespace kora {
 // The revision of the generated CUDA code, part of the GPU fingerprint: bump it whenever a
 // change makes some generated kernel faster or slower.
 //   2: x^n for a small integer immediate n as products, not powf (src/codegen/scalar.cc).
-constexpr int kCudaCodegenRevision = 2;
-// "kora-cuda-gen 2": the revision as fingerprints and jobs record it; with `tf32`,
-// "kora-cuda-gen 2 tf32": measurements with TF32 library math are another device's.
+//   3: x / c for a constant c as x * (1 / c) (src/codegen/scalar.cc).
+constexpr int kCudaCodegenRevision = 3;
+// "kora-cuda-gen 3": the revision as fingerprints and jobs record it; with `tf32`,
+// "kora-cuda-gen 3 tf32": measurements with TF32 library math are another device's.
 inline std::string cuda_codegen_revision(bool tf32 = false) {
   return "kora-cuda-gen " + std::to_string(kCudaCodegenRevision) + (tf32 ? " tf32" : "");
 }

@@ -182,3 +182,61 @@ TEST(CpuCodegen, AdjacentReducedDimsAreOneLoopThatMatchesTheInterpreter) {
   EXPECT_GE(flat, 5);
   EXPECT_GE(nested, 1);
 }
+
+// A pointwise kernel's trailing dims read in order (directly, or through broadcasts of
+// per-channel values) are one loop: x [2, 6, 7, 7] + a channel bias, then ReLU and GELU's
+// x / sqrt(2), loops over 49 elements per channel (588 without the bias), not 7 of 7; a
+// kernel computing a row
+// [1, 1, 1, 7] broadcast over the plane, or reading x through a transpose, keeps a loop
+// per dim. Division by a
+// constant is a multiply by its reciprocal (by a power of two, left to the compiler).
+// Every kernel, fused or not, against the interpreter.
+TEST(CpuCodegen, TrailingDimsReadInOrderAreOneLoopThatMatchesTheInterpreter) {
+  std::mt19937 rng(13);
+  kora_codegen_test::GraphBuilder b(rng);
+  const DType F = DType::kFloat32;
+  const Shape s = {2, 6, 7, 7};
+  const std::string x = b.input(F, s), bias = b.input(F, {1, 6, 1, 1}),
+                    row = b.input(F, {1, 1, 1, 7});
+  const std::string bb = b.prim(BroadcastAttrs{}, {bias}, F, s);
+  const std::string rb = b.prim(BroadcastAttrs{}, {row}, F, s);
+  const std::string y =
+      b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}}, {x, bb}, F, s);
+  const std::string relu = b.prim(ElementwiseAttrs{ScalarOp::kRelu, {Operand{0, 0}}}, {y}, F, s);
+  const std::string scaled = b.prim(
+      ElementwiseAttrs{ScalarOp::kDiv, {Operand{0, 0}, Operand{-1, std::sqrt(2.0)}}}, {y}, F, s);
+  const std::string halved =
+      b.prim(ElementwiseAttrs{ScalarOp::kDiv, {Operand{0, 0}, Operand{-1, 2.0}}}, {y}, F, s);
+  const std::string mixed =
+      b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}}, {y, rb}, F, s);
+  const std::string xt = b.prim(LayoutAttrs{layout::Transpose{{0, 1, 3, 2}}}, {x}, F, s);
+  const std::string turned =
+      b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}}, {xt, bb}, F, s);
+  b.g.outputs = {relu, scaled, halved, mixed, turned};
+  kora_codegen_test::CheckStats stats;
+  kora_codegen_test::check_graph(b.g, 4, rng, stats);
+  EXPECT_GE(stats.kernels, 10);
+
+  const KernelDag dag = kernel_dag_of(b.g);
+  int one_loop = 0, nested = 0;
+  for (const Candidate& c : enumerate_candidates(dag, CandidateOptions{})) {
+    if (!cpu_codegen_supports(b.g, dag, c)) continue;
+    std::set<std::string> outs;
+    for (int v : c.members) outs.insert(b.g.prims[dag.prim[v]].output());
+    // computes through the transpose or the row's broadcast (not reads their results)
+    const bool per_dim = outs.count(xt) || outs.count(rb);
+    const std::string source = generate_cpu_kernel(b.g, dag, c, "k").source;
+    if (outs.count(scaled)) {
+      EXPECT_EQ(source.find(" / (1.414"), std::string::npos) << source;
+      EXPECT_NE(source.find(" * (7.071067"), std::string::npos) << source;
+    }
+    if (outs.count(halved)) {
+      EXPECT_NE(source.find(" / (2.0"), std::string::npos) << source;
+    }
+    if (outs.count(bb) && !outs.count(y)) continue;  // the broadcast alone: rows of 7
+    EXPECT_EQ(source.find(" < 7; ++") != std::string::npos, per_dim) << source;
+    (per_dim ? nested : one_loop)++;
+  }
+  EXPECT_GE(one_loop, 4);
+  EXPECT_GE(nested, 2);
+}

@@ -807,7 +807,8 @@ TEST(CudaJob, Tf32MeasurementsAreAnotherDevice) {
   // The emulated TF32 products pass the check at TF32's tolerance.
   EXPECT_TRUE(merged.failures.empty()) << merged.failures.size() << " failed, first "
                                        << (merged.failures.empty() ? "" : merged.failures[0].error);
-  EXPECT_NE(merged.device.find("|kora-cuda-gen 2 tf32"), std::string::npos) << merged.device;
+  EXPECT_NE(merged.device.find("|" + cuda_codegen_revision(true)), std::string::npos)
+      << merged.device;
   EXPECT_GT(merged.stored, 0);
   if (!cuda_device_unavailable().empty()) {  // no GPU here: the database's GPU
     std::string arch;
