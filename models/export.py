@@ -26,7 +26,8 @@ Beside the zoo (not in the default list; name it to export it):
   gru_text        the same text classifier with a 2-layer unidirectional GRU (torch.nn.GRU)
 
 Beyond the zoo, any torchvision or timm image model by name: torchvision:densenet121,
-timm:convnext_nano, ... (224x224; written as torchvision_densenet121.onnx); any transformers
+timm:convnext_nano, ... (224x224, or a timm model's own size where it takes no other; written
+as torchvision_densenet121.onnx); any transformers
 model by the name of its configuration class, without "Config": transformers:GPT2,
 transformers:DistilBert, transformers:ConvNext, ... (its default configuration; text models
 take input_ids and attention_mask of sequence 128, vision models pixel_values at their
@@ -183,8 +184,11 @@ def build(name):
                 ["image"], ["logits"])
     if name.startswith("timm:"):
         import timm
-        return (timm.create_model(name.split(":", 1)[1], pretrained=False), image(224), ["image"],
-                ["logits"])
+        net = timm.create_model(name.split(":", 1)[1], pretrained=False)
+        # 224x224, or the model's own size where it takes no other (windowed attention)
+        cfg = getattr(net, "pretrained_cfg", None) or {}
+        size = cfg["input_size"][-1] if cfg.get("fixed_input_size") else 224
+        return net, image(size), ["image"], ["logits"]
     if name.startswith("transformers:"):
         return transformers_model(name.split(":", 1)[1])
     raise SystemExit(f"unknown model '{name}'")

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "frontend/layout_params.h"
+#include "interpreter/kernels.h"
 
 namespace kora {
 namespace {
@@ -348,6 +349,17 @@ const std::map<std::string, Folder>& folders() {
       {"Reciprocal",
        [](const InferContext& c, const ValueInfo& o) {
          return unary_float(c, o, [](double x) { return 1.0 / x; });
+       }},
+      // A position embedding's side from its length (DINOv2: 1369^0.5, cast to int64).
+      {"Pow",
+       [](const InferContext& c, const ValueInfo& o) {
+         return elementwise(
+             c, o, [](const Values& v) { return std::pow(v[0], v[1]); },
+             [](const std::vector<int64_t>& v) { return interp::int_pow(v[0], v[1]); });
+       }},
+      {"Round",
+       [](const InferContext& c, const ValueInfo& o) {
+         return unary_float(c, o, std::nearbyint);  // halves to even, as ONNX rounds
        }},
   };
   return table;

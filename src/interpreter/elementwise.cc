@@ -68,18 +68,6 @@ T wrap_mul(T a, T b) {
     return a * b;
 }
 
-int64_t int_pow(int64_t base, int64_t exp) {
-  if (exp < 0) {  // 1 / base^-exp, truncated
-    if (base == 1) return 1;
-    if (base == -1) return (exp % 2 == 0) ? 1 : -1;
-    return 0;
-  }
-  uint64_t result = 1, b = static_cast<uint64_t>(base);
-  for (uint64_t e = static_cast<uint64_t>(exp); e; e >>= 1, b *= b)
-    if (e & 1) result *= b;
-  return static_cast<int64_t>(result);
-}
-
 // The functions defined for floating operands only (scalar_op_is_float_only).
 template <typename T, typename Out>
 void float_function(ScalarOp op, const std::vector<Operand<T>>& a, Out* out, int64_t n) {
@@ -363,6 +351,18 @@ Tensor compute_general(const Primitive& prim, const ElementwiseAttrs& attrs, con
 }
 
 }  // namespace
+
+int64_t int_pow(int64_t base, int64_t exp) {
+  if (exp < 0) {  // 1 / base^-exp, truncated
+    if (base == 1) return 1;
+    if (base == -1) return (exp % 2 == 0) ? 1 : -1;
+    return 0;
+  }
+  uint64_t result = 1, b = static_cast<uint64_t>(base);
+  for (uint64_t e = static_cast<uint64_t>(exp); e; e >>= 1, b *= b)
+    if (e & 1) result *= b;
+  return static_cast<int64_t>(result);
+}
 
 Tensor run_elementwise(const Primitive& prim, const ElementwiseAttrs& attrs, const Inputs& in,
                        const ValueInfo& out) {

@@ -24,6 +24,10 @@ bool is_nan(T x) {
     return false;
 }
 
+// base^exp on integers as ONNX Pow computes it: wrapping, 1 / base^-exp truncated for
+// exp < 0 (the interpreter's; constant folding's too).
+int64_t int_pow(int64_t base, int64_t exp);
+
 using Inputs = std::vector<const Tensor*>;
 
 // Throws kora::Error "<prim.describe()>: <message>".

@@ -408,6 +408,40 @@ TEST(ConstantFoldTest, UnaryMathAndVariadicMax) {
             (std::vector<int64_t>{1, 3}));
 }
 
+// Pow on floats and on integers (wrapping; a negative exponent truncates 1 / base^-exp), and
+// Round (halves to even): DINOv2 sizes its position embedding's grid as 1369^0.5 cast to
+// int64 before a Reshape, which then has a constant shape.
+TEST(ConstantFoldTest, PowAndRound) {
+  EXPECT_EQ(
+      folded(fold("Pow", {f32("a", {3}, {256, 2, 9}), f32("b", {}, {0.5f})}), "Y").to_double(),
+      (std::vector<double>{16, std::sqrt(2.0f), 3}));
+  EXPECT_EQ(folded(fold("Pow", {i64("a", {4}, {3, 2, -1, 2}), i64("b", {4}, {4, 63, -3, -1})}), "Y")
+                .to_int64(),
+            (std::vector<int64_t>{81, std::numeric_limits<int64_t>::min(), -1, 0}));
+  EXPECT_EQ(
+      folded(fold("Round", {f32("a", {5}, {0.5f, 1.5f, 2.5f, -0.5f, 2.6f})}), "Y").to_double(),
+      (std::vector<double>{0, 2, 2, -0.0, 3}));
+
+  ModelBuilder m(17);
+  m.input("X", {1, 256, 8}).output("Y");
+  m.node("Constant", {}, {"len"},
+         {kora_test::attr_t("value", kora_test::float_tensor("", {}, {256}))});
+  m.node("Constant", {}, {"half"},
+         {kora_test::attr_t("value", kora_test::float_tensor("", {}, {0.5f}))});
+  m.node("Pow", {"len", "half"}, {"side_f"}, {}, "pow");
+  m.node("Cast", {"side_f"}, {"side"}, {attr_i("to", kInt64)}, "cast");
+  m.node("Constant", {}, {"axes0"},
+         {kora_test::attr_t("value", kora_test::int64_tensor("", {1}, {0}))});
+  m.node("Unsqueeze", {"side", "axes0"}, {"side1"}, {}, "unsqueeze");
+  m.node("Constant", {}, {"rest"},
+         {kora_test::attr_t("value", kora_test::int64_tensor("", {2}, {1, -1}))});
+  m.node("Concat", {"rest", "side1", "side1"}, {"target"}, {attr_i("axis", 0)}, "concat");
+  m.node("Reshape", {"X", "target"}, {"Y"}, {}, "reshape");
+  const Graph g = kora_test::import_model(m);
+  EXPECT_THAT(op_types(g), ElementsAre("Reshape"));
+  EXPECT_EQ(g.value("Y").shape, (Shape{1, 8, 16, 16}));
+}
+
 TEST(ConstantFoldTest, SizeAndReshapeLikeOps) {
   ModelBuilder m(13);
   m.input("X", {2, 3, 4}).output("n", kInt64).output("flat", kInt64).output("sq", kInt64);
