@@ -35,6 +35,13 @@ std::string affine(const std::string& c, int64_t k, int64_t b) {
   return "(" + s + (b > 0 ? " + " : " - ") + num(b > 0 ? b : -b) + ")";
 }
 
+// `e` where an operator of higher precedence than + applies to it: in parentheses unless
+// it is a number or a name (a phase's coordinate may be a sum: "(i2 * 4) + 1").
+std::string operand(const std::string& e) {
+  const bool simple = !e.empty() && e.find_first_of(" +-*/%?:<>=&|") == std::string::npos;
+  return simple || is_int(e) ? e : "(" + e + ")";
+}
+
 std::string clamp(const std::string& c, int64_t lo, int64_t hi) {
   if (lo == hi) return num(lo);
   if (is_int(c)) return num(std::min<int64_t>(std::max<int64_t>(std::stoll(c), lo), hi));
@@ -67,7 +74,8 @@ Coords reshape_coords(const Shape& out, const Shape& in, const Coords& coords) {
       for (size_t a = i; a < i1; ++a) {
         int64_t stride = 1;
         for (size_t b = a + 1; b < i1; ++b) stride *= out[od[b]];
-        const std::string term = stride == 1 ? coords[od[a]] : coords[od[a]] + " * " + num(stride);
+        const std::string term =
+            stride == 1 ? operand(coords[od[a]]) : operand(coords[od[a]]) + " * " + num(stride);
         flat += (flat.empty() ? "" : " + ") + term;
       }
       flat = "(" + flat + ")";
@@ -194,7 +202,7 @@ std::string ValueWriter::layout_value(const Primitive& p, const LayoutAttrs& att
     for (size_t d = 0; d < rank; ++d)
       c[d] = in[d] == 1              ? "0"
              : in[d] == out.shape[d] ? coords[d]
-                                     : "(" + coords[d] + " % " + num(in[d]) + ")";
+                                     : "(" + operand(coords[d]) + " % " + num(in[d]) + ")";
     return value(p.inputs[0], c);
   }
   if (const auto* g = std::get_if<layout::Gather>(&attrs)) {

@@ -53,7 +53,9 @@ namespace kora {
 //      in registers over the window (AVX-512: max 2x faster alone; sums in float); a
 //      reduction whose row runs along a concat's axis reads one input per loop.
 //  10: a pointwise phase's trailing dims read in order are one loop (a GELU over
-//      [256, 56, 56] was 256 x 56 loops of 56); x / c for a constant c as x * (1 / c).
+//      [256, 56, 56] was 256 x 56 loops of 56); x / c for a constant c as x * (1 / c);
+//      a reshape's flat index multiplies a coordinate that is a sum in parentheses
+//      (matmul rows read through a reshape were wrong; such kernels failed their check).
 constexpr int kCpuCodegenRevision = 10;
 
 // Whether generate_cpu_kernel can compute this candidate.

@@ -39,7 +39,8 @@ namespace kora {
 // The revision of the generated CUDA code, part of the GPU fingerprint: bump it whenever a
 // change makes some generated kernel faster or slower.
 //   2: x^n for a small integer immediate n as products, not powf (src/codegen/scalar.cc).
-//   3: x / c for a constant c as x * (1 / c) (src/codegen/scalar.cc).
+//   3: x / c for a constant c as x * (1 / c) (src/codegen/scalar.cc); a reshape's flat
+//      index multiplies a coordinate that is a sum in parentheses (value_writer.cc).
 constexpr int kCudaCodegenRevision = 3;
 // "kora-cuda-gen 3": the revision as fingerprints and jobs record it; with `tf32`,
 // "kora-cuda-gen 3 tf32": measurements with TF32 library math are another device's.

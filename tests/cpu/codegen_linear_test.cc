@@ -140,6 +140,34 @@ TEST(CpuCodegenLinear, MatmulsMatchTheInterpreter) {
               stats.candidates);
 }
 
+// Hiera's mask-unit attention: q and k come out of one qkv tensor [1, T x U, 3 x H x D]
+// through a reshape to [1, T, U, 3, H, D], a transpose putting T after U, a slice and a
+// squeeze each; q x k^T. The matmul's rows (T) are blocks, so a row's coordinate is a sum
+// ("(i * 4) + 1"), which the reshape's flat index multiplied by U without parentheses (a
+// kernel of all ten members read row i * 4 + 1 * U instead of (i * 4 + 1) * U: relative
+// error 1.2 in timm's hiera_tiny_224).
+TEST(CpuCodegenLinear, MatmulRowsReadThroughAReshapeMatchTheInterpreter) {
+  std::mt19937 rng(17);
+  GraphBuilder b(rng);
+  const int64_t T = 16, U = 5, H = 2, D = 6;
+  const std::string qkv = b.input(F, {1, T * U, 3 * H * D});
+  const std::string r = b.prim(LayoutAttrs{layout::Reshape{}}, {qkv}, F, {1, T, U, 3, H, D});
+  const std::string t =
+      b.prim(LayoutAttrs{layout::Transpose{{3, 0, 4, 2, 1, 5}}}, {r}, F, {3, 1, H, U, T, D});
+  auto part = [&](int64_t i) {
+    const std::string s = b.prim(LayoutAttrs{layout::Slice{{i, 0, 0, 0, 0, 0}, {1, 1, 1, 1, 1, 1}}},
+                                 {t}, F, {1, 1, H, U, T, D});
+    return b.prim(LayoutAttrs{layout::Reshape{}}, {s}, F, {1, H, U, T, D});
+  };
+  const std::string q = part(0), k = part(1);
+  const std::string kt =
+      b.prim(LayoutAttrs{layout::Transpose{{0, 1, 2, 4, 3}}}, {k}, F, {1, H, U, D, T});
+  b.g.outputs = {b.prim(LinearAttrs{MatMulAttrs{}}, {q, kt}, F, {1, H, U, T, T})};
+  kora_codegen_test::CheckStats stats;
+  kora_codegen_test::check_graph(b.g, 8, rng, stats);
+  EXPECT_GT(stats.kernels, 10);
+}
+
 TEST(CpuCodegenLinear, ConvolutionsMatchTheInterpreter) {
   std::mt19937 rng(12);
   kora_codegen_test::CheckStats stats;
