@@ -99,7 +99,8 @@ class CompileCommand : public Command {
     add_db_option(cmd_, options_.db);
     cmd_->add_flag("--no-measure", no_measure_,
                    "measure nothing: kernels the database lacks are costed by the roofline "
-                   "model (fast, plans less good)");
+                   "model (fast, plans less good) and not checked against the interpreter "
+                   "either (kora check the artifact)");
     cmd_->add_flag("--no-verify", no_verify_,
                    "emit the solver's plan without checking it against the clock (default: the "
                    "optimal plan, the greedy and the unfused plans and re-solves at their "
