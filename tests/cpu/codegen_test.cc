@@ -27,6 +27,16 @@ namespace {
 
 using namespace kora;
 
+// Every candidate of g of at most 4 members checked against the interpreter (at least
+// `kernels` of them generated), then every candidate of any size, for a look at its code.
+std::vector<Candidate> checked_candidates(const PrimGraph& g, const KernelDag& dag,
+                                          std::mt19937& rng, int kernels) {
+  kora_codegen_test::CheckStats stats;
+  kora_codegen_test::check_graph(g, 4, rng, stats);
+  EXPECT_GE(stats.kernels, kernels);
+  return enumerate_candidates(dag, CandidateOptions{});
+}
+
 TEST(CpuCodegen, EveryCandidateMatchesTheInterpreter) {
   std::mt19937 rng(2026);
   kora_codegen_test::CheckStats stats;
@@ -164,13 +174,9 @@ TEST(CpuCodegen, AdjacentReducedDimsAreOneLoopThatMatchesTheInterpreter) {
   const std::string xt = b.prim(LayoutAttrs{layout::Transpose{{0, 1, 3, 2}}}, {x}, F, {2, 6, 7, 5});
   outs.push_back(b.prim(ReduceAttrs{ReduceOp::kSum, {2, 3}}, {xt}, F, per_row));
   b.g.outputs = outs;
-  kora_codegen_test::CheckStats stats;
-  kora_codegen_test::check_graph(b.g, 4, rng, stats);
-  EXPECT_GE(stats.kernels, 20);
-
   const KernelDag dag = kernel_dag_of(b.g);
   int flat = 0, nested = 0;
-  for (const Candidate& c : enumerate_candidates(dag, CandidateOptions{})) {
+  for (const Candidate& c : checked_candidates(b.g, dag, rng, 20)) {
     const Primitive& last = b.g.prims[dag.prim[c.members.back()]];
     const auto* r = std::get_if<ReduceAttrs>(&last.attrs);
     if (!r || r->axes != std::vector<int64_t>{2, 3} || !cpu_codegen_supports(b.g, dag, c)) continue;
@@ -213,13 +219,9 @@ TEST(CpuCodegen, TrailingDimsReadInOrderAreOneLoopThatMatchesTheInterpreter) {
   const std::string turned =
       b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}}, {xt, bb}, F, s);
   b.g.outputs = {relu, scaled, halved, mixed, turned};
-  kora_codegen_test::CheckStats stats;
-  kora_codegen_test::check_graph(b.g, 4, rng, stats);
-  EXPECT_GE(stats.kernels, 10);
-
   const KernelDag dag = kernel_dag_of(b.g);
   int one_loop = 0, nested = 0;
-  for (const Candidate& c : enumerate_candidates(dag, CandidateOptions{})) {
+  for (const Candidate& c : checked_candidates(b.g, dag, rng, 10)) {
     if (!cpu_codegen_supports(b.g, dag, c)) continue;
     std::set<std::string> outs;
     for (int v : c.members) outs.insert(b.g.prims[dag.prim[v]].output());
