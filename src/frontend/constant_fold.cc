@@ -350,7 +350,7 @@ const std::map<std::string, Folder>& folders() {
        [](const InferContext& c, const ValueInfo& o) {
          return unary_float(c, o, [](double x) { return 1.0 / x; });
        }},
-      // A position embedding's side from its length (DINOv2: 1369^0.5, cast to int64).
+      // A position embedding's side from its length (DINOv2: 256 ** 0.5, cast to int64).
       {"Pow",
        [](const InferContext& c, const ValueInfo& o) {
          return elementwise(

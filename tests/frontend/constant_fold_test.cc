@@ -409,7 +409,7 @@ TEST(ConstantFoldTest, UnaryMathAndVariadicMax) {
 }
 
 // Pow on floats and on integers (wrapping; a negative exponent truncates 1 / base^-exp), and
-// Round (halves to even): DINOv2 sizes its position embedding's grid as 1369^0.5 cast to
+// Round (halves to even): DINOv2 sizes its position embedding's grid as 256^0.5 cast to
 // int64 before a Reshape, which then has a constant shape.
 TEST(ConstantFoldTest, PowAndRound) {
   EXPECT_EQ(
