@@ -87,6 +87,8 @@ class KernelWriter : public codegen::ValueWriter {
   // offset, reaches every tensor it loads the same way: through elementwise members,
   // broadcasts and reshapes of unit dims only, each tensor on the way above 1 in every
   // dim of the run or 1 in all of them (then read at "0" there, through a broadcast).
+  // reads_reduced_dims_in_order asks more (every tensor of the reduced input's shape):
+  // there a tensor of another shape is read at coordinates divided out of the flat index.
   bool reads_run_in_order(const std::string& t, const std::vector<bool>& run);
   friend class WindowReduceWriter;  // window_reduce_phase's steps
   void matmul_phase(const Primitive& p);
