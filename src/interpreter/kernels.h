@@ -1,6 +1,7 @@
 // Internal to the reference interpreter: the kernels run_primitive dispatches to (one per
 // primitive kind, taking the primitive's input tensors and returning its output tensors,
-// typed as graph.values says) and the few helpers they share.
+// typed as graph.values says) and the few helpers they share (int_pow with import's
+// constant folding, src/frontend/constant_fold.cc, so that both compute Pow alike).
 #pragma once
 
 #include <cmath>
