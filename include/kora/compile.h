@@ -41,6 +41,8 @@ struct CompileOptions {
   // Check the plan against the clock where the target measures here (and `measure`): the
   // optimal plan, its alternatives and the baselines run end to end, their in-plan kernel
   // times fed back as costs, and the fastest on the clock emitted (src/driver/plan_check.h).
+  // Without `measure`: the plan's kernels checked against the interpreter, each run once
+  // (src/driver/kernel_check.cc), what fails not emitted.
   bool verify = true;
   int verify_rounds = 3;  // re-solves after feedback, at most
   // The check's first round also times the solver's next-best plans, pool - 1 of them
@@ -155,6 +157,9 @@ struct CompileSummary {
   int64_t measured_costs = 0, roofline_costs = 0;  // kernel costs looked up
   int64_t estimated_kernels = 0;   // chosen kernels never measured (roofline estimates)
   std::vector<std::string> notes;  // what the user should know of the plan
+  // Not measured (CompileOptions::measure off, verify on): the plan's kernels checked
+  // against the interpreter, and what failed (src/driver/kernel_check.cc).
+  KernelCheck kernel_check;
   ArtifactSummary artifact;
   // The check on the clock (CompileOptions::verify): every plan measured, and which one was
   // emitted (the fastest; -1: no check).

@@ -234,6 +234,9 @@ class ProfileDbCost : public TableCost {
   // fallback's estimate: for a target with no implementation that always works (cuda), so
   // that the solver chooses them only when nothing else computes their primitives.
   void penalize_failed(double ms);
+  // These kernels cost `ms` (they failed a check without being measured: kora compile
+  // --no-measure), so that the solver chooses them only when nothing else computes them.
+  void penalize(const std::set<uint64_t>& signatures, double ms);
   // Kernels not measured that a library could run natively in blocked layouts may do so
   // at the fallback's cost (layout_cost): with a lower bound as the fallback, the costs
   // then stay a relaxation of what measuring them would give (measure on demand).

@@ -7,6 +7,8 @@
 //   failure_penalty_ms()  what a kernel whose every implementation failed costs;
 //   measures_here() / profile()  how its kernels are measured: on this machine, or
 //                     through a job for a machine elsewhere;
+//   check_kernels()   without measuring, whether the kernels it would emit compute what
+//                     the interpreter does;
 //   kernel_note()     what a user should know of a chosen kernel (it runs on the host);
 //   write_artifact()  how a plan becomes an artifact directory.
 // The runtime half of a backend lives in libkora_runtime (src/runtime/plan.h): the
@@ -100,9 +102,25 @@ struct TargetProfileOptions {
   const ModelCandidates* enumerated = nullptr;
 };
 
+// What check_kernels() found: the implementations that failed their check against the
+// interpreter, and the kernels none of whose checked implementations works.
+struct KernelCheck {
+  int64_t kernels = 0;  // kernels checked
+  // signature -> schedule -> what was wrong
+  std::map<uint64_t, std::map<std::string, std::string>> failed;
+  std::set<uint64_t> unusable;  // only the interpreter computes them
+  double seconds = 0;
+  bool rejects(uint64_t signature, const std::string& schedule) const {
+    const auto it = failed.find(signature);
+    return it != failed.end() && it->second.count(schedule) > 0;
+  }
+};
+
 struct TargetEmitOptions {
   std::ostream* progress = nullptr;
   bool terminal = false;
+  // Implementations not to emit: they failed check_kernels() (null: none checked).
+  const KernelCheck* rejected = nullptr;
 };
 
 struct ArtifactSummary;
@@ -165,6 +183,16 @@ class Target {
   }
   virtual ProfileReport profile(const PrimGraph& graph, ProfileDb& db,
                                 const TargetProfileOptions& options) = 0;
+  // Without measuring (kora compile --no-measure): what write_artifact() would emit for
+  // `kernels` (by signature) when the database has no measurement of them, each run once
+  // on the interpreter's values and compared with them. A target that cannot run kernels
+  // here checks nothing (KernelCheck::kernels 0).
+  virtual KernelCheck check_kernels(const PrimGraph& graph, ProfileDb& db,
+                                    const std::set<uint64_t>& kernels,
+                                    const TargetProfileOptions& options) {
+    (void)graph, (void)db, (void)kernels, (void)options;
+    return {};
+  }
   virtual std::string kernel_note(const PrimGraph& graph, const KernelDag& dag,
                                   const Candidate& c) const {
     (void)graph, (void)dag, (void)c;

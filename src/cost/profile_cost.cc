@@ -80,6 +80,10 @@ void ProfileDbCost::penalize_failed(double ms) {
   for (uint64_t signature : db_->failed_only(device_)) table_.emplace(signature, ms);
 }
 
+void ProfileDbCost::penalize(const std::set<uint64_t>& signatures, double ms) {
+  for (uint64_t signature : signatures) table_[signature] = ms;
+}
+
 void ProfileDbCost::offer_unexplored(const std::map<uint64_t, double>& ms) {
   for (const auto& [signature, cost] : ms)
     if (auto it = table_.find(signature); it != table_.end())

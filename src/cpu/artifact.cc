@@ -110,7 +110,15 @@ void choose_implementation(const PrimGraph& graph, const KernelDag& dag, const P
   if (!onednn_failed) schedules.push_back("onednn");
   schedules.push_back("default");
   const std::string symbol = "kora_k" + std::to_string(index);
+  // What failed its check (unmeasured kernels: plain oneDNN, generated code's default).
+  const auto rejected = [&](const std::string& s) {
+    const KernelCheck* r = options.rejected;
+    if (!r) return false;
+    if (is_onednn_schedule(s)) return r->rejects(signature, "onednn");
+    return r->rejects(signature, s == "default" ? "gen:" + CpuSchedule{}.key() : s);
+  };
   for (const std::string& s : schedules) {
+    if (rejected(s)) continue;
     try {
       if (s == "default" || s.rfind("gen:", 0) == 0) {
         if (!cpu_codegen_supports(graph, dag, c)) continue;

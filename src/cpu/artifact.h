@@ -29,6 +29,9 @@ struct ArtifactOptions {
   int kernels_per_unit = 24;         // generated kernels per library (fewer to use all cores)
   std::ostream* progress = nullptr;  // progress lines when set
   bool terminal = false;
+  // Implementations that failed their check against the interpreter (CpuTarget::
+  // check_kernels): not emitted. A failed "onednn" rejects every oneDNN schedule.
+  const KernelCheck* rejected = nullptr;
 };
 
 // Throws kora::Error (nothing left at `dir`) when a kernel cannot be built or the

@@ -159,9 +159,10 @@ struct Buffers {
 // many bytes of them together (at least two copies, whatever their size).
 constexpr int64_t kObjectConstantBytes = int64_t{512} << 20;
 
+// `single`: one copy (a check, not a measurement).
 Buffers make_buffers(const PrimGraph& graph, const std::map<std::string, Tensor>& values,
-                     const std::vector<std::string>& reads,
-                     const std::vector<std::string>& writes) {
+                     const std::vector<std::string>& reads, const std::vector<std::string>& writes,
+                     bool single) {
   int64_t bytes = 0, constant_bytes = 0;
   for (const std::string& t : reads)
     if (graph.constant(t))
@@ -173,11 +174,14 @@ Buffers make_buffers(const PrimGraph& graph, const std::map<std::string, Tensor>
   // Enough copies that rotating through them overflows a 32 MiB last-level cache, so a
   // kernel does not find its inputs there unless they are small; at most 8.
   const int64_t cache_bytes = int64_t{32} << 20;
-  const int copies = static_cast<int>(
-      std::clamp<int64_t>(bytes > 0 ? (cache_bytes + bytes - 1) / bytes : 1, 2, 8));
+  const int copies = single ? 1
+                            : static_cast<int>(std::clamp<int64_t>(
+                                  bytes > 0 ? (cache_bytes + bytes - 1) / bytes : 1, 2, 8));
   Buffers b;
-  b.objects = static_cast<size_t>(std::clamp<int64_t>(
-      constant_bytes > 0 ? kObjectConstantBytes / constant_bytes : copies, 2, copies));
+  b.objects =
+      single ? 1
+             : static_cast<size_t>(std::clamp<int64_t>(
+                   constant_bytes > 0 ? kObjectConstantBytes / constant_bytes : copies, 2, copies));
   b.in.resize(copies);
   b.out.resize(copies);
   for (int k = 0; k < copies; ++k) {
@@ -401,7 +405,8 @@ class Measurer {
       measure_job(*jobs[j], fallback);
       ++j;
       const bool out_of_time = max_seconds > 0 && seconds_since(start) > max_seconds;
-      if (seconds_since(last_store) > 2 || j == jobs.size() || out_of_time) {
+      if (!options_.check_only &&
+          (seconds_since(last_store) > 2 || j == jobs.size() || out_of_time)) {
         db_.put(pending_);
         pending_.clear();
         last_store = std::chrono::steady_clock::now();
@@ -457,9 +462,22 @@ class Measurer {
     const Candidate& c = *job.candidate;
     const std::vector<std::string> reads = kernel_reads(graph_, d, c);
     const std::vector<std::string> writes = kernel_writes(graph_, d, c);
-    Buffers buffers = make_buffers(graph_, *values_, reads, writes);
+    Buffers buffers = make_buffers(graph_, *values_, reads, writes, options_.check_only);
     bool any_ok = false;
+    int emittable = 0;  // check_only: implementations an artifact may emit
     auto record = [&](Implementation& impl) {
+      if (options_.check_only) {  // nothing measured, nothing stored: only what failed
+        // What an artifact emits (plain oneDNN, generated code), not plug-ins.
+        const bool emitted = impl.schedule == "onednn" || impl.schedule.rfind("gen:", 0) == 0;
+        emittable += emitted;
+        if (impl.error.empty()) {
+          any_ok = any_ok || emitted;
+          return;
+        }
+        summary_.failures.push_back(
+            {c.signature, impl.schedule, kernel_name(graph_, d, c), impl.error});
+        return;
+      }
       ProfileRecord r;
       r.device = summary_.device;
       r.signature = c.signature;
@@ -528,7 +546,10 @@ class Measurer {
       }
       record(impl);
     }
-    if (!any_ok && fallback && !job.library_only) {  // nothing else computes it: the interpreter
+    if (options_.check_only) {
+      ++summary_.checked;  // a kernel with nothing to check is the interpreter's anyway
+      if (!any_ok && emittable > 0) summary_.unusable.push_back(c.signature);
+    } else if (!any_ok && fallback && !job.library_only) {  // only the interpreter computes it
       Implementation interp;
       interp.schedule = "interpreter";
       interp.object = make_interpreter_kernel(graph_, d, c);
@@ -610,6 +631,10 @@ std::vector<Job> unknown_jobs(const PrimGraph& graph, const ModelCandidates& can
     job.native_layouts = onednn_native_layouts(graph, *u.sub, c, options.bf16);
     if (!job.native_layouts.empty())
       job.channels_last = onednn_channels_last_layouts(graph, *u.sub, c, options.bf16);
+    if (options.check_only && db.known(summary.device, c.signature)) {
+      ++summary.from_db;  // measured (so checked) before, or failed then
+      continue;
+    }
     if (db.known(summary.device, c.signature) && !again.count(c.signature)) {
       int native = 0;
       bool winograd = false, channels_last = false;
@@ -638,7 +663,7 @@ std::vector<Job> unknown_jobs(const PrimGraph& graph, const ModelCandidates& can
         continue;
       }
       ++summary.library_filled;
-    } else if (options.bf16) {
+    } else if (options.bf16 && !options.check_only) {
       std::vector<ProfileRecord> reused;
       for (ProfileRecord r : db.records(float32_device, c.signature))
         if (!is_onednn_schedule(r.schedule)) {
@@ -678,7 +703,10 @@ void add_library_kernels(const PrimGraph& graph, const ProfileOptions& options, 
   if (!job.fill_in() && onednn_supports(graph, d, c))
     add("onednn",
         [&graph, &d, &c, bf16]() { return make_onednn_kernel(graph, d, c, {}, "onednn" + bf16); });
-  if (!job.native_layouts.empty() && (!job.fill_in() || job.missing_native)) {
+  // A check (ProfileOptions::check_only) runs what an artifact emits unmeasured: of
+  // oneDNN, the plain primitive.
+  if (!job.native_layouts.empty() && !options.check_only &&
+      (!job.fill_in() || job.missing_native)) {
     add(kOnednnNative, [&graph, &d, &c, layouts = job.native_layouts, bf16]() {
       return make_onednn_kernel(graph, d, c, layouts, kOnednnNative + bf16);
     });
@@ -686,11 +714,14 @@ void add_library_kernels(const PrimGraph& graph, const ProfileOptions& options, 
       return make_onednn_kernel(graph, d, c, {}, kOnednnBlocked + bf16);
     });
   }
-  if (!job.channels_last.empty() && (!job.fill_in() || job.missing_channels_last))
+  if (!job.channels_last.empty() && !options.check_only &&
+      (!job.fill_in() || job.missing_channels_last))
     add(kOnednnChannelsLast, [&graph, &d, &c, layouts = job.channels_last, bf16]() {
       return make_onednn_kernel(graph, d, c, layouts, kOnednnChannelsLast + bf16);
     });
-  if (job.fill_in() ? job.missing_winograd : !options.bf16 && onednn_winograd_supports(graph, d, c))
+  if (job.fill_in()        ? job.missing_winograd
+      : options.check_only ? false
+                           : !options.bf16 && onednn_winograd_supports(graph, d, c))
     add(kOnednnWinograd,
         [&graph, &d, &c]() { return make_onednn_kernel(graph, d, c, {}, kOnednnWinograd); });
   if (options.extra_kernels && !job.fill_in())
@@ -715,7 +746,7 @@ void first_round(const PrimGraph& graph, std::vector<Job>& jobs, const ProfileOp
         cpu_codegen_supports(graph, *job.dag, *job.candidate)) {
       job.schedules = cpu_schedule_space(graph, *job.dag, *job.candidate);
       job.default_schedule = "gen:" + job.schedules[0].key();
-      const size_t schedules = options.exhaustive ? job.schedules.size() : 1;
+      const size_t schedules = options.exhaustive && !options.check_only ? job.schedules.size() : 1;
       for (size_t s = 0; s < schedules; ++s)
         job.impls.push_back(generated(graph, job, job.schedules, s));
     }
@@ -726,8 +757,8 @@ void first_round(const PrimGraph& graph, std::vector<Job>& jobs, const ProfileOp
   compile_all(jobs, options, summary);
   summary.compile_seconds = seconds_since(stage);
   stage = std::chrono::steady_clock::now();
-  measurer.run(all, "measure", true);
-  summary.measured = static_cast<int64_t>(all.size());
+  measurer.run(all, options.check_only ? "check" : "measure", true);
+  if (!options.check_only) summary.measured = static_cast<int64_t>(all.size());
   summary.measure_seconds = seconds_since(stage);
 }
 
@@ -794,12 +825,15 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
   ProfileSummary summary;
   summary.device = cpu_backend_fingerprint(threads, options.compile.compiler, options.bf16);
   // One kora profile at a time per database: a second waits, then measures only what the
-  // first left (and does not share the cores with it while measuring).
-  const FileLock lock(db.path() + ".lock", [&] {
-    if (options.progress)
-      *options.progress << "kora profile: another kora profile is measuring into " << db.path()
-                        << "; waiting for it (what it measures is then reused)" << std::endl;
-  });
+  // first left (and does not share the cores with it while measuring). A check measures
+  // and stores nothing: it does not wait.
+  std::optional<FileLock> lock;
+  if (!options.check_only)
+    lock.emplace(db.path() + ".lock", [&] {
+      if (options.progress)
+        *options.progress << "kora profile: another kora profile is measuring into " << db.path()
+                          << "; waiting for it (what it measures is then reused)" << std::endl;
+    });
   if (db.count(summary.device) == 0) summary.other_fingerprints = db.count("");
   ModelCandidates own;
   if (!options.enumerated) own = unique_candidates(graph, options.partition, options.candidates);
@@ -812,9 +846,10 @@ ProfileSummary profile_model(const PrimGraph& graph, ProfileDb& db, const Profil
   omp_set_num_threads(threads);  // oneDNN kernels take the thread count current when built
   Measurer measurer(graph, db, options, summary);
   first_round(graph, jobs, options, measurer, summary);
-  if (!options.exhaustive) schedule_search(graph, jobs, options, measurer, summary);
+  if (!options.exhaustive && !options.check_only)
+    schedule_search(graph, jobs, options, measurer, summary);
   summary.total_seconds = seconds_since(start);
-  warn_if_busy(options, summary);
+  if (!options.check_only) warn_if_busy(options, summary);
   return summary;
 }
 

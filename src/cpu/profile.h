@@ -76,6 +76,12 @@ struct ProfileOptions {
   // Measure on demand: the kernels measured now get no schedule search; the known kernels
   // of `only` whose search is pending (unexplored_schedule_costs) get theirs.
   bool defer_search = false;
+  // Check only (kora compile --no-measure): the implementations a plan emits for a kernel
+  // the database does not know (oneDNN where it fits, generated code's default schedule)
+  // are each run once and compared with the interpreter; nothing is measured or stored.
+  // The failures are ProfileSummary::failures, the kernels left to the interpreter
+  // ProfileSummary::unusable.
+  bool check_only = false;
   // Every tensor's reference value (the interpreter's, on the profile's random inputs):
   // computed into it when empty, reused when not (it must be this graph's: measure on
   // demand keeps it across its rounds).
@@ -111,6 +117,8 @@ struct ProfileSummary {
   int64_t interpreter_only = 0;  // kernels whose only working implementation is the interpreter
   int64_t searched = 0;          // kernels whose other schedules were measured too
   std::vector<ProfileFailure> failures;  // implementations stored as failed
+  int64_t checked = 0;                   // check_only: kernels checked
+  std::vector<uint64_t> unusable;        // check_only: no implementation checked works
   int64_t units = 0, units_cached = 0;   // translation units compiled / found in the cache
   int64_t same_code = 0;  // generated implementations with another's code: compiled and
                           // measured once (each still checked)

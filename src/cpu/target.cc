@@ -56,8 +56,7 @@ std::string CpuTarget::implemented_by(const PrimGraph& graph, const KernelDag& d
   return onednn::plan_kernel(graph, dag, c, nullptr) ? "library" : "generated";
 }
 
-ProfileReport CpuTarget::profile(const PrimGraph& graph, ProfileDb& db,
-                                 const TargetProfileOptions& options) {
+ProfileOptions CpuTarget::profile_options(const TargetProfileOptions& options) const {
   ProfileOptions p;
   p.threads = threads_;
   p.candidates = options.candidates;
@@ -78,7 +77,12 @@ ProfileReport CpuTarget::profile(const PrimGraph& graph, ProfileDb& db,
       options.scratch->data = std::make_shared<std::map<std::string, Tensor>>();
     p.reference = std::static_pointer_cast<std::map<std::string, Tensor>>(options.scratch->data);
   }
-  const ProfileSummary s = profile_model(graph, db, p);
+  return p;
+}
+
+ProfileReport CpuTarget::profile(const PrimGraph& graph, ProfileDb& db,
+                                 const TargetProfileOptions& options) {
+  const ProfileSummary s = profile_model(graph, db, profile_options(options));
   ProfileReport r;
   r.device = s.device;
   r.kernels = s.kernels;
@@ -92,6 +96,21 @@ ProfileReport CpuTarget::profile(const PrimGraph& graph, ProfileDb& db,
   return r;
 }
 
+KernelCheck CpuTarget::check_kernels(const PrimGraph& graph, ProfileDb& db,
+                                     const std::set<uint64_t>& kernels,
+                                     const TargetProfileOptions& options) {
+  ProfileOptions p = profile_options(options);
+  p.only = kernels;
+  p.check_only = true;
+  const ProfileSummary s = profile_model(graph, db, p);
+  KernelCheck check;
+  check.kernels = s.checked;
+  for (const ProfileFailure& f : s.failures) check.failed[f.signature][f.schedule] = f.error;
+  check.unusable.insert(s.unusable.begin(), s.unusable.end());
+  check.seconds = s.total_seconds;
+  return check;
+}
+
 ArtifactSummary CpuTarget::write_artifact(const PrimGraph& graph, const OrchestrationResult& plan,
                                           const ProfileDb* db, const std::string& device,
                                           const std::string& dir,
@@ -103,6 +122,7 @@ ArtifactSummary CpuTarget::write_artifact(const PrimGraph& graph, const Orchestr
   if (!options_.compiler.empty()) a.compile.compiler = options_.compiler;
   a.progress = options.progress;
   a.terminal = options.terminal;
+  a.rejected = options.rejected;
   return write_cpu_artifact(graph, plan, db, dir, a);
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "cpu/profile.h"
 #include "kora/cost.h"
 #include "kora/target.h"
 
@@ -31,12 +32,17 @@ class CpuTarget : public Target {
   bool measures_here() const override { return true; }
   ProfileReport profile(const PrimGraph& graph, ProfileDb& db,
                         const TargetProfileOptions& options) override;
+  // The profiler's check only (ProfileOptions::check_only).
+  KernelCheck check_kernels(const PrimGraph& graph, ProfileDb& db,
+                            const std::set<uint64_t>& kernels,
+                            const TargetProfileOptions& options) override;
   ArtifactSummary write_artifact(const PrimGraph& graph, const OrchestrationResult& plan,
                                  const ProfileDb* db, const std::string& device,
                                  const std::string& dir, const TargetEmitOptions& options) override;
 
  private:
   const MachinePeaks& peaks(ProfileDb& db, const std::string& device);
+  ProfileOptions profile_options(const TargetProfileOptions& options) const;
 
   TargetOptions options_;
   std::map<std::string, MachinePeaks> peaks_;  // by device fingerprint

@@ -1,10 +1,10 @@
 // The compile pipeline (include/kora/compile.h), the same for every target: import,
 // profile what the database lacks and orchestrate at the database's costs for the target's
 // device (both at once where the target has lower bounds: measure on demand), check the
-// plan on the clock, emit with the target, and add plan.json to the artifact (the primitive
-// graph, this summary and the baselines' predictions, for `kora report`:
-// src/report/plan_file.h). Each stage reports one progress line; the summary collects what
-// each did. A graph with a zero-sized tensor or one larger than the
+// plan on the clock (or, measuring nothing, its kernels against the interpreter), emit with the
+// target, and add plan.json to the artifact (the primitive graph, this summary and the baselines'
+// predictions, for `kora report`: src/report/plan_file.h). Each stage reports one progress line;
+// the summary collects what each did. A graph with a zero-sized tensor or one larger than the
 // machine's memory is refused first, naming the tensor.
 #include "kora/compile.h"
 
@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ostream>
+#include <set>
 #include <sstream>
 
 #include "base/interrupt.h"
@@ -80,6 +81,36 @@ void note_plan(const PrimGraph& graph, const OrchestrationResult& plan, const Ta
         (s.on_demand.used ? "typical costs" : "roofline") + ")" +
         (hint.empty() ? "" : " (" + hint + ")"));
   }
+}
+
+// What failed the check against the interpreter (unmeasured compiles): per kernel of the
+// plan, the implementations not emitted; the kernels solved out of the plan, counted.
+void note_failed_checks(const PrimGraph& graph, const OrchestrationResult& plan,
+                        CompileSummary& s) {
+  constexpr size_t kNamed = 5;  // kernels named one by one; the rest counted
+  const KernelCheck& check = s.kernel_check;
+  size_t in_plan = 0;
+  std::set<uint64_t> kept;  // failed signatures still in the plan
+  for (const ChosenKernel& k : plan.kernels) {
+    const auto it = check.failed.find(k.signature);
+    if (it == check.failed.end()) continue;
+    kept.insert(k.signature);
+    if (++in_plan > kNamed) continue;
+    std::string what;
+    for (const auto& [schedule, error] : it->second)
+      what += (what.empty() ? "" : "; ") + schedule + ": " + error.substr(0, error.find('\n'));
+    s.notes.push_back("kernel " + graph.prims[k.prims[0]].name +
+                      " failed its check against the interpreter (" + what + "): " +
+                      (check.unusable.count(k.signature) ? "the interpreter runs it"
+                                                         : "another implementation runs it"));
+  }
+  if (in_plan > kNamed)
+    s.notes.push_back(std::to_string(in_plan - kNamed) +
+                      " more kernels of the plan failed their check against the interpreter");
+  if (check.failed.size() > kept.size())
+    s.notes.push_back(std::to_string(check.failed.size() - kept.size()) +
+                      " kernels failed their check against the interpreter and were solved out "
+                      "of the plan");
 }
 
 }  // namespace
@@ -242,6 +273,15 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
       }
     }
   }
+  // Not measured, so not checked yet: the plan's kernels run once against the interpreter.
+  if (!measure && options.verify) {
+    s.kernel_check = check_plan_kernels(graph, target, *db, *costs, plan, options);
+    if (s.kernel_check.kernels > 0)
+      progress_line(options, "check: " + std::to_string(s.kernel_check.kernels) +
+                                 " kernels of the plan run once against the interpreter, " +
+                                 std::to_string(s.kernel_check.failed.size()) + " failed (" +
+                                 fixed(s.kernel_check.seconds, 1) + " s)");
+  }
   s.measured_costs = costs->hits();
   s.roofline_costs = costs->misses();
   // The baselines' predictions at the same costs, for the plan report (plan.json), unless
@@ -257,7 +297,8 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
       baselines.push_back({strategy, static_cast<int64_t>(b.kernels.size()), b.total_cost_ms});
     }
   // Measuring on demand profiles inside this stage; otherwise profile ran before it.
-  s.orchestrate_seconds = seconds_since(stage) - (on_demand ? s.profile_seconds : 0);
+  s.orchestrate_seconds =
+      seconds_since(stage) - (on_demand ? s.profile_seconds : 0) - s.kernel_check.seconds;
   s.strategy = plan.strategy;
   s.kernels = static_cast<int64_t>(plan.kernels.size());
   s.predicted_ms = plan.total_cost_ms;
@@ -275,6 +316,7 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
                     (on_demand ? " at their lower bounds (" : " from the roofline model (") +
                     fixed(s.orchestrate_seconds, 1) + " s)");
   note_plan(graph, plan, target, *costs, s);
+  note_failed_checks(graph, plan, s);
   for (const std::string& note : s.notes) progress_line(options, "note: " + note);
 
   throw_if_interrupted("compiling");
@@ -297,8 +339,9 @@ CompiledArtifact compile(const PrimGraph& graph, Target& target, const std::stri
     }
     s.verify_seconds = seconds_since(stage);
   } else {
-    s.artifact = target.write_artifact(graph, plan, db.get(), s.device, dir,
-                                       TargetEmitOptions{options.progress, options.terminal});
+    s.artifact = target.write_artifact(
+        graph, plan, db.get(), s.device, dir,
+        TargetEmitOptions{options.progress, options.terminal, &s.kernel_check});
   }
   s.emit_seconds = seconds_since(stage);
   s.total_seconds = seconds_since(start);

@@ -33,6 +33,14 @@ ModelCandidates plan_kernels_outside(const PrimGraph& graph, const Orchestration
                                      const std::set<uint64_t>& wanted,
                                      const ModelCandidates& enumerated);
 
+// kora compile without measuring (src/driver/kernel_check.cc): the kernels of `plan` the
+// database has no measurement of, checked against the interpreter; while one has no
+// working implementation, it is priced out of `costs` and `plan` solved again. What
+// failed is returned (for TargetEmitOptions::rejected).
+KernelCheck check_plan_kernels(const PrimGraph& graph, Target& target, ProfileDb& db,
+                               ProfileDbCost& costs, OrchestrationResult& plan,
+                               const CompileOptions& options);
+
 // Kernels not measured at a cost (ExcludedCost::kMs each) no plan takes while one of
 // measured kernels exists: the fallback of the solve for the best plan of measured kernels.
 class ExcludedCost : public CostModel {

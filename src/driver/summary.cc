@@ -105,6 +105,15 @@ std::string format_compile_summary(const CompileSummary& s) {
            << ": that kernel costs the plan far more than predicted\n";
     }
   }
+  if (s.kernel_check.kernels > 0) {
+    os << "checked against the interpreter (not measured): " << s.kernel_check.kernels
+       << " kernels, each run once; ";
+    if (s.kernel_check.failed.empty())
+      os << "all computed what the interpreter does\n";
+    else
+      os << s.kernel_check.failed.size() << " failed, their failed implementations not emitted "
+         << "(notes below)\n";
+  }
   if (s.on_demand.used)
     os << "measured on demand: " << s.on_demand.rounds << " solves, " << s.on_demand.measured
        << " kernels measured now"
@@ -116,6 +125,8 @@ std::string format_compile_summary(const CompileSummary& s) {
      << megabytes(a.weights_bytes) << "\n"
      << "time: import " << fixed(s.import_seconds, 1) << " s, profile "
      << fixed(s.profile_seconds, 1) << " s, orchestrate " << fixed(s.orchestrate_seconds, 1)
+     << (s.kernel_check.kernels > 0 ? " s, check " + fixed(s.kernel_check.seconds, 1)
+                                    : std::string())
      << " s, emit " << fixed(s.emit_seconds, 1) << " s, total " << fixed(s.total_seconds, 1)
      << " s\n";
   return os.str();
@@ -171,9 +182,20 @@ std::string compile_summary_json(const CompileSummary& s) {
                     {"from_db", s.profile.from_db},
                     {"failed", s.profile.failed}};
   if (s.on_demand.used) j["on_demand"] = on_demand_object(s.on_demand);
+  if (s.kernel_check.kernels > 0) {
+    nlohmann::json failed = nlohmann::json::array();
+    for (const auto& [signature, schedules] : s.kernel_check.failed)
+      for (const auto& [schedule, error] : schedules)
+        failed.push_back({{"signature", signature_hex(signature)},
+                          {"schedule", schedule},
+                          {"error", error},
+                          {"interpreter", s.kernel_check.unusable.count(signature) > 0}});
+    j["kernel_check"] = {{"kernels", s.kernel_check.kernels}, {"failed", failed}};
+  }
   j["seconds"] = {{"import", s.import_seconds},
                   {"profile", s.profile_seconds},
                   {"orchestrate", s.orchestrate_seconds},
+                  {"check", s.kernel_check.seconds},
                   {"emit", s.emit_seconds},
                   {"total", s.total_seconds}};
   return j.dump();

@@ -99,12 +99,14 @@ class CompileCommand : public Command {
     add_db_option(cmd_, options_.db);
     cmd_->add_flag("--no-measure", no_measure_,
                    "measure nothing: kernels the database lacks are costed by the roofline "
-                   "model (fast, plans less good) and not checked against the interpreter "
-                   "either (kora check the artifact)");
+                   "model (fast, plans less good); the plan's kernels are still run once "
+                   "against the interpreter, and what fails is not emitted (not with "
+                   "--no-verify)");
     cmd_->add_flag("--no-verify", no_verify_,
                    "emit the solver's plan without checking it against the clock (default: the "
                    "optimal plan, the greedy and the unfused plans and re-solves at their "
-                   "in-plan kernel times run end to end, and the fastest is emitted)");
+                   "in-plan kernel times run end to end, and the fastest is emitted); with "
+                   "--no-measure, without running its kernels against the interpreter either");
     cmd_->add_option("--schedule", options_.schedule,
                      "serial (default): one kernel after another, each on every thread; "
                      "parallel (cpu): independent kernels also tried in pairs, each on half "

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "base/interrupt.h"
+#include "cpu/codegen.h"
 #include "cpu/target.h"
 #include "driver/cpu_compile_setup.h"
 #include "driver/previous_plan.h"
@@ -446,6 +447,67 @@ TEST(Compile, TimeStepsOfARecurrentCellAreMeasuredOnceAndEachComputesItsOwnRows)
     for (const Candidate& c : segment.candidates)
       codes.insert(instance_signature(g, segment.sub, c));
   EXPECT_LT(2 * candidates.unique.size(), codes.size());
+}
+
+// kora compile --no-measure: the plan's kernels are run once against the interpreter and
+// what fails is not emitted. A compiler that miscompiles square roots (2 sqrt(x)) makes
+// every generated kernel that takes one wrong: checked, the artifact still matches the
+// interpreter (those kernels run in it); unchecked (--no-verify), it does not.
+TEST(Compile, UnmeasuredKernelsAreCheckedAgainstTheInterpreterAndWhatFailsIsNotEmitted) {
+  CpuCompileSetup setup;
+  TempDir& dir = setup.dir;
+  const std::string cc = dir.file("sqrt2cc");
+  write_file(cc, "#!/bin/sh\nexec g++ '-D__builtin_sqrtf(x)=(2*__builtin_sqrtf(x))' \"$@\"\n");
+  std::filesystem::permissions(cc, std::filesystem::perms::owner_all);
+  TargetOptions t;
+  t.threads = 1;
+  t.compiler = cc;
+  const std::unique_ptr<Target> target = make_target("cpu", t);
+  ModelBuilder m;
+  m.input("x", {1, 4, 6, 6}).output("y");
+  m.node("Abs", {"x"}, {"a"}, {}, "abs");
+  m.node("Sqrt", {"a"}, {"s"}, {}, "sqrt");
+  m.node("Sigmoid", {"s"}, {"g"}, {}, "sigmoid");
+  m.node("Mul", {"s", "g"}, {"y"}, {}, "swish");
+  const std::string model = m.save(dir);
+  const PrimGraph g = kora::import_model(model);
+  CompileOptions options = setup.options;
+  options.measure = false;
+
+  const CompiledArtifact a = compile(model, *target, dir.file("checked"), options);
+  const CompileSummary& s = a.summary;
+  EXPECT_GT(s.kernel_check.kernels, 0);
+  ASSERT_FALSE(s.kernel_check.failed.empty());
+  for (const auto& [signature, schedules] : s.kernel_check.failed)
+    for (const auto& [schedule, error] : schedules) {
+      EXPECT_EQ(schedule, "gen:" + CpuSchedule{}.key());
+      EXPECT_NE(error.find("wrong result"), std::string::npos) << error;
+    }
+  // Every kernel computing the square root failed: one of them stays, in the interpreter.
+  EXPECT_EQ(s.artifact.interpreter, 1);
+  bool noted = false;
+  for (const std::string& note : s.notes)
+    noted = noted || note.find("failed its check against the interpreter") != std::string::npos;
+  EXPECT_TRUE(noted);
+  const std::string text = format_compile_summary(s);
+  EXPECT_NE(text.find("checked against the interpreter (not measured)"), std::string::npos) << text;
+  const nlohmann::json j = nlohmann::json::parse(compile_summary_json(s));
+  EXPECT_EQ(j["kernel_check"]["kernels"], s.kernel_check.kernels);
+  EXPECT_FALSE(j["kernel_check"]["failed"].empty());
+  expect_matches_interpreter(g, a.dir);
+  // A check measures and stores nothing.
+  EXPECT_EQ(ProfileDb(options.db).count(s.device), 0);
+
+  options.verify = false;
+  const CompiledArtifact unchecked = compile(model, *target, dir.file("unchecked"), options);
+  EXPECT_EQ(unchecked.summary.kernel_check.kernels, 0);
+  EXPECT_EQ(unchecked.summary.artifact.interpreter, 0);
+  Session session(unchecked.dir);
+  const auto feeds = random_inputs(g, 1);
+  const Tensor got = session.run(feeds).at("y"), want = kora::interpret(g, feeds).at("y");
+  double diff = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) diff += std::abs(got.double_at(i) - want.double_at(i));
+  EXPECT_GT(diff, 1.0);  // the miscompiled square roots, emitted
 }
 
 TEST(Compile, AnInterruptRequestStopsTheCompileAndLeavesNothing) {

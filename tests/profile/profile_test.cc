@@ -419,6 +419,36 @@ TEST(ProfileModel, WrongAndThrowingImplementationsAreFailedAndNeverChosen) {
   }
 }
 
+// A check (ProfileOptions::check_only): each kernel's plain oneDNN and default generated
+// code run once against the interpreter; wrong ones are reported, nothing is measured or
+// stored, and a kernel nothing but the interpreter computes (TopK) is not unusable.
+TEST(ProfileModel, ACheckOnlyReportsWrongImplementationsAndStoresNothing) {
+  kora_test::TempDir dir;
+  const PrimGraph g = small_model();
+  ProfileDb db(dir.file("p.db"));
+  ProfileOptions o = quick(dir);
+  o.check_only = true;
+  o.extra_kernels = [](const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+    std::vector<size_t> bytes;
+    for (const std::string& t : kernel_writes(graph, dag, c))
+      bytes.push_back(numel(graph.value(t).shape) * dtype_size(graph.value(t).dtype));
+    std::vector<std::unique_ptr<CpuLibraryKernel>> v;
+    v.push_back(std::make_unique<ThrowingKernel>());
+    return v;
+  };
+  const ProfileSummary s = profile_model(g, db, o);
+  EXPECT_EQ(s.checked, static_cast<int64_t>(signatures(g).size()));
+  EXPECT_EQ(s.measured, 0);
+  EXPECT_EQ(s.implementations, 0);
+  EXPECT_EQ(static_cast<int64_t>(s.failures.size()), s.checked);  // each kernel's plug-in
+  for (const ProfileFailure& f : s.failures) {
+    EXPECT_EQ(f.schedule, "throws");
+    EXPECT_NE(f.error.find("out of luck"), std::string::npos) << f.error;
+  }
+  EXPECT_TRUE(s.unusable.empty());
+  EXPECT_EQ(db.count(), 0);
+}
+
 TEST(ProfileModel, KernelsThatFailToCompileFallBackToTheInterpreter) {
   kora_test::TempDir dir;
   const PrimGraph g = small_model();
