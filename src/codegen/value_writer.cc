@@ -148,7 +148,9 @@ std::string ValueWriter::value(const std::string& tensor, const Coords& coords) 
   const ValueInfo& info = graph_.value(tensor);
   std::string expr;
   if (auto b = buffer_.find(tensor); b != buffer_.end()) {
-    expr = b->second + "[" + offset(info.shape, coords) + "]";
+    const auto base = buffer_base_.find(tensor);
+    expr = b->second + "[" + offset(info.shape, coords) +
+           (base == buffer_base_.end() ? "" : " - (" + base->second + ")") + "]";
   } else if (auto p = producer_.find(tensor); p != producer_.end()) {
     const Primitive& prim = *p->second;
     if (const auto* e = std::get_if<ElementwiseAttrs>(&prim.attrs)) {

@@ -68,6 +68,9 @@ class ValueWriter {
   std::map<std::string, const Primitive*> producer_;  // members by output tensor
   // tensor -> pointer name: inputs, outputs, materialized members' buffers
   std::map<std::string, std::string> in_ptr_, out_ptr_, buffer_;
+  // A buffer holding only part of its tensor (a row): the offset of that part's first
+  // element, subtracted from every read's offset.
+  std::map<std::string, std::string> buffer_base_;
   std::map<std::string, std::set<std::string>> deps_;
   std::map<std::string, std::pair<Coords, std::string>> bound_;  // epilogue accumulators
   // Coordinates whose offset in a tensor of a shape is a known expression (a flat index

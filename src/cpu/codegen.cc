@@ -45,6 +45,140 @@ std::string KernelWriter::unit_dims_reshape_written(int v) const {
   return p.output();
 }
 
+Shape KernelWriter::shared_outer_loops() const {
+  constexpr int64_t kLeastOuter = 16;  // outer indices, so that threads share them evenly
+  size_t rank = SIZE_MAX, dims = SIZE_MAX;
+  std::vector<const Shape*> phases;  // each phase's loop shape
+  auto same_rank = [&](const std::string& t) {
+    const size_t r = graph_.value(t).shape.size();
+    if (rank == SIZE_MAX) rank = r;
+    return r == rank;
+  };
+  for (int v : c_.members) {
+    const Primitive& p = graph_.prims[dag_.prim[v]];
+    const PrimKind k = p.kind();
+    // Dims that mean the same in every tensor: elementwise, broadcast and reduce members
+    // of one rank (a reduce keeps its dims), so a value at outer coordinates reads every
+    // tensor at those (or at 0 where it is 1).
+    if (k != PrimKind::kElementwise && k != PrimKind::kBroadcast && k != PrimKind::kReduce)
+      return {};
+    for (const std::string& t : p.inputs)
+      if (!same_rank(t)) return {};
+    if (!same_rank(p.output())) return {};
+    if (const auto* r = std::get_if<ReduceAttrs>(&p.attrs)) {
+      const Shape& xs = graph_.value(p.inputs[0]).shape;
+      phases.push_back(&xs);
+      for (int64_t a : r->axes)
+        if (xs[static_cast<size_t>(a)] > 1) dims = std::min(dims, static_cast<size_t>(a));
+    }
+  }
+  if (phases.empty()) return {};  // no reduce member
+  for (const std::string& w : writes_)
+    if (producer_.at(w)->kind() != PrimKind::kReduce) phases.push_back(&graph_.value(w).shape);
+  if (phases.size() < 2) return {};
+  dims = std::min(dims, rank);
+  // Every phase as many indices in each shared dim: each writes what it computes once.
+  for (size_t d = 0; d < dims; ++d)
+    for (const Shape* s : phases)
+      if ((*s)[d] != (*phases[0])[d]) dims = std::min(dims, d);
+  const Shape outer(phases[0]->begin(), phases[0]->begin() + static_cast<std::ptrdiff_t>(dims));
+  return numel(outer) >= kLeastOuter ? outer : Shape{};
+}
+
+bool KernelWriter::reads(const std::string& from, const std::string& t) const {
+  if (from == t) return true;
+  const auto m = producer_.find(from);
+  if (m == producer_.end() || buffer_.count(from)) return false;
+  const PrimKind k = m->second->kind();
+  if (k != PrimKind::kElementwise && k != PrimKind::kBroadcast) return false;
+  for (const std::string& in : m->second->inputs)
+    if (reads(in, t)) return true;
+  return false;
+}
+
+bool KernelWriter::transcendental(const std::string& t) const {
+  const auto m = producer_.find(t);
+  if (m == producer_.end() || buffer_.count(t)) return false;
+  const Primitive& p = *m->second;
+  if (const auto* e = std::get_if<ElementwiseAttrs>(&p.attrs)) {
+    switch (e->op) {
+      case ScalarOp::kExp:
+      case ScalarOp::kLog:
+      case ScalarOp::kTanh:
+      case ScalarOp::kErf:
+      case ScalarOp::kSigmoid:
+      case ScalarOp::kSoftplus:
+      case ScalarOp::kPow:
+      case ScalarOp::kSin:
+      case ScalarOp::kCos:
+      case ScalarOp::kTan:
+      case ScalarOp::kAsin:
+      case ScalarOp::kAcos:
+      case ScalarOp::kAtan:
+      case ScalarOp::kSinh:
+      case ScalarOp::kCosh:
+      case ScalarOp::kAsinh:
+      case ScalarOp::kAcosh:
+      case ScalarOp::kAtanh:
+        return true;
+      default:
+        break;
+    }
+  } else if (p.kind() != PrimKind::kBroadcast) {
+    return false;
+  }
+  for (const std::string& in : p.inputs)
+    if (transcendental(in)) return true;
+  return false;
+}
+
+bool KernelWriter::nonnegative(const std::string& t) const {
+  const auto m = producer_.find(t);
+  if (m == producer_.end() || buffer_.count(t)) return false;
+  const Primitive& p = *m->second;
+  if (p.kind() == PrimKind::kBroadcast) return nonnegative(p.inputs[0]);
+  const auto* e = std::get_if<ElementwiseAttrs>(&p.attrs);
+  if (!e) return false;
+  auto operand = [&](size_t k) {
+    const Operand& o = e->operands[k];
+    return o.input < 0 ? o.value >= 0 : nonnegative(p.inputs[static_cast<size_t>(o.input)]);
+  };
+  switch (e->op) {
+    case ScalarOp::kExp:
+    case ScalarOp::kSigmoid:
+    case ScalarOp::kSoftplus:
+    case ScalarOp::kAbs:
+    case ScalarOp::kRelu:
+    case ScalarOp::kSqrt:
+      return true;
+    case ScalarOp::kMul:  // a square, or a product of nonnegative values
+      if (e->operands[0].input >= 0 && e->operands[0].input == e->operands[1].input) return true;
+      return operand(0) && operand(1);
+    case ScalarOp::kAdd:
+    case ScalarOp::kDiv:
+      return operand(0) && operand(1);
+    default:
+      return false;
+  }
+}
+
+bool KernelWriter::keep_reduced_row(const Primitive& p) const {
+  const std::string& x = p.inputs.at(0);
+  if (shared_.empty() || !transcendental(x)) return false;
+  bool later = false;  // the phases after p's
+  for (int v : c_.members) {
+    const Primitive& q = graph_.prims[dag_.prim[v]];
+    if (&q == &p) {
+      later = true;
+    } else if (later && q.kind() == PrimKind::kReduce && reads(q.inputs.at(0), x)) {
+      return true;
+    }
+  }
+  for (const std::string& w : writes_)
+    if (!done_.count(w) && producer_.at(w)->kind() != PrimKind::kReduce && reads(w, x)) return true;
+  return false;
+}
+
 GeneratedKernel KernelWriter::run(const std::string& symbol) {
   std::ostringstream head;
   head << "extern \"C\" void " << symbol << "(const void* const* in, void* const* out) {\n";
@@ -78,6 +212,19 @@ GeneratedKernel KernelWriter::run(const std::string& symbol) {
   auto written = [&](const std::string& t) {
     return std::find(writes_.begin(), writes_.end(), t) != writes_.end();
   };
+  // Phases that share outer loops: those loops once (the parallel ones), every phase
+  // inside them over its other dims.
+  const Shape outer = shared_outer_loops();
+  if (!outer.empty()) {
+    int64_t work = 0;
+    for (int v : c_.members) {
+      const Primitive& p = graph_.prims[dag_.prim[v]];
+      if (p.kind() == PrimKind::kReduce) work += numel(graph_.value(p.inputs[0]).shape);
+    }
+    for (const std::string& w : writes_) work += numel(graph_.value(w).shape);
+    line("// phases in shared outer loops over " + shape_str(outer));
+    shared_ = open_loops(outer, parallel_for(work));
+  }
   for (int v : c_.members) {
     const Primitive& p = graph_.prims[dag_.prim[v]];
     const std::string& t = p.output();
@@ -140,6 +287,10 @@ GeneratedKernel KernelWriter::run(const std::string& symbol) {
       g->push_back(w);
   }
   for (const auto& g : groups) pointwise_phase(g);
+  if (!shared_.empty()) {
+    shared_.clear();
+    close_loops(outer);
+  }
   std::string source = head.str() + statics_.str() + scope().os.str() + "}\n";
   scopes_.clear();
   return {symbol, source, reads_, writes_};

@@ -56,7 +56,10 @@ namespace kora {
 //      [256, 56, 56] was 256 x 56 loops of 56); x / c for a constant c as x * (1 / c);
 //      a reshape's flat index multiplies a coordinate that is a sum in parentheses
 //      (matmul rows read through a reshape were wrong; such kernels failed their check).
-constexpr int kCpuCodegenRevision = 10;
+//  11: phases that loop alike over leading dims no member reduces (softmax, layer norm:
+//      the rows) share those loops, one parallel region for the kernel: each row is
+//      reduced and used while it is in cache (was one parallel pass per phase).
+constexpr int kCpuCodegenRevision = 11;
 
 // Whether generate_cpu_kernel can compute this candidate.
 bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);

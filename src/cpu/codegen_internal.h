@@ -126,7 +126,27 @@ class KernelWriter : public codegen::ValueWriter {
     return d == part_.dim ? part_.hi - part_.lo : shape[d];
   }
 
+  // Phases that share their outer loops (codegen.cc): the leading dims every phase of the
+  // kernel loops over alike and no reduce member reduces, when the phases can run one
+  // after another per outer index (elementwise, broadcast and reduce members of one rank
+  // only, two phases at least, 16 outer indices at least); empty otherwise.
+  Shape shared_outer_loops() const;
+  // Inside shared outer loops: whether reduce member `p`'s input is worth keeping in a row
+  // buffer for the phases after it (an elementwise value with a transcendental function
+  // that a later phase reads again: softmax's exp).
+  bool keep_reduced_row(const Primitive& p) const;
+  // Whether `from`'s value, expanded through the kernel's elementwise and broadcast
+  // members, reads `t`; whether it computes a transcendental function.
+  bool reads(const std::string& from, const std::string& t) const;
+  bool transcendental(const std::string& t) const;
+  // Whether `t`'s value is never negative by how it is computed (exp, a square, ...): a
+  // float sum of such values cancels nothing, so its rounding stays relative to it.
+  bool nonnegative(const std::string& t) const;
+
   CpuSchedule schedule_;
+  // Inside the shared outer loops: their coordinates, which open_loops() uses for those
+  // dims instead of opening loops (and it opens none in parallel).
+  Coords shared_;
   std::set<std::string> bfloat16_;  // sides stored as bfloat16
   Part part_;                       // open_loops' restricted dim, if any
   std::set<std::string> done_;      // written tensors stored already

@@ -27,12 +27,13 @@ namespace {
 
 using namespace kora;
 
-// Every candidate of g of at most 4 members checked against the interpreter (at least
-// `kernels` of them generated), then every candidate of any size, for a look at its code.
+// Every candidate of g of at most `checked` members checked against the interpreter (at
+// least `kernels` of them generated), then every candidate of any size, for a look at its
+// code.
 std::vector<Candidate> checked_candidates(const PrimGraph& g, const KernelDag& dag,
-                                          std::mt19937& rng, int kernels) {
+                                          std::mt19937& rng, int kernels, int checked = 4) {
   kora_codegen_test::CheckStats stats;
-  kora_codegen_test::check_graph(g, 4, rng, stats);
+  kora_codegen_test::check_graph(g, checked, rng, stats);
   EXPECT_GE(stats.kernels, kernels);
   return enumerate_candidates(dag, CandidateOptions{});
 }
@@ -187,6 +188,62 @@ TEST(CpuCodegen, AdjacentReducedDimsAreOneLoopThatMatchesTheInterpreter) {
   }
   EXPECT_GE(flat, 5);
   EXPECT_GE(nested, 1);
+}
+
+// Phases that loop alike over leading dims that no member reduces share those loops:
+// a softmax over rows of 33 ([2, 8, 33]: 16 rows) is one parallel loop over the rows, each
+// row's max, sum of exponentials and quotients computed in turn, the exponentials kept in
+// a row buffer for the quotients; sums in float. Not shared: a reduction over the middle
+// dim, or rows read through a transpose. Every kernel against the interpreter.
+TEST(CpuCodegen, PhasesOverTheSameRowsShareTheirLoopsAndMatchTheInterpreter) {
+  std::mt19937 rng(17);
+  kora_codegen_test::GraphBuilder b(rng);
+  const DType F = DType::kFloat32;
+  const Shape s = {2, 8, 33}, rows = {2, 8, 1};
+  const std::string x = b.input(F, s);
+  auto op = [&](ScalarOp o, std::vector<std::string> in) {
+    std::vector<Operand> operands;
+    for (size_t k = 0; k < in.size(); ++k) operands.push_back(Operand{static_cast<int>(k), 0});
+    return b.prim(ElementwiseAttrs{o, operands}, in, F, s);
+  };
+  const std::string m = b.prim(ReduceAttrs{ReduceOp::kMax, {2}}, {x}, F, rows);
+  const std::string e =
+      op(ScalarOp::kExp, {op(ScalarOp::kSub, {x, b.prim(BroadcastAttrs{}, {m}, F, s)})});
+  const std::string sum = b.prim(ReduceAttrs{ReduceOp::kSum, {2}}, {e}, F, rows);
+  const std::string y = op(ScalarOp::kDiv, {e, b.prim(BroadcastAttrs{}, {sum}, F, s)});
+  // a sum over the middle dim, and one of rows read through a transpose
+  const std::string cols = b.prim(ReduceAttrs{ReduceOp::kSum, {1}}, {e}, F, {2, 1, 33});
+  const std::string xt = b.prim(LayoutAttrs{layout::Transpose{{1, 0, 2}}}, {x}, F, {8, 2, 33});
+  const std::string tm = b.prim(ReduceAttrs{ReduceOp::kMax, {2}}, {xt}, F, {8, 2, 1});
+  const std::string ty = b.prim(ElementwiseAttrs{ScalarOp::kSub, {Operand{0, 0}, Operand{1, 0}}},
+                                {xt, b.prim(BroadcastAttrs{}, {tm}, F, {8, 2, 33})}, F, {8, 2, 33});
+  b.g.outputs = {y, cols, ty};
+  const KernelDag dag = kernel_dag_of(b.g);
+  int shared = 0, whole_softmax = 0, alone = 0;
+  for (const Candidate& c : checked_candidates(b.g, dag, rng, 40, 7)) {
+    if (!cpu_codegen_supports(b.g, dag, c)) continue;
+    std::set<std::string> outs;
+    for (int v : c.members) outs.insert(b.g.prims[dag.prim[v]].output());
+    const std::string source = generate_cpu_kernel(b.g, dag, c, "k").source;
+    const bool shares = source.find("shared outer loops over [2, 8]") != std::string::npos;
+    if (outs.count(cols) || outs.count(xt)) {
+      EXPECT_FALSE(shares) << source;
+      ++alone;
+      continue;
+    }
+    shared += shares;
+    if (outs.count(m) && outs.count(sum) && outs.count(y)) {
+      ++whole_softmax;
+      EXPECT_TRUE(shares) << source;
+      EXPECT_NE(source.find("float row"), std::string::npos) << source;  // the exponentials
+      EXPECT_EQ(source.find("double acc"), std::string::npos) << source;
+      EXPECT_EQ(source.find("#pragma omp parallel"), source.rfind("#pragma omp parallel"))
+          << source;  // one parallel region
+    }
+  }
+  EXPECT_GE(whole_softmax, 1);
+  EXPECT_GE(shared, 3);
+  EXPECT_GE(alone, 3);
 }
 
 // A pointwise kernel's trailing dims read in order (directly, or through broadcasts of
