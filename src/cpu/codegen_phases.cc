@@ -890,9 +890,10 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
     if (!reduced[d] && xs[d] > 1) innermost_kept = d;
     if (reduced[d] && xs[d] > 1) first_reduced = std::min(first_reduced, d);
   }
-  const bool lanes = innermost_kept < xs.size() && xs[innermost_kept] >= 8 &&
-                     first_reduced < xs.size() && first_reduced > innermost_kept &&
-                     numel(xs) / numel(os) <= 64 && fl;
+  // (Not inside shared outer loops over that kept dim: it is no loop of this phase's.)
+  const bool lanes = innermost_kept < xs.size() && innermost_kept >= shared_.size() &&
+                     xs[innermost_kept] >= 8 && first_reduced < xs.size() &&
+                     first_reduced > innermost_kept && numel(xs) / numel(os) <= 64 && fl;
   // Inside shared outer loops, an input with a transcendental function that the later
   // phases read again (softmax's exp) is kept in a row buffer on this thread's stack as it
   // is reduced, and read from there (softmax over [12, 257, 257]: 0.31 -> 0.23 ms).

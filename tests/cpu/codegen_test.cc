@@ -192,9 +192,10 @@ TEST(CpuCodegen, AdjacentReducedDimsAreOneLoopThatMatchesTheInterpreter) {
 
 // Phases that loop alike over leading dims that no member reduces share those loops:
 // a softmax over rows of 33 ([2, 8, 33]: 16 rows) is one parallel loop over the rows, each
-// row's max, sum of exponentials and quotients computed in turn, the exponentials kept in
-// a row buffer for the quotients; sums in float. Not shared: a reduction over the middle
-// dim, or rows read through a transpose. Every kernel against the interpreter.
+// row's max, sum of exponentials and quotients computed in turn (each along the row in
+// vectors), the exponentials kept in a row buffer for the quotients; their sum in float. Not
+// shared: a reduction over the middle dim, or rows read through a transpose. Every kernel against
+// the interpreter.
 TEST(CpuCodegen, PhasesOverTheSameRowsShareTheirLoopsAndMatchTheInterpreter) {
   std::mt19937 rng(17);
   kora_codegen_test::GraphBuilder b(rng);
@@ -237,6 +238,9 @@ TEST(CpuCodegen, PhasesOverTheSameRowsShareTheirLoopsAndMatchTheInterpreter) {
       EXPECT_TRUE(shares) << source;
       EXPECT_NE(source.find("float row"), std::string::npos) << source;  // the exponentials
       EXPECT_EQ(source.find("double acc"), std::string::npos) << source;
+      // each row's max and sum vectorized along the row (not across rows: those are shared)
+      EXPECT_NE(source.find("#pragma omp simd reduction(max:"), std::string::npos) << source;
+      EXPECT_NE(source.find("#pragma omp simd reduction(+:"), std::string::npos) << source;
       EXPECT_EQ(source.find("#pragma omp parallel"), source.rfind("#pragma omp parallel"))
           << source;  // one parallel region
     }
