@@ -101,29 +101,8 @@ bool KernelWriter::transcendental(const std::string& t) const {
   if (m == producer_.end() || buffer_.count(t)) return false;
   const Primitive& p = *m->second;
   if (const auto* e = std::get_if<ElementwiseAttrs>(&p.attrs)) {
-    switch (e->op) {
-      case ScalarOp::kExp:
-      case ScalarOp::kLog:
-      case ScalarOp::kTanh:
-      case ScalarOp::kErf:
-      case ScalarOp::kSigmoid:
-      case ScalarOp::kSoftplus:
-      case ScalarOp::kPow:
-      case ScalarOp::kSin:
-      case ScalarOp::kCos:
-      case ScalarOp::kTan:
-      case ScalarOp::kAsin:
-      case ScalarOp::kAcos:
-      case ScalarOp::kAtan:
-      case ScalarOp::kSinh:
-      case ScalarOp::kCosh:
-      case ScalarOp::kAsinh:
-      case ScalarOp::kAcosh:
-      case ScalarOp::kAtanh:
-        return true;
-      default:
-        break;
-    }
+    // exp, log, erf, tanh, ... (and square roots and reciprocals), and powers
+    if (scalar_op_is_float_only(e->op) || e->op == ScalarOp::kPow) return true;
   } else if (p.kind() != PrimKind::kBroadcast) {
     return false;
   }

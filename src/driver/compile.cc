@@ -148,10 +148,8 @@ ProfileReport profile_for(const PrimGraph& graph, Target& target, ProfileDb& db,
   return measure_candidates(graph, target, db, options, only);
 }
 
-ProfileReport measure_candidates(const PrimGraph& graph, Target& target, ProfileDb& db,
-                                 const CompileOptions& options, const std::set<uint64_t>* only,
-                                 ScheduleSearch search, std::shared_ptr<ProfileScratch> scratch,
-                                 const ModelCandidates* enumerated) {
+TargetProfileOptions target_profile_options(const PrimGraph& graph, const Target& target,
+                                            const CompileOptions& options) {
   TargetProfileOptions p;
   // The target's candidates, as the solver enumerates them (its capability filter and
   // horizontal pairs), so that a round measures the kernels a solve asks for.
@@ -160,6 +158,14 @@ ProfileReport measure_candidates(const PrimGraph& graph, Target& target, Profile
   p.model_path = options.model_path.empty() ? graph.name : options.model_path;
   p.progress = options.progress;
   p.terminal = options.terminal;
+  return p;
+}
+
+ProfileReport measure_candidates(const PrimGraph& graph, Target& target, ProfileDb& db,
+                                 const CompileOptions& options, const std::set<uint64_t>* only,
+                                 ScheduleSearch search, std::shared_ptr<ProfileScratch> scratch,
+                                 const ModelCandidates* enumerated) {
+  TargetProfileOptions p = target_profile_options(graph, target, options);
   if (only) p.only = *only;
   p.defer_search = search == ScheduleSearch::kDeferred;
   p.scratch = std::move(scratch);

@@ -25,12 +25,7 @@ constexpr int kCheckRounds = 3;  // solves after the first, at most
 KernelCheck check_plan_kernels(const PrimGraph& graph, Target& target, ProfileDb& db,
                                ProfileDbCost& costs, OrchestrationResult& plan,
                                const CompileOptions& options) {
-  TargetProfileOptions p;
-  p.candidates = target.candidates(graph, options.orchestration.candidates);
-  p.partition = options.orchestration.partition;
-  p.model_path = options.model_path.empty() ? graph.name : options.model_path;
-  p.progress = options.progress;
-  p.terminal = options.terminal;
+  TargetProfileOptions p = target_profile_options(graph, target, options);
   p.scratch = std::make_shared<ProfileScratch>();  // the interpreter's values, once
   KernelCheck all;
   std::set<uint64_t> seen, priced_out;

@@ -17,6 +17,11 @@ enum class ScheduleSearch {
   kDeferred,  // not with the kernels measured now; the known kernels' pending ones run
 };
 
+// What the target's profile of the graph takes from the compile options (its candidates as
+// the solver enumerates them, the partition, progress).
+TargetProfileOptions target_profile_options(const PrimGraph& graph, const Target& target,
+                                            const CompileOptions& options);
+
 // profile_for without check_compilable: the target measures the graph's candidates the
 // database lacks (with `only`, of those kernels only).
 ProfileReport measure_candidates(const PrimGraph& graph, Target& target, ProfileDb& db,
