@@ -3,6 +3,11 @@
 // and linear member in topological order (each writes its result to the output or to
 // scratch; a linear member's epilogue stores the written tensors computed from it at its
 // own coordinates), then one pointwise phase per shape for the remaining written tensors.
+// Phases that loop alike over leading dims no member reduces (a softmax's or layer norm's
+// rows) share those loops: one (parallel) loop nest over them, each phase inside it over
+// its other dims, so a row is reduced and used while it is in cache
+// (shared_outer_loops); a reduced input with a transcendental function that later phases
+// read again is kept in a row buffer there (keep_reduced_row).
 // Also: what is supported, the schedule space and schedule keys, the prelude.
 #include <algorithm>
 #include <cstdio>

@@ -1,10 +1,12 @@
 // Loop nests of a generated CPU kernel, one phase each: a tensor shape (and for reduce
 // and linear phases the member) in, nested loops over its dims out, the innermost dim
 // contiguous, the outer ones parallel (OpenMP) when the schedule says so and the work
-// pays for it.
+// pays for it (inside a kernel's shared outer loops, those dims are the shared loops'
+// and no phase opens a parallel loop).
 //   pointwise  stores written tensors of one shape, their values expanded per element;
 //   reduce     accumulates the (expanded) input over the reduced dims, in double for
-//              float32 (as the interpreter), into the member's buffer; when kept dims
+//              float32 (as the interpreter; in float for at most 4096 values that are
+//              never negative), into the member's buffer; when kept dims
 //              follow the reduced ones, a row of accumulators keeps the inner loop
 //              contiguous; pooling (max or sum over the windows of a window member)
 //              folds whole rows, or padded planes, per window position;
