@@ -719,9 +719,9 @@ void add_library_kernels(const PrimGraph& graph, const ProfileOptions& options, 
     add(kOnednnChannelsLast, [&graph, &d, &c, layouts = job.channels_last, bf16]() {
       return make_onednn_kernel(graph, d, c, layouts, kOnednnChannelsLast + bf16);
     });
-  if (job.fill_in()        ? job.missing_winograd
-      : options.check_only ? false
-                           : !options.bf16 && onednn_winograd_supports(graph, d, c))
+  if (!options.check_only &&
+      (job.fill_in() ? job.missing_winograd
+                     : !options.bf16 && onednn_winograd_supports(graph, d, c)))
     add(kOnednnWinograd,
         [&graph, &d, &c]() { return make_onednn_kernel(graph, d, c, {}, kOnednnWinograd); });
   if (options.extra_kernels && !job.fill_in())
