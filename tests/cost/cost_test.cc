@@ -369,6 +369,87 @@ TEST(LowerBound, AThreeByThreeConvolutionCountsTheMultipliesOfWinograd) {
   EXPECT_DOUBLE_EQ(flops.at("pointwise"), 2.0 * 8 * 8 * 10 * 10);
 }
 
+TEST(LowerBound, AMatmulReadThroughSlicesCountsTheShareTheSlicesNeed) {
+  // Three matmuls x [8, 16] @ w [16, 12], each read only through slices of its columns:
+  // a split into three parts of 4 (together all of it), one slice of 4 (a third), and two
+  // slices of 6 that overlap (the larger part surely needed: a half). A kernel of the
+  // matmul and its slices does that share of the matmul's work at least.
+  kora_test::ModelBuilder mb;
+  mb.opset(13);
+  mb.input("x", {8, 16});
+  mb.init_f32("w", {16, 12}, std::vector<float>(16 * 12, 0.5f));
+  mb.init_i64("parts", {3}, {4, 4, 4});
+  mb.init_i64("axes", {1}, {1});
+  mb.init_i64("s0", {1}, {0});
+  mb.init_i64("e4", {1}, {4});
+  mb.init_i64("e6", {1}, {6});
+  mb.init_i64("s3", {1}, {3});
+  mb.init_i64("e9", {1}, {9});
+  mb.node("MatMul", {"x", "w"}, {"m1"}, {}, "split");
+  mb.node("Split", {"m1", "parts"}, {"p0", "p1", "p2"}, {kora_test::attr_i("axis", 1)});
+  mb.node("MatMul", {"x", "w"}, {"m2"}, {}, "third");
+  mb.node("Slice", {"m2", "s0", "e4", "axes"}, {"q"});
+  mb.node("MatMul", {"x", "w"}, {"m3"}, {}, "overlap");
+  mb.node("Slice", {"m3", "s0", "e6", "axes"}, {"r0"});
+  mb.node("Slice", {"m3", "s3", "e9", "axes"}, {"r1"});
+  // torchvision's attention: q, k and v gathered from a packed [8, 3, 4] one index each.
+  mb.init_i64("packed", {3}, {8, 3, 4});
+  mb.node("MatMul", {"x", "w"}, {"m4"}, {}, "gather");
+  mb.node("Reshape", {"m4", "packed"}, {"g"});
+  for (int i = 0; i < 3; ++i) {
+    mb.init_i64("i" + std::to_string(i), {}, {i});
+    mb.node("Gather", {"g", "i" + std::to_string(i)}, {"g" + std::to_string(i)},
+            {kora_test::attr_i("axis", 1)});
+  }
+  for (const char* out : {"p0", "p1", "p2", "q", "r0", "r1", "g0", "g1", "g2"}) mb.output(out);
+  const PrimGraph g = fission(kora_test::import_model(mb));
+  const KernelDag dag = kernel_dag_of(g);
+  // Each matmul with the slices that read it (and the reshapes between), one kernel.
+  std::map<std::string, std::vector<int>> members;
+  std::map<std::string, std::string> origin_of;  // tensor -> the matmul it comes from
+  for (int v = 0; v < dag.size(); ++v) {
+    const Primitive& p = g.prims[dag.prim[v]];
+    std::string name = p.name.substr(0, p.name.find('#'));
+    if (p.kind() != PrimKind::kLinear) {
+      // Its first input's matmul (producers come first in the DAG's order).
+      ASSERT_TRUE(origin_of.count(p.inputs.at(0))) << p.name;
+      name = origin_of.at(p.inputs.at(0));
+    }
+    origin_of[p.outputs[0]] = name;
+    members[name].push_back(v);
+  }
+  const double whole = 2.0 * 8 * 16 * 12;
+  EXPECT_DOUBLE_EQ(kernel_work(g, dag, make_candidate(dag, members.at("split"))).flops, whole);
+  EXPECT_DOUBLE_EQ(kernel_work(g, dag, make_candidate(dag, members.at("third"))).flops, whole / 3);
+  EXPECT_DOUBLE_EQ(kernel_work(g, dag, make_candidate(dag, members.at("overlap"))).flops,
+                   whole / 2);
+  EXPECT_DOUBLE_EQ(kernel_work(g, dag, make_candidate(dag, members.at("gather"))).flops, whole);
+}
+
+TEST(LowerBound, AConvolutionReadsTheInputItsWindowsTouch) {
+  // A 16x16 patch embedding of stride 16 reads all of its input; a 1x1 convolution of
+  // stride 2 a quarter of it.
+  kora_test::ModelBuilder mb;
+  mb.input("x", {1, 4, 32, 32});
+  mb.init_f32("wp", {8, 4, 16, 16}, std::vector<float>(8 * 4 * 16 * 16, 0.01f));
+  mb.init_f32("w1", {8, 4, 1, 1}, std::vector<float>(8 * 4, 0.25f));
+  mb.node("Conv", {"x", "wp"}, {"p"}, {kora_test::attr_is("strides", {16, 16})}, "patch");
+  mb.node("Conv", {"x", "w1"}, {"h"}, {kora_test::attr_is("strides", {2, 2})}, "half");
+  mb.output("p").output("h");
+  const PrimGraph g = fission(kora_test::import_model(mb));
+  const KernelDag dag = kernel_dag_of(g);
+  std::map<std::string, double> bytes;
+  for (int v = 0; v < dag.size(); ++v) {
+    const Primitive& p = g.prims[dag.prim[v]];
+    if (p.kind() == PrimKind::kLinear)
+      bytes[p.name.substr(0, p.name.find('#'))] =
+          kernel_work(g, dag, make_candidate(dag, {v})).bytes;
+  }
+  const double x = 4.0 * 4 * 32 * 32;
+  EXPECT_DOUBLE_EQ(bytes.at("patch"), x + 4.0 * 8 * 4 * 16 * 16 + 4.0 * 8 * 2 * 2);
+  EXPECT_DOUBLE_EQ(bytes.at("half"), x / 4 + 4.0 * 8 * 4 + 4.0 * 8 * 16 * 16);
+}
+
 TEST(CostFission, TwoIdenticalBranchesShareOneMeasuredEntry) {
   // y1 = relu(x1 @ w1), y2 = relu(x2 @ w2) with equal shapes: after fission each branch
   // is a matmul with a relu epilogue; both fused kernels have one signature, so one table
