@@ -5,7 +5,8 @@
 // similar size reach them alike. The estimate: the ratio of the k nearest measured kernels
 // with the same ops (weighed by nearness), shrunk toward the ratio of the same heaviest
 // kind and implementation (the target's: a library's call or generated code, whose ratios
-// differ by 2x on the same matmul) where few or only far ones are known, lowered by
+// differ by 2x on the same matmul; where none is known, the kernel's bound, so that one is
+// measured) where few or only far ones are known, lowered by
 // `caution` times the spread of those ratios, times the kernel's own bound. The kind's
 // typical cost counts as one more kernel at a fixed distance: where few measured kernels
 // are nearer, it keeps a kernel from taking the ratio of kernels of other sizes. Ops are told apart
@@ -140,12 +141,20 @@ double PredictedCost::cost_ms(const PrimGraph& graph, const KernelDag& dag, cons
     }
     return e;
   };
-  // The kind's kernels implemented alike; none of them measured, the whole kind.
+  // The kind's kernels implemented alike; none of them measured, below.
   Estimate kind = nearest(
       [&](const Features& s) { return s.kind == f.kind && s.implemented_by == f.implemented_by; },
       true);
-  if (kind.n == 0) kind = nearest([&](const Features& s) { return s.kind == f.kind; }, true);
-  if (kind.n == 0) return typical_ms;
+  if (kind.n == 0) {
+    const Estimate any = nearest([&](const Features& s) { return s.kind == f.kind; }, true);
+    if (any.n == 0) return typical_ms;
+    // Kernels of its kind measured, none implemented alike: their ratio says nothing of
+    // this implementation's (a library's matmul runs twice as fast as generated code's), so
+    // it costs its bound until one is measured: a plan that can use it takes it and
+    // measures it, instead of every plan keeping to the other implementation's kernels.
+    if (!f.implemented_by.empty() && f.bound_ms > 0) return f.bound_ms;
+    kind = any;
+  }
   const Estimate ops = nearest(
       [&](const Features& s) {
         return s.kind == f.kind && s.implemented_by == f.implemented_by && s.ops == f.ops;

@@ -97,7 +97,8 @@ TEST(PredictedCost, PrologueAndEpilogueOpsAreToldApart) {
 }
 
 // A kernel learns from kernels the target implements alike (a library's call, generated
-// code) before the nearest of another implementation.
+// code) before the nearest of another implementation; with none implemented alike
+// measured, it costs its bound.
 TEST(PredictedCost, KernelsImplementedAlikeComeFirst) {
   const PrimGraph epilogue = matmul_relu_graph(), prologue = relu_matmul_graph();
   const KernelDag e = kernel_dag_of(epilogue), p = kernel_dag_of(prologue);
@@ -125,6 +126,9 @@ TEST(PredictedCost, KernelsImplementedAlikeComeFirst) {
   EXPECT_LT(ratio(), 3);
   fused_by = "generated";
   EXPECT_GT(ratio(), 5);
+  // An implementation none of whose kernels is measured yet: its bound, not another's ratio.
+  fused_by = "another library";
+  EXPECT_DOUBLE_EQ(ratio(), 1);
 }
 
 // Samples far from a kernel (a matmul of 4 x 4 for one of 256 x 256) count less than the
