@@ -237,6 +237,23 @@ SolvedPlan solve_on_demand(const PrimGraph& graph, Target& target, std::shared_p
       r.failed += o.failed;
     }
     report.profile_seconds += seconds_since(start);
+    // Verbose (kora -v): each kernel the round measured, its predicted and measured cost.
+    if (options.orchestration.progress && options.progress) {
+      const std::unique_ptr<ProfileDbCost> now = target_costs(target, db);
+      std::set<uint64_t> seen;
+      for (const ChosenKernel& k : s.plan.kernels) {
+        const auto u = by_signature.find(k.signature);
+        if (!missing.count(k.signature) || !seen.insert(k.signature).second ||
+            u == by_signature.end() || !now->measured(k.signature))
+          continue;
+        const double ms = now->cost_ms(graph, *u->second->sub, *u->second->candidate);
+        std::string prims;
+        for (int p : k.prims) prims += (prims.empty() ? "" : ", ") + graph.prims[p].name;
+        line("  " + target.implemented_by(graph, *u->second->sub, *u->second->candidate) +
+             " kernel predicted " + fixed(k.cost_ms, 4) + " ms, measured " + fixed(ms, 4) +
+             " ms: " + (prims.size() > 160 ? prims.substr(0, 157) + "..." : prims));
+      }
+    }
     report.candidates = r.kernels;
     report.measured += r.measured;
     report.searched += r.searched;
