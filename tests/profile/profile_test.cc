@@ -449,6 +449,67 @@ TEST(ProfileModel, ACheckOnlyReportsWrongImplementationsAndStoresNothing) {
   EXPECT_EQ(db.count(), 0);
 }
 
+// Writes y = mean(x - mean(x)) over rows of x [8, 64] (zero but for rounding) in float,
+// summing from the row's end, or that plus 1e-3 ("off"): another rounding of the same
+// value, and a wrong one.
+class CentredMeanKernel : public CpuLibraryKernel {
+ public:
+  CentredMeanKernel(size_t x, bool off) : x_(x), off_(off) {}
+  void run(const void* const* in, void* const* out) override {
+    const float* x = static_cast<const float*>(in[x_]);
+    float* y = static_cast<float*>(out[0]);
+    for (int r = 0; r < 8; ++r) {
+      float mean = 0, sum = 0;
+      for (int i = 63; i >= 0; --i) mean += x[r * 64 + i];
+      mean /= 64;
+      for (int i = 63; i >= 0; --i) sum += x[r * 64 + i] - mean;
+      y[r] = sum / 64 + (off_ ? 1e-3f : 0);
+    }
+  }
+  std::string schedule() const override { return off_ ? "off" : "rounded"; }
+
+ private:
+  size_t x_;
+  bool off_;
+};
+
+// An output that cancels to about zero is judged by the rounding noise the interpreter
+// shows under perturbed inputs, not by its relative error (about 1 for any other rounding
+// of it): another rounding passes, a value 1e-3 off still fails.
+TEST(ProfileModel, AnOutputThatCancelsToZeroIsJudgedByItsRoundingNoise) {
+  kora_test::TempDir dir;
+  kora_test::ModelBuilder m;
+  m.input("x", {8, 64}).output("y");
+  const auto axes = kora_test::attr_is("axes", {1});
+  m.node("ReduceMean", {"x"}, {"m"}, {axes});
+  m.node("Sub", {"x", "m"}, {"c"});
+  m.node("ReduceMean", {"c"}, {"y"}, {axes});
+  const PrimGraph g = fission(kora_test::import_model(m));
+  ProfileDb db(dir.file("p.db"));
+  ProfileOptions o = quick(dir);
+  uint64_t whole = 0;  // the kernel of every member
+  o.extra_kernels = [&](const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+    std::vector<std::unique_ptr<CpuLibraryKernel>> v;
+    const std::vector<std::string> reads = kernel_reads(graph, dag, c);
+    const auto x = std::find(reads.begin(), reads.end(), "x");
+    if (kernel_writes(graph, dag, c) != std::vector<std::string>{"y"} || x == reads.end() ||
+        c.members.size() != static_cast<size_t>(dag.size()))
+      return v;
+    whole = c.signature;
+    for (bool off : {false, true})
+      v.push_back(std::make_unique<CentredMeanKernel>(x - reads.begin(), off));
+    return v;
+  };
+  const ProfileSummary s = profile_model(g, db, o);
+  ASSERT_NE(whole, 0u);
+  std::map<std::string, ProfileRecord> by_schedule;
+  for (const ProfileRecord& r : db.records(s.device, whole)) by_schedule[r.schedule] = r;
+  ASSERT_TRUE(by_schedule.count("rounded") && by_schedule.count("off"));
+  EXPECT_FALSE(by_schedule.at("rounded").failed) << by_schedule.at("rounded").error;
+  EXPECT_TRUE(by_schedule.at("off").failed);
+  EXPECT_NE(by_schedule.at("off").error.find("wrong result"), std::string::npos);
+}
+
 TEST(ProfileModel, KernelsThatFailToCompileFallBackToTheInterpreter) {
   kora_test::TempDir dir;
   const PrimGraph g = small_model();
