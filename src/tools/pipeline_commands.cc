@@ -138,6 +138,7 @@ class ProfileCommand : public Command {
     auto db = std::make_shared<ProfileDb>(db_.empty() ? default_profile_db_path() : db_);
     CompileOptions options = on_demand_options_;
     options.orchestration = orchestration_;
+    options.orchestration.progress = options.orchestration.progress || verbose;
     options.model_path = model_.model;
     options.progress = &std::cerr;
     options.terminal = ::isatty(2);

@@ -315,9 +315,14 @@ class ProfileTest(unittest.TestCase):
             self.assertIn("excludes", r.stderr)
 
             demand_db = os.path.join(tmp, "on_demand.db")
-            r = run("profile", self.model, "--db", demand_db, "--threads", "1", "--json")
+            r = run("-v", "profile", self.model, "--db", demand_db, "--threads", "1", "--json")
             self.assertEqual(r.returncode, 0, r.stderr)
             on_demand = json.loads(r.stdout)
+            # Verbose: each kernel measured, with what it was predicted to cost.
+            traced = [l for l in r.stderr.splitlines() if " kernel predicted " in l]
+            self.assertGreater(len(traced), 0, r.stderr[-3000:])
+            self.assertRegex(traced[0], r"(generated|library) kernel predicted [0-9.]+ ms, "
+                             r"measured [0-9.]+ ms: \S")
             self.assertEqual(on_demand["candidates"], kernels)
             self.assertGreater(on_demand["measured"], 0)
             self.assertLessEqual(on_demand["measured"], kernels)
