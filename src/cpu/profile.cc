@@ -272,8 +272,11 @@ std::map<std::string, Tensor> perturbed_outputs(const PrimGraph& graph, const Ke
   for (int v : members) {
     const Primitive& p = graph.prims[d.prim[v]];
     std::vector<const Tensor*> args;
-    for (const std::string& t : p.inputs)
+    for (const std::string& t : p.inputs) {
       args.push_back(local.count(t) ? &local.at(t) : graph.constant(t));
+      if (!args.back())
+        throw Error(p.describe() + " reads '" + t + "', which is not a kernel input");
+    }
     std::vector<Tensor> results = run_primitive(graph, p, args);
     for (size_t o = 0; o < results.size(); ++o) local[p.outputs[o]] = std::move(results[o]);
   }
