@@ -247,40 +247,41 @@ std::string compare(const std::string& name, const Tensor& got, const Tensor& wa
   return comparison_failure(c, tolerance, "output '" + name + "'", "interpreter");
 }
 
-// The kernel's outputs as the interpreter computes them from its inputs' reference values
-// with each floating element scaled by 1 + or - 2^-20 (a seeded random sign), a change of
-// the inputs a little above rounding's: how far rounding inside a kernel may move each
-// output. A well-conditioned output moves by about 2^-20 of itself; one that cancels to
-// about zero (a mean of LayerNorm outputs whose weights are 1 and biases 0) by as much as
-// it is, and an implementation's rounding there is no wrong result.
-std::map<std::string, Tensor> perturbed_outputs(const PrimGraph& graph, const KernelDag& d,
-                                                const Candidate& c,
-                                                const std::map<std::string, Tensor>& values) {
+// The kernel's outputs (in kernel_writes' order) as the interpreter kernel computes them
+// from its inputs' reference values with each floating element of the activations scaled by
+// 1 + or - 2^-20 (a seeded random sign), a change of the inputs a little above rounding's:
+// how far rounding inside a kernel may move each output. A well-conditioned output moves by
+// about 2^-20 of itself; one that cancels to about zero (a mean of LayerNorm outputs whose
+// weights are 1 and biases 0) by as much as it is, and an implementation's rounding there is
+// no wrong result.
+std::vector<Tensor> perturbed_outputs(const PrimGraph& graph, const KernelDag& d,
+                                      const Candidate& c,
+                                      const std::map<std::string, Tensor>& values) {
   constexpr double kChange = 1.0 / (1 << 20);
   std::mt19937_64 rng(20);
-  std::map<std::string, Tensor> local;
-  for (const std::string& t : kernel_reads(graph, d, c)) {
-    const Tensor& v = graph.constant(t) ? *graph.constant(t) : values.at(t);
-    Tensor changed(v.dtype(), v.shape(), v.bytes(), v.nbytes());
-    if (is_floating(v.dtype()))
-      for (int64_t i = 0; i < changed.numel(); ++i)
-        set_element(changed, i, v.double_at(i) * (rng() & 1 ? 1 + kChange : 1 - kChange));
-    local[t] = std::move(changed);
-  }
-  std::vector<int> members = c.members;
-  std::sort(members.begin(), members.end());
-  for (int v : members) {
-    const Primitive& p = graph.prims[d.prim[v]];
-    std::vector<const Tensor*> args;
-    for (const std::string& t : p.inputs) {
-      args.push_back(local.count(t) ? &local.at(t) : graph.constant(t));
-      if (!args.back())
-        throw Error(p.describe() + " reads '" + t + "', which is not a kernel input");
+  const std::vector<std::string> reads = kernel_reads(graph, d, c);
+  std::vector<Tensor> in;  // its buffers stay where they are as the vector grows
+  std::vector<const void*> in_ptrs;
+  for (const std::string& t : reads) {
+    if (graph.constant(t)) {  // the interpreter kernel uses the graph's constants in place
+      in_ptrs.push_back(nullptr);
+      continue;
     }
-    std::vector<Tensor> results = run_primitive(graph, p, args);
-    for (size_t o = 0; o < results.size(); ++o) local[p.outputs[o]] = std::move(results[o]);
+    const Tensor& v = values.at(t);
+    in.emplace_back(v.dtype(), v.shape(), v.bytes(), v.nbytes());
+    if (is_floating(v.dtype()))
+      for (int64_t i = 0; i < v.numel(); ++i)
+        set_element(in.back(), i, v.double_at(i) * (rng() & 1 ? 1 + kChange : 1 - kChange));
+    in_ptrs.push_back(in.back().bytes());
   }
-  return local;
+  std::vector<Tensor> out;
+  std::vector<void*> out_ptrs;
+  for (const std::string& t : kernel_writes(graph, d, c)) {
+    out.emplace_back(graph.value(t).dtype, graph.value(t).shape);
+    out_ptrs.push_back(out.back().mutable_bytes());
+  }
+  make_interpreter_kernel(graph, d, c)->run(in_ptrs.data(), out_ptrs.data());
+  return out;
 }
 
 // The L2 norm of `a - b` (of `a` without `b`) over the elements where both are finite.
@@ -577,7 +578,7 @@ class Measurer {
       }
       pending_.push_back(std::move(r));
     };
-    std::optional<std::map<std::string, Tensor>> perturbed;  // computed at the first failure
+    std::optional<std::vector<Tensor>> perturbed;  // computed at the first failure
     for (Implementation& impl : job.impls) {
       if (impl.error.empty() && impl.make) {
         try {
@@ -609,9 +610,8 @@ class Measurer {
                 perturbed.emplace();  // judged by the tolerance alone
               }
             }
-            const auto p = perturbed->find(writes[o]);
-            if (p == perturbed->end()) continue;
-            const double moved = l2(p->second, &want);
+            if (perturbed->size() != writes.size()) continue;
+            const double moved = l2((*perturbed)[o], &want);
             if (l2(buffers.out[0][o], &want) <= options_.tolerance * l2(want) + kNoiseTimes * moved)
               impl.error.clear();
           }
