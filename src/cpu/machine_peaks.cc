@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <cstring>
 #include <dnnl.hpp>
@@ -141,7 +142,9 @@ double bf16_gflops(ProfileDb& db, const std::string& device, int threads, double
       LoadWatch watch;
       measured = std::max(bf16_gemm_gflops(), bf16_gemm_gflops()) * kPeakMargin;
       if (!watch.busy()) {
-        db.put_device_fact(device, "bf16 gflops", std::to_string(measured));
+        char text[32];  // all 17 digits: the value read back is the value used
+        std::snprintf(text, sizeof text, "%.17g", measured);
+        db.put_device_fact(device, "bf16 gflops", text);
         break;
       }
     }
