@@ -8,10 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cmath>
 #include <cstring>
-#include <dnnl.hpp>
 #include <iostream>
 #include <vector>
 
@@ -43,33 +40,6 @@ double gemm_gflops() {
       throw Error("machine peaks: oneDNN's sgemm failed");
   };
   gemm();  // warm-up: oneDNN picks and JIT-compiles its kernel
-  return 2.0 * static_cast<double>(n * n * n) / best_seconds(5, gemm) * 1e-9;
-}
-
-// oneDNN's bfloat16 matmul (float32 accumulation and output), 2048 x 2048 x 2048: on
-// AVX512-BF16 about twice the float32 GEMM, on AMX tiles several times more.
-double bf16_gemm_gflops() {
-  const int64_t n = 2048;
-  using T = dnnl::memory::data_type;
-  using F = dnnl::memory::format_tag;
-  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  dnnl::stream stream(engine);
-  const dnnl::memory::desc a({n, n}, T::bf16, F::ab), b({n, n}, T::bf16, F::any),
-      c({n, n}, T::f32, F::ab);
-#if DNNL_VERSION_MAJOR >= 3
-  const dnnl::matmul::primitive_desc pd(engine, a, b, c);
-#else
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), engine);
-#endif
-  dnnl::memory ma(a, engine), mb(pd.weights_desc(), engine), mc(c, engine);
-  std::memset(ma.get_data_handle(), 0, a.get_size());  // bf16 zeros: no denormals, no NaN
-  std::memset(mb.get_data_handle(), 0, pd.weights_desc().get_size());
-  const dnnl::matmul matmul(pd);
-  auto gemm = [&] {
-    matmul.execute(stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
-    stream.wait();
-  };
-  gemm();  // warm-up: the kernel JIT-compiled, the tiles configured
   return 2.0 * static_cast<double>(n * n * n) / best_seconds(5, gemm) * 1e-9;
 }
 
@@ -121,47 +91,19 @@ MachinePeaks measure_cpu_peaks(int threads) {
   return p;
 }
 
-namespace {
-
-// The GEMM peak under --bf16: the larger of kBf16ComputeFactor times the float32 one and
-// oneDNN's bf16 matmul measured here (device fact "bf16 gflops", with kPeakMargin, kept
-// like the peaks: measured again when other processes ran beside it).
-double bf16_gflops(ProfileDb& db, const std::string& device, int threads, double f32_gflops) {
-  double measured = 0;
-  if (const auto stored = db.device_fact(device, "bf16 gflops")) {
-    try {
-      measured = std::stod(*stored);
-    } catch (const std::exception&) {  // a corrupt fact: measured again below
-    }
-  }
-  if (!(measured > 0 && std::isfinite(measured))) {
-    const int before = omp_get_max_threads();
-    omp_set_num_threads(threads);
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      if (attempt > 0 && !wait_until_quiet(5)) break;
-      LoadWatch watch;
-      measured = std::max(bf16_gemm_gflops(), bf16_gemm_gflops()) * kPeakMargin;
-      if (!watch.busy()) {
-        char text[32];  // all 17 digits: the value read back is the value used
-        std::snprintf(text, sizeof text, "%.17g", measured);
-        db.put_device_fact(device, "bf16 gflops", text);
-        break;
-      }
-    }
-    omp_set_num_threads(before);
-  }
-  return std::max(f32_gflops * kBf16ComputeFactor, measured);
+double bf16_compute_factor() {
+  const unsigned amx = dnnl_cpu_isa_avx512_core_amx;  // the ISAs are bit sets
+  return (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) & amx) == amx ? kAmxBf16ComputeFactor
+                                                                            : kBf16ComputeFactor;
 }
 
-}  // namespace
-
 MachinePeaks cpu_peaks(ProfileDb& db, const std::string& device, int threads, bool bf16) {
-  MachinePeaks p;
-  bool have = false;
+  const double compute = bf16 ? bf16_compute_factor() : 1;
   if (const auto stored = db.device_fact(device, "peaks")) {
     try {
-      p = MachinePeaks::from_json(*stored);
-      have = true;
+      MachinePeaks p = MachinePeaks::from_json(*stored);
+      p.gflops *= compute;
+      return p;
     } catch (const Error& e) {  // a corrupt fact: measured again below, and replaced
       std::cerr << "kora: note: profile database '" << db.path() << "': " << e.what()
                 << "; measuring the machine's peaks again" << std::endl;
@@ -170,7 +112,8 @@ MachinePeaks cpu_peaks(ProfileDb& db, const std::string& device, int threads, bo
   // Peaks measured while other processes use the CPU are low, and bounds from them too
   // high for good: measured again once quiet (5 s of waiting at most), else used for now
   // and not kept.
-  for (int attempt = 0; !have && attempt < 2; ++attempt) {
+  MachinePeaks p;
+  for (int attempt = 0; attempt < 2; ++attempt) {
     if (attempt > 0 && !wait_until_quiet(5)) break;
     LoadWatch watch;
     p = measure_cpu_peaks(threads);
@@ -179,7 +122,7 @@ MachinePeaks cpu_peaks(ProfileDb& db, const std::string& device, int threads, bo
       break;
     }
   }
-  if (bf16) p.gflops = bf16_gflops(db, device, threads, p.gflops);
+  p.gflops *= compute;
   return p;
 }
 

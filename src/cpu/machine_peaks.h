@@ -1,7 +1,6 @@
 // The CPU's peaks, the parameters of the kernels' lower bounds (include/kora/cost.h,
 // LowerBoundCost; measure on demand): kora's thread count in, MachinePeaks out:
-//   gflops      oneDNN's float32 GEMM (dnnl_sgemm, 1024 x 1024 x 1024), the best of five
-//               (under --bf16: see cpu_peaks);
+//   gflops      oneDNN's float32 GEMM (dnnl_sgemm, 1024 x 1024 x 1024), the best of five;
 //   dram_gbps   bytes copied per second (read and written) between two buffers four times
 //               the last-level cache (at least 64 MiB, at most 512 MiB), each thread its
 //               part; the best of three;
@@ -30,15 +29,20 @@ MachinePeaks measure_cpu_peaks(int threads);
 // AVX512-BF16's dot product (vdpbf16ps) computes two bf16 products per float32 lane in one
 // instruction, twice the FMA's: oneDNN's bf16 convolutions beat the float32 GEMM's peak
 // (YOLOv8n's full bf16 profile: 52 of 6,723 linear kernels below it, the least at 0.83x).
-// AMX tiles (Intel Xeon since Sapphire Rapids) compute several times more again: the bf16
-// peak is also measured (oneDNN's bf16 matmul), and the larger of the two counts.
+// AMX tiles (Intel Xeon since Sapphire Rapids, which oneDNN uses for bf16 where the CPU and
+// the kernel allow): TDPBF16PS does 1,024 bf16 FLOPs per cycle and core, AVX-512's FMAs 64
+// float32 ones. Measured peaks do not serve here: oneDNN's bf16 matmul ran 620 to 1,900
+// GFLOP/s on one 2-core Xeon, and its 1x1 convolutions above its matmuls.
 inline constexpr double kBf16ComputeFactor = 2;
+inline constexpr double kAmxBf16ComputeFactor = 16;
+
+// kAmxBf16ComputeFactor where oneDNN's effective ISA has AMX, else kBf16ComputeFactor.
+double bf16_compute_factor();
 
 // The device's peaks from the database (device fact "peaks"), measured and stored when
 // missing; measured while other processes use the CPU, they are measured again once the
 // machine is quiet, and not stored when it never is. `bf16` (kora's --bf16): the GEMM peak
-// is the larger of kBf16ComputeFactor times the float32 one and oneDNN's bf16 matmul
-// measured here (device fact "bf16 gflops"; the "peaks" fact stays the float32 measurement).
+// times bf16_compute_factor() (what is stored stays the float32 measurement).
 MachinePeaks cpu_peaks(ProfileDb& db, const std::string& device, int threads, bool bf16 = false);
 
 }  // namespace kora
