@@ -342,6 +342,20 @@ TEST(MeasuredCostTable, BadFilesNameTheFileAndTheEntry) {
   }
 }
 
+// What each linear primitive of the model surely does as a kernel alone, by the name of
+// the ONNX node it came from.
+std::map<std::string, KernelWork> linear_work_alone(const kora_test::ModelBuilder& mb) {
+  const PrimGraph g = fission(kora_test::import_model(mb));
+  const KernelDag dag = kernel_dag_of(g);
+  std::map<std::string, KernelWork> work;
+  for (int v = 0; v < dag.size(); ++v) {
+    const Primitive& p = g.prims[dag.prim[v]];
+    if (p.kind() == PrimKind::kLinear)
+      work[p.name.substr(0, p.name.find('#'))] = kernel_work(g, dag, make_candidate(dag, {v}));
+  }
+  return work;
+}
+
 TEST(LowerBound, AThreeByThreeConvolutionCountsTheMultipliesOfWinograd) {
   // Three convolutions of 8 -> 8 channels at 10x10: 3x3 of stride 1 (Winograd F(4x4, 3x3)
   // multiplies a quarter of the direct products), 3x3 of stride 2 and 1x1 (counted whole).
@@ -354,19 +368,11 @@ TEST(LowerBound, AThreeByThreeConvolutionCountsTheMultipliesOfWinograd) {
   mb.node("Conv", {"x", "w3"}, {"b"}, {pads, kora_test::attr_is("strides", {2, 2})}, "strided");
   mb.node("Conv", {"x", "w1"}, {"c"}, {}, "pointwise");
   mb.output("a").output("b").output("c");
-  const PrimGraph g = fission(kora_test::import_model(mb));
-  const KernelDag dag = kernel_dag_of(g);
-  std::map<std::string, double> flops;
-  for (int v = 0; v < dag.size(); ++v) {
-    const Primitive& p = g.prims[dag.prim[v]];
-    if (p.kind() == PrimKind::kLinear)
-      flops[p.name.substr(0, p.name.find('#'))] =
-          kernel_work(g, dag, make_candidate(dag, {v})).flops;
-  }
+  const std::map<std::string, KernelWork> work = linear_work_alone(mb);
   const double direct = 2.0 * 8 * 8 * 9 * 10 * 10;  // multiply-adds of every output
-  EXPECT_DOUBLE_EQ(flops.at("wino"), direct / 4);
-  EXPECT_DOUBLE_EQ(flops.at("strided"), 2.0 * 8 * 8 * 9 * 5 * 5);
-  EXPECT_DOUBLE_EQ(flops.at("pointwise"), 2.0 * 8 * 8 * 10 * 10);
+  EXPECT_DOUBLE_EQ(work.at("wino").flops, direct / 4);
+  EXPECT_DOUBLE_EQ(work.at("strided").flops, 2.0 * 8 * 8 * 9 * 5 * 5);
+  EXPECT_DOUBLE_EQ(work.at("pointwise").flops, 2.0 * 8 * 8 * 10 * 10);
 }
 
 TEST(LowerBound, AMatmulReadThroughSlicesCountsTheShareTheSlicesNeed) {
@@ -436,18 +442,10 @@ TEST(LowerBound, AConvolutionReadsTheInputItsWindowsTouch) {
   mb.node("Conv", {"x", "wp"}, {"p"}, {kora_test::attr_is("strides", {16, 16})}, "patch");
   mb.node("Conv", {"x", "w1"}, {"h"}, {kora_test::attr_is("strides", {2, 2})}, "half");
   mb.output("p").output("h");
-  const PrimGraph g = fission(kora_test::import_model(mb));
-  const KernelDag dag = kernel_dag_of(g);
-  std::map<std::string, double> bytes;
-  for (int v = 0; v < dag.size(); ++v) {
-    const Primitive& p = g.prims[dag.prim[v]];
-    if (p.kind() == PrimKind::kLinear)
-      bytes[p.name.substr(0, p.name.find('#'))] =
-          kernel_work(g, dag, make_candidate(dag, {v})).bytes;
-  }
+  const std::map<std::string, KernelWork> work = linear_work_alone(mb);
   const double x = 4.0 * 4 * 32 * 32;
-  EXPECT_DOUBLE_EQ(bytes.at("patch"), x + 4.0 * 8 * 4 * 16 * 16 + 4.0 * 8 * 2 * 2);
-  EXPECT_DOUBLE_EQ(bytes.at("half"), x / 4 + 4.0 * 8 * 4 + 4.0 * 8 * 16 * 16);
+  EXPECT_DOUBLE_EQ(work.at("patch").bytes, x + 4.0 * 8 * 4 * 16 * 16 + 4.0 * 8 * 2 * 2);
+  EXPECT_DOUBLE_EQ(work.at("half").bytes, x / 4 + 4.0 * 8 * 4 + 4.0 * 8 * 16 * 16);
 }
 
 TEST(CostFission, TwoIdenticalBranchesShareOneMeasuredEntry) {
