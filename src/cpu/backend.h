@@ -32,8 +32,10 @@ inline bool bf16_fingerprint(const std::string& device) { return device.ends_wit
 // How the profile measures kernels (src/cpu/profile.cc), revised when that changes what
 // a kernel's time means (its records then measured again): 1 a library kernel on one
 // object, its weights, reorder buffers and scratchpad found in the cache by every sample;
-// 2 rotated through objects and scratchpads with the buffer copies.
-constexpr int kCpuMeasureRevision = 2;
+// 2 rotated through objects and scratchpads with the buffer copies; 3 the constants
+// (and objects) rotating through copies of 64 MiB together (up to 32), apart from the
+// activations' copies.
+constexpr int kCpuMeasureRevision = 3;
 
 // What bf16 kernels compute, revised when that changes (their records then measured
 // again): 1 float32 activations between kernels; 2 native layouts in bfloat16.

@@ -147,8 +147,9 @@ std::string brief(const std::string& text) {
   return line;
 }
 
-// The kernel's tensors, allocated `copies` times; constants (with their values) `objects`
-// times, copy k reading constants k % objects.
+// The kernel's tensors in buffer sets: activations (inputs and outputs) allocated for as
+// many sets as overflow the cache, constants (with their values) `objects` times; set k
+// reads the activations of set k % (their copies) and the constants k % objects.
 struct Buffers {
   std::vector<std::vector<Tensor>> in, out;  // [copy][tensor]
   std::vector<std::vector<const void*>> in_ptrs;
@@ -162,15 +163,26 @@ struct Buffers {
 // A kernel's copies of its constants (and a library kernel's objects) hold at most this
 // many bytes of them together (at least two copies, whatever their size).
 constexpr int64_t kObjectConstantBytes = int64_t{512} << 20;
+// A kernel's constants (weights), where they outweigh its activations, rotate through
+// copies of at least this many bytes together (as the kernel holds them: bfloat16 under
+// bf16), at most 32 of them: a running plan reads them from memory once its model's
+// weights overflow the last-level cache, and finds its activations where their producer
+// just wrote them. 12 of DeiT-S's bf16 MLP matmuls chained alone (28 MB of weights) ran
+// 1.3x as slow as one of them repeated, 4 (9 MB) 1.1x, on a Xeon whose L3 reads 300 MB
+// but is shared with other machines; measured with the weights rotating with the 8
+// activation copies (9 MB), such a matmul ran 1.6-2x its measured time in plan.
+constexpr int64_t kConstantRotationBytes = int64_t{64} << 20;
+constexpr int kMaxConstantCopies = 32;
 // An output's distance from the interpreter's may be, beyond the tolerance's share of it,
 // this many times what rounding-sized changes of the kernel's inputs move it by
 // (perturbed_outputs): rounding inside the kernel moves it as much.
 constexpr double kNoiseTimes = 8;
 
-// `single`: one copy (a check, not a measurement).
+// `single`: one copy (a check, not a measurement). `bf16`: the library kernels measured
+// hold their weights in bfloat16, half the constants' bytes.
 Buffers make_buffers(const PrimGraph& graph, const std::map<std::string, Tensor>& values,
                      const std::vector<std::string>& reads, const std::vector<std::string>& writes,
-                     bool single) {
+                     bool single, bool bf16) {
   int64_t bytes = 0, constant_bytes = 0;
   for (const std::string& t : reads)
     if (graph.constant(t))
@@ -179,30 +191,48 @@ Buffers make_buffers(const PrimGraph& graph, const std::map<std::string, Tensor>
       bytes += static_cast<int64_t>(values.at(t).nbytes());
   for (const std::string& t : writes)
     bytes += numel(graph.value(t).shape) * static_cast<int64_t>(dtype_size(graph.value(t).dtype));
-  // Enough copies that rotating through them overflows a 32 MiB last-level cache, so a
-  // kernel does not find its inputs there unless they are small; at most 8.
+  // Enough copies of the activations that rotating through them overflows a 32 MiB
+  // last-level cache, so a kernel does not find its inputs there unless they are small;
+  // at most 8. Constants at least as large as the activations rotate apart, through
+  // `objects` copies of kConstantRotationBytes together (a library kernel's object holds
+  // its reorder buffers too, so smaller ones rotate with the activations); the buffer
+  // sets are as many as the larger count.
   const int64_t cache_bytes = int64_t{32} << 20;
-  const int copies = single ? 1
-                            : static_cast<int>(std::clamp<int64_t>(
-                                  bytes > 0 ? (cache_bytes + bytes - 1) / bytes : 1, 2, 8));
+  const int activation_copies = single
+                                    ? 1
+                                    : static_cast<int>(std::clamp<int64_t>(
+                                          bytes > 0 ? (cache_bytes + bytes - 1) / bytes : 1, 2, 8));
   Buffers b;
-  b.objects =
-      single ? 1
-             : static_cast<size_t>(std::clamp<int64_t>(
-                   constant_bytes > 0 ? kObjectConstantBytes / constant_bytes : copies, 2, copies));
+  const int64_t held = bf16 ? std::max<int64_t>(constant_bytes / 2, 1) : constant_bytes;
+  if (single || constant_bytes == 0)
+    b.objects = 1;
+  else if (constant_bytes < bytes)
+    b.objects = static_cast<size_t>(
+        std::clamp<int64_t>(kObjectConstantBytes / constant_bytes, 2, activation_copies));
+  else
+    b.objects = static_cast<size_t>(std::clamp<int64_t>(
+        std::min((kConstantRotationBytes + held - 1) / held, kObjectConstantBytes / constant_bytes),
+        2, kMaxConstantCopies));
+  const int copies = std::max(activation_copies, static_cast<int>(b.objects));
   b.in.resize(copies);
   b.out.resize(copies);
   for (int k = 0; k < copies; ++k) {
+    const size_t shared_activations = static_cast<size_t>(k % activation_copies);
     for (size_t i = 0; i < reads.size(); ++i) {
       const Tensor* constant = graph.constant(reads[i]);
       const Tensor& v = constant ? *constant : values.at(reads[i]);
       if (constant && static_cast<size_t>(k) >= b.objects)
         b.in[k].push_back(b.in[static_cast<size_t>(k) % b.objects][i]);
+      else if (!constant && k >= activation_copies)
+        b.in[k].push_back(b.in[shared_activations][i]);
       else
         b.in[k].push_back(k == 0 ? v : Tensor(v.dtype(), v.shape(), v.bytes(), v.nbytes()));
     }
-    for (const std::string& t : writes)
-      b.out[k].emplace_back(graph.value(t).dtype, graph.value(t).shape);
+    for (size_t o = 0; o < writes.size(); ++o)
+      if (k >= activation_copies)
+        b.out[k].push_back(b.out[shared_activations][o]);
+      else
+        b.out[k].emplace_back(graph.value(writes[o]).dtype, graph.value(writes[o]).shape);
   }
   for (int k = 0; k < copies; ++k) {
     b.in_ptrs.emplace_back();
@@ -517,7 +547,8 @@ class Measurer {
     const Candidate& c = *job.candidate;
     const std::vector<std::string> reads = kernel_reads(graph_, d, c);
     const std::vector<std::string> writes = kernel_writes(graph_, d, c);
-    Buffers buffers = make_buffers(graph_, *values_, reads, writes, options_.check_only);
+    Buffers buffers =
+        make_buffers(graph_, *values_, reads, writes, options_.check_only, options_.bf16);
     bool any_ok = false;
     int emittable = 0;  // check_only: implementations an artifact may emit
     auto record = [&](Implementation& impl) {

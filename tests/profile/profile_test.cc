@@ -289,6 +289,60 @@ class ThrowingKernel : public CpuLibraryKernel {
   std::string schedule() const override { return "throws"; }
 };
 
+// Computes x[1, K] . w[K, N] naively and counts the distinct buffers each input came in.
+class BufferCountingMatmul : public CpuLibraryKernel {
+ public:
+  BufferCountingMatmul(int64_t k, int64_t n, std::vector<std::set<const void*>>* seen)
+      : k_(k), n_(n), seen_(seen) {}
+  void run(const void* const* in, void* const* out) override {
+    for (size_t i = 0; i < seen_->size(); ++i) (*seen_)[i].insert(in[i]);
+    const float* x = static_cast<const float*>(in[0]);
+    const float* w = static_cast<const float*>(in[1]);
+    float* y = static_cast<float*>(out[0]);
+    for (int64_t j = 0; j < n_; ++j) y[j] = 0;
+    for (int64_t i = 0; i < k_; ++i)
+      for (int64_t j = 0; j < n_; ++j) y[j] += x[i] * w[i * n_ + j];
+  }
+  std::string schedule() const override { return "counting"; }
+
+ private:
+  int64_t k_, n_;
+  std::vector<std::set<const void*>>* seen_;
+};
+
+// A kernel whose weights outweigh its activations (a batch-1 matmul) is measured with
+// its weights rotating through 64 MiB of copies (32 copies of 1 MiB), apart from its
+// activations (8 copies of 17 KB): a running plan reads such weights from memory, and
+// finds its activations where their producer just wrote them.
+TEST(ProfileModel, WeightsOutweighingTheActivationsRotateThroughMoreCopies) {
+  constexpr int64_t K = 64, N = 4096;
+  kora_test::ModelBuilder m;
+  std::vector<float> w(K * N);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 13) / 13 - 0.5f;
+  m.input("x", {1, K}).init_f32("w", {K, N}, w).output("y");
+  m.node("MatMul", {"x", "w"}, {"y"}, {}, "matmul");
+  const PrimGraph g = fission(kora_test::import_model(m));
+  kora_test::TempDir dir;
+  ProfileDb db(dir.file("p.db"));
+  ProfileOptions o = quick(dir);
+  o.measure = {1, 64, 64, 30.0, 0.0};  // 64 samples
+  std::vector<std::set<const void*>> seen(2);
+  int counted = 0;
+  o.extra_kernels = [&](const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {
+    std::vector<std::unique_ptr<CpuLibraryKernel>> v;
+    const std::vector<std::string> reads = kernel_reads(graph, dag, c);
+    if (reads.size() == 2 && !graph.constant(reads[0]) && graph.constant(reads[1])) {
+      v.push_back(std::make_unique<BufferCountingMatmul>(K, N, &seen));
+      ++counted;
+    }
+    return v;
+  };
+  profile_model(g, db, o);
+  ASSERT_EQ(counted, 1);
+  EXPECT_EQ(seen[0].size(), 8u);   // activations: 8 copies (of 32 MiB at most)
+  EXPECT_EQ(seen[1].size(), 32u);  // weights: 64 MiB / 1 MiB, at most 32
+}
+
 // Every schedule of every generated kernel is in the database after an exhaustive run;
 // after the default two-round search, at least the default schedule, and all schedules
 // of the kernels the search chose.
