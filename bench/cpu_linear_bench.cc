@@ -107,6 +107,12 @@ int main(int argc, char** argv) {
       {"resnet conv 3x3 256->256 14", conv(256, 256, 14, 3, 1, 1, rng)},
       {"resnet conv 1x1/2 256->512 56", conv(256, 512, 56, 1, 2, 1, rng)},
       {"mbv2 conv dw 3x3/2 96 112", conv(96, 96, 112, 3, 2, 96, rng)},
+      // Grouped pointwise convolutions: G GEMMs on plain tensors.
+      {"squeezebert conv 1x1 g4 768 12", conv(768, 768, 12, 1, 1, 4, rng)},
+      {"squeezebert conv 1x1 g4 768->3072 12", conv(768, 3072, 12, 1, 1, 4, rng)},
+      {"shufflenet conv 1x1 g3 240 28", conv(240, 240, 28, 1, 1, 3, rng)},
+      {"conv 1x1 g8 64 56", conv(64, 64, 56, 1, 1, 8, rng)},
+      {"conv 1x1 g32 128 56", conv(128, 128, 56, 1, 1, 32, rng)},
   };
   std::printf("memcpy 256 MiB: %.1f GB/s copied (read + write traffic is twice that)\n",
               copy_bandwidth());

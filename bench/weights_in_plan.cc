@@ -61,13 +61,16 @@ class Chain {
           dnnl::matmul::desc(src, dnnl::memory::desc({k, n}, type, tag::any), dst), engine_);
       dnnl::memory plain({{k, n}, dt::f32, tag::ab}, engine_);
       fill(plain);
-      Layer layer{dnnl::matmul(pd), dnnl::memory(pd.weights_desc(), engine_),
-                  dnnl::memory(pd.src_desc(), engine_), dnnl::memory(dst, engine_), {}};
+      Layer layer{dnnl::matmul(pd),
+                  dnnl::memory(pd.weights_desc(), engine_),
+                  dnnl::memory(pd.src_desc(), engine_),
+                  dnnl::memory(dst, engine_),
+                  {}};
       dnnl::reorder(plain, layer.weights).execute(stream_, plain, layer.weights);
       fill(layer.destination);
       if (type == dt::bf16)
-        layer.to_bf16 = dnnl::reorder(dnnl::memory({{m, k}, dt::f32, tag::ab}, engine_),
-                                      layer.source);
+        layer.to_bf16 =
+            dnnl::reorder(dnnl::memory({{m, k}, dt::f32, tag::ab}, engine_), layer.source);
       layers_.push_back(std::move(layer));
     }
     stream_.wait();
@@ -82,9 +85,9 @@ class Chain {
       l.to_bf16.execute(stream_, in, l.source);
       src = l.source;
     }
-    l.matmul.execute(stream_, {{DNNL_ARG_SRC, src},
-                               {DNNL_ARG_WEIGHTS, l.weights},
-                               {DNNL_ARG_DST, l.destination}});
+    l.matmul.execute(
+        stream_,
+        {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, l.weights}, {DNNL_ARG_DST, l.destination}});
     stream_.wait();
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
         .count();

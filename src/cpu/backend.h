@@ -34,7 +34,8 @@ inline bool bf16_fingerprint(const std::string& device) { return device.ends_wit
 // object, its weights, reorder buffers and scratchpad found in the cache by every sample;
 // 2 rotated through objects and scratchpads with the buffer copies; 3 the constants
 // (and objects) rotating through copies of 64 MiB together (up to 32), apart from the
-// activations' copies.
+// activations' copies, and a grouped pointwise convolution's "onednn" kernel on plain
+// tensors (it was the blocked one).
 constexpr int kCpuMeasureRevision = 3;
 
 // What bf16 kernels compute, revised when that changes (their records then measured

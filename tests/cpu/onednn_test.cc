@@ -290,6 +290,36 @@ TEST(Onednn, WinogradConvolutionsMatchTheInterpreterWhereOffered) {
 // convolution belongs to the thread that built it (a thread_local one), so kora hands each
 // primitive the executing thread's (user mode). Run on a new thread, the result equals the
 // one on the building thread, bit for bit.
+// The layout policy (kAuto, blocked_is_faster): a pointwise convolution, grouped or not,
+// runs as GEMMs on plain tensors (blocked, its reorders transpose the whole tensor twice);
+// a grouped 3x3 one runs blocked. The blocked primitive stays on offer (kBlocked, which
+// the profile measures as onednn:blocked where the convolution has native layouts).
+TEST(Onednn, GroupedPointwiseConvolutionsRunOnPlainTensorsUnlessAskedBlocked) {
+  auto implementation = [](const Shape& w, ConvAttrs a, onednn::ConvLayout layout) {
+    Builder b;
+    b.g.outputs = {b.channel_bias(b.conv(b.input({1, 64, 8, 16}), b.constant(w), a))};
+    const KernelDag dag = kernel_dag_of(b.g);
+    std::vector<int> all(dag.size());
+    for (int v = 0; v < dag.size(); ++v) all[v] = v;
+    std::mt19937 rng(5);
+    std::string impl;
+    EXPECT_LT(relative_error(b.g, dag, make_candidate(dag, all), layout, rng, &impl), 1e-4);
+    return impl;
+  };
+  const ConvAttrs grouped{4, {1, 1}, {1, 1}, {0, 0}, {0, 0}};
+  const ConvAttrs pad1{4, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  EXPECT_NE(implementation({64, 16, 1, 1}, grouped, onednn::ConvLayout::kAuto).find("gemm"),
+            std::string::npos);
+  EXPECT_NE(implementation({64, 64, 1, 1}, ConvAttrs{1, {1, 1}, {1, 1}, {0, 0}, {0, 0}},
+                           onednn::ConvLayout::kAuto)
+                .find("gemm"),
+            std::string::npos);
+  EXPECT_EQ(implementation({64, 16, 1, 1}, grouped, onednn::ConvLayout::kBlocked).find("gemm"),
+            std::string::npos);
+  EXPECT_EQ(implementation({64, 16, 3, 3}, pad1, onednn::ConvLayout::kAuto).find("gemm"),
+            std::string::npos);
+}
+
 TEST(Onednn, AKernelBuiltOnOneThreadRunsOnAnother) {
   const ConvAttrs pad1{1, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   for (const onednn::ConvLayout layout :
