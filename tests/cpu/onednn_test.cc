@@ -285,11 +285,6 @@ TEST(Onednn, WinogradConvolutionsMatchTheInterpreterWhereOffered) {
                Error);
 }
 
-// A kernel built on one thread and run on another, as a parallel schedule runs the second
-// kernel of a pair on a thread of the OpenMP team: oneDNN's own scratchpad of a Winograd
-// convolution belongs to the thread that built it (a thread_local one), so kora hands each
-// primitive the executing thread's (user mode). Run on a new thread, the result equals the
-// one on the building thread, bit for bit.
 // The layout policy (kAuto, blocked_is_faster): a pointwise convolution, grouped or not,
 // runs as GEMMs on plain tensors (blocked, its reorders transpose the whole tensor twice);
 // a grouped 3x3 one runs blocked. The blocked primitive stays on offer (kBlocked, which
@@ -320,6 +315,11 @@ TEST(Onednn, GroupedPointwiseConvolutionsRunOnPlainTensorsUnlessAskedBlocked) {
             std::string::npos);
 }
 
+// A kernel built on one thread and run on another, as a parallel schedule runs the second
+// kernel of a pair on a thread of the OpenMP team: oneDNN's own scratchpad of a Winograd
+// convolution belongs to the thread that built it (a thread_local one), so kora hands each
+// primitive the executing thread's (user mode). Run on a new thread, the result equals the
+// one on the building thread, bit for bit.
 TEST(Onednn, AKernelBuiltOnOneThreadRunsOnAnother) {
   const ConvAttrs pad1{1, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
   for (const onednn::ConvLayout layout :
