@@ -360,9 +360,11 @@ std::string elementwise_expr(const PrimGraph& g, const Primitive& p, const Eleme
 }
 
 std::string scalar_helpers_text() {
+  // sigmoid: one division of the numerator chosen by sign (the same value as dividing in
+  // each branch; vectorized, g++ divided twice and blended: 10% of a SiLU's time).
   return R"(template <class T> KORA_FN T kora_sigmoid(T x) {
   const T e = kora_exp(x < 0 ? x : -x);
-  return x >= 0 ? T(1) / (T(1) + e) : e / (T(1) + e);
+  return (x >= 0 ? T(1) : e) / (T(1) + e);
 }
 template <class T> KORA_FN T kora_softplus(T x) {
   return x > 0 ? x + kora_log1p(kora_exp(-x)) : kora_log1p(kora_exp(x));
