@@ -1,8 +1,8 @@
 // Speed of generated CPU kernels: matmuls 512x512x512 and 128x768x3072 (with a bias +
 // GELU-like epilogue variant), ResNet-50 convolutions (3x3 64->64 at 56x56, 1x1 256->64
-// at 56x56), a depthwise 3x3 at 112x112x32, and a softmax over 128x768 in; each schedule
-// of cpu_schedule_space at 1 and 2 threads, the median of timed runs reported as GFLOP/s
-// (GB/s for the softmax), out. Graphs built with the CPU tests' GraphBuilder
+// at 56x56), a depthwise 3x3 at 112x112x32, a softmax over 128x768 and a SiLU over 1M floats
+// in; each schedule of cpu_schedule_space at 1 and 2 threads, the median of timed runs
+// reported as GFLOP/s (GB/s for the softmax and the SiLU), out. Graphs built with the CPU tests' GraphBuilder
 // (tests/cpu/codegen_harness.h).
 //
 //   cmake --build build --target kora_bench_codegen && build/kora_bench_codegen
@@ -140,6 +140,14 @@ void bench_all() {
          {e, b.prim(BroadcastAttrs{}, {sum}, F, s)}, F, s);
   b.g.outputs = {b.g.prims.back().output()};
   bench("softmax 128x768", b.g, {0, 1, 2, 3, 4, 5, 6}, 2.0 * 4 * 128 * 768, "GB/s");
+  // SiLU x * sigmoid(x) over [1, 64, 128, 128] (EfficientNet's, YOLO's activation)
+  GraphBuilder sb(rng);
+  const Shape a = {1, 64, 128, 128};
+  const std::string in = sb.input(F, a);
+  const std::string sig = sb.prim(ElementwiseAttrs{ScalarOp::kSigmoid, {Operand{0, 0}}}, {in}, F, a);
+  sb.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}}, {in, sig}, F, a);
+  sb.g.outputs = {sb.g.prims.back().output()};
+  bench("silu 64x128x128", sb.g, {0, 1}, 2.0 * 4 * numel(a), "GB/s");
 }
 
 }  // namespace

@@ -360,11 +360,12 @@ std::string elementwise_expr(const PrimGraph& g, const Primitive& p, const Eleme
 }
 
 std::string scalar_helpers_text() {
-  // sigmoid: one division of the numerator chosen by sign (the same value as dividing in
-  // each branch; vectorized, g++ divided twice and blended: 10% of a SiLU's time).
+  // sigmoid: 1 / (1 + e^-x), accurate in relative terms over the whole line (e^-x, the
+  // only rounding that the sum amplifies, is within 1.5 ulp); where e^-x overflows, 1 / inf
+  // is the 0 that the exact value rounds to (below FLT_MIN). No select of the sign: a
+  // vectorized SiLU took 1.4x the time with e^-|x| and a chosen numerator.
   return R"(template <class T> KORA_FN T kora_sigmoid(T x) {
-  const T e = kora_exp(x < 0 ? x : -x);
-  return (x >= 0 ? T(1) : e) / (T(1) + e);
+  return T(1) / (T(1) + kora_exp(-x));
 }
 template <class T> KORA_FN T kora_softplus(T x) {
   return x > 0 ? x + kora_log1p(kora_exp(-x)) : kora_log1p(kora_exp(x));

@@ -53,6 +53,8 @@ TEST(CpuCodegenPrelude, VectorMathWithinUlpsOfTheCLibrary) {
   std::vector<float> x;
   for (int i = -200000; i <= 200000; ++i) x.push_back(i * 5e-5f);  // [-10, 10]
   for (float v = 1e-30f; v < 1e3f; v *= 1.01f) x.push_back(v), x.push_back(-v);
+  for (int i = 0; i <= 100000; ++i)  // exp's edges: overflow above 88.72, flush below -87.34
+    x.push_back(80.0f + i * 1e-4f), x.push_back(-80.0f - i * 1e-4f);
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<float> special = {0.0f, -0.0f, inf, -inf, 3.92f, 3.93f, 1.0f, -1.0f};
   x.push_back(std::numeric_limits<float>::quiet_NaN());
