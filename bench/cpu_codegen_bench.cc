@@ -2,8 +2,8 @@
 // GELU-like epilogue variant), ResNet-50 convolutions (3x3 64->64 at 56x56, 1x1 256->64
 // at 56x56), a depthwise 3x3 at 112x112x32, a softmax over 128x768 and a SiLU over 1M floats
 // in; each schedule of cpu_schedule_space at 1 and 2 threads, the median of timed runs
-// reported as GFLOP/s (GB/s for the softmax and the SiLU), out. Graphs built with the CPU tests' GraphBuilder
-// (tests/cpu/codegen_harness.h).
+// reported as GFLOP/s (GB/s for the softmax and the SiLU), out. Graphs built with the CPU tests'
+// GraphBuilder (tests/cpu/codegen_harness.h).
 //
 //   cmake --build build --target kora_bench_codegen && build/kora_bench_codegen
 //   KORA_BENCH_DUMP=DIR build/kora_bench_codegen     also writes each generated source
@@ -144,7 +144,8 @@ void bench_all() {
   GraphBuilder sb(rng);
   const Shape a = {1, 64, 128, 128};
   const std::string in = sb.input(F, a);
-  const std::string sig = sb.prim(ElementwiseAttrs{ScalarOp::kSigmoid, {Operand{0, 0}}}, {in}, F, a);
+  const std::string sig =
+      sb.prim(ElementwiseAttrs{ScalarOp::kSigmoid, {Operand{0, 0}}}, {in}, F, a);
   sb.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}}, {in, sig}, F, a);
   sb.g.outputs = {sb.g.prims.back().output()};
   bench("silu 64x128x128", sb.g, {0, 1}, 2.0 * 4 * numel(a), "GB/s");
