@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "frontend/layout_params.h"
@@ -291,6 +292,27 @@ const std::map<std::string, Folder>& folders() {
          return elementwise(
              c, o, [](const Values& v) { return *std::min_element(v.begin(), v.end()); },
              [](const std::vector<int64_t>& v) { return *std::min_element(v.begin(), v.end()); });
+       }},
+      // Clip(x, min?, max?): TensorFlow's "same" padding computed from the input's shape
+      // (timm's tf_* models clip a pad at 0). Opset 6's min and max attributes too.
+      {"Clip",
+       [](const InferContext& c, const ValueInfo& o) {
+         const bool lo = c.has(1), hi = c.has(2);
+         const double inf = std::numeric_limits<double>::infinity();
+         const double lo_attr = c.node().attr_float("min", -inf);
+         const double hi_attr = c.node().attr_float("max", inf);
+         return elementwise(
+             c, o,
+             [=](const Values& v) {
+               const double a = lo ? v[1] : lo_attr, b = hi ? v[lo ? 2 : 1] : hi_attr;
+               return v[0] != v[0] ? v[0] : std::min(std::max(v[0], a), b);
+             },
+             [=](const std::vector<int64_t>& v) {
+               int64_t y = v[0];
+               if (lo) y = std::max(y, v[1]);
+               if (hi) y = std::min(y, v[lo ? 2 : 1]);
+               return y;
+             });
        }},
       {"Equal",
        [](const InferContext& c, const ValueInfo& o) { return binary(c, o, std::equal_to<>()); }},

@@ -408,6 +408,58 @@ TEST(ConstantFoldTest, UnaryMathAndVariadicMax) {
             (std::vector<int64_t>{1, 3}));
 }
 
+// Clip with either bound absent (an absent input, not a zero) on floats and integers, and
+// TensorFlow's "same" padding as timm's tf_* models export it: a pad computed from the
+// input's shape, clipped at 0, so that the Pad before the convolution has constant pads.
+TEST(ConstantFoldTest, ClipWithEitherBoundAndTheSamePaddingChain) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<double> lo =
+      folded(fold("Clip", {f32("a", {4}, {-2, 0.5f, 3, nan}), f32("lo", {}, {0})}), "Y")
+          .to_double();
+  EXPECT_EQ(std::vector<double>(lo.begin(), lo.begin() + 3), (std::vector<double>{0, 0.5, 3}));
+  EXPECT_TRUE(std::isnan(lo[3]));
+  EXPECT_EQ(
+      folded(fold("Clip", {i64("a", {3}, {-2, 1, 9}), i64("", {}, {}), i64("hi", {}, {4})}), "Y")
+          .to_int64(),
+      (std::vector<int64_t>{-2, 1, 4}));
+  EXPECT_EQ(
+      folded(fold("Clip", {i64("a", {3}, {-2, 1, 9}), i64("lo", {}, {0}), i64("hi", {}, {4})}), "Y")
+          .to_int64(),
+      (std::vector<int64_t>{0, 1, 4}));
+
+  // pad = max(0, (ceil(H / s) - 1) * s + k - H) for H = 7, s = 2, k = 3: 2
+  ModelBuilder m(17);
+  m.input("X", {1, 1, 7, 7}).output("Y");
+  m.node("Shape", {"X"}, {"s"}, {}, "shape");
+  m.node("Constant", {}, {"two"},
+         {kora_test::attr_t("value", kora_test::int64_tensor("", {}, {2}))});
+  m.node("Gather", {"s", "two"}, {"h"}, {attr_i("axis", 0)}, "gather");
+  m.node("Constant", {}, {"stride"},
+         {kora_test::attr_t("value", kora_test::int64_tensor("", {}, {2}))});
+  m.node("Constant", {}, {"one"},
+         {kora_test::attr_t("value", kora_test::int64_tensor("", {}, {1}))});
+  m.node("Add", {"h", "one"}, {"h1"}, {}, "add");
+  m.node("Div", {"h1", "stride"}, {"out"}, {}, "div");  // ceil(7 / 2) = 4
+  m.node("Sub", {"out", "one"}, {"out1"}, {}, "sub");
+  m.node("Mul", {"out1", "stride"}, {"span"}, {}, "mul");
+  m.node("Constant", {}, {"k"}, {kora_test::attr_t("value", kora_test::int64_tensor("", {}, {3}))});
+  m.node("Add", {"span", "k"}, {"need"}, {}, "add_k");
+  m.node("Sub", {"need", "h"}, {"raw"}, {}, "sub_h");
+  m.node("Constant", {}, {"zero"},
+         {kora_test::attr_t("value", kora_test::int64_tensor("", {}, {0}))});
+  m.node("Clip", {"raw", "zero"}, {"pad"}, {}, "clip");
+  m.node("Constant", {}, {"axes0"},
+         {kora_test::attr_t("value", kora_test::int64_tensor("", {1}, {0}))});
+  m.node("Unsqueeze", {"pad", "axes0"}, {"pad1"}, {}, "unsqueeze");
+  m.node("Constant", {}, {"lead"},
+         {kora_test::attr_t("value", kora_test::int64_tensor("", {6}, {0, 0, 0, 0, 0, 0}))});
+  m.node("Concat", {"lead", "pad1", "pad1"}, {"pads"}, {attr_i("axis", 0)}, "concat");
+  m.node("Pad", {"X", "pads"}, {"Y"}, {}, "pad");
+  const Graph g = kora_test::import_model(m);
+  EXPECT_THAT(op_types(g), ElementsAre("Pad"));
+  EXPECT_EQ(g.value("Y").shape, (Shape{1, 1, 9, 9}));
+}
+
 // Pow on floats and on integers (wrapping; a negative exponent truncates 1 / base^-exp), and
 // Round (halves to even): DINOv2 sizes its position embedding's grid as 256^0.5 cast to
 // int64 before a Reshape, which then has a constant shape.
