@@ -9,7 +9,9 @@
 #include "codegen/value_writer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
+#include <optional>
 
 #include "kora/error.h"
 
@@ -40,6 +42,28 @@ std::string affine(const std::string& c, int64_t k, int64_t b) {
 std::string operand(const std::string& e) {
   const bool simple = !e.empty() && e.find_first_of(" +-*/%?:<>=&|") == std::string::npos;
   return simple || is_int(e) ? e : "(" + e + ")";
+}
+
+// `e` as a variable plus a constant, if it is one: "i2" (0), "(i2 + 160)", "(i2 - 3)", as
+// affine() writes a slice's coordinate.
+std::optional<std::pair<std::string, int64_t>> variable_plus(const std::string& e) {
+  auto name = [](const std::string& s) {
+    if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+    return std::all_of(s.begin(), s.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+    });
+  };
+  if (name(e)) return std::make_pair(e, int64_t{0});
+  if (e.size() < 7 || e.front() != '(' || e.back() != ')') return std::nullopt;
+  const std::string inner = e.substr(1, e.size() - 2);
+  const size_t at = inner.find(' ');
+  if (at == std::string::npos || at + 3 > inner.size() || inner[at + 2] != ' ') return std::nullopt;
+  const char sign = inner[at + 1];
+  const std::string var = inner.substr(0, at), constant = inner.substr(at + 3);
+  if ((sign != '+' && sign != '-') || !name(var) || !is_int(constant) || constant[0] == '-')
+    return std::nullopt;
+  const int64_t b = std::stoll(constant);
+  return std::make_pair(var, sign == '+' ? b : -b);
 }
 
 std::string clamp(const std::string& c, int64_t lo, int64_t hi) {
@@ -263,16 +287,28 @@ std::string ValueWriter::layout_value(const Primitive& p, const LayoutAttrs& att
   } else if (const auto* cat = std::get_if<layout::Concat>(&attrs)) {
     const int64_t axis = cat->axis;
     // Read where the axis coordinate is known to stay inside one input: that input.
+    const auto moved = variable_plus(coords[axis]);
+    std::optional<std::pair<int64_t, int64_t>> range;
     if (const auto r = known_ranges_.find(coords[axis]); r != known_ranges_.end())
+      range = r->second;
+    else if (const auto v = moved ? known_ranges_.find(moved->first) : known_ranges_.end();
+             v != known_ranges_.end())
+      range = std::make_pair(v->second.first + moved->second, v->second.second + moved->second);
+    if (range)
       for (size_t k = 0; k < p.inputs.size(); ++k) {
         const Shape& ks = graph_.value(p.inputs[k]).shape;
         const int64_t n = ks[axis], off = cat->offsets[k];
-        if (n == 0 || r->second.first < off || r->second.second > off + n) continue;
+        if (n == 0 || range->first < off || range->second > off + n) continue;
         Coords c = coords;
         for (size_t d = 0; d < rank; ++d)
           if (ks[d] == 1) c[d] = "0";
         c[axis] = n == 1 ? "0" : affine(coords[axis], 1, -off);
         return value(p.inputs[k], c);
+      }
+    if (collecting_cuts_ && moved)
+      for (size_t k = 0; k < p.inputs.size(); ++k) {
+        const int64_t off = cat->offsets[k], n = graph_.value(p.inputs[k]).shape[axis];
+        concat_cuts_[moved->first].insert({off - moved->second, off + n - moved->second});
       }
     // The inputs in order of their offsets; the last one needs no test.
     std::vector<size_t> order;

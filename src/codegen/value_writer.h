@@ -79,7 +79,15 @@ class ValueWriter {
   // Coordinate expressions known to lie in [first, second) (a loop variable over part of
   // a dim): a concat member read at such a coordinate within one input reads that input
   // alone, with no test per element.
+  // A coordinate that is such a variable plus a constant ("(i2 + 160)": a slice of the
+  // concat) lies in that range moved by the constant.
   std::map<std::string, std::pair<int64_t, int64_t>> known_ranges_;
+  // While collecting_cuts_ (a dry run of a phase's values on placeholder coordinates): for
+  // each concat member read at a variable plus a constant that no known range resolves,
+  // the values of the variable where the input read changes, by variable; the phase then
+  // splits its loop there so that each part reads one input.
+  bool collecting_cuts_ = false;
+  std::map<std::string, std::set<int64_t>> concat_cuts_;
   std::vector<Scope> scopes_;
   int counter_ = 0;
 };

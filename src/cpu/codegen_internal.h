@@ -122,6 +122,11 @@ class KernelWriter : public codegen::ValueWriter {
     int64_t lo = 0, hi = 0;
   };
   std::vector<Part> concat_parts(const Shape& shape) const;
+  // Else the parts of one dim where the concat members the phase's values read through
+  // other maps (a slice: a split after a concat, MixNet's mixed depthwise convolutions;
+  // GhostNet's concat cut to its channels) each read one input: a dry run of the values
+  // on placeholder coordinates collects where (ValueWriter::concat_cuts_).
+  std::vector<Part> read_concat_parts(const Shape& shape, const std::vector<std::string>& writes);
   int64_t loop_extent(const Shape& shape, size_t d) const {
     return d == part_.dim ? part_.hi - part_.lo : shape[d];
   }

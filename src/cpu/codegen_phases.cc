@@ -98,12 +98,61 @@ std::vector<KernelWriter::Part> KernelWriter::concat_parts(const Shape& shape) c
   return parts;
 }
 
+std::vector<KernelWriter::Part> KernelWriter::read_concat_parts(
+    const Shape& shape, const std::vector<std::string>& writes) {
+  constexpr size_t kMostParts = 64;  // each part repeats the loop body
+  const size_t first = std::min(shared_.size(), shape.size());
+  Coords coords(shape.size(), "0");
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (d < first)
+      coords[d] = shared_[d];
+    else if (shape[d] > 1)
+      coords[d] = "kora_dim" + num(d);
+  // The dry run's statements, locals and tables (a gather's) are dropped after it.
+  const std::string statics = statics_.str();
+  const int counter = counter_;
+  auto restore = [&] {
+    collecting_cuts_ = false;
+    scopes_.pop_back();
+    statics_.str(statics);
+    statics_.seekp(0, std::ios_base::end);
+    counter_ = counter;
+  };
+  scopes_.emplace_back();
+  collecting_cuts_ = true;
+  try {
+    for (const std::string& w : writes) value(w, coords);
+  } catch (...) {
+    restore();
+    concat_cuts_.clear();
+    throw;
+  }
+  restore();
+  std::map<std::string, std::set<int64_t>> cuts;
+  cuts.swap(concat_cuts_);
+  for (size_t d = first; d < shape.size(); ++d) {
+    const auto c = cuts.find(coords[d]);
+    if (shape[d] == 1 || c == cuts.end()) continue;
+    std::set<int64_t> at = {0, shape[d]};
+    for (int64_t x : c->second)
+      if (x > 0 && x < shape[d]) at.insert(x);
+    std::vector<Part> parts;
+    for (auto it = at.begin(); std::next(it) != at.end(); ++it)
+      parts.push_back({d, *it, *std::next(it)});
+    if (parts.size() >= 2 && parts.size() <= kMostParts) return parts;
+  }
+  return {};
+}
+
 void KernelWriter::pointwise_phase(const std::vector<std::string>& writes) {
   const Shape& shape = graph_.value(writes[0]).shape;
   line("// " + writes[0] + (writes.size() > 1 ? " and others of its shape" : ""));
-  // A concat member of this shape: one loop nest per part of its axis that reads one
-  // input of each concat (copies at memory speed instead of a test per input per element).
-  if (const std::vector<Part> parts = concat_parts(shape); !parts.empty()) {
+  // A concat member of this shape, or one read through a slice: one loop nest per part of
+  // its axis that reads one input of each concat (copies at memory speed instead of a test
+  // per input per element, and loads a loop vectorizes instead of clamped gathers).
+  std::vector<Part> parts = concat_parts(shape);
+  if (parts.empty()) parts = read_concat_parts(shape, writes);
+  if (!parts.empty()) {
     for (const Part& part : parts) {
       part_ = part;
       const int64_t work = numel(shape) / shape[part.dim] * (part.hi - part.lo) *

@@ -109,6 +109,60 @@ TEST(CpuCodegenLayout, ConcatsSplitTheirAxisIntoOneLoopPerInput) {
   EXPECT_FALSE(std::regex_search(source, std::regex(R"(\) \? v[0-9]+ : )"))) << source;
 }
 
+// A concat read through slices: MixNet's mixed depthwise convolutions concatenate two
+// groups of channels, scale them and apply SiLU, and split the result into three other
+// groups (the middle one straddles the concat's boundary); GhostNet concatenates two
+// halves and keeps fewer channels than both. Every candidate matches the interpreter, and
+// the kernel of each whole pattern cuts its loop where the input read changes: no test
+// of the channel per element, no clamped read.
+TEST(CpuCodegenLayout, ConcatsReadThroughSlicesCutTheLoopWhereTheInputChanges) {
+  std::mt19937 rng(13);
+  GraphBuilder b(rng);
+  const DType f = DType::kFloat32;
+  const Shape half = {1, 6, 3, 4}, whole = {1, 12, 3, 4}, third = {1, 4, 3, 4};
+  const std::string joined = b.prim(LayoutAttrs{layout::Concat{1, {0, 6}}},
+                                    {b.input(f, half), b.input(f, half)}, f, whole);
+  const std::string scale = b.prim(BroadcastAttrs{}, {b.input(f, {1, 12, 1, 1}, true)}, f, whole);
+  const std::string scaled = b.prim(
+      ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}}, {joined, scale}, f, whole);
+  const std::string gate =
+      b.prim(ElementwiseAttrs{ScalarOp::kSigmoid, {Operand{0, 0}}}, {scaled}, f, whole);
+  const std::string silu = b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}},
+                                  {scaled, gate}, f, whole);
+  std::vector<std::string> groups;
+  for (int64_t k = 0; k < 3; ++k)
+    groups.push_back(
+        b.prim(LayoutAttrs{layout::Slice{{0, 4 * k, 0, 0}, {1, 1, 1, 1}}}, {silu}, f, third));
+  const std::string ghost =
+      b.prim(LayoutAttrs{layout::Concat{1, {0, 3}}},
+             {b.input(f, {1, 3, 5, 2}), b.input(f, {1, 3, 5, 2})}, f, {1, 6, 5, 2});
+  const std::string kept =
+      b.prim(LayoutAttrs{layout::Slice{{0, 0, 0, 0}, {1, 1, 1, 1}}}, {ghost}, f, {1, 5, 5, 2});
+  const std::string relu =
+      b.prim(ElementwiseAttrs{ScalarOp::kRelu, {Operand{0, 0}}}, {kept}, f, {1, 5, 5, 2});
+  b.g.outputs = groups;
+  b.g.outputs.push_back(relu);
+  kora_codegen_test::CheckStats stats;
+  kora_codegen_test::check_graph(b.g, 4, rng, stats);
+  EXPECT_GT(stats.kernels, 8);
+
+  const KernelDag dag = kernel_dag_of(b.g);
+  std::vector<int> mixnet, ghostnet;
+  for (int v = 0; v < dag.size(); ++v) {
+    const Primitive& p = b.g.prims[dag.prim[v]];
+    const bool ghost_part = p.output() == ghost || p.output() == kept || p.output() == relu;
+    (ghost_part ? ghostnet : mixnet).push_back(v);
+  }
+  for (const auto& [members, writes] :
+       {std::make_pair(mixnet, groups), std::make_pair(ghostnet, std::vector<std::string>{relu})}) {
+    const Candidate c = make_candidate(dag, members);
+    ASSERT_EQ(kernel_writes(b.g, dag, c), writes);
+    const std::string source = generate_cpu_kernel(b.g, dag, c, "k", CpuSchedule{}).source;
+    EXPECT_FALSE(std::regex_search(source, std::regex(R"(\) \? v[0-9]+ : )"))) << source;
+    EXPECT_EQ(source.find("kora_clamp"), std::string::npos) << source;
+  }
+}
+
 // A recurrent network's output: one input per time step and direction (300 here, of one
 // to three rows each), concatenated and read by an elementwise member. The kernel of both
 // splits the concat into a loop per input too (beyond 64 inputs it used to choose by a test
