@@ -101,6 +101,11 @@ std::vector<KernelWriter::Part> KernelWriter::concat_parts(const Shape& shape) c
 std::vector<KernelWriter::Part> KernelWriter::read_concat_parts(
     const Shape& shape, const std::vector<std::string>& writes) {
   constexpr size_t kMostParts = 64;  // each part repeats the loop body
+  const bool concat = std::any_of(c_.members.begin(), c_.members.end(), [&](int v) {
+    const auto* la = std::get_if<LayoutAttrs>(&graph_.prims[dag_.prim[v]].attrs);
+    return la && std::holds_alternative<layout::Concat>(*la);
+  });
+  if (!concat) return {};  // no dry run where nothing can be cut
   const size_t first = std::min(shared_.size(), shape.size());
   Coords coords(shape.size(), "0");
   for (size_t d = 0; d < shape.size(); ++d)
