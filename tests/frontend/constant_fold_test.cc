@@ -1,7 +1,8 @@
 // Tests of constant folding at import: the exporter shape-arithmetic pattern
 // (Shape -> Gather -> Unsqueeze -> Concat -> Reshape) collapses into a constant shape;
-// folded values of Cast, Slice, Mul, Div, Where, Equal, Range and ConstantOfShape match
-// values worked out by hand; fold_constants=false keeps the nodes; dead nodes are pruned.
+// folded values of Cast, Slice, Mul, Div, Where, Equal, Range, ConstantOfShape and Clip (with
+// either bound absent; TensorFlow's same padding computed from a shape) match values worked
+// out by hand; fold_constants=false keeps the nodes; dead nodes are pruned.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
