@@ -68,6 +68,11 @@ class KernelWriter : public codegen::ValueWriter {
 
   // codegen_phases.cc
   void pointwise_phase(const std::vector<std::string>& writes);
+  // The loop nest of a pointwise phase (or of one part of it, part_ set) over `loops`
+  // (`shape`, or coalesced) storing `writes` of `shape`. A bfloat16 write is computed per
+  // chunk of the innermost loop into a float row, stored after it by kora_bf16_row.
+  void pointwise_loops(const Shape& shape, const Shape& loops, bool parallel,
+                       const std::vector<std::string>& writes);
   void reduce_phase(const Primitive& p, const ReduceAttrs& r);
   bool window_reduce_phase(const Primitive& p, const ReduceAttrs& r);  // false: not pooling
   // Whether the reduced dims (red: xs with kept dims 1) are one run among xs's dims above 1.
@@ -108,8 +113,16 @@ class KernelWriter : public codegen::ValueWriter {
   // when `simd`; returns the coordinates. With part_ set, its dim runs over
   // [part_.lo, part_.hi) only (a literal coordinate when that is one index).
   // close_loops() closes them.
+  // With `chunk`, the innermost loop steps by kRowChunk (a scope of its own when one
+  // chunk covers it) and `chunk` names its first coordinate and count; the caller opens the
+  // loop over the chunk, whose coordinate chunk->at is in the coordinates returned, and
+  // closes it before close_loops(). chunk->first stays empty without a loop.
+  struct RowChunk {
+    std::string first, count, at;
+  };
+  static constexpr int64_t kRowChunk = 256;
   Coords open_loops(const Shape& shape, bool parallel, size_t first = 0, size_t end = SIZE_MAX,
-                    bool simd = false);
+                    bool simd = false, RowChunk* chunk = nullptr);
   void close_loops(const Shape& shape, size_t first = 0, size_t end = SIZE_MAX);
   std::string scratch(DType t, int64_t n);  // a function-static buffer
   bool parallel_for(int64_t work) const;    // whether a loop nest of `work` goes parallel

@@ -33,7 +33,7 @@ bool KernelWriter::parallel_for(int64_t work) const {
 }
 
 Coords KernelWriter::open_loops(const Shape& shape, bool parallel, size_t first, size_t end,
-                                bool simd) {
+                                bool simd, RowChunk* chunk) {
   end = std::min(end, shape.size());
   Coords coords(shape.size(), "0");
   int loops = 0, opened = 0;
@@ -42,20 +42,45 @@ Coords KernelWriter::open_loops(const Shape& shape, bool parallel, size_t first,
   for (size_t d = first; d < shared && d < end; ++d) coords[d] = shared_[d];
   first = std::max(first, shared);
   parallel = parallel && shared_.empty();
-  for (size_t d = first; d < end; ++d) loops += loop_extent(shape, d) > 1;
-  if (parallel && loops > 0)
-    line(loops == 1 ? (simd ? "#pragma omp parallel for simd" : "#pragma omp parallel for")
-                    : "#pragma omp parallel for collapse(" + num(loops - 1) + ")");
+  size_t last = SIZE_MAX;  // the innermost loop's dim
+  for (size_t d = first; d < end; ++d)
+    if (loop_extent(shape, d) > 1) ++loops, last = d;
+  // A chunked innermost loop of one chunk is no loop: nothing to run in parallel there.
+  const bool one_chunk = chunk && loops > 0 && loop_extent(shape, last) <= kRowChunk;
+  if (parallel && loops > 0 && !(loops == 1 && one_chunk))
+    line(loops == 1
+             ? (simd && !chunk ? "#pragma omp parallel for simd" : "#pragma omp parallel for")
+             : "#pragma omp parallel for collapse(" + num(loops - 1) + ")");
   for (size_t d = first; d < end; ++d) {
     const int64_t lo = d == part_.dim ? part_.lo : 0;
     if (loop_extent(shape, d) == 1) {
       coords[d] = num(lo);
       continue;
     }
+    const int64_t hi = lo + loop_extent(shape, d);
+    if (d == last && chunk) {
+      // The chunk: its first coordinate and count; the caller opens the loop over it.
+      chunk->first = fresh("i");
+      chunk->count = fresh("n");
+      if (one_chunk) {
+        open_block("");
+        line("const int64_t " + chunk->first + " = " + num(lo) + ", " + chunk->count + " = " +
+             num(hi - lo) + ";");
+      } else {
+        open_block("for (int64_t " + chunk->first + " = " + num(lo) + "; " + chunk->first + " < " +
+                   num(hi) + "; " + chunk->first + " += " + num(kRowChunk) + ")");
+        line("const int64_t " + chunk->count + " = " + num(hi) + " - " + chunk->first + " < " +
+             num(kRowChunk) + " ? " + num(hi) + " - " + chunk->first + " : " + num(kRowChunk) +
+             ";");
+      }
+      coords[d] = fresh("i");
+      chunk->at = coords[d];
+      continue;
+    }
     if (++opened == loops && simd && !(parallel && loops == 1)) line("#pragma omp simd");
     coords[d] = fresh("i");
-    open_block("for (int64_t " + coords[d] + " = " + num(lo) + "; " + coords[d] + " < " +
-               num(lo + loop_extent(shape, d)) + "; ++" + coords[d] + ")");
+    open_block("for (int64_t " + coords[d] + " = " + num(lo) + "; " + coords[d] + " < " + num(hi) +
+               "; ++" + coords[d] + ")");
   }
   return coords;
 }
@@ -163,30 +188,59 @@ void KernelWriter::pointwise_phase(const std::vector<std::string>& writes) {
       const int64_t work = numel(shape) / shape[part.dim] * (part.hi - part.lo) *
                            static_cast<int64_t>(writes.size());
       open_block("");  // each part's locals in a scope of its own
-      const Coords coords = open_loops(shape, parallel_for(work), 0, SIZE_MAX, true);
-      known_ranges_[coords[part.dim]] = {part.lo, part.hi};
-      for (const std::string& w : writes)
-        line(out_ptr_.at(w) + "[" + offset(shape, coords) + "] = " + value(w, coords) + ";");
-      close_loops(shape);
+      pointwise_loops(shape, shape, parallel_for(work), writes);
       close_block();
-      known_ranges_.clear();
     }
     part_ = Part{};
     done_.insert(writes.begin(), writes.end());
     return;
   }
   const int64_t work = numel(shape) * static_cast<int64_t>(writes.size());
+  pointwise_loops(shape, coalesced_loops(shape, writes), parallel_for(work), writes);
+  done_.insert(writes.begin(), writes.end());
+}
+
+void KernelWriter::pointwise_loops(const Shape& shape, const Shape& loops, bool parallel,
+                                   const std::vector<std::string>& writes) {
+  std::vector<std::string> rows;  // the writes stored as bfloat16
+  for (const std::string& w : writes)
+    if (bfloat16_.count(w)) rows.push_back(w);
   // (iterations are independent: the innermost loop is declared simd)
-  const Shape loops = coalesced_loops(shape, writes);
-  const Coords coords = open_loops(loops, parallel_for(work), 0, SIZE_MAX, true);
-  if (numel(shape) == 1) open_block("");
-  for (const std::string& w : writes) {
-    const std::string v = value(w, coords);
-    line(out_ptr_.at(w) + "[" + offset(shape, coords) + "] = " + v + ";");
-    done_.insert(w);
+  RowChunk chunk;
+  const Coords coords =
+      open_loops(loops, parallel, 0, SIZE_MAX, true, rows.empty() ? nullptr : &chunk);
+  if (part_.dim != SIZE_MAX) known_ranges_[coords[part_.dim]] = {part_.lo, part_.hi};
+  if (chunk.first.empty()) {  // no loop, or no bfloat16 write
+    if (numel(loops) == 1) open_block("");
+    for (const std::string& w : writes)
+      line(out_ptr_.at(w) + "[" + offset(shape, coords) + "] = " + value(w, coords) + ";");
+    if (numel(loops) == 1) close_block();
+  } else {
+    // Per chunk of the innermost loop, the bfloat16 writes' values into float rows, then
+    // the rows stored (kora_bf16_row: the hardware's conversion where there is one).
+    std::map<std::string, std::string> row;
+    for (const std::string& w : rows) {
+      row[w] = fresh("row");
+      line("float " + row[w] + "[" + num(kRowChunk) + "];");
+    }
+    line("#pragma omp simd");
+    open_block("for (int64_t " + chunk.at + " = " + chunk.first + "; " + chunk.at + " < " +
+               chunk.first + " + " + chunk.count + "; ++" + chunk.at + ")");
+    for (const std::string& w : writes) {
+      const std::string v = value(w, coords);
+      line(row.count(w) ? row[w] + "[" + chunk.at + " - " + chunk.first + "] = " + v + ";"
+                        : out_ptr_.at(w) + "[" + offset(shape, coords) + "] = " + v + ";");
+    }
+    close_block();
+    Coords at_first = coords;
+    for (std::string& c : at_first)
+      if (c == chunk.at) c = chunk.first;
+    for (const std::string& w : rows)
+      line("kora_bf16_row(" + out_ptr_.at(w) + " + " + offset(shape, at_first) + ", " + row[w] +
+           ", " + chunk.count + ");");
   }
-  if (numel(shape) == 1) close_block();
-  close_loops(loops);
+  close_loops(loops);  // (the chunk's block is the innermost loop's)
+  if (part_.dim != SIZE_MAX) known_ranges_.clear();
 }
 
 bool KernelWriter::reads_run_in_order(const std::string& t, const std::vector<bool>& run) {

@@ -2,7 +2,7 @@
 // float exp, tanh, erf and sigmoid, compiled as kernels are (default flags) in loops over
 // arrays, against the C library in double, in units in the last place of the float result,
 // over a dense sweep and the special values; its 16-lane vectors (the max pools' AVX-512
-// code) against the scalar forms they replace.
+// code) and bfloat16 row stores against the scalar forms they replace.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -197,6 +197,55 @@ extern "C" void sum16(const float* x, int64_t rows, float* y) {
     float want = 0;
     for (int r = 0; r < rows; ++r) want += sums[16 * r + q];
     EXPECT_EQ(got[q], want) << "lane " << q;
+  }
+}
+
+// kora_bf16_row (a pointwise phase's bfloat16 store of a float row): every length from 0
+// to 40 and a whole chunk, at every start, rounds each element as kora_bf16's scalar
+// assignment does (ties to even both ways, NaN quiet, infinities, overflow), except that a
+// subnormal float may become a zero of its sign (AVX512-BF16's conversion); it writes
+// nothing past the row's end.
+TEST(CpuCodegenPrelude, Bfloat16RowsRoundAsTheScalarForm) {
+  const std::string source = cpu_codegen_prelude() + R"(
+extern "C" void row(const float* x, kora_bf16* y, int64_t n) { kora_bf16_row(y, x, n); }
+extern "C" void scalar(const float* x, kora_bf16* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i];
+}
+)";
+  kora_test::TempDir dir;
+  CxxCompileOptions options;
+  options.cache_dir = dir.file("kernels");
+  const CompileResult lib = compile_shared(source, options);
+  using Fn = void (*)(const float*, uint16_t*, int64_t);
+  const Fn row = reinterpret_cast<Fn>(lib.library->symbol("row"));
+  const Fn scalar = reinterpret_cast<Fn>(lib.library->symbol("scalar"));
+  std::vector<float> x;
+  for (float v : {0.0f, -0.0f, INFINITY, -INFINITY, std::numeric_limits<float>::max(), 1.0f,
+                  0x1.01p0f, 0x1.03p0f, 0x1.00802p0f, -0x1.01p0f, 0x1.ff8p127f, 0x1.018p-130f,
+                  -0x1p-140f, std::numeric_limits<float>::quiet_NaN()})
+    x.push_back(v);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  while (x.size() < 300)
+    x.push_back(normal(rng) * std::ldexp(1.0f, static_cast<int>(rng() % 60) - 30));
+  const uint16_t guard = 0xabcd;
+  std::vector<int64_t> lengths;
+  for (int64_t n = 0; n <= 40; ++n) lengths.push_back(n);
+  lengths.push_back(256);
+  for (int64_t start : {0, 1, 5, 14}) {
+    for (int64_t n : lengths) {
+      std::vector<uint16_t> got(n + 1, guard), want(n + 1, guard);
+      row(x.data() + start, got.data(), n);
+      scalar(x.data() + start, want.data(), n);
+      EXPECT_EQ(got[n], guard) << "past the end, n = " << n;
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = x[start + i];
+        if (got[i] == want[i]) continue;
+        EXPECT_TRUE(std::fpclassify(v) == FP_SUBNORMAL && got[i] == (std::signbit(v) ? 0x8000 : 0))
+            << "x = " << v << " at " << i << " of " << n << ": " << got[i] << " against "
+            << want[i];
+      }
+    }
   }
 }
 
