@@ -119,6 +119,7 @@ class KernelWriter : public codegen::ValueWriter {
   // closes it before close_loops(). chunk->first stays empty without a loop.
   struct RowChunk {
     std::string first, count, at;
+    int64_t extent = 0;  // the count when one chunk covers the loop (else 0)
   };
   static constexpr int64_t kRowChunk = 256;
   Coords open_loops(const Shape& shape, bool parallel, size_t first = 0, size_t end = SIZE_MAX,

@@ -63,6 +63,7 @@ Coords KernelWriter::open_loops(const Shape& shape, bool parallel, size_t first,
       chunk->first = fresh("i");
       chunk->count = fresh("n");
       if (one_chunk) {
+        chunk->extent = hi - lo;
         open_block("");
         line("const int64_t " + chunk->first + " = " + num(lo) + ", " + chunk->count + " = " +
              num(hi - lo) + ";");
@@ -223,15 +224,29 @@ void KernelWriter::pointwise_loops(const Shape& shape, const Shape& loops, bool 
       row[w] = fresh("row");
       line("float " + row[w] + "[" + num(kRowChunk) + "];");
     }
-    line("#pragma omp simd");
-    open_block("for (int64_t " + chunk.at + " = " + chunk.first + "; " + chunk.at + " < " +
-               chunk.first + " + " + chunk.count + "; ++" + chunk.at + ")");
-    for (const std::string& w : writes) {
-      const std::string v = value(w, coords);
-      line(row.count(w) ? row[w] + "[" + chunk.at + " - " + chunk.first + "] = " + v + ";"
-                        : out_ptr_.at(w) + "[" + offset(shape, coords) + "] = " + v + ";");
+    // One chunk of E elements, E % 16 != 0: the loop over E rounded down to 16, then one
+    // over the last 16 (recomputing a few, the same values): reads of bfloat16 make g++
+    // vectorize by 32 and leave up to 15 elements to scalar code otherwise (BN + SiLU rows
+    // of 120 channels: 1.75x the time).
+    std::vector<std::pair<std::string, std::string>> ranges;  // [from, to)
+    if (chunk.extent > 16 && chunk.extent % 16 != 0) {
+      ranges.emplace_back(chunk.first, chunk.first + " + " + num(chunk.extent / 16 * 16));
+      ranges.emplace_back(chunk.first + " + " + num(chunk.extent - 16),
+                          chunk.first + " + " + num(chunk.extent));
+    } else {
+      ranges.emplace_back(chunk.first, chunk.first + " + " + chunk.count);
     }
-    close_block();
+    for (const auto& [from, to] : ranges) {
+      line("#pragma omp simd");
+      open_block("for (int64_t " + chunk.at + " = " + from + "; " + chunk.at + " < " + to + "; ++" +
+                 chunk.at + ")");
+      for (const std::string& w : writes) {
+        const std::string v = value(w, coords);
+        line(row.count(w) ? row[w] + "[" + chunk.at + " - " + chunk.first + "] = " + v + ";"
+                          : out_ptr_.at(w) + "[" + offset(shape, coords) + "] = " + v + ";");
+      }
+      close_block();
+    }
     Coords at_first = coords;
     for (std::string& c : at_first)
       if (c == chunk.at) c = chunk.first;

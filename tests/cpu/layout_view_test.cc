@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <regex>
 
 #include "cpu/codegen_harness.h"
 #include "kora/error.h"
@@ -514,6 +515,68 @@ TEST(LayoutView, KernelsOnBfloat16SidesMatchTheInterpreterToOneRounding) {
       EXPECT_EQ(yv[e], bf16_bits(wv[e])) << "element " << e << ": " << wv[e];
     }
   }
+}
+
+// --bf16 rows of every kind of length: a per-channel scale and SiLU on x [1, C, 3, 5]
+// stored channels last as bfloat16 (each row of C channels is the kernel's innermost
+// loop), C below 16, not a multiple of 16 (one chunk: the loop over C rounded down to 16,
+// then one over its last 16) and above a chunk of 256 (chunks, the last one partial);
+// every candidate with views matches the interpreter to one bfloat16 rounding.
+TEST(LayoutView, Bfloat16RowsOfEveryLengthMatchTheInterpreterToOneRounding) {
+  std::mt19937 rng(9);
+  int overlapped = 0, chunked = 0;
+  for (int64_t channels : {8, 24, 40, 120, 300}) {
+    GraphBuilder b(rng);
+    const Shape shape = {1, channels, 3, 5};
+    const std::string x = b.input(DType::kFloat32, shape);
+    const std::string scale = b.input(DType::kFloat32, {1, channels, 1, 1});
+    const std::string wide = b.prim(BroadcastAttrs{}, {scale}, DType::kFloat32, shape);
+    const std::string y = b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}},
+                                 {x, wide}, DType::kFloat32, shape);
+    const std::string gate =
+        b.prim(ElementwiseAttrs{ScalarOp::kSigmoid, {Operand{0, 0}}}, {y}, DType::kFloat32, shape);
+    b.g.outputs = {b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}},
+                          {y, gate}, DType::kFloat32, shape)};
+    const PrimGraph& g = b.g;
+    const KernelDag dag = kernel_dag_of(g);
+    std::string source = cpu_codegen_prelude();
+    std::vector<ViewCase> cases;
+    for (const Candidate& c : enumerate_candidates(dag, CandidateOptions{})) {
+      const std::vector<std::string> views = layout_view_sides(g, dag, c, true);
+      if (views.empty()) continue;
+      TensorLayouts layouts;
+      for (const std::string& t : views) layouts[t] = "acdb+bf16";
+      const LayoutView view = layout_view(g, dag, c, layouts);
+      ViewCase k{c, layouts,
+                 generate_cpu_kernel(view.graph, view.dag, view.candidate,
+                                     "rows" + std::to_string(cases.size()), {}, view.bfloat16)};
+      overlapped += std::regex_search(
+          k.kernel.source, std::regex("= i[0-9]+ \\+ " + std::to_string(channels - 16) + ";"));
+      chunked += k.kernel.source.find("+= 256)") != std::string::npos;
+      source += k.kernel.source;
+      cases.push_back(std::move(k));
+    }
+    ASSERT_FALSE(cases.empty()) << "C = " << channels;
+    kora_test::TempDir dir;
+    const CompileResult lib =
+        compile_shared(source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
+    for (const ViewCase& k : cases) {
+      const ViewRun run = run_view_case(g, dag, k, lib, rng, true);
+      for (size_t i = 0; i < k.kernel.writes.size(); ++i) {
+        const std::string& t = k.kernel.writes[i];
+        const Tensor want = run.stored_value(g, k, t);
+        const Tensor got = k.layouts.count(t) ? from_bf16(run.outputs[i]) : run.outputs[i];
+        const float* a = reinterpret_cast<const float*>(want.bytes());
+        const float* b16 = reinterpret_cast<const float*>(got.bytes());
+        for (int64_t e = 0; e < want.numel(); ++e)
+          ASSERT_LE(std::fabs(a[e] - b16[e]), std::fabs(a[e]) * 0x1p-7f + 1e-30f)
+              << kernel_name(g, dag, k.c) << ", C = " << channels << ", element " << e << "\n"
+              << k.kernel.source;
+      }
+    }
+  }
+  EXPECT_GE(overlapped, 3);  // C = 24, 40, 120
+  EXPECT_GE(chunked, 1);     // C = 300
 }
 
 // Transposes that move the channels last and back around a reduction over the channels,
