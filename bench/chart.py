@@ -30,6 +30,9 @@ def main():
     report = load_json(sys.argv[1])
     models = [m for m, e in report["models"].items()
               if "median_ms" in e["systems"].get("kora-optimal", {})]
+    if not models:  # ratios are to kora optimal: without it, no chart
+        print(f"chart: no model of {sys.argv[1]} has kora-optimal; no chart written")
+        return
     systems = [s for s in ORDER if any(s in report["models"][m]["systems"] for m in models)]
     ratios = {s: [] for s in systems}
     for m in models:
