@@ -151,6 +151,33 @@ std::string squeeze_excitation(GraphBuilder& b, const std::string& x, const Shap
                 DType::kFloat32, shape);
 }
 
+// Every case run from `lib` on bfloat16 sides: each output stored in a layout within one
+// bfloat16 rounding of the interpreter's value (stored so), a plain one exactly. `what`
+// names the case in a failure.
+void expect_bfloat16_cases_match(const PrimGraph& g, const KernelDag& dag,
+                                 const std::vector<ViewCase>& cases, const CompileResult& lib,
+                                 std::mt19937& rng, const std::string& what = "") {
+  for (const ViewCase& k : cases) {
+    const ViewRun run = run_view_case(g, dag, k, lib, rng, true);
+    for (size_t i = 0; i < k.kernel.writes.size(); ++i) {
+      const std::string& t = k.kernel.writes[i];
+      if (!k.layouts.count(t)) {  // a narrow output ([1, C, 1, 1]): float32, plain
+        EXPECT_EQ(kora_codegen_test::compare(run.values.at(t), run.outputs[i].bytes()), "")
+            << kernel_name(g, dag, k.c) << what << ", output " << t;
+        continue;
+      }
+      const Tensor want = run.stored_value(g, k, t);
+      const Tensor got = from_bf16(run.outputs[i]);
+      const float* a = reinterpret_cast<const float*>(want.bytes());
+      const float* b16 = reinterpret_cast<const float*>(got.bytes());
+      for (int64_t e = 0; e < want.numel(); ++e)
+        ASSERT_LE(std::fabs(a[e] - b16[e]), std::fabs(a[e]) * 0x1p-7f + 1e-30f)
+            << kernel_name(g, dag, k.c) << what << ", output " << t << " element " << e << "\n"
+            << k.kernel.source;
+    }
+  }
+}
+
 // A 3x3 max pool of x [N, C, H, W], pad 1, as a window, a max over it and a reshape.
 // The fill -inf is ONNX MaxPool's (the reduce's identity: the pooling forms of codegen);
 // another one takes the generic path.
@@ -466,25 +493,8 @@ TEST(LayoutView, KernelsOnBfloat16SidesMatchTheInterpreterToOneRounding) {
   kora_test::TempDir dir;
   const CompileResult lib =
       compile_shared(source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
-  for (const ViewCase& k : cases) {
-    const ViewRun run = run_view_case(g, dag, k, lib, rng, true);
-    for (size_t i = 0; i < k.kernel.writes.size(); ++i) {
-      const std::string& t = k.kernel.writes[i];
-      if (!k.layouts.count(t)) {  // a narrow output ([1, C, 1, 1]): float32, plain
-        EXPECT_EQ(kora_codegen_test::compare(run.values.at(t), run.outputs[i].bytes()), "")
-            << kernel_name(g, dag, k.c) << ", output " << t;
-        continue;
-      }
-      const Tensor want = run.stored_value(g, k, t);
-      const Tensor got = from_bf16(run.outputs[i]);
-      const float* a = reinterpret_cast<const float*>(want.bytes());
-      const float* b16 = reinterpret_cast<const float*>(got.bytes());
-      for (int64_t e = 0; e < want.numel(); ++e)
-        ASSERT_LE(std::fabs(a[e] - b16[e]), std::fabs(a[e]) * 0x1p-7f + 1e-30f)
-            << kernel_name(g, dag, k.c) << ", output " << t << " element " << e << "\n"
-            << k.kernel.source;
-    }
-  }
+  expect_bfloat16_cases_match(g, dag, cases, lib, rng);
+  if (HasFatalFailure()) return;
   // The copy: ReLU of non-negative values (and a NaN), the rounding checked bit for bit.
   std::vector<float> special = {1.0f,     0x1.01p0f, 0x1.03p0f, 0x1.00802p0f,  0x1.fffffep127f,
                                 INFINITY, NAN,       0x1p-140f, 0x1.018p-130f, 3.14159265f,
@@ -560,20 +570,8 @@ TEST(LayoutView, Bfloat16RowsOfEveryLengthMatchTheInterpreterToOneRounding) {
     kora_test::TempDir dir;
     const CompileResult lib =
         compile_shared(source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
-    for (const ViewCase& k : cases) {
-      const ViewRun run = run_view_case(g, dag, k, lib, rng, true);
-      for (size_t i = 0; i < k.kernel.writes.size(); ++i) {
-        const std::string& t = k.kernel.writes[i];
-        const Tensor want = run.stored_value(g, k, t);
-        const Tensor got = k.layouts.count(t) ? from_bf16(run.outputs[i]) : run.outputs[i];
-        const float* a = reinterpret_cast<const float*>(want.bytes());
-        const float* b16 = reinterpret_cast<const float*>(got.bytes());
-        for (int64_t e = 0; e < want.numel(); ++e)
-          ASSERT_LE(std::fabs(a[e] - b16[e]), std::fabs(a[e]) * 0x1p-7f + 1e-30f)
-              << kernel_name(g, dag, k.c) << ", C = " << channels << ", element " << e << "\n"
-              << k.kernel.source;
-      }
-    }
+    expect_bfloat16_cases_match(g, dag, cases, lib, rng, ", C = " + std::to_string(channels));
+    if (HasFatalFailure()) return;
   }
   EXPECT_GE(overlapped, 3);  // C = 24, 40, 120
   EXPECT_GE(chunked, 1);     // C = 300
