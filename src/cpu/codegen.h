@@ -66,7 +66,7 @@ namespace kora {
 //      concat + SiLU + split on bf16 channels-last views was 3x its float32 time).
 //  14: a pointwise phase computes its bfloat16 writes per chunk of 256 of the innermost
 //      loop into float rows, stored by vcvtneps2bf16 where AVX512-BF16 is (g++'s
-//      vectorized rounding and packing took BN + SiLU rows to 1.3-2.1x their float32 time).
+//      vectorized rounding and packing took BN + SiLU rows to 1.6-2.7x their float32 time).
 //  15: that loop, one chunk of E % 16 != 0 elements, runs over E rounded down to 16 and
 //      then over the last 16 (bfloat16 reads made g++ vectorize by 32 and leave the rest
 //      of a row to scalar code: BN + SiLU rows of 120 channels 1.75x slower).

@@ -107,8 +107,8 @@ KORA_FN kora_f32x16 kora_sum16_value(const kora_sum16& a) { return a.s; }
 // time, the tail masked: oneDNN's conversion (ties to even, a NaN quiet), except that a
 // subnormal float becomes a zero of its sign. g++ 12 vectorizes kora_bf16's rounding as
 // eight instructions per 16 floats and packs with vpermt2w at 32 lanes, leaving the tail
-// of a row to scalar code: 1.3-2.1x the float32 loop's time on BN + SiLU rows, against
-// 1.1-1.2x this way. Elsewhere kora_bf16's rounding, element by element.
+// of a row to scalar code: 1.6-2.7x the float32 loop's time on BN + SiLU rows, against
+// 1.1-1.4x this way. Elsewhere kora_bf16's rounding, element by element.
 #if defined(KORA_VEC16) && defined(__AVX512BF16__) && defined(__AVX512BW__) && \
     defined(__AVX512VL__)
 KORA_FN void kora_bf16_row(kora_bf16* p, const float* r, int64_t n) {
