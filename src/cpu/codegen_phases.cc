@@ -211,15 +211,19 @@ void KernelWriter::pointwise_loops(const Shape& shape, const Shape& loops, bool 
   const Coords coords =
       open_loops(loops, parallel, 0, SIZE_MAX, true, rows.empty() ? nullptr : &chunk);
   if (part_.dim != SIZE_MAX) known_ranges_[coords[part_.dim]] = {part_.lo, part_.hi};
+  std::map<std::string, std::string> row;  // a bfloat16 write's float row
+  auto store = [&](const std::string& w) {
+    const std::string v = value(w, coords);
+    line(row.count(w) ? row[w] + "[" + chunk.at + " - " + chunk.first + "] = " + v + ";"
+                      : out_ptr_.at(w) + "[" + offset(shape, coords) + "] = " + v + ";");
+  };
   if (chunk.first.empty()) {  // no loop, or no bfloat16 write
     if (numel(loops) == 1) open_block("");
-    for (const std::string& w : writes)
-      line(out_ptr_.at(w) + "[" + offset(shape, coords) + "] = " + value(w, coords) + ";");
+    for (const std::string& w : writes) store(w);
     if (numel(loops) == 1) close_block();
   } else {
     // Per chunk of the innermost loop, the bfloat16 writes' values into float rows, then
     // the rows stored (kora_bf16_row: the hardware's conversion where there is one).
-    std::map<std::string, std::string> row;
     for (const std::string& w : rows) {
       row[w] = fresh("row");
       line("float " + row[w] + "[" + num(kRowChunk) + "];");
@@ -240,11 +244,7 @@ void KernelWriter::pointwise_loops(const Shape& shape, const Shape& loops, bool 
       line("#pragma omp simd");
       open_block("for (int64_t " + chunk.at + " = " + from + "; " + chunk.at + " < " + to + "; ++" +
                  chunk.at + ")");
-      for (const std::string& w : writes) {
-        const std::string v = value(w, coords);
-        line(row.count(w) ? row[w] + "[" + chunk.at + " - " + chunk.first + "] = " + v + ";"
-                          : out_ptr_.at(w) + "[" + offset(shape, coords) + "] = " + v + ";");
-      }
+      for (const std::string& w : writes) store(w);
       close_block();
     }
     Coords at_first = coords;
