@@ -70,7 +70,11 @@ namespace kora {
 //  15: that loop, one chunk of E % 16 != 0 elements, runs over E rounded down to 16 and
 //      then over the last 16 (bfloat16 reads made g++ vectorize by 32 and leave the rest
 //      of a row to scalar code: BN + SiLU rows of 120 channels 1.75x slower).
-constexpr int kCpuCodegenRevision = 15;
+//  16: kora_bf16_row's loads each within one store of the row (16 floats at a time over
+//      the row's first multiple of 32, then 8; a chunk's last 16, or 8, in a row of their
+//      own): a 512-bit load across two 256-bit stores missed store forwarding (a bf16
+//      concat of 24-channel rows 6x slower).
+constexpr int kCpuCodegenRevision = 16;
 
 // Whether generate_cpu_kernel can compute this candidate.
 bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);

@@ -103,25 +103,39 @@ KORA_FN void kora_sum16_fold(kora_sum16& a, kora_f32x16 v) { a.s += v; }
 KORA_FN kora_f32x16 kora_sum16_value(const kora_sum16& a) { return a.s; }
 #endif
 // A row of n floats stored as bfloat16 (a pointwise phase computes a bfloat16 output's
-// values into a float row, then stores it here). With AVX512-BF16, vcvtneps2bf16 16 at a
-// time, the tail masked: oneDNN's conversion (ties to even, a NaN quiet), except that a
-// subnormal float becomes a zero of its sign. g++ 12 vectorizes kora_bf16's rounding as
-// eight instructions per 16 floats and packs with vpermt2w at 32 lanes, leaving the tail
-// of a row to scalar code: 1.6-2.7x the float32 loop's time on BN + SiLU rows, against
-// 1.1-1.4x this way. Elsewhere kora_bf16's rounding, element by element.
+// values into a float row, then stores it here). With AVX512-BF16, vcvtneps2bf16, the tail
+// masked: oneDNN's conversion (ties to even, a NaN quiet), except that a subnormal float
+// becomes a zero of its sign. g++ 12 vectorizes kora_bf16's rounding as eight instructions
+// per 16 floats and packs with vpermt2w at 32 lanes, leaving the tail of a row to scalar
+// code: 1.6-2.7x the float32 loop's time on BN + SiLU rows, against 1.1-1.4x this way.
+// The row was just written, so each load here has to be one store forwarding can serve:
+// within one of the loop's stores, from its start. g++ writes a row of bfloat16 reads in
+// 512-bit stores while 32 elements remain, 256-bit ones after (a loop of 16: two), so the
+// first n rounded down to 32 are read 16 at a time, the rest 8 at a time (a 512-bit load
+// across two 256-bit stores stalls: a bf16 concat of 24-channel rows at 112x112, 265 us
+// against 45; 8 at a time out of 512-bit stores, rows of 256 1.1-1.4x slower).
+// Elsewhere kora_bf16's rounding, element by element.
 #if defined(KORA_VEC16) && defined(__AVX512BF16__) && defined(__AVX512BW__) && \
     defined(__AVX512VL__)
+typedef float kora_f32x8 __attribute__((vector_size(32)));
+typedef short kora_i16x8 __attribute__((vector_size(16)));
 KORA_FN void kora_bf16_row(kora_bf16* p, const float* r, int64_t n) {
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
+  for (const int64_t wide = n / 32 * 32; j < wide; j += 16) {
     const kora_i16x16 h = (kora_i16x16)__builtin_ia32_cvtneps2bf16_v16sf(kora_load16(r + j));
     __builtin_memcpy(p + j, &h, sizeof h);
   }
+  for (; j + 8 <= n; j += 8) {
+    kora_f32x8 v;
+    __builtin_memcpy(&v, r + j, sizeof v);
+    const kora_i16x8 h = (kora_i16x8)__builtin_ia32_cvtneps2bf16_v8sf(v);
+    __builtin_memcpy(p + j, &h, sizeof h);
+  }
   if (j < n) {
-    const uint16_t m = (uint16_t)((1u << (n - j)) - 1u);
-    const kora_f32x16 v = __builtin_ia32_loadups512_mask(r + j, kora_f32x16{}, m);
-    const kora_i16x16 h = (kora_i16x16)__builtin_ia32_cvtneps2bf16_v16sf(v);
-    __builtin_ia32_storedquhi256_mask((short*)(p + j), h, m);
+    const uint8_t m = (uint8_t)((1u << (n - j)) - 1u);
+    const kora_f32x8 v = __builtin_ia32_loadups256_mask(r + j, kora_f32x8{}, m);
+    const kora_i16x8 h = (kora_i16x8)__builtin_ia32_cvtneps2bf16_v8sf(v);
+    __builtin_ia32_storedquhi128_mask((short*)(p + j), h, m);
   }
 }
 #else

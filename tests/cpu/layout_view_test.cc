@@ -529,13 +529,14 @@ TEST(LayoutView, KernelsOnBfloat16SidesMatchTheInterpreterToOneRounding) {
 
 // --bf16 rows of every kind of length: a per-channel scale and SiLU on x [1, C, 3, 5]
 // stored channels last as bfloat16 (each row of C channels is the kernel's innermost
-// loop), C below 16, not a multiple of 16 (one chunk: the loop over C rounded down to 16,
-// then one over its last 16) and above a chunk of 256 (chunks, the last one partial);
-// every candidate with views matches the interpreter to one bfloat16 rounding.
+// loop), C of 8, C between 8 and 16 and C above 16 not a multiple of 16 (one chunk: the
+// loop over C rounded down to 8 or 16, then one over its last 8 or 16 into a row of its
+// own, both rows stored) and above a chunk of 256 (chunks, the last one partial); every
+// candidate with views matches the interpreter to one bfloat16 rounding.
 TEST(LayoutView, Bfloat16RowsOfEveryLengthMatchTheInterpreterToOneRounding) {
   std::mt19937 rng(9);
   int overlapped = 0, chunked = 0;
-  for (int64_t channels : {8, 24, 40, 120, 300}) {
+  for (int64_t channels : {8, 12, 24, 40, 120, 300}) {
     GraphBuilder b(rng);
     const Shape shape = {1, channels, 3, 5};
     const std::string x = b.input(DType::kFloat32, shape);
@@ -560,8 +561,12 @@ TEST(LayoutView, Bfloat16RowsOfEveryLengthMatchTheInterpreterToOneRounding) {
       ViewCase k{c, layouts,
                  generate_cpu_kernel(view.graph, view.dag, view.candidate,
                                      "rows" + std::to_string(cases.size()), {}, view.bfloat16)};
-      overlapped += std::regex_search(
-          k.kernel.source, std::regex("= i[0-9]+ \\+ " + std::to_string(channels - 16) + ";"));
+      const int64_t tail = channels > 16 ? 16 : 8;
+      overlapped +=
+          std::regex_search(k.kernel.source,
+                            std::regex("= \\(i[0-9]+ \\+ " + std::to_string(channels - tail) +
+                                       "\\);")) &&
+          k.kernel.source.find(" + 256, " + std::to_string(tail) + ");") != std::string::npos;
       chunked += k.kernel.source.find("+= 256)") != std::string::npos;
       source += k.kernel.source;
       cases.push_back(std::move(k));
@@ -573,8 +578,62 @@ TEST(LayoutView, Bfloat16RowsOfEveryLengthMatchTheInterpreterToOneRounding) {
     expect_bfloat16_cases_match(g, dag, cases, lib, rng, ", C = " + std::to_string(channels));
     if (HasFatalFailure()) return;
   }
-  EXPECT_GE(overlapped, 3);  // C = 24, 40, 120
+  EXPECT_GE(overlapped, 4);  // C = 12, 24, 40, 120
   EXPECT_GE(chunked, 1);     // C = 300
+}
+
+// A concat of channels stored last (a ghost module's, a dense block's), alone and with an
+// add after it, on bfloat16 views: the parts' rows (24 and 12 channels: each a loop over
+// its channels rounded down and one over its last ones) sit inside one parallel pass over
+// the pixels, so each output row is written whole at once, and every candidate matches
+// the interpreter to one rounding.
+TEST(LayoutView, Bfloat16ConcatsOfChannelsWriteEachRowInOnePass) {
+  std::mt19937 rng(13);
+  GraphBuilder b(rng);
+  const std::string x = b.input(DType::kFloat32, {1, 24, 32, 32});
+  const std::string y = b.input(DType::kFloat32, {1, 12, 32, 32});
+  const Shape shape = {1, 36, 32, 32};
+  const std::string cat = b.prim(LayoutAttrs{layout::Concat{1, {0, 24}}}, {x, y}, DType::kFloat32,
+                                 shape);
+  const std::string z = b.input(DType::kFloat32, shape);
+  b.g.outputs = {b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}},
+                        {cat, z}, DType::kFloat32, shape)};
+  const PrimGraph& g = b.g;
+  const KernelDag dag = kernel_dag_of(g);
+  std::string source = cpu_codegen_prelude();
+  std::vector<ViewCase> cases;
+  int one_pass = 0;
+  for (const Candidate& c : enumerate_candidates(dag, CandidateOptions{})) {
+    const std::vector<std::string> views = layout_view_sides(g, dag, c, true);
+    if (views.empty()) continue;
+    TensorLayouts layouts;
+    for (const std::string& t : views) layouts[t] = "acdb+bf16";
+    const LayoutView view = layout_view(g, dag, c, layouts);
+    ViewCase k{c, layouts,
+               generate_cpu_kernel(view.graph, view.dag, view.candidate,
+                                   "cat" + std::to_string(cases.size()), {}, view.bfloat16)};
+    const std::string& text = k.kernel.source;
+    const bool holds_concat = std::any_of(c.members.begin(), c.members.end(), [&](int v) {
+      return g.prims[dag.prim[v]].output() == cat;
+    });
+    if (holds_concat && layouts.size() == kernel_reads(g, dag, c).size() + 1) {  // all views
+      size_t regions = 0;
+      for (size_t at = text.find("omp parallel"); at != std::string::npos;
+           at = text.find("omp parallel", at + 1))
+        ++regions;
+      EXPECT_EQ(regions, 1u) << text;
+      one_pass += regions == 1 && text.find("+ 256, 16);") != std::string::npos &&
+                  text.find("+ 256, 8);") != std::string::npos;
+    }
+    source += text;
+    cases.push_back(std::move(k));
+  }
+  ASSERT_FALSE(cases.empty());
+  EXPECT_GE(one_pass, 1);
+  kora_test::TempDir dir;
+  const CompileResult lib =
+      compile_shared(source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
+  expect_bfloat16_cases_match(g, dag, cases, lib, rng);
 }
 
 // Transposes that move the channels last and back around a reduction over the channels,
