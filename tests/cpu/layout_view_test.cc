@@ -563,9 +563,9 @@ TEST(LayoutView, Bfloat16RowsOfEveryLengthMatchTheInterpreterToOneRounding) {
                                      "rows" + std::to_string(cases.size()), {}, view.bfloat16)};
       const int64_t tail = channels > 16 ? 16 : 8;
       overlapped +=
-          std::regex_search(k.kernel.source,
-                            std::regex("= \\(i[0-9]+ \\+ " + std::to_string(channels - tail) +
-                                       "\\);")) &&
+          std::regex_search(
+              k.kernel.source,
+              std::regex("= \\(i[0-9]+ \\+ " + std::to_string(channels - tail) + "\\);")) &&
           k.kernel.source.find(" + 256, " + std::to_string(tail) + ");") != std::string::npos;
       chunked += k.kernel.source.find("+= 256)") != std::string::npos;
       source += k.kernel.source;
@@ -593,11 +593,11 @@ TEST(LayoutView, Bfloat16ConcatsOfChannelsWriteEachRowInOnePass) {
   const std::string x = b.input(DType::kFloat32, {1, 24, 32, 32});
   const std::string y = b.input(DType::kFloat32, {1, 12, 32, 32});
   const Shape shape = {1, 36, 32, 32};
-  const std::string cat = b.prim(LayoutAttrs{layout::Concat{1, {0, 24}}}, {x, y}, DType::kFloat32,
-                                 shape);
+  const std::string cat =
+      b.prim(LayoutAttrs{layout::Concat{1, {0, 24}}}, {x, y}, DType::kFloat32, shape);
   const std::string z = b.input(DType::kFloat32, shape);
-  b.g.outputs = {b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}},
-                        {cat, z}, DType::kFloat32, shape)};
+  b.g.outputs = {b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}}, {cat, z},
+                        DType::kFloat32, shape)};
   const PrimGraph& g = b.g;
   const KernelDag dag = kernel_dag_of(g);
   std::string source = cpu_codegen_prelude();
