@@ -47,10 +47,13 @@ Coords KernelWriter::open_loops(const Shape& shape, bool parallel, size_t first,
     if (loop_extent(shape, d) > 1) ++loops, last = d;
   // A chunked innermost loop of one chunk is no loop: nothing to run in parallel there.
   const bool one_chunk = chunk && loops > 0 && loop_extent(shape, last) <= kRowChunk;
+  // Collapsed: every loop but the innermost one of a simd or chunked nest (outer loops
+  // alone, all of them: threads share 7 x 7 pixels evenly, not 7 rows).
+  const int collapsed = simd || chunk ? loops - 1 : loops;
   if (parallel && loops > 0 && !(loops == 1 && one_chunk))
     line(loops == 1
              ? (simd && !chunk ? "#pragma omp parallel for simd" : "#pragma omp parallel for")
-             : "#pragma omp parallel for collapse(" + num(loops - 1) + ")");
+             : "#pragma omp parallel for collapse(" + num(collapsed) + ")");
   for (size_t d = first; d < end; ++d) {
     const int64_t lo = d == part_.dim ? part_.lo : 0;
     if (loop_extent(shape, d) == 1) {
