@@ -74,7 +74,9 @@ namespace kora {
 //      the row's first multiple of 32, then 8; a chunk's last 16, or 8, in a row of their
 //      own): a 512-bit load across two 256-bit stores missed store forwarding (a bf16
 //      concat of 24-channel rows 6x slower).
-constexpr int kCpuCodegenRevision = 16;
+//  17: a row whose loop reads bfloat16 is read back as g++ stores it at the 16-bit width
+//      (kora_bf16_row_h: a loop of 8 in 4s), a loop of floats only 16 at a time, then 8.
+constexpr int kCpuCodegenRevision = 17;
 
 // Whether generate_cpu_kernel can compute this candidate.
 bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);

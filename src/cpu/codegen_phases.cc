@@ -273,20 +273,33 @@ void KernelWriter::pointwise_loops(const Shape& shape, const Shape& loops, bool 
                 {"(" + chunk.first + " + " + num(chunk.extent - tail) + ")",
                  chunk.first + " + " + num(chunk.extent), num(kRowChunk), num(tail)}};
     }
+    // A loop that reads bfloat16 has its rows stored by kora_bf16_row_h (g++ vectorizes it
+    // at the 16-bit width, so its float stores are narrower: see the prelude).
+    std::vector<std::string> narrow;  // "inN[" of each input stored as bfloat16
+    for (const auto& [t, ptr] : in_ptr_)
+      if (bfloat16_.count(t)) narrow.push_back(ptr + "[");
+    std::vector<bool> reads_narrow;
     for (const Range& r : ranges) {
+      const size_t start = scope().os.str().size();
       line("#pragma omp simd");
       open_block("for (int64_t " + chunk.at + " = " + r.from + "; " + chunk.at + " < " + r.to +
                  "; ++" + chunk.at + ")");
       for (const std::string& w : writes) store(w, &r);
       close_block();
+      const std::string text = scope().os.str().substr(start);
+      reads_narrow.push_back(std::any_of(narrow.begin(), narrow.end(), [&](const std::string& p) {
+        return text.find(p) != std::string::npos;
+      }));
     }
-    for (const Range& r : ranges) {
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      const Range& r = ranges[i];
       Coords at_from = coords;
       for (std::string& c : at_from)
         if (c == chunk.at) c = r.from;
       for (const std::string& w : rows)
-        line("kora_bf16_row(" + out_ptr_.at(w) + " + " + offset(shape, at_from) + ", " + row[w] +
-             (r.at == "0" ? "" : " + " + r.at) + ", " + r.count + ");");
+        line(std::string(reads_narrow[i] ? "kora_bf16_row_h(" : "kora_bf16_row(") + out_ptr_.at(w) +
+             " + " + offset(shape, at_from) + ", " + row[w] + (r.at == "0" ? "" : " + " + r.at) +
+             ", " + r.count + ");");
     }
   }
   close_loops(loops);  // (the chunk's block is the innermost loop's)

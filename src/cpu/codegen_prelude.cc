@@ -108,23 +108,31 @@ KORA_FN kora_f32x16 kora_sum16_value(const kora_sum16& a) { return a.s; }
 // becomes a zero of its sign. g++ 12 vectorizes kora_bf16's rounding as eight instructions
 // per 16 floats and packs with vpermt2w at 32 lanes, leaving the tail of a row to scalar
 // code: 1.6-2.7x the float32 loop's time on BN + SiLU rows, against 1.1-1.4x this way.
-// The row was just written, so each load here has to be one store forwarding can serve:
-// within one of the loop's stores, from its start. g++ writes a row of bfloat16 reads in
-// 512-bit stores while 32 elements remain, 256-bit ones after (a loop of 16: two), so the
-// first n rounded down to 32 are read 16 at a time, the rest 8 at a time (a 512-bit load
-// across two 256-bit stores stalls: a bf16 concat of 24-channel rows at 112x112, 265 us
-// against 45; 8 at a time out of 512-bit stores, rows of 256 1.1-1.4x slower).
-// Elsewhere kora_bf16's rounding, element by element.
+// The row was just written, so each load here has to be one that store forwarding can
+// serve: within one of the loop's stores, from its start (a 512-bit load across two
+// 256-bit stores stalls: a bf16 concat of 24-channel rows at 112x112, 265 us against 45;
+// 8 at a time out of 512-bit stores, rows of 256 1.1-1.4x slower). g++'s stores follow the
+// loop's narrowest element: a loop of floats only stores 16 floats at a time, then 8
+// (kora_bf16_row); a loop that reads bfloat16 vectorizes at the 16-bit width, so it stores
+// 16 floats at a time while 32 elements remain, then 8, and a loop of 8 in 4s
+// (kora_bf16_row_h). Elsewhere kora_bf16's rounding, element by element.
 #if defined(KORA_VEC16) && defined(__AVX512BF16__) && defined(__AVX512BW__) && \
     defined(__AVX512VL__)
 typedef float kora_f32x8 __attribute__((vector_size(32)));
+typedef float kora_f32x4 __attribute__((vector_size(16)));
 typedef short kora_i16x8 __attribute__((vector_size(16)));
-KORA_FN void kora_bf16_row(kora_bf16* p, const float* r, int64_t n) {
-  int64_t j = 0;
-  for (const int64_t wide = n / 32 * 32; j < wide; j += 16) {
-    const kora_i16x16 h = (kora_i16x16)__builtin_ia32_cvtneps2bf16_v16sf(kora_load16(r + j));
-    __builtin_memcpy(p + j, &h, sizeof h);
-  }
+KORA_FN void kora_bf16_16(kora_bf16* p, const float* r) {
+  const kora_i16x16 h = (kora_i16x16)__builtin_ia32_cvtneps2bf16_v16sf(kora_load16(r));
+  __builtin_memcpy(p, &h, sizeof h);
+}
+KORA_FN void kora_bf16_4(kora_bf16* p, const float* r) {
+  kora_f32x4 v;
+  __builtin_memcpy(&v, r, sizeof v);
+  const kora_i16x8 h = (kora_i16x8)__builtin_ia32_cvtneps2bf16_v4sf(v);
+  __builtin_memcpy(p, &h, 4 * sizeof(kora_bf16));
+}
+// r[j, n) 8 at a time, then the rest masked.
+KORA_FN void kora_bf16_rest(kora_bf16* p, const float* r, int64_t j, int64_t n) {
   for (; j + 8 <= n; j += 8) {
     kora_f32x8 v;
     __builtin_memcpy(&v, r + j, sizeof v);
@@ -138,10 +146,26 @@ KORA_FN void kora_bf16_row(kora_bf16* p, const float* r, int64_t n) {
     __builtin_ia32_storedquhi128_mask((short*)(p + j), h, m);
   }
 }
+KORA_FN void kora_bf16_row(kora_bf16* p, const float* r, int64_t n) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) kora_bf16_16(p + j, r + j);
+  kora_bf16_rest(p, r, j, n);
+}
+KORA_FN void kora_bf16_row_h(kora_bf16* p, const float* r, int64_t n) {
+  if (n == 8) {
+    kora_bf16_4(p, r);
+    kora_bf16_4(p + 4, r + 4);
+    return;
+  }
+  int64_t j = 0;
+  for (const int64_t wide = n / 32 * 32; j < wide; j += 16) kora_bf16_16(p + j, r + j);
+  kora_bf16_rest(p, r, j, n);
+}
 #else
 KORA_FN void kora_bf16_row(kora_bf16* p, const float* r, int64_t n) {
   for (int64_t j = 0; j < n; ++j) p[j] = r[j];
 }
+KORA_FN void kora_bf16_row_h(kora_bf16* p, const float* r, int64_t n) { kora_bf16_row(p, r, n); }
 #endif
 // exp and tanh on floats without branches or calls, so loops over them vectorize; double
 // keeps the C library's. exp(x) = 2^n e^r, n = round(x / ln 2) by adding 1.5 * 2^23 (whose

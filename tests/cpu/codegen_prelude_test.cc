@@ -200,14 +200,16 @@ extern "C" void sum16(const float* x, int64_t rows, float* y) {
   }
 }
 
-// kora_bf16_row (a pointwise phase's bfloat16 store of a float row): every length from 0
-// to 40 and a whole chunk, at every start, rounds each element as kora_bf16's scalar
+// kora_bf16_row and kora_bf16_row_h (a pointwise phase's bfloat16 store of a float row,
+// its loop reading no bfloat16 or some): every length from 0 to 40 and a whole chunk, at
+// every start, rounds each element as kora_bf16's scalar
 // assignment does (ties to even both ways, NaN quiet, infinities, overflow), except that a
 // subnormal float may become a zero of its sign (AVX512-BF16's conversion); it writes
 // nothing past the row's end.
 TEST(CpuCodegenPrelude, Bfloat16RowsRoundAsTheScalarForm) {
   const std::string source = cpu_codegen_prelude() + R"(
 extern "C" void row(const float* x, kora_bf16* y, int64_t n) { kora_bf16_row(y, x, n); }
+extern "C" void row_h(const float* x, kora_bf16* y, int64_t n) { kora_bf16_row_h(y, x, n); }
 extern "C" void scalar(const float* x, kora_bf16* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i];
 }
@@ -217,7 +219,8 @@ extern "C" void scalar(const float* x, kora_bf16* y, int64_t n) {
   options.cache_dir = dir.file("kernels");
   const CompileResult lib = compile_shared(source, options);
   using Fn = void (*)(const float*, uint16_t*, int64_t);
-  const Fn row = reinterpret_cast<Fn>(lib.library->symbol("row"));
+  const Fn rows[] = {reinterpret_cast<Fn>(lib.library->symbol("row")),
+                     reinterpret_cast<Fn>(lib.library->symbol("row_h"))};
   const Fn scalar = reinterpret_cast<Fn>(lib.library->symbol("scalar"));
   std::vector<float> x;
   for (float v : {0.0f, -0.0f, INFINITY, -INFINITY, std::numeric_limits<float>::max(), 1.0f,
@@ -234,16 +237,19 @@ extern "C" void scalar(const float* x, kora_bf16* y, int64_t n) {
   lengths.push_back(256);
   for (int64_t start : {0, 1, 5, 14}) {
     for (int64_t n : lengths) {
-      std::vector<uint16_t> got(n + 1, guard), want(n + 1, guard);
-      row(x.data() + start, got.data(), n);
-      scalar(x.data() + start, want.data(), n);
-      EXPECT_EQ(got[n], guard) << "past the end, n = " << n;
-      for (int64_t i = 0; i < n; ++i) {
-        const float v = x[start + i];
-        if (got[i] == want[i]) continue;
-        EXPECT_TRUE(std::fpclassify(v) == FP_SUBNORMAL && got[i] == (std::signbit(v) ? 0x8000 : 0))
-            << "x = " << v << " at " << i << " of " << n << ": " << got[i] << " against "
-            << want[i];
+      for (const Fn row : rows) {
+        std::vector<uint16_t> got(n + 1, guard), want(n + 1, guard);
+        row(x.data() + start, got.data(), n);
+        scalar(x.data() + start, want.data(), n);
+        EXPECT_EQ(got[n], guard) << "past the end, n = " << n;
+        for (int64_t i = 0; i < n; ++i) {
+          const float v = x[start + i];
+          if (got[i] == want[i]) continue;
+          EXPECT_TRUE(std::fpclassify(v) == FP_SUBNORMAL &&
+                      got[i] == (std::signbit(v) ? 0x8000 : 0))
+              << "x = " << v << " at " << i << " of " << n << ": " << got[i] << " against "
+              << want[i];
+        }
       }
     }
   }
