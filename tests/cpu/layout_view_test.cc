@@ -80,6 +80,25 @@ struct ViewCase {
   GeneratedKernel kernel;
 };
 
+// Every candidate that takes views, generated with all of them channels last in bfloat16
+// (symbols PREFIX0, PREFIX1, ...).
+std::vector<ViewCase> bfloat16_view_cases(const PrimGraph& g, const KernelDag& dag,
+                                          const std::string& prefix) {
+  std::vector<ViewCase> cases;
+  for (const Candidate& c : enumerate_candidates(dag, CandidateOptions{})) {
+    const std::vector<std::string> views = layout_view_sides(g, dag, c, true);
+    if (views.empty()) continue;
+    TensorLayouts layouts;
+    for (const std::string& t : views) layouts[t] = "acdb+bf16";
+    const LayoutView view = layout_view(g, dag, c, layouts);
+    cases.push_back(
+        {c, layouts,
+         generate_cpu_kernel(view.graph, view.dag, view.candidate,
+                             prefix + std::to_string(cases.size()), {}, view.bfloat16)});
+  }
+  return cases;
+}
+
 // A view case run on random inputs: the interpreter's value of every tensor of the
 // candidate (logical, float32) and what the kernel wrote, in its writes' order. `bf16`:
 // the sides in layouts are bfloat16, their inputs rounded so before both run.
@@ -551,16 +570,8 @@ TEST(LayoutView, Bfloat16RowsOfEveryLengthMatchTheInterpreterToOneRounding) {
     const PrimGraph& g = b.g;
     const KernelDag dag = kernel_dag_of(g);
     std::string source = cpu_codegen_prelude();
-    std::vector<ViewCase> cases;
-    for (const Candidate& c : enumerate_candidates(dag, CandidateOptions{})) {
-      const std::vector<std::string> views = layout_view_sides(g, dag, c, true);
-      if (views.empty()) continue;
-      TensorLayouts layouts;
-      for (const std::string& t : views) layouts[t] = "acdb+bf16";
-      const LayoutView view = layout_view(g, dag, c, layouts);
-      ViewCase k{c, layouts,
-                 generate_cpu_kernel(view.graph, view.dag, view.candidate,
-                                     "rows" + std::to_string(cases.size()), {}, view.bfloat16)};
+    const std::vector<ViewCase> cases = bfloat16_view_cases(g, dag, "rows");
+    for (const ViewCase& k : cases) {
       const int64_t tail = channels > 16 ? 16 : 8;
       overlapped +=
           std::regex_search(
@@ -569,7 +580,6 @@ TEST(LayoutView, Bfloat16RowsOfEveryLengthMatchTheInterpreterToOneRounding) {
           k.kernel.source.find(" + 256, " + std::to_string(tail) + ");") != std::string::npos;
       chunked += k.kernel.source.find("+= 256)") != std::string::npos;
       source += k.kernel.source;
-      cases.push_back(std::move(k));
     }
     ASSERT_FALSE(cases.empty()) << "C = " << channels;
     kora_test::TempDir dir;
@@ -601,22 +611,14 @@ TEST(LayoutView, Bfloat16ConcatsOfChannelsWriteEachRowInOnePass) {
   const PrimGraph& g = b.g;
   const KernelDag dag = kernel_dag_of(g);
   std::string source = cpu_codegen_prelude();
-  std::vector<ViewCase> cases;
+  const std::vector<ViewCase> cases = bfloat16_view_cases(g, dag, "cat");
   int one_pass = 0;
-  for (const Candidate& c : enumerate_candidates(dag, CandidateOptions{})) {
-    const std::vector<std::string> views = layout_view_sides(g, dag, c, true);
-    if (views.empty()) continue;
-    TensorLayouts layouts;
-    for (const std::string& t : views) layouts[t] = "acdb+bf16";
-    const LayoutView view = layout_view(g, dag, c, layouts);
-    ViewCase k{c, layouts,
-               generate_cpu_kernel(view.graph, view.dag, view.candidate,
-                                   "cat" + std::to_string(cases.size()), {}, view.bfloat16)};
+  for (const ViewCase& k : cases) {
     const std::string& text = k.kernel.source;
-    const bool holds_concat = std::any_of(c.members.begin(), c.members.end(), [&](int v) {
+    const bool holds_concat = std::any_of(k.c.members.begin(), k.c.members.end(), [&](int v) {
       return g.prims[dag.prim[v]].output() == cat;
     });
-    if (holds_concat && layouts.size() == kernel_reads(g, dag, c).size() + 1) {  // all views
+    if (holds_concat && k.layouts.size() == kernel_reads(g, dag, k.c).size() + 1) {  // all views
       size_t regions = 0;
       for (size_t at = text.find("omp parallel"); at != std::string::npos;
            at = text.find("omp parallel", at + 1))
@@ -626,7 +628,6 @@ TEST(LayoutView, Bfloat16ConcatsOfChannelsWriteEachRowInOnePass) {
                   text.find("+ 256, 8);") != std::string::npos;
     }
     source += text;
-    cases.push_back(std::move(k));
   }
   ASSERT_FALSE(cases.empty());
   EXPECT_GE(one_pass, 1);
