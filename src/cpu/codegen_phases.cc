@@ -195,27 +195,20 @@ void KernelWriter::pointwise_phase(const std::vector<std::string>& writes) {
     bool innermost = shared_.empty() && dim > 0;
     for (size_t d = dim + 1; d < shape.size(); ++d) innermost = innermost && shape[d] == 1;
     const Shape outer(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(dim));
-    if (innermost && numel(outer) > 1) {
+    const bool one_pass = innermost && numel(outer) > 1;
+    if (one_pass)
       shared_ = open_loops(outer, parallel_for(numel(shape) * static_cast<int64_t>(writes.size())));
-      for (const Part& part : parts) {
-        part_ = part;
-        open_block("");
-        pointwise_loops(shape, shape, false, writes);
-        close_block();
-      }
-      shared_.clear();
-      close_loops(outer);
-      part_ = Part{};
-      done_.insert(writes.begin(), writes.end());
-      return;
-    }
     for (const Part& part : parts) {
       part_ = part;
       const int64_t work = numel(shape) / shape[part.dim] * (part.hi - part.lo) *
                            static_cast<int64_t>(writes.size());
       open_block("");  // each part's locals in a scope of its own
-      pointwise_loops(shape, shape, parallel_for(work), writes);
+      pointwise_loops(shape, shape, !one_pass && parallel_for(work), writes);
       close_block();
+    }
+    if (one_pass) {
+      shared_.clear();
+      close_loops(outer);
     }
     part_ = Part{};
     done_.insert(writes.begin(), writes.end());
@@ -239,11 +232,13 @@ void KernelWriter::pointwise_loops(const Shape& shape, const Shape& loops, bool 
   std::map<std::string, std::string> row;  // a bfloat16 write's float row
   // A loop over part of the chunk: [from, to), its values at row[at + i - from].
   struct Range {
-    std::string from, to, at, count;
+    std::string from, to;
+    int64_t at;
+    std::string count;
   };
   auto store = [&](const std::string& w, const Range* r) {
     const std::string v = value(w, coords);
-    line(row.count(w) ? row[w] + "[" + (r->at == "0" ? "" : r->at + " + ") + chunk.at + " - " +
+    line(row.count(w) ? row[w] + "[" + (r->at ? num(r->at) + " + " : "") + chunk.at + " - " +
                             r->from + "] = " + v + ";"
                       : out_ptr_.at(w) + "[" + offset(shape, coords) + "] = " + v + ";");
   };
@@ -264,14 +259,13 @@ void KernelWriter::pointwise_loops(const Shape& shape, const Shape& loops, bool 
     // elements to scalar code otherwise (BN + SiLU rows of 120 channels: 1.75x the time),
     // and kora_bf16_row's loads are then each within one of the loops' stores (into the
     // same row, the last T's stores would overlap the first loop's: no store forwarding).
-    const Range whole{chunk.first, chunk.first + " + " + chunk.count, "0", chunk.count};
-    std::vector<Range> ranges = {whole};
+    std::vector<Range> ranges = {{chunk.first, chunk.first + " + " + chunk.count, 0, chunk.count}};
     const int64_t tail = chunk.extent > 16 ? 16 : 8;
     if (chunk.extent > 8 && chunk.extent % tail != 0) {
       const int64_t body = chunk.extent / tail * tail;
-      ranges = {{chunk.first, chunk.first + " + " + num(body), "0", num(body)},
+      ranges = {{chunk.first, chunk.first + " + " + num(body), 0, num(body)},
                 {"(" + chunk.first + " + " + num(chunk.extent - tail) + ")",
-                 chunk.first + " + " + num(chunk.extent), num(kRowChunk), num(tail)}};
+                 chunk.first + " + " + num(chunk.extent), kRowChunk, num(tail)}};
     }
     // A loop that reads bfloat16 has its rows stored by kora_bf16_row_h (g++ vectorizes it
     // at the 16-bit width, so its float stores are narrower: see the prelude).
@@ -298,7 +292,7 @@ void KernelWriter::pointwise_loops(const Shape& shape, const Shape& loops, bool 
         if (c == chunk.at) c = r.from;
       for (const std::string& w : rows)
         line(std::string(reads_narrow[i] ? "kora_bf16_row_h(" : "kora_bf16_row(") + out_ptr_.at(w) +
-             " + " + offset(shape, at_from) + ", " + row[w] + (r.at == "0" ? "" : " + " + r.at) +
+             " + " + offset(shape, at_from) + ", " + row[w] + (r.at ? " + " + num(r.at) : "") +
              ", " + r.count + ");");
     }
   }
