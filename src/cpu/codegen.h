@@ -76,7 +76,10 @@ namespace kora {
 //      concat of 24-channel rows 6x slower).
 //  17: a row whose loop reads bfloat16 is read back as g++ stores it at the 16-bit width
 //      (kora_bf16_row_h: a loop of 8 in 4s), a loop of floats only 16 at a time, then 8.
-constexpr int kCpuCodegenRevision = 17;
+//  18: a global pool taken channels last (one row of outputs) reduces its rows in 16
+//      parts in parallel (it was serial), and stores the reduced input where the kernel
+//      writes it as it reduces (a SiLU and its SE mean: one pass, the sigmoid once).
+constexpr int kCpuCodegenRevision = 18;
 
 // Whether generate_cpu_kernel can compute this candidate.
 bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);

@@ -637,6 +637,78 @@ TEST(LayoutView, Bfloat16ConcatsOfChannelsWriteEachRowInOnePass) {
   expect_bfloat16_cases_match(g, dag, cases, lib, rng);
 }
 
+// Global pools of one row, taken channels last (a SiLU and its squeeze-excitation mean,
+// a global max; [1, 48, 40, 40]: no outer loop to run in parallel): the rows are reduced
+// in parts run in parallel and combined in order, and a written SiLU is stored as it is
+// reduced (its sigmoid computed once in the kernel, not again by a later phase). Every
+// candidate on views, float32 and bfloat16, matches the interpreter.
+TEST(LayoutView, GlobalPoolsOfOneRowReduceTheirRowsInParallelParts) {
+  std::mt19937 rng(17);
+  GraphBuilder b(rng);
+  const Shape shape = {1, 48, 40, 40}, narrow = {1, 48, 1, 1};
+  const std::string x0 = b.input(DType::kFloat32, shape);
+  const std::string bias = b.input(DType::kFloat32, narrow, true);
+  const std::string wide_bias = b.prim(BroadcastAttrs{}, {bias}, DType::kFloat32, shape);
+  const std::string x = b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}},
+                               {x0, wide_bias}, DType::kFloat32, shape);
+  const std::string gate =
+      b.prim(ElementwiseAttrs{ScalarOp::kSigmoid, {Operand{0, 0}}}, {x}, DType::kFloat32, shape);
+  const std::string silu = b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}},
+                                  {x, gate}, DType::kFloat32, shape);
+  const std::string mean =
+      b.prim(ReduceAttrs{ReduceOp::kMean, {2, 3}}, {silu}, DType::kFloat32, narrow);
+  const std::string peak = b.prim(ReduceAttrs{ReduceOp::kMax, {2, 3}}, {x}, DType::kFloat32, narrow);
+  b.g.outputs = {silu, mean, peak};
+  const PrimGraph& g = b.g;
+  const KernelDag dag = kernel_dag_of(g);
+  std::vector<ViewCase> cases;
+  std::string source = cpu_codegen_prelude();
+  int split = 0, stored_once = 0;
+  for (const Candidate& c : enumerate_candidates(dag, CandidateOptions{})) {
+    const std::vector<std::string> views = layout_view_sides(g, dag, c);
+    if (views.empty()) continue;
+    TensorLayouts layouts;
+    for (const std::string& t : views) layouts[t] = "acdb";
+    const LayoutView view = layout_view(g, dag, c, layouts);
+    ViewCase k{c, layouts,
+               generate_cpu_kernel(view.graph, view.dag, view.candidate,
+                                   "pool" + std::to_string(cases.size()))};
+    const std::string& text = k.kernel.source;
+    const auto& w = k.kernel.writes;
+    const bool reduces = std::find(w.begin(), w.end(), mean) != w.end() ||
+                         std::find(w.begin(), w.end(), peak) != w.end();
+    if (reduces) {
+      EXPECT_NE(text.find("[16][48];"), std::string::npos) << text;  // 16 parts of 48 channels
+      split += text.find("[16][48];") != std::string::npos;
+    }
+    if (std::find(w.begin(), w.end(), silu) != w.end() &&
+        std::find(w.begin(), w.end(), mean) != w.end()) {
+      const bool holds_gate = std::any_of(c.members.begin(), c.members.end(), [&](int v) {
+        return g.prims[dag.prim[v]].output() == gate;
+      });
+      size_t sigmoids = 0;
+      for (size_t at = text.find("kora_sigmoid("); at != std::string::npos;
+           at = text.find("kora_sigmoid(", at + 1))
+        ++sigmoids;
+      EXPECT_EQ(sigmoids, holds_gate ? 1u : 0u) << text;
+      stored_once += holds_gate && sigmoids == 1;
+    }
+    source += text;
+    cases.push_back(std::move(k));
+  }
+  EXPECT_GE(split, 3);
+  EXPECT_GE(stored_once, 1);
+  expect_float32_cases_match(g, dag, cases, source, rng);
+  std::string bf16_source = cpu_codegen_prelude();
+  const std::vector<ViewCase> bf16_cases = bfloat16_view_cases(g, dag, "pool_bf16_");
+  for (const ViewCase& k : bf16_cases) bf16_source += k.kernel.source;
+  ASSERT_FALSE(bf16_cases.empty());
+  kora_test::TempDir dir;
+  const CompileResult lib =
+      compile_shared(bf16_source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
+  expect_bfloat16_cases_match(g, dag, bf16_cases, lib, rng);
+}
+
 // Transposes that move the channels last and back around a reduction over the channels,
 // as timm's LayerNorm2d and Swin's permutes are (x [N, C, H, W] -> [N, H, W, C], x -
 // mean(x) over C, -> [N, C, H, W]): every candidate holding a transpose is offered views
