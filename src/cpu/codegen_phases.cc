@@ -1083,8 +1083,8 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
     std::string row = acc;  // the accumulators of the row stored below
     if (split) {
       close_block();  // the part's rows
-      line("for (int64_t j = 0; j < " + num(inner) + "; ++j) " + partials + "[" + pk + "][j] = " +
-           acc + "[j];");
+      line("for (int64_t j = 0; j < " + num(inner) + "; ++j) " + partials + "[" + pk +
+           "][j] = " + acc + "[j];");
       close_block();  // the parts
       // the parts' rows combined in order
       row = fresh("total");

@@ -657,7 +657,8 @@ TEST(LayoutView, GlobalPoolsOfOneRowReduceTheirRowsInParallelParts) {
                                   {x, gate}, DType::kFloat32, shape);
   const std::string mean =
       b.prim(ReduceAttrs{ReduceOp::kMean, {2, 3}}, {silu}, DType::kFloat32, narrow);
-  const std::string peak = b.prim(ReduceAttrs{ReduceOp::kMax, {2, 3}}, {x}, DType::kFloat32, narrow);
+  const std::string peak =
+      b.prim(ReduceAttrs{ReduceOp::kMax, {2, 3}}, {x}, DType::kFloat32, narrow);
   b.g.outputs = {silu, mean, peak};
   const PrimGraph& g = b.g;
   const KernelDag dag = kernel_dag_of(g);
