@@ -78,7 +78,8 @@ namespace kora {
 //      (kora_bf16_row_h: a loop of 8 in 4s), a loop of floats only 16 at a time, then 8.
 //  18: a global pool taken channels last (one row of outputs) reduces its rows in 16
 //      parts in parallel (it was serial), and stores the reduced input where the kernel
-//      writes it as it reduces (a SiLU and its SE mean: one pass, the sigmoid once).
+//      writes it as it reduces (a SiLU and its SE mean: one pass, the sigmoid once;
+//      stored as bfloat16 through a float row where the row is whole vectors of 16).
 constexpr int kCpuCodegenRevision = 18;
 
 // Whether generate_cpu_kernel can compute this candidate.

@@ -10,7 +10,8 @@
 //              follow the reduced ones, a row of accumulators keeps the inner loop
 //              contiguous (one row of outputs, a global pool taken channels last: the
 //              reduced rows in parts run in parallel, combined in order; a reduced
-//              input the kernel writes is stored as it is reduced); pooling (max or
+//              input the kernel writes is stored as it is reduced, a bfloat16 one
+//              by rows); pooling (max or
 //              sum over the windows of a window member)
 //              folds whole rows, or padded planes, per window position;
 //   matmul     rows of C in blocks (schedule rows x cols) accumulated in registers/L1
@@ -1011,8 +1012,15 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
     // The reduced input, when the kernel writes it and nothing has stored it yet (a SiLU
     // and its squeeze-excitation pool), stored as it is reduced: one pass over it, not a
     // second phase computing it again.
-    const bool store_x = std::find(writes_.begin(), writes_.end(), x) != writes_.end() &&
-                         !done_.count(x) && !buffer_.count(x) && !bfloat16_.count(x);
+    // Stored as bfloat16: each row of it computed into a float row and stored by the
+    // prelude's row store (rows of whole vectors of 16 only, one dim).
+    Shape inner_shape(xs.begin() + last_reduced, xs.end());
+    const bool written_x = std::find(writes_.begin(), writes_.end(), x) != writes_.end() &&
+                           !done_.count(x) && !buffer_.count(x);
+    const bool bf16_x =
+        written_x && bfloat16_.count(x) && inner % 16 == 0 &&
+        std::count_if(inner_shape.begin(), inner_shape.end(), [](int64_t e) { return e > 1; }) == 1;
+    const bool store_x = written_x && (!bfloat16_.count(x) || bf16_x);
     std::string partials, pk, pr;  // the partial rows, the part, its row
     Coords c;
     if (split) {
@@ -1031,6 +1039,8 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
     const std::string acc = fresh("acc");
     line(acc_t + " " + acc + "[" + num(inner) + "];");
     line("for (int64_t j = 0; j < " + num(inner) + "; ++j) " + acc + "[j] = " + init + ";");
+    const std::string x_row = bf16_x ? fresh("row") : "";
+    if (bf16_x) line("alignas(64) float " + x_row + "[" + num(inner) + "];");
     if (split) {
       // the part's rows, each a coordinate per reduced dim
       open_block("for (int64_t " + pr + " = " + pk + " * " + num(rows) + " / " + num(parts_n) +
@@ -1051,7 +1061,6 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
     }
     Shape in_shape = xs;
     for (size_t d = 0; d < last_reduced; ++d) in_shape[d] = 1;
-    Shape inner_shape(xs.begin() + last_reduced, xs.end());
     // A concat member along a dim of the row (a global pool of a channel concat taken
     // channels last): one loop per part, each reading one input of the concat in order
     // (a test per input per element and clamped, gathered loads otherwise: Inception-v3's
@@ -1059,6 +1068,7 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
     std::vector<Part> parts = concat_parts(xs);
     if (!parts.empty() && parts[0].dim < last_reduced) parts.clear();
     const size_t rounds = std::max<size_t>(1, parts.size());
+    const size_t loop_text = scope().os.str().size();
     for (size_t k = 0; k < rounds; ++k) {
       if (!parts.empty()) part_ = parts[k];
       open_block("");  // each part's locals in a scope of its own
@@ -1069,16 +1079,33 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
       Coords inner_coords(c.begin() + last_reduced, c.end());
       const std::string j = offset(inner_shape, inner_coords);
       const std::string v = value(x, c);
-      if (store_x) line(out_ptr_.at(x) + "[" + offset(xs, c) + "] = " + v + ";");
+      if (bf16_x)
+        line(x_row + "[" + j + "] = " + v + ";");
+      else if (store_x)
+        line(out_ptr_.at(x) + "[" + offset(xs, c) + "] = " + v + ";");
       line(code.update(acc + "[" + j + "]", v));
       close_loops(in_shape, last_reduced);
       close_block();
       known_ranges_.clear();
     }
     part_ = Part{};
-    if (store_x) {  // read from there by the phases after this one
+    if (bf16_x) {
+      // The row stored as the pointwise phases store theirs (kora_bf16_row_h where the
+      // loop reads bfloat16: read back at the width g++ stored it).
+      const std::string text = scope().os.str().substr(loop_text);
+      bool narrow = false;
+      for (const auto& [t, ptr] : in_ptr_)
+        narrow = narrow || (bfloat16_.count(t) && text.find(ptr + "[") != std::string::npos);
+      Coords at = c;
+      for (size_t d = last_reduced; d < xs.size(); ++d) at[d] = "0";
+      line(std::string(narrow ? "kora_bf16_row_h(" : "kora_bf16_row(") + out_ptr_.at(x) + " + " +
+           offset(xs, at) + ", " + x_row + ", " + num(inner) + ");");
+    }
+    if (store_x) {
       done_.insert(x);
-      buffer_[x] = out_ptr_.at(x);
+      // read from there by the phases after this one (float32: a bfloat16 one is
+      // computed again where they read it)
+      if (!bf16_x) buffer_[x] = out_ptr_.at(x);
     }
     std::string row = acc;  // the accumulators of the row stored below
     if (split) {

@@ -640,8 +640,9 @@ TEST(LayoutView, Bfloat16ConcatsOfChannelsWriteEachRowInOnePass) {
 // Global pools of one row, taken channels last (a SiLU and its squeeze-excitation mean,
 // a global max; [1, 48, 40, 40]: no outer loop to run in parallel): the rows are reduced
 // in parts run in parallel and combined in order, and a written SiLU is stored as it is
-// reduced (its sigmoid computed once in the kernel, not again by a later phase). Every
-// candidate on views, float32 and bfloat16, matches the interpreter.
+// reduced (its sigmoid computed once in the kernel, not again by a later phase; stored
+// as bfloat16, through a row of floats). Every candidate on views, float32 and bfloat16,
+// matches the interpreter.
 TEST(LayoutView, GlobalPoolsOfOneRowReduceTheirRowsInParallelParts) {
   std::mt19937 rng(17);
   GraphBuilder b(rng);
@@ -662,6 +663,16 @@ TEST(LayoutView, GlobalPoolsOfOneRowReduceTheirRowsInParallelParts) {
   b.g.outputs = {silu, mean, peak};
   const PrimGraph& g = b.g;
   const KernelDag dag = kernel_dag_of(g);
+  auto sigmoid_members = [&](const Candidate& c) {
+    return static_cast<size_t>(std::count_if(c.members.begin(), c.members.end(), [&](int v) {
+      return g.prims[dag.prim[v]].output() == gate;
+    }));
+  };
+  auto occurrences = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
   std::vector<ViewCase> cases;
   std::string source = cpu_codegen_prelude();
   int split = 0, stored_once = 0;
@@ -684,15 +695,9 @@ TEST(LayoutView, GlobalPoolsOfOneRowReduceTheirRowsInParallelParts) {
     }
     if (std::find(w.begin(), w.end(), silu) != w.end() &&
         std::find(w.begin(), w.end(), mean) != w.end()) {
-      const bool holds_gate = std::any_of(c.members.begin(), c.members.end(), [&](int v) {
-        return g.prims[dag.prim[v]].output() == gate;
-      });
-      size_t sigmoids = 0;
-      for (size_t at = text.find("kora_sigmoid("); at != std::string::npos;
-           at = text.find("kora_sigmoid(", at + 1))
-        ++sigmoids;
-      EXPECT_EQ(sigmoids, holds_gate ? 1u : 0u) << text;
-      stored_once += holds_gate && sigmoids == 1;
+      const size_t sigmoids = occurrences(text, "kora_sigmoid(");
+      EXPECT_EQ(sigmoids, sigmoid_members(c)) << text;
+      stored_once += sigmoid_members(c) == 1 && sigmoids == 1;
     }
     source += text;
     cases.push_back(std::move(k));
@@ -702,8 +707,19 @@ TEST(LayoutView, GlobalPoolsOfOneRowReduceTheirRowsInParallelParts) {
   expect_float32_cases_match(g, dag, cases, source, rng);
   std::string bf16_source = cpu_codegen_prelude();
   const std::vector<ViewCase> bf16_cases = bfloat16_view_cases(g, dag, "pool_bf16_");
-  for (const ViewCase& k : bf16_cases) bf16_source += k.kernel.source;
+  int bf16_stored_once = 0;
+  for (const ViewCase& k : bf16_cases) {
+    const std::string& text = k.kernel.source;
+    const auto& w = k.kernel.writes;
+    if (std::find(w.begin(), w.end(), silu) != w.end() &&
+        std::find(w.begin(), w.end(), mean) != w.end() && sigmoid_members(k.c) == 1) {
+      EXPECT_EQ(occurrences(text, "kora_sigmoid("), 1u) << text;
+      bf16_stored_once += occurrences(text, "kora_sigmoid(") == 1;
+    }
+    bf16_source += text;
+  }
   ASSERT_FALSE(bf16_cases.empty());
+  EXPECT_GE(bf16_stored_once, 1);
   kora_test::TempDir dir;
   const CompileResult lib =
       compile_shared(bf16_source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
