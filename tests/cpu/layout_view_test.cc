@@ -197,6 +197,16 @@ void expect_bfloat16_cases_match(const PrimGraph& g, const KernelDag& dag,
   }
 }
 
+// The same for the cases' source (the prelude and every case's kernel), compiled first.
+void expect_bfloat16_source_matches(const PrimGraph& g, const KernelDag& dag,
+                                    const std::vector<ViewCase>& cases, const std::string& source,
+                                    std::mt19937& rng, const std::string& what = "") {
+  kora_test::TempDir dir;
+  const CompileResult lib =
+      compile_shared(source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
+  expect_bfloat16_cases_match(g, dag, cases, lib, rng, what);
+}
+
 // A 3x3 max pool of x [N, C, H, W], pad 1, as a window, a max over it and a reshape.
 // The fill -inf is ONNX MaxPool's (the reduce's identity: the pooling forms of codegen);
 // another one takes the generic path.
@@ -582,10 +592,7 @@ TEST(LayoutView, Bfloat16RowsOfEveryLengthMatchTheInterpreterToOneRounding) {
       source += k.kernel.source;
     }
     ASSERT_FALSE(cases.empty()) << "C = " << channels;
-    kora_test::TempDir dir;
-    const CompileResult lib =
-        compile_shared(source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
-    expect_bfloat16_cases_match(g, dag, cases, lib, rng, ", C = " + std::to_string(channels));
+    expect_bfloat16_source_matches(g, dag, cases, source, rng, ", C = " + std::to_string(channels));
     if (HasFatalFailure()) return;
   }
   EXPECT_GE(overlapped, 4);  // C = 12, 24, 40, 120
@@ -631,10 +638,7 @@ TEST(LayoutView, Bfloat16ConcatsOfChannelsWriteEachRowInOnePass) {
   }
   ASSERT_FALSE(cases.empty());
   EXPECT_GE(one_pass, 1);
-  kora_test::TempDir dir;
-  const CompileResult lib =
-      compile_shared(source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
-  expect_bfloat16_cases_match(g, dag, cases, lib, rng);
+  expect_bfloat16_source_matches(g, dag, cases, source, rng);
 }
 
 // Global pools of one row, taken channels last (a SiLU and its squeeze-excitation mean,
@@ -720,10 +724,7 @@ TEST(LayoutView, GlobalPoolsOfOneRowReduceTheirRowsInParallelParts) {
   }
   ASSERT_FALSE(bf16_cases.empty());
   EXPECT_GE(bf16_stored_once, 1);
-  kora_test::TempDir dir;
-  const CompileResult lib =
-      compile_shared(bf16_source, kora_codegen_test::quick_compile_options(dir.file("kernels")));
-  expect_bfloat16_cases_match(g, dag, bf16_cases, lib, rng);
+  expect_bfloat16_source_matches(g, dag, bf16_cases, bf16_source, rng);
 }
 
 // Transposes that move the channels last and back around a reduction over the channels,
