@@ -71,6 +71,11 @@ class KernelWriter : public codegen::ValueWriter {
   // The loop nest of a pointwise phase (or of one part of it, part_ set) over `loops`
   // (`shape`, or coalesced) storing `writes` of `shape`. A bfloat16 write is computed per
   // chunk of the innermost loop into a float row, stored after it by kora_bf16_row.
+  // Whether a loop's text reads an input stored as bfloat16 (g++ then vectorizes it at
+  // the 16-bit width, so its float stores are narrower: see the prelude), and the row
+  // store that reads a row back at the width such a loop stored it.
+  bool reads_bfloat16(const std::string& loop_text) const;
+  static std::string row_store(bool reads_bfloat16);
   void pointwise_loops(const Shape& shape, const Shape& loops, bool parallel,
                        const std::vector<std::string>& writes);
   void reduce_phase(const Primitive& p, const ReduceAttrs& r);

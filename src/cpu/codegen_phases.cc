@@ -11,8 +11,7 @@
 //              contiguous (one row of outputs, a global pool taken channels last: the
 //              reduced rows in parts run in parallel, combined in order; a reduced
 //              input the kernel writes is stored as it is reduced, a bfloat16 one
-//              by rows); pooling (max or
-//              sum over the windows of a window member)
+//              by rows); pooling (max or sum over the windows of a window member)
 //              folds whole rows, or padded planes, per window position;
 //   matmul     rows of C in blocks (schedule rows x cols) accumulated in registers/L1
 //              from the expanded A and B, then the epilogue on each element;
@@ -223,6 +222,16 @@ void KernelWriter::pointwise_phase(const std::vector<std::string>& writes) {
   done_.insert(writes.begin(), writes.end());
 }
 
+bool KernelWriter::reads_bfloat16(const std::string& loop_text) const {
+  for (const auto& [t, ptr] : in_ptr_)
+    if (bfloat16_.count(t) && loop_text.find(ptr + "[") != std::string::npos) return true;
+  return false;
+}
+
+std::string KernelWriter::row_store(bool reads_bfloat16) {
+  return reads_bfloat16 ? "kora_bf16_row_h" : "kora_bf16_row";
+}
+
 void KernelWriter::pointwise_loops(const Shape& shape, const Shape& loops, bool parallel,
                                    const std::vector<std::string>& writes) {
   std::vector<std::string> rows;  // the writes stored as bfloat16
@@ -271,11 +280,6 @@ void KernelWriter::pointwise_loops(const Shape& shape, const Shape& loops, bool 
                 {"(" + chunk.first + " + " + num(chunk.extent - tail) + ")",
                  chunk.first + " + " + num(chunk.extent), kRowChunk, num(tail)}};
     }
-    // A loop that reads bfloat16 has its rows stored by kora_bf16_row_h (g++ vectorizes it
-    // at the 16-bit width, so its float stores are narrower: see the prelude).
-    std::vector<std::string> narrow;  // "inN[" of each input stored as bfloat16
-    for (const auto& [t, ptr] : in_ptr_)
-      if (bfloat16_.count(t)) narrow.push_back(ptr + "[");
     std::vector<bool> reads_narrow;
     for (const Range& r : ranges) {
       const size_t start = scope().os.str().size();
@@ -285,9 +289,7 @@ void KernelWriter::pointwise_loops(const Shape& shape, const Shape& loops, bool 
       for (const std::string& w : writes) store(w, &r);
       close_block();
       const std::string text = scope().os.str().substr(start);
-      reads_narrow.push_back(std::any_of(narrow.begin(), narrow.end(), [&](const std::string& p) {
-        return text.find(p) != std::string::npos;
-      }));
+      reads_narrow.push_back(reads_bfloat16(text));
     }
     for (size_t i = 0; i < ranges.size(); ++i) {
       const Range& r = ranges[i];
@@ -295,9 +297,8 @@ void KernelWriter::pointwise_loops(const Shape& shape, const Shape& loops, bool 
       for (std::string& c : at_from)
         if (c == chunk.at) c = r.from;
       for (const std::string& w : rows)
-        line(std::string(reads_narrow[i] ? "kora_bf16_row_h(" : "kora_bf16_row(") + out_ptr_.at(w) +
-             " + " + offset(shape, at_from) + ", " + row[w] + (r.at ? " + " + num(r.at) : "") +
-             ", " + r.count + ");");
+        line(row_store(reads_narrow[i]) + "(" + out_ptr_.at(w) + " + " + offset(shape, at_from) +
+             ", " + row[w] + (r.at ? " + " + num(r.at) : "") + ", " + r.count + ");");
     }
   }
   close_loops(loops);  // (the chunk's block is the innermost loop's)
@@ -1092,14 +1093,10 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
     if (bf16_x) {
       // The row stored as the pointwise phases store theirs (kora_bf16_row_h where the
       // loop reads bfloat16: read back at the width g++ stored it).
-      const std::string text = scope().os.str().substr(loop_text);
-      bool narrow = false;
-      for (const auto& [t, ptr] : in_ptr_)
-        narrow = narrow || (bfloat16_.count(t) && text.find(ptr + "[") != std::string::npos);
       Coords at = c;
       for (size_t d = last_reduced; d < xs.size(); ++d) at[d] = "0";
-      line(std::string(narrow ? "kora_bf16_row_h(" : "kora_bf16_row(") + out_ptr_.at(x) + " + " +
-           offset(xs, at) + ", " + x_row + ", " + num(inner) + ");");
+      line(row_store(reads_bfloat16(scope().os.str().substr(loop_text))) + "(" + out_ptr_.at(x) +
+           " + " + offset(xs, at) + ", " + x_row + ", " + num(inner) + ");");
     }
     if (store_x) {
       done_.insert(x);
