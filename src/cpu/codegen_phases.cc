@@ -29,6 +29,19 @@ namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
 
+// The coordinates, over the dims of `dims` above 1, of the row-major flat index `i` of
+// those dims (the others left as they are).
+void unflatten(const Shape& dims, const std::string& i, Coords& coords) {
+  int64_t after = numel(dims);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] <= 1) continue;
+    const bool first = after == numel(dims);
+    after /= dims[d];
+    const std::string e = after == 1 ? i : "(" + i + " / " + num(after) + ")";
+    coords[d] = first ? e : "(" + e + " % " + num(dims[d]) + ")";
+  }
+}
+
 }  // namespace
 
 bool KernelWriter::parallel_for(int64_t work) const {
@@ -1047,14 +1060,7 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
       open_block("for (int64_t " + pr + " = " + pk + " * " + num(rows) + " / " + num(parts_n) +
                  "; " + pr + " < (" + pk + " + 1) * " + num(rows) + " / " + num(parts_n) + "; ++" +
                  pr + ")");
-      int64_t after = rows;
-      for (size_t d = 0; d < last_reduced; ++d) {
-        if (red_shape[d] <= 1) continue;
-        const bool first = after == rows;
-        after /= red_shape[d];
-        const std::string e = after == 1 ? pr : "(" + pr + " / " + num(after) + ")";
-        c[d] = first ? e : "(" + e + " % " + num(red_shape[d]) + ")";
-      }
+      unflatten(red_shape, pr, c);
     } else {
       const Coords rc = open_loops(red_shape, false);
       for (size_t d = 0; d < last_reduced; ++d)
@@ -1209,16 +1215,11 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
   std::pair<Coords, Shape> flat_key;
   if (flat) {
     const std::string i = fresh("i");
-    int64_t after = numel(red), stride = 1;
+    unflatten(red, i, rc);
+    int64_t stride = 1;  // of the innermost reduced dim
     const std::vector<int64_t> strides = row_major_strides(xs);
-    for (size_t d = 0; d < xs.size(); ++d) {
-      if (red[d] <= 1) continue;
-      const bool first = after == numel(red);
-      after /= red[d];
-      std::string e = after == 1 ? i : "(" + i + " / " + num(after) + ")";
-      rc[d] = first ? e : "(" + e + " % " + num(red[d]) + ")";
-      stride = strides[d];
-    }
+    for (size_t d = 0; d < xs.size(); ++d)
+      if (red[d] > 1) stride = strides[d];
     Coords base = c;
     for (size_t d = 0; d < xs.size(); ++d)
       if (reduced[d]) base[d] = "0";
