@@ -51,6 +51,9 @@ struct LayoutCost {
   // other layouts: its cost with none reordered (< 0: none), and its sides.
   double channels_last_ms = -1;
   std::map<std::string, std::string> channels_last_sides;
+  // Sides generated code may store as bfloat16 in their own order, each on its own
+  // (plain_layout + kBf16: what a bf16 matmul reads natively; --bf16 only).
+  std::vector<std::string> bfloat16_sides;
 };
 
 class CostModel {

@@ -50,6 +50,10 @@ struct LayoutProblem {
   // (src/cpu/layout_view.h), all blocked in one layout or all plain (a kernel between two
   // layouts would transpose, at a cost no one measured); the other nodes it touches plain.
   std::vector<std::vector<int>> views;
+  // Per candidate (or empty: none): the nodes generated code reads or writes stored as
+  // bfloat16 in their own order (a bf16 matmul's source), each on its own: no other node
+  // it touches need share that layout.
+  std::vector<std::vector<int>> bfloat16_views;
   // Per node (or empty: the layout the first side naming it names): the layout it may be
   // stored in, -1 for none.
   std::vector<int> layout_of;
@@ -88,8 +92,8 @@ struct SolveOptions {
 //   z_k <= x_k (k runs native), w_ks <= z_k, w_ks <= b_u (side s on node u read or
 //   written blocked), b_u <= y_u, and for each candidate j touching a node u that may be
 //   blocked: x_j + b_u - w_ju <= 1 (j takes u natively), x_j + b_u - b_v <= 1 for the
-//   other nodes v of an agnostic j (of j's views, when u is one), x_j + b_u <= 1
-//   otherwise; cost adds
+//   other nodes v of an agnostic j (of j's views, when u is one), nothing where j takes u
+//   among its bfloat16_views, x_j + b_u <= 1 otherwise; cost adds
 //   (blocked_ms - cost_k) z_k - saved_ks w_ks.
 Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidates,
                    const std::vector<double>& cost, const SolveOptions& options = {},

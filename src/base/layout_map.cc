@@ -21,6 +21,20 @@ Shape LayoutMap::stored_shape(const Shape& logical) const {
   return out;
 }
 
+bool LayoutMap::identity() const {
+  if (split >= 0) return false;
+  for (size_t d = 0; d < perm.size(); ++d)
+    if (perm[d] != static_cast<int64_t>(d)) return false;
+  return true;
+}
+
+std::string plain_layout(size_t rank) {
+  if (rank < 2 || rank > 26) return "";
+  std::string tag;
+  for (size_t d = 0; d < rank; ++d) tag += static_cast<char>('a' + d);
+  return tag;
+}
+
 std::string channels_last_layout(size_t rank) {
   return rank == 3 ? "acb" : rank == 4 ? "acdb" : rank == 5 ? "acdeb" : "";
 }
@@ -33,6 +47,11 @@ std::string float32_tag(const std::string& tag) {
 }
 
 }  // namespace
+
+bool is_plain_bfloat16(const std::string& tag, size_t rank) {
+  return has_bf16_suffix(tag) && !plain_layout(rank).empty() &&
+         float32_tag(tag) == plain_layout(rank);
+}
 
 bool is_channels_last(const std::string& tag, size_t rank) {
   const std::string name = channels_last_layout(rank);
@@ -70,8 +89,9 @@ std::optional<LayoutMap> layout_map(const std::string& tag, const Shape& shape) 
       return std::nullopt;
     m.block = std::stoll(rest.substr(0, digits));
     if (m.block < 1 || shape[m.split] % m.block != 0) return std::nullopt;  // padded
-  } else if (!rest.empty() || std::is_sorted(order.begin(), order.end())) {
-    return std::nullopt;  // another suffix, or plain
+  } else if (!rest.empty() ||
+             (std::is_sorted(order.begin(), order.end()) && !has_bf16_suffix(tag))) {
+    return std::nullopt;  // another suffix, or plain float32
   }
   for (int64_t d : order) m.perm.push_back(m.split >= 0 && d > m.split ? d + 1 : d);
   if (m.split >= 0) m.perm.push_back(m.split + 1);

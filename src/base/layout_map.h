@@ -3,7 +3,9 @@
 // stores [N, C, H, W] as [N, H, W, C]; "aBcd8b" as [N, C/8, H, W, 8] (the channels in
 // blocks of 8, the block innermost); a bfloat16 tag ("acdb+bf16") has its float32 tag's
 // map. A tag that pads (C not a multiple of the block) or has two blocked dims has no
-// map. Generated code reads and writes tensors stored so through a reshape and a
+// map; a plain one ("abc") has none either, but its bfloat16 form ("abc+bf16": the tensor in
+// its own order, each element bfloat16; a oneDNN matmul's source under --bf16) has the
+// identity. Generated code reads and writes tensors stored so through a reshape and a
 // transpose (src/cpu/layout_view.h); the orchestration offers such views only on tensors
 // a oneDNN kernel would store so.
 #pragma once
@@ -25,6 +27,7 @@ struct LayoutMap {
   std::vector<int64_t> perm;
 
   Shape split_shape(const Shape& logical) const;
+  bool identity() const;  // stores the logical tensor in its own order
   Shape stored_shape(const Shape& logical) const;
 };
 
@@ -42,8 +45,13 @@ std::string channels_last_layout(size_t rank);
 // Whether `tag` is the channels-last layout of that rank, float32 or bfloat16 ("acdb+bf16").
 bool is_channels_last(const std::string& tag, size_t rank);
 
-// The map of `tag` for a tensor of `shape`; none for plain ("abcd"), for tags of
-// another rank and for the tags above.
+// The plain (row-major) layout of a rank ("ab", "abc", ...; "" below 2), and whether `tag`
+// is that layout stored as bfloat16 ("abc+bf16").
+std::string plain_layout(size_t rank);
+bool is_plain_bfloat16(const std::string& tag, size_t rank);
+
+// The map of `tag` for a tensor of `shape`; none for plain float32 ("abcd"), for tags of
+// another rank and for the tags above; the identity for plain bfloat16 ("abcd+bf16").
 std::optional<LayoutMap> layout_map(const std::string& tag, const Shape& shape);
 
 // The block of a map, or of `tag` for a tensor of `shape`, that stores the channel dim (1)

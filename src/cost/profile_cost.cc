@@ -100,6 +100,7 @@ LayoutCost ProfileDbCost::layout_cost(const PrimGraph& graph, const KernelDag& d
   const bool bf16 = bf16_fingerprint(device_);
   l.agnostic = !bf16 && layout_agnostic(graph, dag, c);
   l.views = layout_view_sides(graph, dag, c, bf16);
+  if (bf16) l.bfloat16_sides = bfloat16_sides(graph, dag, c);
   l.views_channels_last = !l.views.empty() && views_channels_last_only(graph, dag, c);
   if (l.views_channels_last) l.views_channel_blocks = pool_view_channel_blocks(graph, dag, c);
   const auto native = native_.find(c.signature), blocked = blocked_.find(c.signature);
@@ -115,6 +116,13 @@ LayoutCost ProfileDbCost::layout_cost(const PrimGraph& graph, const KernelDag& d
   if (l.sides.empty()) return l;
   l.native_ms = native->second;
   l.blocked_ms = blocked->second;
+  // A bf16 matmul (its sides bfloat16 in their own order) on plain tensors is the same
+  // primitive as its plain schedule, reorders and all: its cost there, so that running it
+  // native without a side stored so neither gains nor loses by the two records' noise.
+  bool matmul = true;
+  for (const auto& [t, layout] : l.sides)
+    matmul = matmul && is_plain_bfloat16(layout, graph.value(t).shape.size());
+  if (matmul) l.blocked_ms = cost_ms(graph, dag, c);
   // The channels-last alternative, where measured (onednn_channels_last_layouts).
   if (const auto cl = channels_last_.find(c.signature); cl != channels_last_.end()) {
     l.channels_last_ms = cl->second;

@@ -49,7 +49,8 @@ std::string with_io_text(const PrimGraph& graph, const GeneratedKernel& k,
 }
 
 // The sides of a generated kernel the solver stored in a oneDNN layout (`decided`:
-// OrchestrationResult::layouts), which it then reads and writes through layout views.
+// OrchestrationResult::layouts), which it then reads and writes through layout views;
+// bf16: also the sides it stores as bfloat16 in their own order (bfloat16_sides).
 TensorLayouts decided_views(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
                             const std::map<std::string, std::string>* decided, bool bf16) {
   TensorLayouts views;
@@ -58,6 +59,12 @@ TensorLayouts decided_views(const PrimGraph& graph, const KernelDag& dag, const 
     const auto it = decided->find(t);
     if (it != decided->end() && layout_map(it->second, graph.value(t).shape)) views[t] = it->second;
   }
+  if (bf16)
+    for (const std::string& t : bfloat16_sides(graph, dag, c)) {
+      const auto it = decided->find(t);
+      if (it != decided->end() && is_plain_bfloat16(it->second, graph.value(t).shape.size()))
+        views[t] = it->second;
+    }
   return views;
 }
 

@@ -39,7 +39,9 @@ inline bool bf16_fingerprint(const std::string& device) { return device.ends_wit
 constexpr int kCpuMeasureRevision = 3;
 
 // What bf16 kernels compute, revised when that changes (their records then measured
-// again): 1 float32 activations between kernels; 2 native layouts in bfloat16.
-constexpr int kCpuBf16Revision = 2;
+// again): 1 float32 activations between kernels; 2 native layouts in bfloat16; 3 a
+// matmul's native layouts too (its source and activation weights bfloat16 in their own
+// order), measured with every matmul.
+constexpr int kCpuBf16Revision = 3;
 
 }  // namespace kora

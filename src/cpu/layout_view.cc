@@ -368,7 +368,7 @@ LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candi
                   shape_str(graph.value(t).shape) + ") in layout '" + layout +
                   "', which generated code cannot read (a permutation of its dims, or one "
                   "dim in whole blocks)");
-    map.emplace(t, *m);
+    if (!m->identity()) map.emplace(t, *m);  // bfloat16 in its own order: no map
     if (has_bf16_suffix(layout)) {
       if (graph.value(t).dtype != DType::kFloat32)
         throw Error("layout view of kernel " + kernel_name(graph, dag, c) + ": '" + t + "' is " +
@@ -455,6 +455,22 @@ LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candi
   }
   finish(reads, writes, graph, view);
   return view;
+}
+
+std::vector<std::string> bfloat16_sides(const PrimGraph& graph, const KernelDag& dag,
+                                        const Candidate& c) {
+  // A oneDNN candidate's sides are its native ones (a convolution takes no such layout).
+  if (!cpu_codegen_supports(graph, dag, c) || onednn_supports(graph, dag, c)) return {};
+  std::vector<std::string> sides = kernel_reads(graph, dag, c);
+  for (const std::string& t : kernel_writes(graph, dag, c)) sides.push_back(t);
+  std::vector<std::string> kept;
+  for (const std::string& t : sides) {
+    const ValueInfo& info = graph.value(t);
+    if (!graph.constant(t) && info.dtype == DType::kFloat32 && info.shape.size() >= 2 &&
+        std::find(kept.begin(), kept.end(), t) == kept.end())
+      kept.push_back(t);
+  }
+  return kept;
 }
 
 bool relabels_in_stored_order(const PrimGraph& graph, const KernelDag& dag, const Candidate& c) {

@@ -12,7 +12,9 @@
 // generator composes those index maps with the members' (no data moves twice), so a
 // squeeze-excitation's pooling and scaling, a global pool or any kernel with reductions, broadcasts
 // or layout members reads and writes the channels-last activations of the oneDNN convolutions
-// around it: the reorders at their boundaries disappear. The view keeps the candidate's tensor
+// around it: the reorders at their boundaries disappear. A side stored as bfloat16 in its
+// own order ("abc+bf16", what a bf16 matmul reads and writes) needs no map: it is only
+// marked bfloat16, whatever the other sides' layouts. The view keeps the candidate's tensor
 // names and their order (kernel_reads, kernel_writes), so it takes the same arguments as the
 // candidate.
 #pragma once
@@ -90,5 +92,12 @@ std::vector<int64_t> pool_view_channel_blocks(const PrimGraph& graph, const Kern
 // agnostic kernel reads through a view as any other.
 std::vector<std::string> layout_view_sides(const PrimGraph& graph, const KernelDag& dag,
                                            const Candidate& c, bool bf16 = false);
+// The sides of a candidate generated code can store as bfloat16 in their own order
+// (plain_layout + kBf16, the identity map: the same kernel, its loads of them widened and
+// its stores rounded), each on its own whatever the other sides' layouts: the float32
+// activations (not constants) of rank 2 or more of a kernel generated code computes. What
+// a bf16 matmul reads natively (onednn_native_layouts; LayoutCost::bfloat16_sides).
+std::vector<std::string> bfloat16_sides(const PrimGraph& graph, const KernelDag& dag,
+                                        const Candidate& c);
 
 }  // namespace kora

@@ -36,9 +36,11 @@ class CpuLibraryKernel {
 // Where a kernel's float32 activations are stored: tensor name -> a oneDNN layout name
 // ("acdb": channels last; "aBcd8b", "aBcd16b": channels in blocks of 8 or 16; likewise
 // for rank 3 and 5), with kBf16 after it ("aBcd16b+bf16") for one stored as bfloat16 (in
-// a buffer of the float32 tensor's size; --bf16 only). A tensor not named is plain
-// row-major float32. Only oneDNN convolutions take blocked tensors, as their source,
-// destination or full-shape post-op operands.
+// a buffer of the float32 tensor's size; --bf16 only), or the plain order stored as
+// bfloat16 ("abc+bf16"). A tensor not named is plain row-major float32. Only oneDNN
+// convolutions take blocked tensors, as their source, destination or full-shape post-op
+// operands; bf16 matmuls take their source, runtime weights and destination as bfloat16
+// in their own order.
 using TensorLayouts = std::map<std::string, std::string>;
 // The profile database's schedule for a oneDNN convolution measured in its native
 // layouts (onednn_native_layouts: no reorders, as between two such convolutions in an
@@ -95,8 +97,10 @@ std::unique_ptr<CpuLibraryKernel> make_onednn_kernel(const PrimGraph& graph, con
 // blocked source and destination its direct (jit) implementation picks, and the
 // destination's for full-shape operands; a side that is plain, padded beyond the plain
 // size or not among the names above is left out. bf16: the kernel computing in bf16,
-// its sides stored in bfloat16 (activations kept bf16 between two such kernels). Empty
-// for matmuls, gemm-based convolutions and candidates oneDNN does not take.
+// its sides stored in bfloat16 (activations kept bf16 between two such kernels). A bf16
+// matmul's: its source, runtime weights and destination as bfloat16 in their own order
+// ("abc+bf16"), which generated code writes and reads beside it (bfloat16_sides). Empty
+// for float32 matmuls, gemm-based convolutions and candidates oneDNN does not take.
 TensorLayouts onednn_native_layouts(const PrimGraph& graph, const KernelDag& dag,
                                     const Candidate& c, bool bf16 = false);
 // The sides of onednn_native_layouts, each channels last, where one of them is not and

@@ -22,7 +22,9 @@
 // constant weights once) and accumulates in float32, post-ops included, writing float32;
 // a convolution's tensors stored in a bfloat16 layout (its native layouts under bf16,
 // onednn_native_layouts) are read and written as they are, so activations stay bfloat16
-// between two such convolutions, and a residual add is the sum post-op (sums_residual).
+// between two such convolutions, and a residual add is the sum post-op (sums_residual); a
+// matmul's source, runtime weights and destination stored as bfloat16 in their own order
+// (its native layouts under bf16) likewise, read through the plan's strides.
 // About 2x the float32 speed of dense convolutions and matmuls where the CPU has
 // AVX512-BF16, at a relative error near 1e-3 per kernel.
 //
@@ -270,9 +272,12 @@ struct PdRequest {
   const memory::desc* full = nullptr;
   bool skip_full = false;
   const memory::desc* src_fixed = nullptr;  // src in this layout
+  // A matmul's weights that are not constant, in this layout (bf16: stored as bfloat16)
+  const memory::desc* weights_fixed = nullptr;
   bool bf16 = false;      // src and weights bfloat16 (src `any` unless src_fixed is bf16)
   bool bf16_dst = false;  // with blocked: dst `any` in bfloat16 (the native layouts' query)
   bool winograd = false;  // oneDNN's Winograd algorithm, a residual add as the sum post-op
+  const memory::desc* matmul_dst = nullptr;  // a matmul's dst in this layout (else plain)
 };
 
 // The primitive descriptor for a plan: src/dst plain or `any` (blocked), or src in layout
@@ -312,19 +317,23 @@ dnnl::primitive_desc make_pd(const LinearPlan& p, bool constant_weights, const P
   using T = memory::data_type;
   const Shape wd = weights_dims(p);
   // Weights as read: a matmul's may be a strided view; convolution weights are plain.
+  const bool weights_bf16 = r.weights_fixed && data_type_of(*r.weights_fixed) == T::bf16;
   const memory::desc w = constant_weights ? any(wd, r.bf16 ? T::bf16 : T::f32)
+                         : weights_bf16   ? *r.weights_fixed
                          : r.bf16         ? plain(wd, T::bf16)
                          : p.conv         ? plain(wd)
                                           : strided(wd, p.weights_strides);
   const memory::desc bias = p.bias >= 0 ? plain(p.bias_dims) : memory::desc();
   if (!p.conv) {
-    const memory::desc src =
-        r.bf16 ? plain(p.src_dims, T::bf16) : strided(p.src_dims, p.src_strides);
+    const bool src_bf16 = r.src_fixed && data_type_of(*r.src_fixed) == T::bf16;
+    const memory::desc src = src_bf16 ? *r.src_fixed
+                             : r.bf16 ? plain(p.src_dims, T::bf16)
+                                      : strided(p.src_dims, p.src_strides);
+    const memory::desc dst = r.matmul_dst ? *r.matmul_dst : plain(p.dst_dims);
 #if DNNL_VERSION_MAJOR >= 3
-    return dnnl::matmul::primitive_desc(cpu_engine(), src, w, bias, plain(p.dst_dims), attr);
+    return dnnl::matmul::primitive_desc(cpu_engine(), src, w, bias, dst, attr);
 #else
-    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, w, bias, plain(p.dst_dims)), attr,
-                                        cpu_engine());
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, w, bias, dst), attr, cpu_engine());
 #endif
   }
   const ConvAttrs& a = p.conv_attrs;
@@ -385,7 +394,7 @@ bool is_direct(const dnnl::primitive_desc& pd) {
 // bfloat16 (dst_fixed), so only a fixed dst and a bfloat16 src decide the layouts.
 Choice choose_pd(const LinearPlan& p, ConvLayout layout, bool constant_weights,
                  const memory::desc* src_fixed = nullptr, const memory::desc* dst_fixed = nullptr,
-                 bool bf16 = false) {
+                 bool bf16 = false, const memory::desc* weights_fixed = nullptr) {
   if (layout == ConvLayout::kWinograd) {
     if (bf16 || !p.conv || !constant_weights)
       throw Error("oneDNN's Winograd convolutions take float32 and constant weights only");
@@ -406,12 +415,28 @@ Choice choose_pd(const LinearPlan& p, ConvLayout layout, bool constant_weights,
   if (bf16) {
     const memory::desc* src_bf16 =
         src_fixed && data_type_of(*src_fixed) == memory::data_type::bf16 ? src_fixed : nullptr;
+    if (dst_fixed && !p.conv)  // a matmul's dst stored as bfloat16, its operands as read
+      return {make_pd(p, constant_weights,
+                      {.src_fixed = src_bf16,
+                       .weights_fixed = weights_fixed,
+                       .bf16 = true,
+                       .matmul_dst = dst_fixed}),
+              false,
+              {}};
     if (dst_fixed)
       return {make_pd(p, constant_weights,
-                      {.blocked = true, .full = dst_fixed, .src_fixed = src_bf16, .bf16 = true}),
+                      {.blocked = true,
+                       .full = dst_fixed,
+                       .src_fixed = src_bf16,
+                       .weights_fixed = weights_fixed,
+                       .bf16 = true}),
               true, *dst_fixed};
     const bool blocked = p.conv && constant_weights && (layout != ConvLayout::kPlain || src_bf16);
-    return {make_pd(p, constant_weights, {.blocked = blocked, .src_fixed = src_bf16, .bf16 = true}),
+    return {make_pd(p, constant_weights,
+                    {.blocked = blocked,
+                     .src_fixed = src_bf16,
+                     .weights_fixed = weights_fixed,
+                     .bf16 = true}),
             false,
             {}};
   }
@@ -487,34 +512,49 @@ class OnednnKernel : public CpuLibraryKernel {
                const TensorLayouts& layouts, bool bf16)
       : plan_(std::move(plan)), stream_(cpu_engine()) {
     dnnl::engine& eng = cpu_engine();
-    auto stored = [&](const std::string& tensor, const Shape& dims) -> std::optional<memory::desc> {
+    // A tensor's stored layout as the kernel sees it (`dims`; a matmul's through `strides`,
+    // row-major where empty).
+    auto stored = [&](const std::string& tensor, const Shape& dims,
+                      const Shape& strides = {}) -> std::optional<memory::desc> {
       auto it = layouts.find(tensor);
       if (it == layouts.end() || it->second.empty()) return std::nullopt;
-      if (!plan_.conv)
-        throw Error("oneDNN kernel: tensor '" + tensor + "' has layout " + it->second +
-                    ", but only convolutions take blocked layouts");
       if (has_bf16_suffix(it->second) && !bf16)
         throw Error("oneDNN kernel: tensor '" + tensor + "' is stored as bfloat16 (layout " +
                     it->second + "), but the kernel computes in float32");
+      if (!plan_.conv) {  // a matmul reads a bfloat16 tensor in its own order, as it is
+        const Shape& shape = graph.value(tensor).shape;
+        if (!is_plain_bfloat16(it->second, shape.size()) || numel(shape) != numel(dims))
+          throw Error("oneDNN kernel: tensor '" + tensor + "' has layout " + it->second +
+                      ", but a matmul takes only its plain order stored as bfloat16 (" +
+                      plain_layout(shape.size()) + kBf16 + ")");
+        const Shape s = strides.empty() ? row_major_strides(dims) : strides;
+        return memory::desc(Dims(dims.begin(), dims.end()), memory::data_type::bf16,
+                            Dims(s.begin(), s.end()));
+      }
       if (graph.value(tensor).shape != dims)  // read through a reshape
         throw Error("oneDNN kernel: tensor '" + tensor + "' has layout " + it->second +
                     ", but the convolution sees it as " + shape_str(dims));
       return laid_out(dims, it->second, tensor);
     };
-    const std::optional<memory::desc> src_stored = stored(reads.at(plan_.src), plan_.src_dims);
+    const std::optional<memory::desc> src_stored =
+        stored(reads.at(plan_.src), plan_.src_dims, plan_.conv ? Shape{} : plan_.src_strides);
+    const Tensor* weights = graph.constant(plan_.weights_tensor);
+    const std::optional<memory::desc> weights_stored =
+        plan_.conv || weights
+            ? std::nullopt
+            : stored(reads.at(plan_.weights), plan_.weights_dims, plan_.weights_strides);
     const std::optional<memory::desc> dst_stored = stored(write, plan_.dst_dims);
     std::vector<std::optional<memory::desc>> operand_stored(plan_.epilogue.size());
     std::optional<memory::desc> dst_fixed = dst_stored;
     for (size_t i = 0; i < plan_.epilogue.size(); ++i)
       if (is_full(plan_, plan_.epilogue[i])) {
         operand_stored[i] = stored(reads.at(plan_.epilogue[i].operand), plan_.dst_dims);
-        if (operand_stored[i] && !dst_fixed && layout != ConvLayout::kWinograd)
+        if (operand_stored[i] && !dst_fixed && layout != ConvLayout::kWinograd && plan_.conv)
           dst_fixed = operand_stored[i];
       }
-    const Tensor* weights = graph.constant(plan_.weights_tensor);
-    const Choice choice =
-        choose_pd(plan_, layout, weights != nullptr, src_stored ? &*src_stored : nullptr,
-                  dst_fixed ? &*dst_fixed : nullptr, bf16);
+    const Choice choice = choose_pd(
+        plan_, layout, weights != nullptr, src_stored ? &*src_stored : nullptr,
+        dst_fixed ? &*dst_fixed : nullptr, bf16, weights_stored ? &*weights_stored : nullptr);
     const dnnl::primitive_desc& pd = choice.pd;
     impl_ = pd.impl_info_str();
     if (bf16 && is_reference(pd))
@@ -564,9 +604,12 @@ class OnednnKernel : public CpuLibraryKernel {
       dnnl::reorder(user, w).execute(stream_, user, w);
       stream_.wait();
       args_[DNNL_ARG_WEIGHTS] = w;
-    } else if (bf16) {  // read as float32, reordered to bf16 every run
-      const memory::desc user_md = plan_.conv ? plain(weights_dims(plan_))
-                                              : strided(plan_.weights_dims, plan_.weights_strides);
+    } else if (bf16 && (!weights_stored || *weights_stored != w_md)) {
+      // Read as float32 (or stored bfloat16 in another order), reordered every run.
+      const memory::desc user_md = weights_stored ? *weights_stored
+                                   : plan_.conv
+                                       ? plain(weights_dims(plan_))
+                                       : strided(plan_.weights_dims, plan_.weights_strides);
       weights_user_ = memory(user_md, eng, DNNL_MEMORY_NONE);
       memory w(w_md, eng);
       operand_reorders_.push_back({dnnl::reorder(weights_user_, w), weights_user_, w});
@@ -620,12 +663,14 @@ class OnednnKernel : public CpuLibraryKernel {
       const std::optional<memory::desc> md =
           v.dtype == DType::kFloat32 ? stored(reads[r], v.shape) : std::nullopt;
       if (!md) continue;
-      bool taken = static_cast<int>(r) == plan_.src;  // as src or a full-shape operand
+      // As src, a matmul's weights or a full-shape operand.
+      bool taken =
+          static_cast<int>(r) == plan_.src || (!plan_.conv && static_cast<int>(r) == plan_.weights);
       for (const EpilogueOp& op : plan_.epilogue)
         taken = taken || (is_full(plan_, op) && op.operand == static_cast<int>(r));
       if (!taken)
         throw Error("oneDNN kernel: tensor '" + reads[r] + "' has layout " + layouts.at(reads[r]) +
-                    ", but the kernel reads it as neither its source " +
+                    ", but the kernel reads it as neither its source, a matmul's weights " +
                     "nor a full-shape operand");
       PlainView view{r, memory(plain(v.shape), eng, DNNL_MEMORY_NONE), memory(*md, eng), {}};
       view.reorder = dnnl::reorder(view.plain, view.laid);
@@ -774,9 +819,57 @@ bool onednn_winograd_supports(const PrimGraph& graph, const KernelDag& dag, cons
   }
 }
 
+namespace {
+
+// A bf16 matmul's native layouts: its source, its weights where they are not constant, and
+// its destination, stored as bfloat16 in their own order (plain_layout + kBf16), which the
+// primitive reads and writes as they are (through the plan's strides where it transposes
+// them) instead of reordering a float32 tensor every run (the destination: written in
+// float32, its epilogue included, then rounded); where oneDNN has such a primitive besides
+// its reference one.
+TensorLayouts matmul_bf16_layouts(const PrimGraph& graph, const KernelDag& dag, const Candidate& c,
+                                  const LinearPlan& plan) {
+  const std::vector<std::string> reads = kernel_reads(graph, dag, c);
+  const std::string write = kernel_writes(graph, dag, c).at(0);
+  TensorLayouts layouts;
+  for (const std::string& t : {reads.at(plan.src), reads.at(plan.weights), write}) {
+    const ValueInfo& v = graph.value(t);
+    const std::string tag = plain_layout(v.shape.size());
+    if (graph.constant(t) || v.dtype != DType::kFloat32 || tag.empty()) continue;
+    layouts[t] = tag + kBf16;
+  }
+  if (layouts.empty()) return {};
+  // The primitive's descriptor alone (building the kernel would reorder its weights).
+  auto desc = [&](int side, const Shape& dims, const Shape& strides) {
+    const std::optional<dnnl::memory::desc> none;
+    if (!layouts.count(reads.at(side))) return none;
+    return std::optional(dnnl::memory::desc(onednn::Dims(dims.begin(), dims.end()),
+                                            dnnl::memory::data_type::bf16,
+                                            onednn::Dims(strides.begin(), strides.end())));
+  };
+  const auto src = desc(plan.src, plan.src_dims, plan.src_strides);
+  const auto weights = desc(plan.weights, plan.weights_dims, plan.weights_strides);
+  std::optional<dnnl::memory::desc> dst;
+  if (layouts.count(write)) dst = onednn::plain(plan.dst_dims, dnnl::memory::data_type::bf16);
+  try {
+    const bool constant_weights = graph.constant(plan.weights_tensor) != nullptr;
+    const dnnl::primitive_desc pd =
+        onednn::choose_pd(plan, onednn::ConvLayout::kAuto, constant_weights, src ? &*src : nullptr,
+                          dst ? &*dst : nullptr, true, weights ? &*weights : nullptr)
+            .pd;
+    if (onednn::is_reference(pd)) return {};
+  } catch (const dnnl::error&) {
+    return {};
+  }
+  return layouts;
+}
+
+}  // namespace
+
 TensorLayouts onednn_native_layouts(const PrimGraph& graph, const KernelDag& dag,
                                     const Candidate& c, bool bf16) {
   const std::optional<LinearPlan> plan = onednn::plan_kernel(graph, dag, c, nullptr);
+  if (plan && !plan->conv && bf16) return matmul_bf16_layouts(graph, dag, c, *plan);
   if (!plan || !plan->conv || !graph.constant(plan->weights_tensor)) return {};
   try {
     const dnnl::primitive_desc pd = onednn::native_pd(*plan, bf16);

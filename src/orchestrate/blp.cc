@@ -212,9 +212,11 @@ void check_costs(const std::vector<Candidate>& candidates, const std::vector<dou
 const LayoutProblem* checked_layouts(const std::vector<Candidate>& candidates,
                                      const LayoutProblem* layouts) {
   if (layouts && layouts->native.empty()) return nullptr;
-  if (layouts && (layouts->native.size() != candidates.size() ||
-                  layouts->agnostic.size() != candidates.size() ||
-                  (!layouts->views.empty() && layouts->views.size() != candidates.size())))
+  if (layouts &&
+      (layouts->native.size() != candidates.size() ||
+       layouts->agnostic.size() != candidates.size() ||
+       (!layouts->views.empty() && layouts->views.size() != candidates.size()) ||
+       (!layouts->bfloat16_views.empty() && layouts->bfloat16_views.size() != candidates.size())))
     throw Error("orchestration: layout options for " + std::to_string(layouts->native.size()) +
                 " of " + std::to_string(candidates.size()) + " candidates");
   return layouts;
@@ -291,7 +293,10 @@ LayoutFlexibility layout_flexibility(const KernelDag& dag, const std::vector<Can
   flexibility.together.resize(candidates.size());
   for (size_t k = 0; k < candidates.size(); ++k) {
     const bool viewed = !layouts.views.empty() && !layouts.views[k].empty();
-    flexibility.native[k] = layouts.native[k].blocked_ms >= 0;
+    // Nodes taken on their own (bfloat16_views) allow more than two layout states: such a
+    // candidate is kept as a native one is.
+    flexibility.native[k] = layouts.native[k].blocked_ms >= 0 ||
+                            (!layouts.bfloat16_views.empty() && !layouts.bfloat16_views[k].empty());
     if (!flexibility.native[k] && !layouts.agnostic[k] && !viewed) continue;
     for (const auto* nodes : {&candidates[k].inputs, &candidates[k].outputs})
       for (int u : *nodes) flexibility.flexible[k] |= layout_of[u] >= 0;
@@ -382,6 +387,11 @@ void add_layout_rows(const KernelDag& dag, const std::vector<Candidate>& candida
     const std::vector<int>& v = layouts.views[candidate];
     return std::find(v.begin(), v.end(), u) != v.end();
   };
+  auto bfloat16_viewed = [&](int candidate, int u) {
+    if (layouts.bfloat16_views.empty()) return false;
+    const std::vector<int>& v = layouts.bfloat16_views[candidate];
+    return std::find(v.begin(), v.end(), u) != v.end();
+  };
   for (int k = 0; k < program.kernels(); ++k) {
     const NativeOption& o = layouts.native[active[k]];
     if (o.blocked_ms < 0) continue;
@@ -405,7 +415,7 @@ void add_layout_rows(const KernelDag& dag, const std::vector<Candidate>& candida
       auto side = side_of[k].find(u);
       if (side != side_of[k].end())
         r.index.push_back(side->second), r.value.push_back(-1.0);
-      else if (layouts.agnostic[active[k]] || viewed(active[k], u))
+      else if (layouts.agnostic[active[k]] || viewed(active[k], u) || bfloat16_viewed(active[k], u))
         r.index.push_back(k), r.value.push_back(-1.0);
     }
     program.rows.push_back(std::move(r));
@@ -419,6 +429,8 @@ void add_layout_rows(const KernelDag& dag, const std::vector<Candidate>& candida
       auto side = side_of[k].find(u);
       if (side != side_of[k].end()) {
         at_most({k, b_of[u], side->second}, {1.0, 1.0, -1.0}, 1.0);
+      } else if (bfloat16_viewed(active[k], u)) {
+        continue;  // taken on its own, whatever the other nodes' layouts
       } else if (layouts.agnostic[active[k]]) {
         for (int v : touched) {
           if (v == u) continue;

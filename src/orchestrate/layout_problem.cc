@@ -27,7 +27,8 @@ bool view_takes(const LayoutCost& l, const std::string& layout, const Shape& sha
 // convolution and the views of a concatenation, the input of a dense block. Repeated to
 // a fixed point, so layouts pass along chains of such kernels; a tensor whose shape the
 // layout cannot map (padded blocks) or that a pool's views do not take (view_takes)
-// stays without. `native_layout` gains the tensors so reached.
+// stays without; bfloat16 in a tensor's own order is not passed on. `native_layout` gains
+// the tensors so reached.
 void propagate_layouts(const PrimGraph& graph, const KernelDag& sub,
                        const std::vector<Candidate>& candidates,
                        const std::vector<LayoutCost>& costs_of, const std::vector<char>& agnostic,
@@ -50,9 +51,13 @@ void propagate_layouts(const PrimGraph& graph, const KernelDag& sub,
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t k = 0; k < candidates.size(); ++k) {
+      // Not bfloat16 in a tensor's own order: a kernel takes such a side on its own
+      // (LayoutCost::bfloat16_sides), and another side stored so would only lose precision.
       std::string layout;
       for (const std::string& t : shared[k])
-        if (const auto it = native_layout.find(t); it != native_layout.end() && layout.empty())
+        if (const auto it = native_layout.find(t);
+            it != native_layout.end() && layout.empty() &&
+            !is_plain_bfloat16(it->second, graph.value(t).shape.size()))
           layout = it->second;
       if (layout.empty()) continue;
       for (const std::string& t : shared[k]) {
@@ -77,8 +82,10 @@ void propagate_layouts(const PrimGraph& graph, const KernelDag& sub,
 // when a native implementation would store every one of those sides, inside the segment,
 // in a layout generated code can view (layout_map); with `propagate`, also tensors that
 // only views and agnostic kernels touch, in a native neighbour's layout
-// (propagate_layouts). Layout names get ids in `names`. Empty when no candidate has a
-// native implementation.
+// (propagate_layouts). Sides generated code stores as bfloat16 in their own order
+// (LayoutCost::bfloat16_sides) are offered each on its own where a native implementation
+// (a bf16 matmul) stores them so. Layout names get ids in `names`. Empty when no candidate
+// has a native implementation.
 LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& segment,
                              CostModel& costs, std::vector<std::string>& names, bool propagate) {
   const KernelDag& sub = segment.sub;
@@ -145,21 +152,37 @@ LayoutProblem layout_problem(const PrimGraph& graph, const SegmentCandidates& se
   for (const auto& [t, layout] : native_layout)
     if (const auto node = node_of.find(t); node != node_of.end())
       p.layout_of[node->second] = id(layout);
+  // The node of a tensor a native implementation stores as bfloat16 in its own order (a
+  // bf16 matmul's source), or -1.
+  auto bfloat16_node = [&](const std::string& t) {
+    const auto node = node_of.find(t);
+    const auto layout = native_layout.find(t);
+    return node != node_of.end() && layout != native_layout.end() &&
+                   is_plain_bfloat16(layout->second, graph.value(t).shape.size())
+               ? node->second
+               : -1;
+  };
   p.views.resize(candidates.size());
+  p.bfloat16_views.resize(candidates.size());
   for (size_t k = 0; k < candidates.size(); ++k) {
-    const std::vector<std::string>& views = costs_of[k].views;
-    if (views.empty() || (costs_of[k].blocked_ms >= 0 && !costs_of[k].sides.empty())) continue;
+    const LayoutCost& l = costs_of[k];
+    if (l.blocked_ms >= 0 && !l.sides.empty()) continue;
+    for (const std::string& t : l.bfloat16_sides)
+      if (const int node = bfloat16_node(t); node >= 0) p.bfloat16_views[k].push_back(node);
     std::vector<int> nodes;
-    for (const std::string& t : views) {
+    size_t wanted = 0;  // the views' sides that are not bfloat16 ones in their own order
+    for (const std::string& t : l.views) {
+      if (bfloat16_node(t) >= 0) continue;
+      ++wanted;
       const auto node = node_of.find(t);
       const auto layout = native_layout.find(t);
       if (node == node_of.end() || layout == native_layout.end() ||
           !layout_map(layout->second, graph.value(t).shape) ||
-          !view_takes(costs_of[k], layout->second, graph.value(t).shape))
+          !view_takes(l, layout->second, graph.value(t).shape))
         break;  // a side that stays plain: all stay plain
       nodes.push_back(node->second);
     }
-    if (nodes.size() == views.size()) p.views[k] = std::move(nodes);
+    if (nodes.size() == wanted) p.views[k] = std::move(nodes);
   }
   return p;
 }

@@ -211,10 +211,14 @@ OrchestrationResult orchestrate(const PrimGraph& graph, CostModel& costs,
     key.append(layouts.agnostic.begin(), layouts.agnostic.end());
     key.append(reinterpret_cast<const char*>(layouts.layout_of.data()),
                layouts.layout_of.size() * sizeof(int));
-    for (const std::vector<int>& nodes : layouts.views) {
-      const int n = static_cast<int>(nodes.size());
-      key.append(reinterpret_cast<const char*>(&n), sizeof n);
-      key.append(reinterpret_cast<const char*>(nodes.data()), nodes.size() * sizeof(int));
+    for (const auto* views : {&layouts.views, &layouts.bfloat16_views}) {
+      const int lists = static_cast<int>(views->size());
+      key.append(reinterpret_cast<const char*>(&lists), sizeof lists);
+      for (const std::vector<int>& nodes : *views) {
+        const int n = static_cast<int>(nodes.size());
+        key.append(reinterpret_cast<const char*>(&n), sizeof n);
+        key.append(reinterpret_cast<const char*>(nodes.data()), nodes.size() * sizeof(int));
+      }
     }
     auto known = solved.find(key);
     const bool reused = known != solved.end();

@@ -641,12 +641,13 @@ TEST(Onednn, MatmulsReadTransposedViews) {
 
 // bf16 (TargetOptions::bf16): convolutions (blocked, pointwise with a residual, depthwise,
 // in native layouts) and matmuls (constant weights, runtime weights read through a
-// transposed view) within kBf16Tolerance, and visibly not float32 (the rounding of their
-// inputs shows). Skipped where oneDNN has only its reference bf16 implementation.
+// transposed view; in native layouts too, their activations bfloat16 in their own order)
+// within kBf16Tolerance, and visibly not float32 (the rounding of their inputs shows).
+// Skipped where oneDNN has only its reference bf16 implementation.
 TEST(Onednn, Bf16KernelsMatchTheInterpreterWithinTheirTolerance) {
   if (const std::string why = no_bf16_convolution(); !why.empty()) GTEST_SKIP() << why;
   double largest = 0;
-  int native = 0;
+  int native = 0, matmul_native = 0;
   {
     Builder b;  // 3x3, pad 1, bias, relu
     const std::string y = b.conv(b.input({2, 16, 10, 10}), b.constant({32, 16, 3, 3}),
@@ -672,15 +673,32 @@ TEST(Onednn, Bf16KernelsMatchTheInterpreterWithinTheirTolerance) {
     Builder b;  // 2-D, constant B, bias, gelu
     const std::string y = b.matmul(b.input({16, 64}), b.constant({64, 24}));
     b.gelu(b.ew(S::kAdd, y, b.broadcast(b.constant({1, 24}), {16, 24})));
-    check_graph(b.g, "bf16 matmul bias gelu", true, nullptr, true, &largest);
+    check_graph(b.g, "bf16 matmul bias gelu", true, &matmul_native, true, &largest);
   }
   {
     Builder b;  // attention scores: runtime K^T read through a transposed view
     const std::string q = b.transpose(b.reshape(b.input({2, 6, 32}), {2, 6, 2, 16}), {0, 2, 1, 3});
     const std::string k = b.transpose(b.reshape(b.input({2, 6, 32}), {2, 6, 2, 16}), {0, 2, 3, 1});
     b.ew(S::kMul, b.matmul(q, k), 0.25);
-    check_graph(b.g, "bf16 attention scores", true, nullptr, true, &largest);
+    check_graph(b.g, "bf16 attention scores", true, &matmul_native, true, &largest);
+    // The matmul alone reads q and K^T stored as bfloat16 in their own order (a view of the
+    // inputs' reshapes and transposes is no longer a kernel read: the members' are) and
+    // writes its scores so.
+    const KernelDag dag = kernel_dag_of(b.g);
+    int matmul = -1;
+    for (int v = 0; v < dag.size(); ++v)
+      if (b.g.prims[dag.prim[v]].kind() == PrimKind::kLinear) matmul = v;
+    const Candidate alone = make_candidate(dag, {matmul});
+    const TensorLayouts layouts = onednn_native_layouts(b.g, dag, alone, true);
+    const std::vector<std::string> reads = kernel_reads(b.g, dag, alone);
+    ASSERT_EQ(reads.size(), 2u);
+    EXPECT_EQ(layouts.at(reads[0]), "abcd+bf16");
+    EXPECT_EQ(layouts.at(reads[1]), "abcd+bf16");
+    EXPECT_EQ(layouts.at(kernel_writes(b.g, dag, alone).at(0)), "abcd+bf16");
+    EXPECT_TRUE(onednn_native_layouts(b.g, dag, alone, false).empty());  // float32: none
   }
+  // bf16 matmuls have native layouts: their activations bfloat16 in their own order.
+  EXPECT_GE(matmul_native, 2);
   EXPECT_GE(native, 1);
   EXPECT_GT(largest, 1e-5) << "bf16 kernels computed as exactly as float32";
 }

@@ -311,6 +311,98 @@ TEST(Artifact, GeneratedKernelsOnLayoutViewsReadAndWriteBfloat16BetweenConvoluti
   EXPECT_EQ(stored, static_cast<int>(plan.layouts.size()));
 }
 
+// A transformer block's matmuls: x [1, 12, 32] -> LayerNorm -> MLP (GELU) + x -> y1, then
+// attention scores of y1 (q k^T, softmax) times v -> a.
+PrimGraph transformer_model() {
+  kora_test::ModelBuilder m;
+  m.input("x", {1, 12, 32})
+      .init_f32("gamma", {32}, weights(32, 1))
+      .init_f32("beta", {32}, weights(32, 2))
+      .init_f32("w1", {32, 64}, weights(32 * 64, 3))
+      .init_f32("b1", {64}, weights(64, 4))
+      .init_f32("w2", {64, 32}, weights(64 * 32, 5))
+      .init_f32("wq", {32, 32}, weights(32 * 32, 6))
+      .init_f32("wk", {32, 32}, weights(32 * 32, 7))
+      .init_f32("wv", {32, 32}, weights(32 * 32, 8));
+  m.node("LayerNormalization", {"x", "gamma", "beta"}, {"ln"}, {kora_test::attr_i("axis", -1)},
+         "ln");
+  m.node("MatMul", {"ln", "w1"}, {"h"}, {}, "fc1");
+  m.node("Add", {"h", "b1"}, {"hb"}, {}, "bias1");
+  m.node("Gelu", {"hb"}, {"g"}, {}, "gelu");
+  m.node("MatMul", {"g", "w2"}, {"o"}, {}, "fc2");
+  m.node("Add", {"o", "x"}, {"y1"}, {}, "residual");
+  m.node("MatMul", {"y1", "wq"}, {"q"}, {}, "q");
+  m.node("MatMul", {"y1", "wk"}, {"k"}, {}, "k");
+  m.node("MatMul", {"y1", "wv"}, {"v"}, {}, "v");
+  m.node("Transpose", {"k"}, {"kt"}, {kora_test::attr_is("perm", {0, 2, 1})}, "kt");
+  m.node("MatMul", {"q", "kt"}, {"s"}, {}, "scores");
+  m.node("Softmax", {"s"}, {"p"}, {kora_test::attr_i("axis", -1)}, "softmax");
+  m.node("MatMul", {"p", "v"}, {"a"}, {}, "context");
+  m.output("a");
+  m.opset(20);
+  return fission(kora_test::import_model(m));
+}
+
+// --bf16: a matmul's native layouts are its activations (source, runtime weights,
+// destination) stored as bfloat16 in their own order, and the generated kernels beside it
+// (the LayerNorm, the GELU, the softmax) write and read those tensors as bfloat16 on their
+// own (bfloat16_sides), so that no float32 activation is reordered to bf16 for a matmul.
+// Where every kernel touching a tensor takes it so, the artifact stores it so, and
+// computes what the interpreter does within bf16's tolerance; greedy and unfused plans
+// alike.
+TEST(Artifact, MatmulsReadAndWriteBfloat16ActivationsInTheirOwnOrder) {
+  kora_test::TempDir dir;
+  const PrimGraph g = transformer_model();
+  const KernelDag dag = kernel_dag_of(g);
+  for (const std::string strategy : {"unfused", "greedy"}) {
+    OrchestrationResult plan = plan_of(g, strategy);
+    plan.layouts_decided = true;
+    // Each tensor a native matmul names, where every kernel touching it takes it so.
+    std::map<std::string, std::vector<TensorLayouts>> takers;  // tensor -> its kernels' layouts
+    std::map<std::string, std::string> wanted;
+    for (ChosenKernel& k : plan.kernels) {
+      const Candidate c = make_candidate(dag, k.prims);
+      TensorLayouts takes = onednn_native_layouts(g, dag, c, true);
+      k.native = !takes.empty();
+      for (const auto& [t, layout] : takes) wanted[t] = layout;
+      for (const std::string& t : bfloat16_sides(g, dag, c))
+        takes[t] = plain_layout(g.value(t).shape.size()) + kBf16;
+      std::vector<std::string> sides = kernel_reads(g, dag, c);
+      for (const std::string& t : kernel_writes(g, dag, c)) sides.push_back(t);
+      for (const std::string& t : sides) takers[t].push_back(takes);
+    }
+    if (wanted.empty()) GTEST_SKIP() << "this CPU's oneDNN offers no bf16 matmul";
+    for (const auto& [t, layout] : wanted) {
+      bool all = t != "a" && t != "x";
+      for (const TensorLayouts& takes : takers[t])
+        all = all && takes.count(t) && takes.at(t) == layout;
+      if (all) plan.layouts[t] = layout;
+    }
+    ArtifactOptions options = quick_options();
+    options.bf16 = true;
+    options.device = cpu_backend_fingerprint(1, options.compile.compiler, true);
+    const std::string out = dir.file("bf16_matmuls_" + strategy);
+    write_cpu_artifact(g, plan, nullptr, out, options);
+    expect_matches_interpreter(g, out, kBf16Tolerance);
+    const Manifest m = read_artifact_manifest(out);
+    int stored = 0, generated_writes = 0, matmul_reads = 0;
+    for (const auto& [name, t] : m.tensors)
+      stored += is_plain_bfloat16(t.layout, g.value(name).shape.size());
+    for (const ManifestKernel& k : m.kernels) {
+      EXPECT_NE(k.impl, "interpreter") << strategy;
+      for (const std::string& t : k.writes)
+        generated_writes += k.impl == "generated" && has_bf16_suffix(m.tensors.at(t).layout);
+      for (const std::string& t : k.reads)
+        matmul_reads += k.impl == "onednn" && has_bf16_suffix(m.tensors.at(t).layout);
+    }
+    EXPECT_EQ(stored, static_cast<int>(plan.layouts.size())) << strategy;
+    // The LayerNorm, the GELU and the softmax at least write bfloat16 for a matmul; the
+    // matmuls read at least those and the projections q, k (or k^T) and v.
+    EXPECT_GE(generated_writes, 3) << strategy;
+    EXPECT_GE(matmul_reads, 5) << strategy;
+  }
+}
+
 // A 1x1 convolution, a 3x3 max pool (stride 1, pad 1) and a 3x3 convolution:
 // x [1, 16, 9, 9] -> y, the pool between two convolutions as in an inception block.
 PrimGraph pooling_model() {

@@ -160,6 +160,40 @@ TEST(LayoutProblem, KernelsOnViewsTakeTheirViewedTensorsAllBlockedOrAllPlain) {
   EXPECT_NEAR(plan.cost, 1.0 + 0.1 + 0.7 + 0.7, 1e-9);
 }
 
+TEST(LayoutProblem, Bfloat16ViewsAreTakenEachOnItsOwn) {
+  // 0 (native, layout 0) -> 1 (generated, cost 0.1: views node 0, writes node 1 as
+  // bfloat16 in its own order) -> 2 (a native bf16 matmul taking node 1 in layout 1)
+  // -> 3 (required, plain only).
+  Problem p(4, {{0, 1}, {1, 2}, {2, 3}}, {3});
+  p.cost[1] = 0.1;
+  p.native(0, {{0, 0}});
+  p.native(2, {{1, 1}});
+  p.layouts.views.resize(4);
+  p.layouts.views[1] = {0};
+  p.layouts.bfloat16_views.resize(4);
+  p.layouts.bfloat16_views[1] = {1};
+  kora::Plan plan = p.solve();
+  // Node 1 in layout 1 though the kernel's other node is in layout 0.
+  EXPECT_NEAR(plan.cost, 0.7 + 0.1 + 0.7 + 1.0, 1e-9);
+  EXPECT_EQ(sorted(plan.blocked), (std::vector<std::pair<int, int>>{{0, 0}, {1, 1}}));
+  // Without the bfloat16 view node 1 stays plain.
+  p.layouts.bfloat16_views[1].clear();
+  plan = p.solve();
+  EXPECT_NEAR(plan.cost, 0.7 + 0.1 + 1.0 + 1.0, 1e-9);
+  EXPECT_EQ(sorted(plan.blocked), (std::vector<std::pair<int, int>>{{0, 0}}));
+  // Nor when another reader of node 1 takes it plain only.
+  p.layouts.bfloat16_views[1] = {1};
+  Problem q(4, {{0, 1}, {1, 2}, {2, 3}, {1, 3}}, {3});
+  q.cost[1] = 0.1;
+  q.native(0, {{0, 0}});
+  q.native(2, {{1, 1}});
+  q.layouts.views = p.layouts.views;
+  q.layouts.bfloat16_views = p.layouts.bfloat16_views;
+  plan = q.solve();
+  EXPECT_NEAR(plan.cost, 0.7 + 0.1 + 1.0 + 1.0, 1e-9);
+  EXPECT_EQ(sorted(plan.blocked), (std::vector<std::pair<int, int>>{{0, 0}}));
+}
+
 TEST(LayoutProblem, NodeLayoutsGivenOverrideTheFirstNamed) {
   // Kernel 1 names node 0 in layout 1 first; kernel 0 writes it in layout 0.
   Problem p(3, {{0, 1}, {1, 2}}, {2});
