@@ -94,7 +94,8 @@ struct SolveOptions {
 //   blocked: x_j + b_u - w_ju <= 1 (j takes u natively), x_j + b_u - b_v <= 1 for the
 //   other nodes v of an agnostic j (of j's views, when u is one), nothing where j takes u
 //   among its bfloat16_views, x_j + b_u <= 1 otherwise; cost adds
-//   (blocked_ms - cost_k) z_k - saved_ks w_ks.
+//   (blocked_ms - cost_k) z_k - saved_ks w_ks, and 0.1 us per b_u (a node stays plain
+//   where blocking it saves nothing; not in Plan::cost).
 Plan solve_optimal(const KernelDag& dag, const std::vector<Candidate>& candidates,
                    const std::vector<double>& cost, const SolveOptions& options = {},
                    const LayoutProblem* layouts = nullptr);

@@ -72,6 +72,10 @@ struct Outcome {
 
 // CBC's objective per millisecond of cost (solve_once): microseconds.
 constexpr double kObjectiveScale = 1000;
+// What storing a node blocked costs in the program (ms): 0.1 us, so that a node blocking
+// saves nothing for stays plain (a bfloat16 one would only lose precision: a transformer's
+// residual stream between two generated kernels); taken off the plan's cost.
+constexpr double kBlockedTieBreakMs = 1e-4;
 
 // Columns 0 .. kernels-1 are the candidates; the rest are auxiliary (cost 0, or the
 // layout terms of a LayoutProblem).
@@ -293,11 +297,9 @@ LayoutFlexibility layout_flexibility(const KernelDag& dag, const std::vector<Can
   flexibility.together.resize(candidates.size());
   for (size_t k = 0; k < candidates.size(); ++k) {
     const bool viewed = !layouts.views.empty() && !layouts.views[k].empty();
-    // Nodes taken on their own (bfloat16_views) allow more than two layout states: such a
-    // candidate is kept as a native one is.
-    flexibility.native[k] = layouts.native[k].blocked_ms >= 0 ||
-                            (!layouts.bfloat16_views.empty() && !layouts.bfloat16_views[k].empty());
-    if (!flexibility.native[k] && !layouts.agnostic[k] && !viewed) continue;
+    const bool alone = !layouts.bfloat16_views.empty() && !layouts.bfloat16_views[k].empty();
+    flexibility.native[k] = layouts.native[k].blocked_ms >= 0;
+    if (!flexibility.native[k] && !layouts.agnostic[k] && !viewed && !alone) continue;
     for (const auto* nodes : {&candidates[k].inputs, &candidates[k].outputs})
       for (int u : *nodes) flexibility.flexible[k] |= layout_of[u] >= 0;
     // What the layout rows take blocked all at once (add_layout_rows).
@@ -306,8 +308,12 @@ LayoutFlexibility layout_flexibility(const KernelDag& dag, const std::vector<Can
     if (layouts.agnostic[k]) {
       together = candidates[k].inputs;
       together.insert(together.end(), candidates[k].outputs.begin(), candidates[k].outputs.end());
-    } else {
+    } else if (viewed) {
       together = layouts.views[k];
+    }
+    if (alone) {
+      flexibility.bfloat16.resize(candidates.size());
+      flexibility.bfloat16[k] = layouts.bfloat16_views[k];
     }
   }
   return flexibility;
@@ -378,7 +384,7 @@ void add_layout_rows(const KernelDag& dag, const std::vector<Candidate>& candida
   };
   for (int u = 0; u < dag.size(); ++u) {
     if (layout_of[u] < 0 || program.y_of[u] < 0) continue;  // y_u: someone reads u
-    b_of[u] = program.column(0.0);
+    b_of[u] = program.column(kBlockedTieBreakMs);
     at_most({b_of[u], program.y_of[u]}, {1.0, -1.0}, 0.0);
   }
   std::vector<std::map<int, int>> side_of(active.size());  // node -> w column
@@ -561,8 +567,10 @@ Plan read_plan(const KernelDag& dag, const Program& program, const Outcome& out,
   for (int k = 0; k < program.kernels(); ++k)
     if (program.z_of[k] >= 0 && out.set[program.z_of[k]]) plan.native.push_back(program.active[k]);
   for (int u = 0; u < dag.size(); ++u)
-    if (program.b_of[u] >= 0 && out.set[program.b_of[u]])
+    if (program.b_of[u] >= 0 && out.set[program.b_of[u]]) {
       plan.blocked.emplace_back(u, program.layout_of[u]);
+      plan.cost -= kBlockedTieBreakMs;
+    }
   plan.gap = out.proven ? 0.0 : std::max(0.0, out.objective - out.bound);
   return plan;
 }

@@ -11,8 +11,11 @@ std::vector<char> undominated(const KernelDag& dag, const std::vector<Candidate>
   const size_t words = (static_cast<size_t>(dag.size()) + 63) / 64;
   const size_t count = candidates.size();
   // touched: the blockable nodes each candidate reads or writes (with layouts)
-  std::vector<uint64_t> reads(count * words, 0), writes(count * words, 0), touched, together;
-  if (layouts) touched.assign(count * words, 0), together.assign(count * words, 0);
+  std::vector<uint64_t> reads(count * words, 0), writes(count * words, 0), touched, together,
+      alone;  // alone: the nodes each takes on its own (LayoutFlexibility::bfloat16)
+  if (layouts)
+    touched.assign(count * words, 0), together.assign(count * words, 0),
+        alone.assign(count * words, 0);
   std::vector<std::vector<int>> writers(dag.size());
   for (size_t k = 0; k < count; ++k) {
     for (int u : candidates[k].inputs) reads[k * words + u / 64] |= uint64_t{1} << (u % 64);
@@ -26,6 +29,8 @@ std::vector<char> undominated(const KernelDag& dag, const std::vector<Candidate>
           if (layouts->blockable[u]) touched[k * words + u / 64] |= uint64_t{1} << (u % 64);
       if (!layouts->together.empty())
         for (int u : layouts->together[k]) together[k * words + u / 64] |= uint64_t{1} << (u % 64);
+      if (!layouts->bfloat16.empty())
+        for (int u : layouts->bfloat16[k]) alone[k * words + u / 64] |= uint64_t{1} << (u % 64);
     }
   }
   // With k flexible but not native: j allows k's two layout states (dominance.h).
@@ -37,6 +42,7 @@ std::vector<char> undominated(const KernelDag& dag, const std::vector<Candidate>
       const uint64_t tj = together[j * words + w], tk = together[k * words + w];
       const uint64_t seen = reads[j * words + w] | writes[j * words + w];
       if (tk & seen & ~tj) return false;  // a node of k's that j keeps plain
+      if (alone[k * words + w] & seen & ~alone[j * words + w]) return false;  // likewise
       inside = inside && !(tj & ~tk);
       apart = apart && !(tj & tk);
     }

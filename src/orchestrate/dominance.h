@@ -30,12 +30,15 @@ namespace kora {
 // allows two layout states of its nodes: all plain, or `together[k]` blocked and the rest
 // plain. j may replace it when, besides the above, j has no native implementation and
 // allows both states too: j's own all-at-once nodes are a part of k's or none of them,
-// and every node of k's that j touches is one of j's.
+// and every node of k's that j touches is one of j's. Nodes k takes each on its own
+// (`bfloat16[k]`: LayoutProblem::bfloat16_views) may be blocked or not whatever the
+// others are: j must take those it touches on their own too.
 struct LayoutFlexibility {
   std::vector<char> flexible;              // per candidate
   std::vector<char> blockable;             // per node
   std::vector<char> native;                // per candidate: it has a native implementation
   std::vector<std::vector<int>> together;  // per candidate (empty: plain only or native)
+  std::vector<std::vector<int>> bfloat16;  // per candidate (or empty: none), each on its own
 };
 std::vector<char> undominated(const KernelDag& dag, const std::vector<Candidate>& candidates,
                               const std::vector<double>& cost,

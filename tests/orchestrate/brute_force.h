@@ -216,7 +216,8 @@ inline bool runs_in_order(const kora::KernelDag& dag, const std::vector<kora::Ca
 // choice of blocked nodes among the nodes a native side may take (not required) that the
 // set writes, each chosen kernel then native where it must be (it touches a blocked side)
 // or where that is cheaper, agnostic kernels only with all their nodes of that layout
-// blocked alike (kernels on views: all their viewed nodes), others with none; a node's
+// blocked alike (kernels on views: all their viewed nodes; bfloat16 views: each node on its
+// own), others with none; a node's
 // layout as LayoutProblem::layout_of gives it where a side takes it so. Savings are only on read
 // sides in the layout tests, so blocking a node nobody reads gains nothing (the program and this
 // search agree on such nodes only up to that). Exponential in the candidates: up to about 10.
@@ -234,6 +235,11 @@ inline double layout_brute_force(const kora::KernelDag& dag, const std::vector<k
   auto viewed = [&](int k, int u) {
     return !layouts.views.empty() &&
            std::find(layouts.views[k].begin(), layouts.views[k].end(), u) != layouts.views[k].end();
+  };
+  auto bfloat16_viewed = [&](int k, int u) {
+    return !layouts.bfloat16_views.empty() &&
+           std::find(layouts.bfloat16_views[k].begin(), layouts.bfloat16_views[k].end(), u) !=
+               layouts.bfloat16_views[k].end();
   };
   double best = INFINITY;
   for (uint32_t set = 1; set < (1u << c.size()); ++set) {
@@ -272,6 +278,8 @@ inline double layout_brute_force(const kora::KernelDag& dag, const std::vector<k
           if (side < o.nodes.size()) {
             needs_native = true;
             saved += o.saved_ms[side];
+          } else if (bfloat16_viewed(k, u)) {
+            continue;
           } else if (layouts.agnostic[k]) {
             for (int v : touched)
               if (v != u && (layout_of[v] != layout_of[u] || !blocked[v])) plain_only = true;

@@ -288,10 +288,10 @@ TEST(LayoutProblem, RandomProblemsMatchABruteForce) {
   std::printf("[ info     ] %d problems, %d with blocked nodes\n", checked, with_blocked);
 }
 
-// Many kernels that take their nodes blocked all at once (agnostic, or on views) beside
-// native ones, io-shaped costs: a flexible kernel is dropped only for one at most as
-// costly that allows both of its layout states (dominance.h), so the optimum stays the
-// brute force's.
+// Many kernels that take their nodes blocked all at once (agnostic, or on views; some nodes
+// also each on its own, as bfloat16 views) beside native ones, io-shaped costs: a flexible
+// kernel is dropped only for one at most as costly that allows all of its layout states
+// (dominance.h), so the optimum stays the brute force's.
 TEST(LayoutProblem, DominanceAmongAgnosticAndViewKernelsKeepsTheOptimum) {
   std::mt19937 rng(44);
   int checked = 0, with_blocked = 0;
@@ -322,6 +322,16 @@ TEST(LayoutProblem, DominanceAmongAgnosticAndViewKernelsKeepsTheOptimum) {
           for (int u : *nodes)
             if (kora_test::uniform01(rng) < 0.5) layouts.views[k].push_back(u);
       }
+      // Nodes taken each on its own (bfloat16_views), never among the views.
+      if (r >= 0.65)
+        for (const auto* nodes : {&c[k].inputs, &c[k].outputs})
+          for (int u : *nodes)
+            if (kora_test::uniform01(rng) < 0.3 &&
+                std::find(layouts.views[k].begin(), layouts.views[k].end(), u) ==
+                    layouts.views[k].end()) {
+              layouts.bfloat16_views.resize(c.size());
+              layouts.bfloat16_views[k].push_back(u);
+            }
     }
     const kora::Plan plan = expect_brute_force_cost(t.dag, c, cost, layouts, i);
     if (HasFailure()) return;
