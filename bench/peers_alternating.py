@@ -30,23 +30,29 @@ def systems(work, model):
     runs = {}
     ks = {n: kora.InferenceSession(os.path.join(work, n), threads=2)
           for n in ("kora-optimal", "kora-bf16")}
-    first = ks["kora-optimal"].get_inputs()[0]
-    x = np.random.default_rng(0).standard_normal(first.shape).astype(np.float32)
+    # Every graph input: floats normal, integers 0/1 (as bench/peers.py and `kora check`).
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for i in ks["kora-optimal"].get_inputs():
+        dtype = np.dtype(i.dtype)
+        feeds[i.name] = (rng.standard_normal(i.shape).astype(dtype)
+                         if np.issubdtype(dtype, np.floating)
+                         else rng.integers(0, 2, i.shape).astype(dtype))
     for n, s in ks.items():
-        runs[n] = (lambda s=s, name=s.get_inputs()[0].name: s.run(None, {name: x}))
+        runs[n] = (lambda s=s: s.run(None, feeds))
     so = ort.SessionOptions()
     so.intra_op_num_threads = 2
     so.inter_op_num_threads = 1
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     o = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
-    runs["onnxruntime"] = (lambda name=o.get_inputs()[0].name: o.run(None, {name: x}))
+    runs["onnxruntime"] = (lambda: o.run(None, feeds))
     core = ov.Core()
     for n, hint in (("openvino-f32", "f32"), ("openvino", None)):
         cfg = {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1", "INFERENCE_NUM_THREADS": "2"}
         if hint:
             cfg["INFERENCE_PRECISION_HINT"] = hint
         req = core.compile_model(model, "CPU", cfg).create_infer_request()
-        runs[n] = (lambda req=req: req.infer([x]))
+        runs[n] = (lambda req=req: req.infer(feeds))
     return runs
 
 
