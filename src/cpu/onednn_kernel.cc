@@ -415,15 +415,7 @@ Choice choose_pd(const LinearPlan& p, ConvLayout layout, bool constant_weights,
   if (bf16) {
     const memory::desc* src_bf16 =
         src_fixed && data_type_of(*src_fixed) == memory::data_type::bf16 ? src_fixed : nullptr;
-    if (dst_fixed && !p.conv)  // a matmul's dst stored as bfloat16, its operands as read
-      return {make_pd(p, constant_weights,
-                      {.src_fixed = src_bf16,
-                       .weights_fixed = weights_fixed,
-                       .bf16 = true,
-                       .matmul_dst = dst_fixed}),
-              false,
-              {}};
-    if (dst_fixed)
+    if (dst_fixed && p.conv)
       return {make_pd(p, constant_weights,
                       {.blocked = true,
                        .full = dst_fixed,
@@ -431,12 +423,14 @@ Choice choose_pd(const LinearPlan& p, ConvLayout layout, bool constant_weights,
                        .weights_fixed = weights_fixed,
                        .bf16 = true}),
               true, *dst_fixed};
+    // A matmul's dst stored as bfloat16 is written so, its operands read as they are.
     const bool blocked = p.conv && constant_weights && (layout != ConvLayout::kPlain || src_bf16);
     return {make_pd(p, constant_weights,
                     {.blocked = blocked,
                      .src_fixed = src_bf16,
                      .weights_fixed = weights_fixed,
-                     .bf16 = true}),
+                     .bf16 = true,
+                     .matmul_dst = p.conv ? nullptr : dst_fixed}),
             false,
             {}};
   }
