@@ -79,7 +79,8 @@ std::string format_compile_summary(const CompileSummary& s) {
        << " generated, " << a.onednn << " oneDNN, " << a.interpreter << " interpreter) in "
        << a.libraries << " libraries; strategy " << s.strategy << ", predicted "
        << fixed(predicted, 3) << " ms\n"
-       << "layouts: " << a.blocked_tensors << " tensors kept blocked between oneDNN convolutions\n";
+       << "layouts: " << a.blocked_tensors
+       << " tensors kept in oneDNN's layouts between kernels (blocked, channels last, bf16)\n";
   if (!s.checked.empty()) {
     os << "checked on the clock (median latency; predicted: the solver's when chosen; in plan: "
           "its kernels' times inside it):\n";

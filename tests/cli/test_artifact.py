@@ -463,7 +463,7 @@ class ArtifactTest(unittest.TestCase):
             with self.subTest(strategy=strategy):
                 out = self.artifact("chain.onnx." + strategy, self.chain, "--strategy", strategy)
                 summary = self.compiled["chain.onnx." + strategy][1].stdout
-                self.assertRegex(summary, r"layouts: \d+ tensors kept blocked")
+                self.assertRegex(summary, r"layouts: \d+ tensors kept in oneDNN's layouts")
                 r, err = self.check(out, self.chain)
                 self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
                 self.assertLess(err, 1e-4)
