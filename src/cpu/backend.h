@@ -40,8 +40,8 @@ constexpr int kCpuMeasureRevision = 3;
 
 // What bf16 kernels compute, revised when that changes (their records then measured
 // again): 1 float32 activations between kernels; 2 native layouts in bfloat16; 3 a
-// matmul's native layouts too (its source and activation weights bfloat16 in their own
-// order), measured with every matmul.
+// matmul's native layouts too (its source, activation weights and destination bfloat16
+// in their own order), measured with every matmul.
 constexpr int kCpuBf16Revision = 3;
 
 }  // namespace kora

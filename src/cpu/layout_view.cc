@@ -459,8 +459,11 @@ LayoutView layout_view(const PrimGraph& graph, const KernelDag& dag, const Candi
 
 std::vector<std::string> bfloat16_sides(const PrimGraph& graph, const KernelDag& dag,
                                         const Candidate& c) {
-  // A oneDNN candidate's sides are its native ones (a convolution takes no such layout).
-  if (!cpu_codegen_supports(graph, dag, c) || onednn_supports(graph, dag, c)) return {};
+  // A oneDNN candidate's sides are its native ones (a convolution takes no such layout);
+  // only one with a linear member can be one.
+  bool linear = false;
+  for (int v : c.members) linear = linear || graph.prims[dag.prim[v]].kind() == PrimKind::kLinear;
+  if ((linear && onednn_supports(graph, dag, c)) || !cpu_codegen_supports(graph, dag, c)) return {};
   std::vector<std::string> sides = kernel_reads(graph, dag, c);
   for (const std::string& t : kernel_writes(graph, dag, c)) sides.push_back(t);
   std::vector<std::string> kept;

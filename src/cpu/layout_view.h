@@ -95,7 +95,8 @@ std::vector<std::string> layout_view_sides(const PrimGraph& graph, const KernelD
 // The sides of a candidate generated code can store as bfloat16 in their own order
 // (plain_layout + kBf16, the identity map: the same kernel, its loads of them widened and
 // its stores rounded), each on its own whatever the other sides' layouts: the float32
-// activations (not constants) of rank 2 or more of a kernel generated code computes. What
+// activations (not constants) of rank 2 or more of a kernel generated code computes and
+// oneDNN does not (oneDNN's take their native layouts only). What
 // a bf16 matmul reads natively (onednn_native_layouts; LayoutCost::bfloat16_sides).
 std::vector<std::string> bfloat16_sides(const PrimGraph& graph, const KernelDag& dag,
                                         const Candidate& c);
