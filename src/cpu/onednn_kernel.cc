@@ -99,9 +99,9 @@ memory::desc plain(const Shape& dims, memory::data_type type = memory::data_type
   return memory::desc(Dims(dims.begin(), dims.end()), type, Dims(strides.begin(), strides.end()));
 }
 
-memory::desc strided(const Shape& dims, const Shape& strides) {
-  return memory::desc(Dims(dims.begin(), dims.end()), memory::data_type::f32,
-                      Dims(strides.begin(), strides.end()));
+memory::desc strided(const Shape& dims, const Shape& strides,
+                     memory::data_type type = memory::data_type::f32) {
+  return memory::desc(Dims(dims.begin(), dims.end()), type, Dims(strides.begin(), strides.end()));
 }
 
 memory::desc any(const Shape& dims, memory::data_type type = memory::data_type::f32) {
@@ -521,9 +521,8 @@ class OnednnKernel : public CpuLibraryKernel {
           throw Error("oneDNN kernel: tensor '" + tensor + "' has layout " + it->second +
                       ", but a matmul takes only its plain order stored as bfloat16 (" +
                       plain_layout(shape.size()) + kBf16 + ")");
-        const Shape s = strides.empty() ? row_major_strides(dims) : strides;
-        return memory::desc(Dims(dims.begin(), dims.end()), memory::data_type::bf16,
-                            Dims(s.begin(), s.end()));
+        return strided(dims, strides.empty() ? row_major_strides(dims) : strides,
+                       memory::data_type::bf16);
       }
       if (graph.value(tensor).shape != dims)  // read through a reshape
         throw Error("oneDNN kernel: tensor '" + tensor + "' has layout " + it->second +
@@ -837,9 +836,7 @@ TensorLayouts matmul_bf16_layouts(const PrimGraph& graph, const KernelDag& dag, 
   auto desc = [&](int side, const Shape& dims, const Shape& strides) {
     const std::optional<dnnl::memory::desc> none;
     if (!layouts.count(reads.at(side))) return none;
-    return std::optional(dnnl::memory::desc(onednn::Dims(dims.begin(), dims.end()),
-                                            dnnl::memory::data_type::bf16,
-                                            onednn::Dims(strides.begin(), strides.end())));
+    return std::optional(onednn::strided(dims, strides, dnnl::memory::data_type::bf16));
   };
   const auto src = desc(plan.src, plan.src_dims, plan.src_strides);
   const auto weights = desc(plan.weights, plan.weights_dims, plan.weights_strides);

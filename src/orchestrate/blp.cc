@@ -388,15 +388,15 @@ void add_layout_rows(const KernelDag& dag, const std::vector<Candidate>& candida
     at_most({b_of[u], program.y_of[u]}, {1.0, -1.0}, 0.0);
   }
   std::vector<std::map<int, int>> side_of(active.size());  // node -> w column
-  auto viewed = [&](int candidate, int u) {
-    if (layouts.views.empty()) return false;
-    const std::vector<int>& v = layouts.views[candidate];
+  // Whether the candidate's list in `per_candidate` (views, bfloat16_views) holds node u.
+  auto listed = [](const std::vector<std::vector<int>>& per_candidate, int candidate, int u) {
+    if (per_candidate.empty()) return false;
+    const std::vector<int>& v = per_candidate[candidate];
     return std::find(v.begin(), v.end(), u) != v.end();
   };
+  auto viewed = [&](int candidate, int u) { return listed(layouts.views, candidate, u); };
   auto bfloat16_viewed = [&](int candidate, int u) {
-    if (layouts.bfloat16_views.empty()) return false;
-    const std::vector<int>& v = layouts.bfloat16_views[candidate];
-    return std::find(v.begin(), v.end(), u) != v.end();
+    return listed(layouts.bfloat16_views, candidate, u);
   };
   for (int k = 0; k < program.kernels(); ++k) {
     const NativeOption& o = layouts.native[active[k]];
