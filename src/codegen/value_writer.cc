@@ -72,50 +72,6 @@ std::string clamp(const std::string& c, int64_t lo, int64_t hi) {
   return "kora_clamp(" + c + ", " + num(lo) + ", " + num(hi) + ")";
 }
 
-// Reshape: groups of non-1 dims of the output and input with equal products; within a
-// group, the input coordinates come from the group's row-major linear index.
-Coords reshape_coords(const Shape& out, const Shape& in, const Coords& coords) {
-  Coords result(in.size(), "0");
-  std::vector<size_t> od, id;
-  for (size_t d = 0; d < out.size(); ++d)
-    if (out[d] != 1) od.push_back(d);
-  for (size_t d = 0; d < in.size(); ++d)
-    if (in[d] != 1) id.push_back(d);
-  size_t i = 0, j = 0;
-  while (i < od.size() && j < id.size()) {
-    size_t i1 = i + 1, j1 = j + 1;
-    int64_t po = out[od[i]], pi = in[id[j]];
-    while (po != pi) {
-      if (po < pi)
-        po *= out[od[i1++]];
-      else
-        pi *= in[id[j1++]];
-    }
-    if (i1 - i == 1 && j1 - j == 1) {
-      result[id[j]] = coords[od[i]];
-    } else {
-      std::string flat;
-      for (size_t a = i; a < i1; ++a) {
-        int64_t stride = 1;
-        for (size_t b = a + 1; b < i1; ++b) stride *= out[od[b]];
-        const std::string term =
-            stride == 1 ? operand(coords[od[a]]) : operand(coords[od[a]]) + " * " + num(stride);
-        flat += (flat.empty() ? "" : " + ") + term;
-      }
-      flat = "(" + flat + ")";
-      for (size_t b = j; b < j1; ++b) {
-        int64_t stride = 1;
-        for (size_t e = b + 1; e < j1; ++e) stride *= in[id[e]];
-        std::string c = stride == 1 ? flat : "(" + flat + " / " + num(stride) + ")";
-        if (b != j) c = "(" + c + " % " + num(in[id[b]]) + ")";
-        result[id[b]] = c;
-      }
-    }
-    i = i1, j = j1;
-  }
-  return result;
-}
-
 }  // namespace
 
 ValueWriter::ValueWriter(const PrimGraph& graph, const KernelDag& dag, const Candidate& c)
@@ -202,6 +158,95 @@ std::string ValueWriter::value(const std::string& tensor, const Coords& coords) 
     throw Error("codegen: tensor '" + tensor + "' is neither read nor computed");
   }
   return scope().memo[key] = emit_local(info.dtype, expr);
+}
+
+// Reshape: groups of non-1 dims of the output and input with equal products; within a
+// group, the input coordinates come from the group's row-major linear index. Where the
+// group's output coordinates are digits (a dim's own, or a composite's known_digits_) whose
+// extents multiply to each input dim in turn, each input coordinate is its digits composed
+// (no division: a head merge [6, 197, 64] -> [197, 384] looped as 6 x 64); else the flat
+// index is divided and reduced modulo (counted in index_divisions_).
+Coords ValueWriter::reshape_coords(const Shape& out, const Shape& in, const Coords& coords) {
+  Coords result(in.size(), "0");
+  std::vector<size_t> od, id;
+  for (size_t d = 0; d < out.size(); ++d)
+    if (out[d] != 1) od.push_back(d);
+  for (size_t d = 0; d < in.size(); ++d)
+    if (in[d] != 1) id.push_back(d);
+  size_t i = 0, j = 0;
+  while (i < od.size() && j < id.size()) {
+    size_t i1 = i + 1, j1 = j + 1;
+    int64_t po = out[od[i]], pi = in[id[j]];
+    while (po != pi) {
+      if (po < pi)
+        po *= out[od[i1++]];
+      else
+        pi *= in[id[j1++]];
+    }
+    if (i1 - i == 1 && j1 - j == 1) {
+      result[id[j]] = coords[od[i]];
+    } else if (!compose_digits(out, in, coords, od, id, i, i1, j, j1, result)) {
+      std::string flat;
+      for (size_t a = i; a < i1; ++a) {
+        int64_t stride = 1;
+        for (size_t b = a + 1; b < i1; ++b) stride *= out[od[b]];
+        const std::string term =
+            stride == 1 ? operand(coords[od[a]]) : operand(coords[od[a]]) + " * " + num(stride);
+        flat += (flat.empty() ? "" : " + ") + term;
+      }
+      flat = "(" + flat + ")";
+      for (size_t b = j; b < j1; ++b) {
+        int64_t stride = 1;
+        for (size_t e = b + 1; e < j1; ++e) stride *= in[id[e]];
+        std::string c = stride == 1 ? flat : "(" + flat + " / " + num(stride) + ")";
+        if (b != j) c = "(" + c + " % " + num(in[id[b]]) + ")";
+        result[id[b]] = c;
+      }
+      if (!is_int(flat.substr(1, flat.size() - 2))) ++index_divisions_;
+    }
+    i = i1, j = j1;
+  }
+  return result;
+}
+
+bool ValueWriter::compose_digits(const Shape& out, const Shape& in, const Coords& coords,
+                                 const std::vector<size_t>& od, const std::vector<size_t>& id,
+                                 size_t i, size_t i1, size_t j, size_t j1, Coords& result) {
+  Digits digits;  // the group's flat index, most significant first
+  for (size_t a = i; a < i1; ++a) {
+    const auto known = known_digits_.find(coords[od[a]]);
+    if (known != known_digits_.end())
+      digits.insert(digits.end(), known->second.begin(), known->second.end());
+    else
+      digits.push_back({coords[od[a]], out[od[a]]});
+  }
+  std::vector<std::string> composed;
+  size_t k = 0;
+  for (size_t b = j; b < j1; ++b) {
+    Digits own;
+    int64_t extent = 1;
+    while (k < digits.size() && extent < in[id[b]]) {
+      own.push_back(digits[k]);
+      extent *= digits[k++].second;
+    }
+    if (extent != in[id[b]]) return false;
+    std::string c;
+    int64_t stride = extent;
+    for (const auto& [e, n] : own) {
+      stride /= n;
+      if (e == "0") continue;
+      const std::string term = stride == 1 ? operand(e) : operand(e) + " * " + num(stride);
+      c += (c.empty() ? "" : " + ") + term;
+    }
+    if (c.empty()) c = "0";
+    if (own.size() > 1 && c.find(' ') != std::string::npos) {
+      c = "(" + c + ")";
+      known_digits_[c] = own;
+    }
+    composed.push_back(c);
+  }
+  for (size_t b = j; b < j1; ++b) result[id[b]] = composed[b - j];
+  return true;
 }
 
 std::string ValueWriter::layout_value(const Primitive& p, const LayoutAttrs& attrs,

@@ -40,6 +40,8 @@ class ValueWriter {
   // subexpressions are computed once).
   std::string value(const std::string& tensor, const Coords& coords);
   std::string layout_value(const Primitive& p, const LayoutAttrs& attrs, const Coords& coords);
+  // A reshape's input coordinates at its output's `coords` (value_writer.cc).
+  Coords reshape_coords(const Shape& out, const Shape& in, const Coords& coords);
   std::string emit_local(DType t, const std::string& expr);
   // The row-major element offset of `coords` in a tensor of `shape`.
   std::string offset(const Shape& shape, const Coords& coords) const;
@@ -88,8 +90,23 @@ class ValueWriter {
   // splits its loop there so that each part reads one input.
   bool collecting_cuts_ = false;
   std::map<std::string, std::set<int64_t>> concat_cuts_;
+  // Coordinates that are mixed-radix numbers of other coordinates ("(i4 * 64 + i5)": i4 over
+  // 6, i5 over 64, a loop split where a reshape merges dims), most significant digit first:
+  // a reshape that splits such a coordinate again takes its digits as they are.
+  using Digits = std::vector<std::pair<std::string, int64_t>>;
+  std::map<std::string, Digits> known_digits_;
+  // Reshapes whose coordinates took a division and a remainder of a flat index (a loop
+  // that cannot vectorize along such a coordinate): a phase's dry run compares splits by it.
+  int index_divisions_ = 0;
   std::vector<Scope> scopes_;
   int counter_ = 0;
+
+ private:
+  // reshape_coords within one group of dims (od[i, i1) of `out`, id[j, j1) of `in`) by
+  // digits, when the output coordinates' digits fill each input dim exactly.
+  bool compose_digits(const Shape& out, const Shape& in, const Coords& coords,
+                      const std::vector<size_t>& od, const std::vector<size_t>& id, size_t i,
+                      size_t i1, size_t j, size_t j1, Coords& result);
 };
 
 }  // namespace kora::codegen

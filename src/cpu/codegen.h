@@ -80,7 +80,11 @@ namespace kora {
 //      parts in parallel (it was serial), and stores the reduced input where the kernel
 //      writes it as it reduces (a SiLU and its SE mean: one pass, the sigmoid once;
 //      stored as bfloat16 through a float row where the row is whole vectors of 16).
-constexpr int kCpuCodegenRevision = 18;
+//  19: a pointwise loop over dims a reshape merged ([6, 197, 64] transposed to [197, 384])
+//      runs as loops over the merged dims (6 of 64), reading runs instead of dividing its
+//      coordinate per element (a head merge's bf16 copy 15x slower); a reshape composes
+//      coordinates that fill its input dims exactly.
+constexpr int kCpuCodegenRevision = 19;
 
 // Whether generate_cpu_kernel can compute this candidate.
 bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);

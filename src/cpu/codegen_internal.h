@@ -76,8 +76,23 @@ class KernelWriter : public codegen::ValueWriter {
   // store that reads a row back at the width such a loop stored it.
   bool reads_bfloat16(const std::string& loop_text) const;
   static std::string row_store(bool reads_bfloat16);
+  // With `split`, the innermost loop of `loops` runs as loops over its factors
+  // (innermost_split).
   void pointwise_loops(const Shape& shape, const Shape& loops, bool parallel,
-                       const std::vector<std::string>& writes);
+                       const std::vector<std::string>& writes, const Shape& split = {});
+  // The factors to loop over the innermost dim of `loops` by, or none: where the values of
+  // `writes` read through a reshape that merges dims into that loop's ([6, 197, 64]
+  // transposed and reshaped to [197, 384]), the loop over 384 divides its coordinate by 64
+  // for every element (scalar gathers, 15x the time of a copy); as 6 loops of 64 it reads
+  // runs. Chosen among the kernel's reshapes' trailing dims by a dry run that counts the
+  // divisions each leaves (index_divisions_): the first with the fewest, if fewer.
+  Shape innermost_split(const Shape& loops, const std::vector<std::string>& writes);
+  int dry_run_divisions(const Shape& loops, const Shape& split,
+                        const std::vector<std::string>& writes);
+  // `loops` with dim `dim` replaced by the factors `split`; coordinates of such loops back
+  // in `loops`' dims, the split one a composite of the factors' (known_digits_).
+  static Shape split_shape(const Shape& loops, size_t dim, const Shape& split);
+  Coords split_coords(const Coords& loop_coords, size_t dim, const Shape& split);
   void reduce_phase(const Primitive& p, const ReduceAttrs& r);
   bool window_reduce_phase(const Primitive& p, const ReduceAttrs& r);  // false: not pooling
   // Whether the reduced dims (red: xs with kept dims 1) are one run among xs's dims above 1.

@@ -231,8 +231,120 @@ void KernelWriter::pointwise_phase(const std::vector<std::string>& writes) {
     return;
   }
   const int64_t work = numel(shape) * static_cast<int64_t>(writes.size());
-  pointwise_loops(shape, coalesced_loops(shape, writes), parallel_for(work), writes);
+  const Shape loops = coalesced_loops(shape, writes);
+  pointwise_loops(shape, loops, parallel_for(work), writes, innermost_split(loops, writes));
   done_.insert(writes.begin(), writes.end());
+}
+
+namespace {
+
+// The innermost dim of `loops` above 1, or SIZE_MAX.
+size_t innermost_dim(const Shape& loops) {
+  for (size_t d = loops.size(); d-- > 0;)
+    if (loops[d] > 1) return d;
+  return SIZE_MAX;
+}
+
+}  // namespace
+
+Coords KernelWriter::split_coords(const Coords& loop_coords, size_t dim, const Shape& split) {
+  if (split.empty()) return loop_coords;
+  Coords c(loop_coords.begin(), loop_coords.begin() + static_cast<std::ptrdiff_t>(dim));
+  Digits digits;
+  std::string composite;
+  int64_t stride = numel(split);
+  for (size_t k = 0; k < split.size(); ++k) {
+    const std::string& e = loop_coords[dim + k];
+    stride /= split[k];
+    digits.push_back({e, split[k]});
+    composite += (k ? " + " : "") + (stride == 1 ? e : e + " * " + num(stride));
+  }
+  c.push_back("(" + composite + ")");
+  known_digits_[c.back()] = digits;
+  c.insert(c.end(), loop_coords.begin() + static_cast<std::ptrdiff_t>(dim + split.size()),
+           loop_coords.end());
+  return c;
+}
+
+Shape KernelWriter::split_shape(const Shape& loops, size_t dim, const Shape& split) {
+  if (split.empty()) return loops;
+  Shape s(loops.begin(), loops.begin() + static_cast<std::ptrdiff_t>(dim));
+  s.insert(s.end(), split.begin(), split.end());
+  s.insert(s.end(), loops.begin() + static_cast<std::ptrdiff_t>(dim) + 1, loops.end());
+  return s;
+}
+
+int KernelWriter::dry_run_divisions(const Shape& loops, const Shape& split,
+                                    const std::vector<std::string>& writes) {
+  const size_t dim = innermost_dim(loops);
+  const Shape looped = split_shape(loops, dim, split);
+  Coords lc(looped.size(), "0");
+  for (size_t d = 0; d < looped.size(); ++d)
+    if (d < shared_.size() && d < dim)
+      lc[d] = shared_[d];
+    else if (looped[d] > 1)
+      lc[d] = "kora_dim" + num(d);
+  // The dry run's statements, locals, tables and digits are dropped after it.
+  const std::string statics = statics_.str();
+  const int counter = counter_, divisions = index_divisions_;
+  const auto digits = known_digits_;
+  auto restore = [&] {
+    scopes_.pop_back();
+    statics_.str(statics);
+    statics_.seekp(0, std::ios_base::end);
+    counter_ = counter;
+    known_digits_ = digits;
+  };
+  scopes_.emplace_back();
+  const Coords coords = split_coords(lc, dim, split);
+  try {
+    for (const std::string& w : writes) value(w, coords);
+  } catch (...) {
+    restore();
+    index_divisions_ = divisions;
+    throw;
+  }
+  restore();
+  const int counted = index_divisions_ - divisions;
+  index_divisions_ = divisions;
+  return counted;
+}
+
+Shape KernelWriter::innermost_split(const Shape& loops, const std::vector<std::string>& writes) {
+  const size_t dim = innermost_dim(loops);
+  if (dim == SIZE_MAX || dim < shared_.size()) return {};
+  const int64_t extent = loops[dim];
+  // The splits the kernel's reshape members suggest: the trailing dims above 1 of each
+  // one's input and output, as many as multiply to the loop's extent ([6, 64] for 384),
+  // or the product of the last of them where it divides the extent ([6, 64] for 768 as
+  // 12 x 64); the inner loop a vector (16 floats) at least.
+  std::set<Shape> splits;
+  for (int v : c_.members) {
+    const Primitive& p = graph_.prims[dag_.prim[v]];
+    const auto* la = std::get_if<LayoutAttrs>(&p.attrs);
+    if (!la || !std::holds_alternative<layout::Reshape>(*la)) continue;
+    for (const Shape* s : {&graph_.value(p.inputs[0]).shape, &graph_.value(p.output()).shape}) {
+      Shape trailing;
+      int64_t product = 1;
+      for (size_t d = s->size(); d-- > 0 && product < extent;) {
+        if ((*s)[d] == 1) continue;
+        product *= (*s)[d];
+        trailing.insert(trailing.begin(), (*s)[d]);
+        if (trailing.back() < 16 || product > extent || extent % product != 0) continue;
+        Shape split = trailing;
+        if (product < extent) split.insert(split.begin(), extent / product);
+        if (split.size() > 1) splits.insert(split);
+      }
+    }
+  }
+  if (splits.empty()) return {};
+  int fewest = dry_run_divisions(loops, {}, writes);
+  Shape best;
+  for (const Shape& split : splits) {
+    if (fewest == 0) break;
+    if (const int n = dry_run_divisions(loops, split, writes); n < fewest) fewest = n, best = split;
+  }
+  return best;
 }
 
 bool KernelWriter::reads_bfloat16(const std::string& loop_text) const {
@@ -246,14 +358,17 @@ std::string KernelWriter::row_store(bool reads_bfloat16) {
 }
 
 void KernelWriter::pointwise_loops(const Shape& shape, const Shape& loops, bool parallel,
-                                   const std::vector<std::string>& writes) {
+                                   const std::vector<std::string>& writes, const Shape& split) {
   std::vector<std::string> rows;  // the writes stored as bfloat16
   for (const std::string& w : writes)
     if (bfloat16_.count(w)) rows.push_back(w);
+  const size_t dim = innermost_dim(loops);
+  const Shape looped = split_shape(loops, dim, split);
   // (iterations are independent: the innermost loop is declared simd)
   RowChunk chunk;
-  const Coords coords =
-      open_loops(loops, parallel, 0, SIZE_MAX, true, rows.empty() ? nullptr : &chunk);
+  const Coords loop_coords =
+      open_loops(looped, parallel, 0, SIZE_MAX, true, rows.empty() ? nullptr : &chunk);
+  const Coords coords = split_coords(loop_coords, dim, split);
   if (part_.dim != SIZE_MAX) known_ranges_[coords[part_.dim]] = {part_.lo, part_.hi};
   std::map<std::string, std::string> row;  // a bfloat16 write's float row
   // A loop over part of the chunk: [from, to), its values at row[at + i - from].
@@ -306,15 +421,16 @@ void KernelWriter::pointwise_loops(const Shape& shape, const Shape& loops, bool 
     }
     for (size_t i = 0; i < ranges.size(); ++i) {
       const Range& r = ranges[i];
-      Coords at_from = coords;
+      Coords at_from = loop_coords;
       for (std::string& c : at_from)
         if (c == chunk.at) c = r.from;
+      at_from = split_coords(at_from, dim, split);
       for (const std::string& w : rows)
         line(row_store(reads_narrow[i]) + "(" + out_ptr_.at(w) + " + " + offset(shape, at_from) +
              ", " + row[w] + (r.at ? " + " + num(r.at) : "") + ", " + r.count + ");");
     }
   }
-  close_loops(loops);  // (the chunk's block is the innermost loop's)
+  close_loops(looped);  // (the chunk's block is the innermost loop's)
   if (part_.dim != SIZE_MAX) known_ranges_.clear();
 }
 

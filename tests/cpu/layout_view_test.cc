@@ -14,6 +14,7 @@
 #include <cstring>
 #include <random>
 #include <regex>
+#include <utility>
 
 #include "cpu/codegen_harness.h"
 #include "kora/error.h"
@@ -819,6 +820,73 @@ TEST(LayoutView, TransposesMovingChannelsLastTakeChannelsLastSides) {
             << kernel_name(g, dag, k.c) << ", output " << w << " element " << e;
     }
   }
+}
+
+// Attention's head merge, [1, H, T, D] transposed to [1, T, H, D] and reshaped to
+// [1, T, H D] (then a bias and a scale), and a merge of three dims ([1, 2, 3, T, D]
+// transposed and reshaped to [1, T, 6 D]): every candidate matches the interpreter, float32 and
+// with every side stored as bfloat16 in its own order (as bf16 matmuls read and write them), and
+// the whole kernels loop over the merged dims: no coordinate divided (the loop over H D
+// divided by D per element was a scalar gather, 15x the time of a copy).
+TEST(LayoutView, HeadMergesLoopOverTheMergedDimsWithoutDividing) {
+  std::mt19937 rng(17);
+  GraphBuilder b(rng);
+  const int64_t heads = 6, tokens = 10, depth = 32;
+  const Shape merged = {1, tokens, heads * depth};
+  const std::string x = b.input(DType::kFloat32, {1, heads, tokens, depth});
+  const std::string t = b.prim(LayoutAttrs{layout::Transpose{{0, 2, 1, 3}}}, {x}, DType::kFloat32,
+                               {1, tokens, heads, depth});
+  const std::string r = b.prim(LayoutAttrs{layout::Reshape{}}, {t}, DType::kFloat32, merged);
+  const std::string bias =
+      b.prim(BroadcastAttrs{}, {b.input(DType::kFloat32, {1, 1, heads * depth}, true)},
+             DType::kFloat32, merged);
+  const std::string sum = b.prim(ElementwiseAttrs{ScalarOp::kAdd, {Operand{0, 0}, Operand{1, 0}}},
+                                 {r, bias}, DType::kFloat32, merged);
+  const std::string y = b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{-1, 0.5}}},
+                               {sum}, DType::kFloat32, merged);
+  const std::string x2 = b.input(DType::kFloat32, {1, 2, 3, tokens, depth});
+  const std::string t2 = b.prim(LayoutAttrs{layout::Transpose{{0, 3, 1, 2, 4}}}, {x2},
+                                DType::kFloat32, {1, tokens, 2, 3, depth});
+  const std::string y2 =
+      b.prim(LayoutAttrs{layout::Reshape{}}, {t2}, DType::kFloat32, {1, tokens, 6 * depth});
+  b.g.outputs = {y, y2};
+  kora_codegen_test::CheckStats stats;
+  kora_codegen_test::check_graph(b.g, 5, rng, stats);
+  EXPECT_GE(stats.kernels, 10);
+
+  const PrimGraph& g = b.g;
+  const KernelDag dag = kernel_dag_of(g);
+  std::string source = cpu_codegen_prelude();
+  std::vector<ViewCase> cases;
+  int merges = 0;
+  for (const Candidate& c : enumerate_candidates(dag, CandidateOptions{})) {
+    const std::vector<std::string> reads = kernel_reads(g, dag, c),
+                                   writes = kernel_writes(g, dag, c);
+    TensorLayouts layouts;
+    for (const auto* sides : {&reads, &writes})
+      for (const std::string& side : *sides)
+        if (!g.constant(side)) layouts[side] = plain_layout(g.value(side).shape.size()) + "+bf16";
+    const LayoutView view = layout_view(g, dag, c, layouts);
+    ViewCase k{c, layouts,
+               generate_cpu_kernel(view.graph, view.dag, view.candidate,
+                                   "merge" + std::to_string(cases.size()), {}, view.bfloat16)};
+    EXPECT_EQ(view.bfloat16.size(), layouts.size()) << kernel_name(g, dag, c);
+    const bool whole = std::find(writes.begin(), writes.end(), y) != writes.end() &&
+                       reads.front() == x && c.members.size() == 5;
+    const bool whole2 = writes == std::vector<std::string>{y2} && c.members.size() == 2;
+    if (whole || whole2) {
+      const std::string f32 = generate_cpu_kernel(g, dag, c, "f32").source;
+      for (const std::string* text : {&std::as_const(k.kernel.source), &f32})
+        EXPECT_FALSE(std::regex_search(*text, std::regex(R"([/%] [0-9]+\))"))) << *text;
+      EXPECT_NE(f32.find("< 32; ++"), std::string::npos) << f32;
+      ++merges;
+    }
+    source += k.kernel.source;
+    cases.push_back(std::move(k));
+  }
+  EXPECT_EQ(merges, 2);
+  EXPECT_GE(cases.size(), 10u);
+  expect_bfloat16_source_matches(g, dag, cases, source, rng);
 }
 
 }  // namespace
