@@ -109,18 +109,28 @@ class Analyzer {
   // The kernel read holding tensor `t` read by member `reader`: `t` itself, or a view of
   // a read through unused reshape and transpose members, each read only by the next (a
   // reshape only of contiguous data). Sets *strides to the element strides of `t` in
-  // that read; -1 when `t` is no such view.
-  int view_of(const std::string& t, int reader, Shape* strides) {
+  // that read; -1 when `t` is no such view. With `scale`, the chain may also multiply (or
+  // divide) by immediates, which *scale takes (a matmul operand scaled on its way, as
+  // exporters write scaled dot-product attention: q and k^T each times d^-1/4).
+  int view_of(const std::string& t, int reader, Shape* strides, double* scale = nullptr) {
     std::vector<int> chain;  // from t back to the read
     std::string at = t;
     int next = reader;
+    double factor = 1;
     while (!external(at)) {
       const int m = producer_.at(at);
       const Primitive& p = *members_[m];
       const auto* l = std::get_if<LayoutAttrs>(&p.attrs);
-      if (used_[m] || !l || !only_consumer(at, next) ||
-          !(std::holds_alternative<layout::Reshape>(*l) ||
-            std::holds_alternative<layout::Transpose>(*l)))
+      if (used_[m] || !only_consumer(at, next)) return -1;
+      if (const double f = scale ? immediate_factor(p) : 0; f != 0) {
+        factor *= f;
+        chain.push_back(m);
+        next = m;
+        at = operand_tensor(p, ew(p)->operands[0].input < 0 ? 1 : 0);
+        continue;
+      }
+      if (!l || !(std::holds_alternative<layout::Reshape>(*l) ||
+                  std::holds_alternative<layout::Transpose>(*l)))
         return -1;
       chain.push_back(m);
       next = m;
@@ -130,8 +140,10 @@ class Analyzer {
     Shape st = row_major_strides(shape);
     for (size_t i = chain.size(); i-- > 0;) {
       const Primitive& p = *members_[chain[i]];
+      const auto* l = std::get_if<LayoutAttrs>(&p.attrs);
+      if (!l) continue;  // a scaling: the same coordinates
       const Shape& out = this->shape(p.output());
-      if (const auto* tr = std::get_if<layout::Transpose>(&std::get<LayoutAttrs>(p.attrs))) {
+      if (const auto* tr = std::get_if<layout::Transpose>(l)) {
         Shape moved(out.size());
         for (size_t d = 0; d < out.size(); ++d) moved[d] = st.at(tr->perm[d]);
         st = moved;
@@ -143,7 +155,19 @@ class Analyzer {
     }
     for (int m : chain) used_[m] = true;
     *strides = st;
+    if (scale) *scale *= factor;
     return read_index(at);
+  }
+  // x * c, c * x or x / c for an immediate c (float32 throughout): c, or 1 / c; else 0.
+  static double immediate_factor(const Primitive& p) {
+    const ElementwiseAttrs* a = ew(p);
+    if (!a || a->operands.size() != 2 || (a->operands[0].input < 0) == (a->operands[1].input < 0))
+      return 0;
+    const bool first = a->operands[0].input >= 0;
+    const double c = a->operands[first ? 1 : 0].value;
+    if (a->op == ScalarOp::kMul && std::isfinite(c)) return c;
+    if (a->op == ScalarOp::kDiv && first && std::isfinite(c) && c != 0) return 1 / c;
+    return 0;
   }
   // A view that moves no data: `t` in row-major order in the read.
   int plain_view_of(const std::string& t, int reader) {
@@ -171,10 +195,18 @@ class Analyzer {
     used_[linear] = true;
     const LinearAttrs& la = std::get<LinearAttrs>(lp.attrs);
     if (lp.inputs.size() != 2) return fail(lp.describe() + " does not have two inputs");
-    plan_.src = view_of(lp.inputs[0], linear, &plan_.src_strides);
-    plan_.weights = view_of(lp.inputs[1], linear, &plan_.weights_strides);
+    double scale = 1;  // of the operands, on their way (matmul)
+    const bool matmul = std::holds_alternative<MatMulAttrs>(la);
+    plan_.src = view_of(lp.inputs[0], linear, &plan_.src_strides, matmul ? &scale : nullptr);
+    plan_.weights =
+        view_of(lp.inputs[1], linear, &plan_.weights_strides, matmul ? &scale : nullptr);
     if (plan_.src < 0 || plan_.weights < 0)
       return fail(lp.describe() + " has an operand computed in the kernel (prologue)");
+    // (a s) (b t) = (a b) s t: the product scaled first, before any bias (which is then an
+    // epilogue add).
+    if (scale != 1)
+      plan_.epilogue.push_back(
+          EpilogueOp::binary_scalar(EpilogueBinary::kMul, static_cast<float>(scale)));
     plan_.src_dims = shape(lp.inputs[0]);
     plan_.weights_dims = shape(lp.inputs[1]);
     plan_.dst_dims = shape(lp.output());

@@ -8,7 +8,8 @@
 //
 // Accepted: float32 throughout; exactly one linear member whose operands are kernel reads,
 // possibly through reshape members (which move no data) and, for matmul, transposes (a
-// strided view, read in place); then a chain of members each reading the previous value
+// strided view, read in place) and products with immediates (the product scaled instead,
+// the first epilogue op); then a chain of members each reading the previous value
 // once: elementwise ops with an immediate, a tensor read by the kernel of the same shape, or
 // a broadcast member (of a read, possibly reshaped) as the other operand; reshapes that only
 // add or drop dims of size 1 (LinearPlanOptions::reshaped_rows: more); and the activation

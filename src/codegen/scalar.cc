@@ -311,7 +311,7 @@ std::string integer_power(const std::string& x, double n, Domain d) {
 }  // namespace
 
 std::string elementwise_expr(const PrimGraph& g, const Primitive& p, const ElementwiseAttrs& e,
-                             const std::vector<std::string>& args) {
+                             const std::vector<std::string>& args, bool row_divisor) {
   // The backend chose which dtypes it generates (its own check, narrow or not).
   if (!elementwise_supported(g, p, e, true))
     throw Error("codegen: " + p.describe() + " (" + scalar_op_name(e.op) +
@@ -351,6 +351,9 @@ std::string elementwise_expr(const PrimGraph& g, const Primitive& p, const Eleme
     if (std::isnormal(c) && std::isnormal(r) && !power_of_two)
       return from_domain("(" + a[0] + " * " + domain_literal(r, d) + ")", d, out);
   }
+  if (row_divisor && e.op == ScalarOp::kDiv && d == Domain::kF32 && e.operands[0].input >= 0 &&
+      e.operands[1].input >= 0)
+    return from_domain("(" + a[0] + " * (1.0f / " + a[1] + "))", d, out);
   if (e.op == ScalarOp::kPow && d != Domain::kI64 && e.operands[0].input >= 0 &&
       e.operands[1].input < 0) {
     const std::string power = integer_power(a[0], e.operands[1].value, d);

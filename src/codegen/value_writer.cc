@@ -138,7 +138,16 @@ std::string ValueWriter::value(const std::string& tensor, const Coords& coords) 
       for (const Operand& o : e->operands)
         if (o.input >= 0 && args[o.input].empty())
           args[o.input] = value(prim.inputs[o.input], coords);
-      expr = elementwise_expr(graph_, prim, *e, args);
+      // The divisor a broadcast along the last dim (a row's value): see elementwise_expr.
+      bool row_divisor = false;
+      if (e->op == ScalarOp::kDiv && e->operands.size() == 2 && e->operands[1].input >= 0) {
+        const auto d = producer_.find(prim.inputs[e->operands[1].input]);
+        if (d != producer_.end() && std::holds_alternative<BroadcastAttrs>(d->second->attrs)) {
+          const Shape& from = graph_.value(d->second->inputs[0]).shape;
+          row_divisor = !from.empty() && from.back() == 1 && info.shape.back() > 1;
+        }
+      }
+      expr = elementwise_expr(graph_, prim, *e, args, row_divisor);
     } else if (std::holds_alternative<BroadcastAttrs>(prim.attrs)) {
       const Shape& in = graph_.value(prim.inputs[0]).shape;
       Coords c = coords;

@@ -84,7 +84,9 @@ namespace kora {
 //      runs as loops over the merged dims (6 of 64), reading runs instead of dividing its
 //      coordinate per element (a head merge's bf16 copy 15x slower); a reshape composes
 //      coordinates that fill its input dims exactly.
-constexpr int kCpuCodegenRevision = 19;
+//  20: a division by a broadcast along the last dim (softmax's sum, a layer norm's deviation)
+//      multiplies by its reciprocal, once per row (a DeiT softmax 17% faster alone).
+constexpr int kCpuCodegenRevision = 20;
 
 // Whether generate_cpu_kernel can compute this candidate.
 bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);

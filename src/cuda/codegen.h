@@ -41,7 +41,9 @@ namespace kora {
 //   2: x^n for a small integer immediate n as products, not powf (src/codegen/scalar.cc).
 //   3: x / c for a constant c as x * (1 / c) (src/codegen/scalar.cc); a reshape's flat
 //      index multiplies a coordinate that is a sum in parentheses (value_writer.cc).
-constexpr int kCudaCodegenRevision = 3;
+//   4: a division by a broadcast along the last dim (softmax's sum, a norm) multiplies by
+//      its reciprocal (src/codegen/scalar.cc).
+constexpr int kCudaCodegenRevision = 4;
 // "kora-cuda-gen 3": the revision as fingerprints and jobs record it; with `tf32`,
 // "kora-cuda-gen 3 tf32": measurements with TF32 library math are another device's.
 inline std::string cuda_codegen_revision(bool tf32 = false) {

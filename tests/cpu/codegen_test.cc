@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -193,7 +194,8 @@ TEST(CpuCodegen, AdjacentReducedDimsAreOneLoopThatMatchesTheInterpreter) {
 // Phases that loop alike over leading dims that no member reduces share those loops:
 // a softmax over rows of 33 ([2, 8, 33]: 16 rows) is one parallel loop over the rows, each
 // row's max, sum of exponentials and quotients computed in turn (each along the row in
-// vectors), the exponentials kept in a row buffer for the quotients; their sum in float. Not
+// vectors), the exponentials kept in a row buffer for the quotients, which multiply by the
+// sum's reciprocal; their sum in float. Not
 // shared: a reduction over the middle dim, or rows read through a transpose. Every kernel against
 // the interpreter.
 TEST(CpuCodegen, PhasesOverTheSameRowsShareTheirLoopsAndMatchTheInterpreter) {
@@ -243,6 +245,9 @@ TEST(CpuCodegen, PhasesOverTheSameRowsShareTheirLoopsAndMatchTheInterpreter) {
       EXPECT_NE(source.find("#pragma omp simd reduction(+:"), std::string::npos) << source;
       EXPECT_EQ(source.find("#pragma omp parallel"), source.rfind("#pragma omp parallel"))
           << source;  // one parallel region
+      // the quotients multiply by the sum's reciprocal (once per row), dividing nothing else
+      EXPECT_NE(source.find(" * (1.0f / "), std::string::npos) << source;
+      EXPECT_FALSE(std::regex_search(source, std::regex(R"(v[0-9]+ / v[0-9]+\))"))) << source;
     }
   }
   EXPECT_GE(whole_softmax, 1);

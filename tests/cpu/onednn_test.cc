@@ -616,6 +616,23 @@ TEST(Onednn, MatmulsReadTransposedViews) {
     EXPECT_GE(check_graph(b.g, "attention scores"), 10);
   }
   {
+    Builder b;  // scaled dot-product attention as exporters write it: q and K^T each scaled
+                // by d^-1/4 on their way (a product and a quotient), the product scaled
+    const std::string q =
+        b.ew(S::kMul, b.transpose(b.reshape(b.input({2, 6, 12}), {2, 6, 3, 4}), {0, 2, 1, 3}), 0.5);
+    const std::string k =
+        b.ew(S::kDiv, b.transpose(b.reshape(b.input({2, 6, 12}), {2, 6, 3, 4}), {0, 2, 3, 1}), 4.0);
+    const std::string s = b.matmul(q, k);
+    b.ew(S::kAdd, s, b.broadcast(b.input({2, 1, 1, 6}), b.shape(s)));  // attention mask
+    EXPECT_GE(check_graph(b.g, "scaled attention scores"), 10);
+  }
+  {
+    Builder b;  // a scaled source and a bias: the product scaled before the bias is added
+    const std::string y = b.matmul(b.ew(S::kMul, b.input({7, 9}), 3.0), b.constant({9, 5}));
+    b.ew(S::kAdd, y, b.broadcast(b.constant({1, 5}), {7, 5}));
+    check_graph(b.g, "scaled source bias");
+  }
+  {
     Builder b;  // A^T x B^T, 2-D, constant B (reordered from its transposed view)
     const std::string a = b.transpose(b.input({9, 5}), {1, 0});
     const std::string w = b.transpose(b.constant({7, 9}), {1, 0});
