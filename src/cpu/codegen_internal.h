@@ -89,6 +89,9 @@ class KernelWriter : public codegen::ValueWriter {
   Shape innermost_split(const Shape& loops, const std::vector<std::string>& writes);
   int dry_run_divisions(const Shape& loops, const Shape& split,
                         const std::vector<std::string>& writes);
+  // Runs `body` (values on placeholder coordinates), then drops its statements, locals,
+  // tables and digits: what the dry runs of read_concat_parts and innermost_split share.
+  void dry_run(const std::function<void()>& body);
   // `loops` with dim `dim` replaced by the factors `split`; coordinates of such loops back
   // in `loops`' dims, the split one a composite of the factors' (known_digits_).
   static Shape split_shape(const Shape& loops, size_t dim, const Shape& split);

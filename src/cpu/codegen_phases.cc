@@ -158,26 +158,17 @@ std::vector<KernelWriter::Part> KernelWriter::read_concat_parts(
       coords[d] = shared_[d];
     else if (shape[d] > 1)
       coords[d] = "kora_dim" + num(d);
-  // The dry run's statements, locals and tables (a gather's) are dropped after it.
-  const std::string statics = statics_.str();
-  const int counter = counter_;
-  auto restore = [&] {
-    collecting_cuts_ = false;
-    scopes_.pop_back();
-    statics_.str(statics);
-    statics_.seekp(0, std::ios_base::end);
-    counter_ = counter;
-  };
-  scopes_.emplace_back();
   collecting_cuts_ = true;
   try {
-    for (const std::string& w : writes) value(w, coords);
+    dry_run([&] {
+      for (const std::string& w : writes) value(w, coords);
+    });
   } catch (...) {
-    restore();
+    collecting_cuts_ = false;
     concat_cuts_.clear();
     throw;
   }
-  restore();
+  collecting_cuts_ = false;
   std::map<std::string, std::set<int64_t>> cuts;
   cuts.swap(concat_cuts_);
   for (size_t d = first; d < shape.size(); ++d) {
@@ -284,9 +275,24 @@ int KernelWriter::dry_run_divisions(const Shape& loops, const Shape& split,
       lc[d] = shared_[d];
     else if (looped[d] > 1)
       lc[d] = "kora_dim" + num(d);
-  // The dry run's statements, locals, tables and digits are dropped after it.
+  const int divisions = index_divisions_;
+  try {
+    dry_run([&] {
+      const Coords coords = split_coords(lc, dim, split);
+      for (const std::string& w : writes) value(w, coords);
+    });
+  } catch (...) {
+    index_divisions_ = divisions;
+    throw;
+  }
+  const int counted = index_divisions_ - divisions;
+  index_divisions_ = divisions;
+  return counted;
+}
+
+void KernelWriter::dry_run(const std::function<void()>& body) {
   const std::string statics = statics_.str();
-  const int counter = counter_, divisions = index_divisions_;
+  const int counter = counter_;
   const auto digits = known_digits_;
   auto restore = [&] {
     scopes_.pop_back();
@@ -296,18 +302,13 @@ int KernelWriter::dry_run_divisions(const Shape& loops, const Shape& split,
     known_digits_ = digits;
   };
   scopes_.emplace_back();
-  const Coords coords = split_coords(lc, dim, split);
   try {
-    for (const std::string& w : writes) value(w, coords);
+    body();
   } catch (...) {
     restore();
-    index_divisions_ = divisions;
     throw;
   }
   restore();
-  const int counted = index_divisions_ - divisions;
-  index_divisions_ = divisions;
-  return counted;
 }
 
 Shape KernelWriter::innermost_split(const Shape& loops, const std::vector<std::string>& writes) {
