@@ -23,6 +23,9 @@
 //              reason. Working ones are measured over rotating buffers (make_buffers);
 //              when none works the interpreter kernel is measured, so every kernel has a
 //              cost. Records are stored every 2 s, so an interrupted run keeps them.
+//              Each is watched: other processes seen (src/cpu/machine_load.h) or the
+//              speed probe slowed before and after (src/cpu/speed_probe.h) make it
+//              measured again or stored as suspect.
 // Implementations whose generated code is the same (different candidates often are: a
 // reshape more or less, repeated layers) are compiled and measured once, checked for each.
 #include "cpu/profile.h"
@@ -33,6 +36,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -54,6 +58,7 @@
 #include "cpu/codegen.h"
 #include "cpu/library.h"
 #include "cpu/machine_load.h"
+#include "cpu/speed_probe.h"
 #include "kora/error.h"
 #include "kora/interpreter.h"
 #include "kora/orchestration.h"
@@ -510,12 +515,21 @@ class Measurer {
   // too easily a passing kernel thread). Then it is measured again once the machine is
   // quiet (twice at most, waiting a second at most each time, options.quiet_budget_seconds
   // in all); still seen, the record is marked suspect (ProfileRecord::error, not failed).
+  // With no other work seen, the speed probe slowed both before and after (a tenant on
+  // these cores that /proc cannot see, a power limit) marks it suspect too, not waited
+  // for: on a shared host such spells can last most of a profile.
   Measurement watched(const std::function<Measurement()>& timed, ProfileRecord& r) {
     const int threads = omp_get_max_threads();
+    // The probe's fastest first, its threads spun up; then its lesser ratio before and after.
+    if (probe_.fastest_ms() <= 0)
+      for (int i = 0; i < 5; ++i) probe_.sample();
+    double slowed = 1;
     auto measure_watched = [&](bool* seen) {
       LoadWatch watch;
       const bool before = runnable_tasks() > threads;
+      const double probe_before = probe_.sample();
       Measurement m = timed();
+      slowed = std::min(probe_before, probe_.sample());
       *seen = watch.busy() || (before && runnable_tasks() > threads);
       return m;
     };
@@ -532,6 +546,15 @@ class Measurer {
     if (seen) {
       r.error = "suspect: other processes used the CPU while it was measured";
       ++summary_.suspect;
+    } else if (probe_.slowed(slowed)) {
+      char ratio[32];
+      std::snprintf(ratio, sizeof ratio, "%.2f", slowed);
+      r.error = std::string(
+                    "suspect: the machine ran slowed while it was measured (a reference "
+                    "GEMM took ") +
+                ratio + "x its fastest time before and after; no other process in sight)";
+      ++summary_.suspect;
+      ++summary_.slowed;
     }
     return m;
   }
@@ -676,6 +699,7 @@ class Measurer {
       options_.reference ? options_.reference : std::make_shared<std::map<std::string, Tensor>>();
   std::map<uint64_t, Measurement> measured_;             // by code_key()
   double quiet_budget_ = options_.quiet_budget_seconds;  // waiting for quiet, left
+  SpeedProbe probe_{options_.speed_probe};
   std::vector<ProfileRecord> pending_;
 };
 
@@ -908,12 +932,21 @@ void schedule_search(const PrimGraph& graph, std::vector<Job>& jobs, const Profi
   summary.measure_seconds += seconds_since(stage);
 }
 
-// More than 20% of the looks before a measurement saw other work running.
+// Suspect records stored; more than 20% of the looks before a measurement saw other work
+// running.
 void warn_if_busy(const ProfileOptions& options, const ProfileSummary& summary) {
-  if (options.progress && summary.suspect > 0)
-    *options.progress << "kora profile: warning: " << summary.suspect
+  if (options.progress && summary.suspect > summary.slowed)
+    *options.progress << "kora profile: warning: " << summary.suspect - summary.slowed
                       << " implementations were measured while other processes used the CPU "
                          "and stored as suspect"
+                      << std::endl;
+  // Measuring on demand (options.only), the rounds stay quiet: kora compile notes the
+  // chosen kernels that are suspect.
+  if (options.progress && summary.slowed > 0 && !options.only)
+    *options.progress << "kora profile: warning: " << summary.slowed
+                      << " implementations were measured while the machine ran slowed (a "
+                         "reference GEMM 1.15x its fastest time or more, no other process in "
+                         "sight: another tenant on these cores?) and stored as suspect"
                       << std::endl;
   if (options.progress && summary.load_looks > 0 && summary.busy_looks * 5 > summary.load_looks)
     *options.progress << "kora profile: warning: other processes were running during "
@@ -1026,10 +1059,15 @@ std::string format_profile_summary(const ProfileSummary& s) {
   if (s.busy_looks > 0)
     os << "other processes were running during " << 100 * s.busy_looks / s.load_looks
        << "% of the measurements\n";
-  if (s.remeasured > 0 || s.suspect > 0)
+  if (s.remeasured > 0 || s.suspect > s.slowed)
     os << s.remeasured << " implementations measured again once the machine was quiet; "
-       << s.suspect << " stored as suspect (other processes used the CPU while they were "
-       << "measured; kora compile's check on the clock decides among them)\n";
+       << s.suspect - s.slowed << " stored as suspect (other processes used the CPU while "
+       << "they were measured; kora compile's check on the clock decides among them)\n";
+  if (s.slowed > 0)
+    os << s.slowed << " of " << s.implementations << " implementations stored as suspect: "
+       << "the machine ran slowed while they were measured (a reference GEMM 1.15x its fastest "
+       << "time or more before and after, with no other process in sight: another tenant on "
+       << "these cores, or a power limit; kora profile --suspect measures them again)\n";
   os << "time: enumerate " << s.enumerate_seconds << " s, generate " << s.generate_seconds
      << " s, compile " << s.compile_seconds << " s, measure " << s.measure_seconds << " s, total "
      << s.total_seconds << " s\n";
@@ -1056,6 +1094,7 @@ std::string profile_summary_json(const ProfileSummary& s) {
   j["same_code"] = s.same_code;
   j["remeasured"] = s.remeasured;
   j["suspect"] = s.suspect;
+  j["slowed"] = s.slowed;
   j["other_fingerprints"] = s.other_fingerprints;
   j["busy_fraction"] = s.load_looks > 0
                            ? static_cast<double>(s.busy_looks) / static_cast<double>(s.load_looks)

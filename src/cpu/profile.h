@@ -70,6 +70,9 @@ struct ProfileOptions {
   double quiet_budget_seconds = 5;
   // Measure again the kernels whose fastest record is suspect (ProfileDb::suspect).
   bool remeasure_suspect = false;
+  // Times the speed probe's reference loop once, in ms (src/cpu/speed_probe.h); empty: the
+  // real one. The tests give one that reports a slowed machine.
+  std::function<double()> speed_probe;
   // Measure only these kernels (by signature; measure on demand, src/driver/
   // measure_on_demand.h); the other candidates are counted as not needed.
   std::optional<std::set<uint64_t>> only;
@@ -130,6 +133,9 @@ struct ProfileSummary {
   // Implementations measured again because other processes used the CPU while they were
   // measured, and those stored as suspect (it never got quiet).
   int64_t remeasured = 0, suspect = 0;
+  // Of `suspect`: measured while the speed probe ran slowed before and after, with no
+  // other process in sight (another tenant on these cores, a power limit).
+  int64_t slowed = 0;
   // When the database held nothing for this fingerprint: its records under others
   // (another machine, thread count, compiler, oneDNN or kora revision), none reused.
   int64_t other_fingerprints = 0;

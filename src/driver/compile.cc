@@ -48,8 +48,9 @@ void note_plan(const PrimGraph& graph, const OrchestrationResult& plan, const Ta
   if (suspect > 0)
     s.notes.push_back(std::to_string(suspect) + " of the " + std::to_string(plan.kernels.size()) +
                       " chosen kernels cost what was measured while other processes used the "
-                      "CPU (suspect: the check on the clock decides among the plans; kora profile "
-                      "--suspect on a quiet machine measures them again)");
+                      "CPU or the machine ran slowed (suspect: the check on the clock decides "
+                      "among the plans; kora profile --suspect on a quiet machine measures them "
+                      "again)");
   if (plan.segments_over_budget > 0)
     s.notes.push_back(std::to_string(plan.segments_over_budget) +
                       " segments had more candidate kernels than the budget of one segment "

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -169,7 +170,7 @@ TEST(ProfileModel, MeasurementsTakenWhileOthersRunAreSuspect) {
       EXPECT_FALSE(r.failed && r.error.rfind("suspect", 0) == 0);
       suspect += !r.failed && r.error.rfind("suspect: other processes", 0) == 0;
     }
-  EXPECT_EQ(suspect, s.suspect);
+  EXPECT_EQ(suspect, s.suspect - s.slowed);  // the rest: the speed probe slowed, none seen
   EXPECT_NE(format_profile_summary(s).find("stored as suspect"), std::string::npos);
   // The cost model knows which costs are suspect; --suspect measures those kernels again.
   const std::set<uint64_t> flagged = db->suspect(s.device);
@@ -181,6 +182,44 @@ TEST(ProfileModel, MeasurementsTakenWhileOthersRunAreSuspect) {
   const ProfileSummary again = profile_model(g, *db, o);
   EXPECT_EQ(again.measured, static_cast<int64_t>(flagged.size()));
   EXPECT_EQ(again.from_db, again.kernels - again.measured);
+}
+
+// The speed probe (src/cpu/speed_probe.h) reporting the machine slowed before and after
+// every measurement, with no other process in sight: each implementation measured is
+// stored as suspect with the probe's ratio, not failed and not waited for; the summary
+// says so apart from other processes; a probe at full speed marks nothing.
+TEST(ProfileModel, MeasurementsTakenWhileTheMachineRunsSlowedAreSuspect) {
+  kora_test::TempDir dir;
+  const PrimGraph g = small_model(/*conv_only=*/true);
+  auto db = std::make_shared<ProfileDb>(dir.file("p.db"));
+  ProfileOptions o = quick(dir);
+  int calls = 0;
+  o.speed_probe = [&] { return ++calls <= 5 ? 1.0 : 1.6; };  // fast while calibrating
+  const ProfileSummary s = profile_model(g, *db, o);
+  EXPECT_EQ(s.measured, s.kernels);
+  EXPECT_GT(s.slowed, 0);
+  EXPECT_LE(s.slowed, s.suspect);
+  int64_t slowed = 0;
+  for (uint64_t sig : signatures(g))
+    for (const ProfileRecord& r : db->records(s.device, sig)) {
+      EXPECT_FALSE(r.failed && r.error.rfind("suspect", 0) == 0);
+      if (r.error.rfind("suspect: the machine ran slowed", 0) == 0) {
+        ++slowed;
+        EXPECT_NE(r.error.find("1.60x its fastest"), std::string::npos) << r.error;
+      }
+    }
+  EXPECT_EQ(slowed, s.slowed);
+  const std::string text = format_profile_summary(s);
+  EXPECT_NE(text.find("the machine ran slowed"), std::string::npos) << text;
+  EXPECT_EQ(nlohmann::json::parse(profile_summary_json(s))["slowed"], s.slowed);
+  EXPECT_FALSE(db->suspect(s.device).empty());
+
+  kora_test::TempDir dir2;  // the same at full speed: nothing slowed
+  auto db2 = std::make_shared<ProfileDb>(dir2.file("p.db"));
+  o.speed_probe = [] { return 1.0; };
+  const ProfileSummary fast = profile_model(g, *db2, o);
+  EXPECT_EQ(fast.slowed, 0);
+  EXPECT_EQ(format_profile_summary(fast).find("ran slowed"), std::string::npos);
 }
 
 TEST(ProfileModel, MeasurementsUnderAnotherFingerprintAreNotReused) {
