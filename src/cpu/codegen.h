@@ -86,7 +86,11 @@ namespace kora {
 //      coordinates that fill its input dims exactly.
 //  20: a division by a broadcast along the last dim (softmax's sum, a layer norm's deviation)
 //      multiplies by its reciprocal, once per row (a DeiT softmax 17% faster alone).
-constexpr int kCpuCodegenRevision = 20;
+//  21: a reduce whose kept dims after the reduced ones exceed a row of 4096 accumulators
+//      (a split attention's sum over its radix, [2, 128, 56, 56] over the 2) keeps a row of
+//      the trailing dims that fit, the others outer loops, instead of reducing 2 values per
+//      output; a row of several dims vectorizes its innermost loop.
+constexpr int kCpuCodegenRevision = 21;
 
 // Whether generate_cpu_kernel can compute this candidate.
 bool cpu_codegen_supports(const PrimGraph& graph, const KernelDag& dag, const Candidate& c);

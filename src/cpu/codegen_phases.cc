@@ -8,8 +8,10 @@
 //              float32 (as the interpreter; in float for at most 4096 values that are
 //              never negative), into the member's buffer; when kept dims
 //              follow the reduced ones, a row of accumulators keeps the inner loop
-//              contiguous (one row of outputs, a global pool taken channels last: the
-//              reduced rows in parts run in parallel, combined in order; a reduced
+//              contiguous (the trailing kept dims that fit 4096, the others outer
+//              loops: a split attention's radix sum; one row of outputs, a global
+//              pool taken channels last: the reduced rows in parts run in parallel,
+//              combined in order; a reduced
 //              input the kernel writes is stored as it is reduced, a bfloat16 one
 //              by rows); pooling (max or sum over the windows of a window member)
 //              folds whole rows, or padded planes, per window position;
@@ -1118,17 +1120,29 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
   size_t last_reduced = 0;
   for (size_t d = 0; d < xs.size(); ++d)
     if (reduced[d] && xs[d] > 1) last_reduced = d + 1;
-  int64_t inner = 1;
-  for (size_t d = last_reduced; d < xs.size(); ++d) inner *= xs[d];
+  // More kept dims after them than a row of accumulators holds (a split attention's sum
+  // over its radix, [2, 128, 56, 56] over the 2): the row is the trailing dims that fit,
+  // the kept dims before it join the outer loops, so the inner loop still reads runs, not
+  // a reduction of 2 per output element (0.48 ms for that sum in ResNeSt-14d's plan).
+  constexpr int64_t kMostRow = 4096;
+  size_t row_start = last_reduced;
+  auto row_of = [&](size_t from) {
+    int64_t n = 1;
+    for (size_t d = from; d < xs.size(); ++d) n *= xs[d];
+    return n;
+  };
+  if (last_reduced > 0 && last_reduced >= shared_.size())
+    while (row_of(row_start) > kMostRow && row_start + 1 < xs.size()) ++row_start;
+  const int64_t inner = row_of(row_start);
   const int64_t outer_work = numel(os) / std::max<int64_t>(inner, 1);
-  if (inner > 1 && inner <= 4096 && last_reduced > 0) {
+  if (inner > 1 && inner <= kMostRow && last_reduced > 0) {
     // outer kept dims | reduced dims and kept dims interleaved | inner kept dims (acc row)
     Shape outer_shape = xs;
     for (size_t d = 0; d < xs.size(); ++d)
-      if (reduced[d] || d >= last_reduced) outer_shape[d] = 1;
+      if (reduced[d] || d >= row_start) outer_shape[d] = 1;
     Shape red_shape = xs;
     for (size_t d = 0; d < xs.size(); ++d)
-      if (!reduced[d] || d >= last_reduced) red_shape[d] = 1;
+      if (!reduced[d] || d >= row_start) red_shape[d] = 1;
     // One row of outputs (a global pool taken channels last): no outer loop to run in
     // parallel, so the reduced rows are split into `parts` ranges run in parallel, each
     // folded into a row of its own, and those rows combined in order after them (the same
@@ -1145,7 +1159,7 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
     // second phase computing it again.
     // Stored as bfloat16: each row of it computed into a float row and stored by the
     // prelude's row store (rows of whole vectors of 16 only, one dim).
-    Shape inner_shape(xs.begin() + last_reduced, xs.end());
+    Shape inner_shape(xs.begin() + static_cast<std::ptrdiff_t>(row_start), xs.end());
     const bool written_x = std::find(writes_.begin(), writes_.end(), x) != writes_.end() &&
                            !done_.count(x) && !buffer_.count(x);
     const bool bf16_x =
@@ -1184,23 +1198,23 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
         if (reduced[d]) c[d] = rc[d];
     }
     Shape in_shape = xs;
-    for (size_t d = 0; d < last_reduced; ++d) in_shape[d] = 1;
+    for (size_t d = 0; d < row_start; ++d) in_shape[d] = 1;
     // A concat member along a dim of the row (a global pool of a channel concat taken
     // channels last): one loop per part, each reading one input of the concat in order
     // (a test per input per element and clamped, gathered loads otherwise: Inception-v3's
     // last concat with its global average pool took 0.30 ms in a plan).
     std::vector<Part> parts = concat_parts(xs);
-    if (!parts.empty() && parts[0].dim < last_reduced) parts.clear();
+    if (!parts.empty() && parts[0].dim < row_start) parts.clear();
     const size_t rounds = std::max<size_t>(1, parts.size());
     const size_t loop_text = scope().os.str().size();
     for (size_t k = 0; k < rounds; ++k) {
       if (!parts.empty()) part_ = parts[k];
       open_block("");  // each part's locals in a scope of its own
-      line("#pragma omp simd");
-      const Coords ic = open_loops(in_shape, false, last_reduced);
+      // the vector loop: the row's innermost (a row of several dims: [56, 56])
+      const Coords ic = open_loops(in_shape, false, row_start, SIZE_MAX, /*simd=*/true);
       if (!parts.empty()) known_ranges_[ic[part_.dim]] = {part_.lo, part_.hi};
-      for (size_t d = last_reduced; d < xs.size(); ++d) c[d] = ic[d];
-      Coords inner_coords(c.begin() + last_reduced, c.end());
+      for (size_t d = row_start; d < xs.size(); ++d) c[d] = ic[d];
+      Coords inner_coords(c.begin() + static_cast<std::ptrdiff_t>(row_start), c.end());
       const std::string j = offset(inner_shape, inner_coords);
       const std::string v = value(x, c);
       if (bf16_x)
@@ -1208,7 +1222,7 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
       else if (store_x)
         line(out_ptr_.at(x) + "[" + offset(xs, c) + "] = " + v + ";");
       line(code.update(acc + "[" + j + "]", v));
-      close_loops(in_shape, last_reduced);
+      close_loops(in_shape, row_start);
       close_block();
       known_ranges_.clear();
     }
@@ -1217,7 +1231,7 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
       // The row stored as the pointwise phases store theirs (kora_bf16_row_h where the
       // loop reads bfloat16: read back at the width g++ stored it).
       Coords at = c;
-      for (size_t d = last_reduced; d < xs.size(); ++d) at[d] = "0";
+      for (size_t d = row_start; d < xs.size(); ++d) at[d] = "0";
       line(row_store(reads_bfloat16(scope().os.str().substr(loop_text))) + "(" + out_ptr_.at(x) +
            " + " + offset(xs, at) + ", " + x_row + ", " + num(inner) + ");");
     }
@@ -1241,21 +1255,23 @@ void KernelWriter::reduce_phase(const Primitive& p, const ReduceAttrs& r) {
       line("for (int64_t q = 1; q < " + num(parts_n) + "; ++q) " +
            code.update(row + "[j]", partials + "[q][j]"));
       close_block();
-      for (size_t d = 0; d < last_reduced; ++d) c[d] = "0";
+      for (size_t d = 0; d < row_start; ++d) c[d] = "0";
     } else {
       close_loops(red_shape);
     }
     // store the row
     Coords oc(os.size(), "0");
-    for (size_t d = 0; d < last_reduced; ++d)
+    for (size_t d = 0; d < row_start; ++d)
       if (!reduced[d]) oc[d] = c[d];
-    const Coords sc = open_loops(in_shape, false, last_reduced);
-    for (size_t d = last_reduced; d < xs.size(); ++d) oc[d] = sc[d];
+    const Coords sc = open_loops(in_shape, false, row_start);
+    for (size_t d = row_start; d < xs.size(); ++d) oc[d] = sc[d];
     line(out + "[" + offset(os, oc) + "] = " +
-         code.result(row + "[" + offset(inner_shape, Coords(sc.begin() + last_reduced, sc.end())) +
+         code.result(row + "[" +
+                     offset(inner_shape,
+                            Coords(sc.begin() + static_cast<std::ptrdiff_t>(row_start), sc.end())) +
                      "]") +
          ";");
-    close_loops(in_shape, last_reduced);
+    close_loops(in_shape, row_start);
     if (outer_work == 1) close_block();
     close_loops(outer_shape);
     return;

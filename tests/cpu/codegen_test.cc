@@ -191,6 +191,40 @@ TEST(CpuCodegen, AdjacentReducedDimsAreOneLoopThatMatchesTheInterpreter) {
   EXPECT_GE(nested, 1);
 }
 
+// A reduction over a leading dim whose kept dims after it hold more than a row of 4096
+// accumulators (a split attention: x [2, 3, 40, 70] weighted per channel and summed over
+// its radix of 2, then pooled): a row of the trailing 40 x 70 accumulators per channel,
+// the channels an outer loop, not a reduction of 2 values per output element. Every
+// kernel against the interpreter; the sum's kernels keep the row.
+TEST(CpuCodegen, ReductionsOverALeadingDimOfLongRowsKeepARowOfAccumulators) {
+  std::mt19937 rng(21);
+  kora_codegen_test::GraphBuilder b(rng);
+  const DType F = DType::kFloat32;
+  const Shape s = {2, 3, 40, 70}, per_channel = {2, 3, 1, 1}, summed = {1, 3, 40, 70};
+  const std::string x = b.input(F, s), a = b.input(F, per_channel);
+  const std::string ab = b.prim(BroadcastAttrs{}, {a}, F, s);
+  const std::string w =
+      b.prim(ElementwiseAttrs{ScalarOp::kMul, {Operand{0, 0}, Operand{1, 0}}}, {x, ab}, F, s);
+  const std::string sum = b.prim(ReduceAttrs{ReduceOp::kSum, {0}}, {w}, F, summed);
+  const std::string pooled = b.prim(ReduceAttrs{ReduceOp::kMean, {2, 3}}, {sum}, F, {1, 3, 1, 1});
+  const std::string most = b.prim(ReduceAttrs{ReduceOp::kMax, {0}}, {x}, F, summed);
+  b.g.outputs = {sum, pooled, most};
+  const KernelDag dag = kernel_dag_of(b.g);
+  int rows = 0;
+  for (const Candidate& c : checked_candidates(b.g, dag, rng, 6)) {
+    bool radix = false;
+    for (int m : c.members) {
+      const auto* r = std::get_if<ReduceAttrs>(&b.g.prims[dag.prim[m]].attrs);
+      radix = radix || (r && r->axes == std::vector<int64_t>{0});
+    }
+    if (!radix || !cpu_codegen_supports(b.g, dag, c)) continue;
+    const std::string source = generate_cpu_kernel(b.g, dag, c, "k").source;
+    EXPECT_NE(source.find("[2800];"), std::string::npos) << source;  // the row
+    ++rows;
+  }
+  EXPECT_GE(rows, 3);
+}
+
 // Phases that loop alike over leading dims that no member reduces share those loops:
 // a softmax over rows of 33 ([2, 8, 33]: 16 rows) is one parallel loop over the rows, each
 // row's max, sum of exponentials and quotients computed in turn (each along the row in
