@@ -932,6 +932,13 @@ void schedule_search(const PrimGraph& graph, std::vector<Job>& jobs, const Profi
   summary.measure_seconds += seconds_since(stage);
 }
 
+// SpeedProbe::kSlowed as the summaries print it ("1.15").
+std::string slowed_threshold() {
+  char text[16];
+  std::snprintf(text, sizeof text, "%.2f", SpeedProbe::kSlowed);
+  return text;
+}
+
 // Suspect records stored; more than 20% of the looks before a measurement saw other work
 // running.
 void warn_if_busy(const ProfileOptions& options, const ProfileSummary& summary) {
@@ -945,8 +952,10 @@ void warn_if_busy(const ProfileOptions& options, const ProfileSummary& summary) 
   if (options.progress && summary.slowed > 0 && !options.only)
     *options.progress << "kora profile: warning: " << summary.slowed
                       << " implementations were measured while the machine ran slowed (a "
-                         "reference GEMM 1.15x its fastest time or more, no other process in "
-                         "sight: another tenant on these cores?) and stored as suspect"
+                         "reference GEMM "
+                      << slowed_threshold()
+                      << "x its fastest time or more, no other process in sight: another "
+                         "tenant on these cores?) and stored as suspect"
                       << std::endl;
   if (options.progress && summary.load_looks > 0 && summary.busy_looks * 5 > summary.load_looks)
     *options.progress << "kora profile: warning: other processes were running during "
@@ -1065,8 +1074,10 @@ std::string format_profile_summary(const ProfileSummary& s) {
        << "they were measured; kora compile's check on the clock decides among them)\n";
   if (s.slowed > 0)
     os << s.slowed << " of " << s.implementations << " implementations stored as suspect: "
-       << "the machine ran slowed while they were measured (a reference GEMM 1.15x its fastest "
-       << "time or more before and after, with no other process in sight: another tenant on "
+       << "the machine ran slowed while they were measured (a reference GEMM "
+       << SpeedProbe::kSlowed
+       << "x its fastest time or more before and after, with no other process in sight: another "
+          "tenant on "
        << "these cores, or a power limit; kora profile --suspect measures them again)\n";
   os << "time: enumerate " << s.enumerate_seconds << " s, generate " << s.generate_seconds
      << " s, compile " << s.compile_seconds << " s, measure " << s.measure_seconds << " s, total "
