@@ -81,22 +81,15 @@ Prim* make(const Shape& s) {
   auto p = std::make_unique<Prim>();
   dt t = s.bf16 ? dt::bf16 : dt::f32;
   post_ops po;
-  memory::desc dst;
   primitive_attr attr;
   attr.set_scratchpad_mode(scratchpad_mode::user);
   auto add_post = [&](const memory::desc& d) {
-    if (s.post == 1)
+    if (s.post == 1 || s.post == 3)
       po.append_eltwise(
 #if DNNL_VERSION_MAJOR < 3
           1.f,
 #endif
-          algorithm::eltwise_gelu_erf, 0.f, 0.f);
-    if (s.post == 3)
-      po.append_eltwise(
-#if DNNL_VERSION_MAJOR < 3
-          1.f,
-#endif
-          algorithm::eltwise_relu, 0.f, 0.f);
+          s.post == 1 ? algorithm::eltwise_gelu_erf : algorithm::eltwise_relu, 0.f, 0.f);
     if (s.post == 2) po.append_binary(algorithm::binary_add, d);
     attr.set_post_ops(po);
   };
@@ -127,29 +120,21 @@ Prim* make(const Shape& s) {
                                   : memory::dims{s.o, s.c, s.kh, s.kh};
     memory::desc w(wd, t, tag::any);
     memory::dims st{s.stride, s.stride}, pd_{pad, pad};
+    auto conv_pd = [&](const primitive_attr& at) {
+#if DNNL_VERSION_MAJOR >= 3
+      return convolution_forward::primitive_desc(eng, prop_kind::forward_inference,
+                                                 algorithm::convolution_direct, a, w, bias, c, st,
+                                                 pd_, pd_, at);
+#else
+      return convolution_forward::primitive_desc(
+          convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, a,
+                                    w, bias, c, st, pd_, pd_),
+          at, eng);
+#endif
+    };
     // the residual in the destination's layout: ask for the primitive without it first
-#if DNNL_VERSION_MAJOR >= 3
-    convolution_forward::primitive_desc pd0(eng, prop_kind::forward_inference,
-                                            algorithm::convolution_direct, a, w, bias, c, st, pd_,
-                                            pd_);
-#else
-    convolution_forward::primitive_desc pd0(
-        convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, a, w,
-                                  bias, c, st, pd_, pd_),
-        eng);
-#endif
-    memory::desc res = pd0.dst_desc();
-    add_post(res);
-#if DNNL_VERSION_MAJOR >= 3
-    convolution_forward::primitive_desc pd(eng, prop_kind::forward_inference,
-                                           algorithm::convolution_direct, a, w, bias, c, st, pd_,
-                                           pd_, attr);
-#else
-    convolution_forward::primitive_desc pd(
-        convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, a, w,
-                                  bias, c, st, pd_, pd_),
-        attr, eng);
-#endif
+    add_post(conv_pd(primitive_attr()).dst_desc());
+    const convolution_forward::primitive_desc pd = conv_pd(attr);
     p->p = convolution_forward(pd);
     p->impl = pd.impl_info_str();
     p->args = {{DNNL_ARG_SRC, filled(pd.src_desc())},
