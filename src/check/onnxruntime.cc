@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include "base/compare.h"
 #include "kora/check.h"
@@ -22,8 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // argv: model, directory, threads. The directory holds in_<i>.npy and inputs.txt (one
-// name per line); the program writes out_<i>.npy and outputs.txt. Exit status 3: numpy or
-// onnxruntime cannot be imported.
+// name per line); the program writes out_<i>.npy and outputs.txt, and note.txt where it
+// ran without exact integer GEMMs. Exit status 3: numpy or onnxruntime cannot be imported.
 constexpr const char* kProgram = R"(
 import sys, os
 try:
@@ -39,7 +40,20 @@ so = ort.SessionOptions()
 so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
 so.intra_op_num_threads = threads
 so.inter_op_num_threads = 1
-s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+# Exact integer GEMMs: without VNNI, onnxruntime's uint8 x int8 kernels add pairs of
+# products in 16 bits, saturating, unless this option has its graph optimizer turn them into
+# uint8 x uint8 ones (no effect where VNNI is). The optimizer fails on some graphs (an int8
+# initializer shared by two convolutions): then without it, and a note says so.
+so.add_session_config_entry("session.x64quantprecision", "1")
+so.log_severity_level = 4  # its failure is the note's, not a log line
+try:
+    s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+except Exception as e:
+    so.add_session_config_entry("session.x64quantprecision", "0")
+    so.log_severity_level = 2
+    s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    with open(os.path.join(d, "note.txt"), "w") as f:
+        f.write(str(e).strip().splitlines()[-1].split(" : ")[-1][-160:])
 outs = s.run(None, feeds)
 with open(os.path.join(d, "outputs.txt"), "w") as f:
     for i, (o, v) in enumerate(zip(s.get_outputs(), outs)):
@@ -98,6 +112,15 @@ std::map<std::string, Tensor> run_onnxruntime(const std::string& model,
                 (missing ? " (needs python3 with the onnxruntime package; set KORA_PYTHON to "
                            "choose the interpreter)"
                          : ""));
+  }
+  if (std::ifstream note(dir / "note.txt"); note) {
+    std::string why;
+    std::getline(note, why);
+    std::cerr << "kora: note: onnxruntime ran '" << model
+              << "' without exact integer GEMMs (session.x64quantprecision failed: " << why
+              << "); on a CPU without VNNI its uint8 x int8 products saturate in 16 bits, "
+                 "so its integer results may be off"
+              << std::endl;
   }
   std::map<std::string, Tensor> outputs;
   std::ifstream names(dir / "outputs.txt");

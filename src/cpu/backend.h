@@ -26,6 +26,12 @@ std::string cpu_fingerprint(int threads, const std::string& compiler, const std:
 // (kCpuBf16Revision) and " bf16" after it: "...|kora-gen 3|kora-bf16 2 bf16".
 std::string cpu_backend_fingerprint(int threads, const std::string& compiler = "",
                                     bool bf16 = false);
+// Why the linked oneDNN computes no bfloat16 convolution or matmul faster than its
+// reference implementation on this CPU ("" where it does: AVX-512, avx512_core, which 2.x
+// and 3.x need for their bf16 kernels, natively with AVX512-BF16 or AMX, emulated without).
+// On such a CPU --bf16 would compile a float32 plan under a bf16 name: the target refuses.
+std::string onednn_bf16_missing();
+
 // Whether a device fingerprint is one of bf16 kernels (ends in " bf16").
 inline bool bf16_fingerprint(const std::string& device) { return device.ends_with(" bf16"); }
 

@@ -3,10 +3,10 @@
 //   gflops      oneDNN's float32 GEMM (dnnl_sgemm, 1024 x 1024 x 1024), the best of five;
 //   dram_gbps   bytes copied per second (read and written) between two buffers four times
 //               the last-level cache (at least 64 MiB, at most 512 MiB), each thread its
-//               part; the best of three;
+//               part, by memcpy and by a vector loop; the best of three each;
 //   cache_gbps  the same within buffers of a quarter of each core's L2 cache, copied over
 //               and over by every thread at once;
-//   cache_bytes the last-level cache (sysconf);
+//   cache_bytes the last-level cache (Linux's cache topology, else sysconf);
 //   floor_ms    0: a kernel may do nothing (a view).
 // Each peak is multiplied by a margin (kPeakMargin: kernels that beat the measured copy
 // or GEMM a little must stay above their bounds; bench/bounds.cc checks the bounds against

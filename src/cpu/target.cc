@@ -11,6 +11,7 @@
 #include "cpu/profile.h"
 #include "kora/check.h"
 #include "kora/compile.h"
+#include "kora/error.h"
 #include "kora/profile_db.h"
 
 namespace kora {
@@ -18,7 +19,11 @@ namespace kora {
 CpuTarget::CpuTarget(const TargetOptions& options)
     : options_(options),
       threads_(options.threads > 0 ? options.threads
-                                   : static_cast<int>(std::thread::hardware_concurrency())) {}
+                                   : static_cast<int>(std::thread::hardware_concurrency())) {
+  if (options.bf16)
+    if (const std::string why = onednn_bf16_missing(); !why.empty())
+      throw Error("--bf16: " + why + "; compile without --bf16 (float32) on this machine");
+}
 
 std::string CpuTarget::device(const ProfileDb&) {
   return cpu_backend_fingerprint(threads_, options_.compiler, options_.bf16);

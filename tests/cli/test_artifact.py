@@ -25,6 +25,13 @@ KORA = None
 C_EXAMPLE = None
 
 
+def avx512_core():
+    """Whether this CPU has what oneDNN's bf16 kernels need (AVX-512 F, BW, VL and DQ)."""
+    with open("/proc/cpuinfo") as f:
+        flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+    return all(f in flags for f in ("avx512f", "avx512bw", "avx512vl", "avx512dq"))
+
+
 def save(graph, path, opset=17):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
@@ -192,6 +199,13 @@ def quantized_model(path):
         return numpy_helper.from_array(np.asarray(value), name)
     inits = [const("xs", np.float32(0.02)), const("xz", np.uint8(128)),
              const("w", rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8)),
+             # The QDQ block's weights, scales and zero points apart: onnxruntime's exact
+             # integer GEMMs (session.x64quantprecision, which kora check asks for: CPUs
+             # without VNNI saturate otherwise) fail on a graph whose QLinearConv and
+             # DequantizeLinear share the int8 zero point (kora check then says so).
+             const("w2", rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8)),
+             const("ws2", (rng.random(4) * 0.004 + 0.002).astype(np.float32)),
+             const("wz2", np.zeros(4, np.int8)),
              const("ws", (rng.random(4) * 0.004 + 0.002).astype(np.float32)),
              const("wz", np.zeros(4, np.int8)),
              const("ys", np.float32(0.01)), const("yz", np.uint8(100)),
@@ -202,7 +216,7 @@ def quantized_model(path):
         helper.make_node("QLinearConv", ["xq", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
                          ["qconv"], pads=[1, 1, 1, 1], name="qconv"),
         helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"], name="dq_x"),
-        helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=0, name="dq_w"),
+        helper.make_node("DequantizeLinear", ["w2", "ws2", "wz2"], ["wd"], axis=0, name="dq_w"),
         helper.make_node("Conv", ["xd", "wd"], ["c"], strides=[2, 2], name="conv"),
         helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["qdq"], name="quantize_out"),
         helper.make_node("DynamicQuantizeLinear", ["v"], ["vq", "vs", "vz"], name="dyn"),
@@ -490,6 +504,15 @@ class ArtifactTest(unittest.TestCase):
         self.assertEqual(float32["reused_float32"], 0)
         r = kora("profile", self.chain, "--db", db, "--threads", "2", "--bf16", "--all",
                  "--json", env=self.env)
+        if not avx512_core():  # oneDNN's bf16 kernels need AVX-512: one clear error instead
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertRegex(r.stderr, r"--bf16: onednn [\d.]+ has bfloat16 convolutions and "
+                             r"matmuls on CPUs with AVX-512 only.*compile without --bf16")
+            r = kora("compile", self.chain, "-o", os.path.join(self.tmp, "chain_bf16"), "--db",
+                     db, "--bf16", env=self.env)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("compile without --bf16", r.stderr)
+            return
         self.assertEqual(r.returncode, 0, r.stderr)
         bf16 = json.loads(r.stdout)
         self.assertTrue(bf16["device"].endswith(" bf16"))

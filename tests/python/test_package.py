@@ -132,6 +132,14 @@ def test_get_inputs_and_outputs_like_onnxruntime(conv_artifact):
 def test_bf16_compile(tmp_path, db):
     """bf16=True: oneDNN kernels compute in bf16 (the fingerprint and the schedules say so),
     within the bf16 tolerance of onnxruntime and not as exactly as float32."""
+    with open("/proc/cpuinfo") as f:
+        flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+    if not all(f in flags for f in ("avx512f", "avx512bw", "avx512vl", "avx512dq")):
+        # oneDNN's bf16 kernels need AVX-512: one clear error, not a float32 plan named bf16
+        with pytest.raises(kora.KoraError, match="--bf16: .*AVX-512 only"):
+            kora.compile(conv_net(), db=db, measure=False, output_dir=tmp_path / "bf16",
+                         progress=False, bf16=True)
+        return
     art = kora.compile(conv_net(), db=db, measure=False, output_dir=tmp_path / "bf16",
                        dims={"batch": 2}, progress=False, bf16=True, strategy="unfused")
     with open(os.path.join(art.path, "manifest.json")) as f:
