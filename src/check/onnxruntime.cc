@@ -42,8 +42,9 @@ so.intra_op_num_threads = threads
 so.inter_op_num_threads = 1
 # Exact integer GEMMs: without VNNI, onnxruntime's uint8 x int8 kernels add pairs of
 # products in 16 bits, saturating, unless this option has its graph optimizer turn them into
-# uint8 x uint8 ones (no effect where VNNI is). The optimizer fails on some graphs (an int8
-# initializer shared by two convolutions): then without it, and a note says so.
+# uint8 x uint8 ones (no effect where VNNI is). The optimizer fails on some graphs (a
+# QLinearConv and a DequantizeLinear sharing an int8 zero point): then without it, and a
+# note says so.
 so.add_session_config_entry("session.x64quantprecision", "1")
 so.log_severity_level = 4  # its failure is the note's, not a log line
 try:

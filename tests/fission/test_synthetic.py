@@ -60,7 +60,7 @@ class G:
 def exact_integer_gemm(opts):
     """onnxruntime's uint8 x int8 GEMMs without AVX-512 VNNI saturate pairs of products to 16
     bits (MatMulInteger, ConvInteger, QLinearConv, QLinearMatMul); the reference asks for
-    exact ones (no effect where VNNI is)."""
+    exact ones (no effect where VNNI is, nor on a graph run unoptimized)."""
     opts.add_session_config_entry("session.x64quantprecision", "1")
 
 
