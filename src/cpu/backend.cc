@@ -21,13 +21,14 @@ std::string onednn_version() {
          std::to_string(v->patch);
 }
 
+bool onednn_isa_has(unsigned isa) {
+  return (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) & isa) == isa;
+}
+
 std::string onednn_bf16_missing() {
-  const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
-  const unsigned avx512 = dnnl_cpu_isa_avx512_core;  // the ISAs are bit sets
-  if ((isa & avx512) == avx512) return "";
-  const unsigned avx2 = dnnl_cpu_isa_avx2;
+  if (onednn_isa_has(dnnl_cpu_isa_avx512_core)) return "";
   return onednn_version() + " has bfloat16 convolutions and matmuls on CPUs with AVX-512 only; " +
-         "on this one (" + ((isa & avx2) == avx2 ? "AVX2" : "no AVX2") +
+         "on this one (" + (onednn_isa_has(dnnl_cpu_isa_avx2) ? "AVX2" : "no AVX2") +
          ") it has only its reference implementation, many times slower than float32";
 }
 

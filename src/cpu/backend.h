@@ -26,6 +26,10 @@ std::string cpu_fingerprint(int threads, const std::string& compiler, const std:
 // (kCpuBf16Revision) and " bf16" after it: "...|kora-gen 3|kora-bf16 2 bf16".
 std::string cpu_backend_fingerprint(int threads, const std::string& compiler = "",
                                     bool bf16 = false);
+// Whether oneDNN's effective ISA here includes `isa`, a dnnl_cpu_isa_t (the ISAs are bit
+// sets: avx512_core_amx includes avx512_core).
+bool onednn_isa_has(unsigned isa);
+
 // Why the linked oneDNN computes no bfloat16 convolution or matmul faster than its
 // reference implementation on this CPU ("" where it does: AVX-512, avx512_core, which 2.x
 // and 3.x need for their bf16 kernels, natively with AVX512-BF16 or AMX, emulated without).

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/backend.h"
 #include "cpu/machine_load.h"
 #include "kora/error.h"
 #include "kora/profile_db.h"
@@ -139,9 +140,7 @@ MachinePeaks measure_cpu_peaks(int threads) {
 }
 
 double bf16_compute_factor() {
-  const unsigned amx = dnnl_cpu_isa_avx512_core_amx;  // the ISAs are bit sets
-  return (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) & amx) == amx ? kAmxBf16ComputeFactor
-                                                                            : kBf16ComputeFactor;
+  return onednn_isa_has(dnnl_cpu_isa_avx512_core_amx) ? kAmxBf16ComputeFactor : kBf16ComputeFactor;
 }
 
 MachinePeaks cpu_peaks(ProfileDb& db, const std::string& device, int threads, bool bf16) {

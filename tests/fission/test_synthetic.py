@@ -5,6 +5,7 @@ integer outputs exactly.
 
 usage: test_synthetic.py PATH_TO_KORA
 """
+import functools
 import os
 import re
 import subprocess
@@ -64,6 +65,7 @@ def exact_integer_gemm(opts):
     opts.add_session_config_entry("session.x64quantprecision", "1")
 
 
+@functools.cache
 def ort_integer_gemm_saturates():
     """Whether onnxruntime's uint8 x int8 GEMM saturates here with the graph as written (no
     AVX-512 VNNI; session.x64quantprecision takes effect only through graph optimizations,
